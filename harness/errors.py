@@ -1,0 +1,101 @@
+"""The harness's one exception root and its branches.
+
+    HarnessError
+    ├── ConfigError                  bad configuration or CLI input
+    ├── StoreError                   the database refused or failed
+    │   ├── SchemaError              the schema is missing or out of date
+    │   └── IntegrityViolation       a constraint refused a write (names it)
+    ├── EngineError                  an engine operation was refused
+    │   ├── NotFound                 no such job/attempt for this owner
+    │   ├── InvalidIntent            a create request or policy is malformed
+    │   ├── IdempotencyConflict      key reused with another fingerprint (I2)
+    │   ├── AttemptRefused           a new attempt may not start now (I3, I4, I7)
+    │   └── InvalidTransition        the state machine forbids this move
+    ├── ProviderError                provider adapters and their configuration
+    │   └── ProviderConfigError      a provider config file or entry is malformed
+    ├── ContractError                contract files, verification, the gate
+    │   └── ContractLoadError        a contract file is malformed
+    └── ScenarioError                scenario files and runs
+
+Each class's docstring is its default message. Messages never carry secrets: provider
+API keys are read from the environment at the edge and never formatted into an error.
+"""
+
+from __future__ import annotations
+
+
+class HarnessError(Exception):
+    """Harness error."""
+
+    def __init__(self, message: str | None = None, **details: object) -> None:
+        self.message = message or (self.__doc__ or "").strip()
+        self.details = details
+        super().__init__(self.message)
+
+
+class ConfigError(HarnessError):
+    """Invalid configuration."""
+
+
+class StoreError(HarnessError):
+    """The database refused or failed the operation."""
+
+
+class SchemaError(StoreError):
+    """The database schema is missing or out of date; run `harness db upgrade`."""
+
+
+class IntegrityViolation(StoreError):
+    """A database constraint refused the write."""
+
+    def __init__(self, message: str | None = None, *, constraint: str, **details: object) -> None:
+        self.constraint = constraint
+        super().__init__(message, constraint=constraint, **details)
+
+
+class EngineError(HarnessError):
+    """The engine refused the operation."""
+
+
+class NotFound(EngineError):
+    """No such job or attempt."""
+
+
+class InvalidIntent(EngineError):
+    """The job request is malformed."""
+
+
+class IdempotencyConflict(EngineError):
+    """The idempotency key was already used with a different request."""
+
+
+class AttemptRefused(EngineError):
+    """A new attempt may not start now."""
+
+    def __init__(self, message: str | None = None, *, reason: str, **details: object) -> None:
+        self.reason = reason
+        super().__init__(message, reason=reason, **details)
+
+
+class InvalidTransition(EngineError):
+    """The state machine does not allow this transition."""
+
+
+class ProviderError(HarnessError):
+    """Provider adapter error."""
+
+
+class ProviderConfigError(ProviderError, ConfigError):
+    """Invalid provider configuration."""
+
+
+class ContractError(HarnessError):
+    """Contract error."""
+
+
+class ContractLoadError(ContractError):
+    """Invalid contract file."""
+
+
+class ScenarioError(HarnessError):
+    """Scenario error."""

@@ -1,0 +1,198 @@
+"""Frozen value objects of the engine: what callers hand in and get back."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from harness.errors import InvalidIntent
+from harness.fingerprint import fingerprint
+from harness.states import AttemptState, JobState
+
+DEFAULT_ATTEMPT_TIMEOUT = 30.0
+MAX_NAME_LENGTH = 255
+
+
+@dataclass(frozen=True, kw_only=True)
+class Policy:
+    """How a job's attempts run. Not part of the intent's fingerprint."""
+
+    attempt_timeout: float = DEFAULT_ATTEMPT_TIMEOUT  # seconds until an attempt is unknown
+    max_live_attempts: int = 1  # > 1 allows hedging, up to this many live attempts
+    hedge_after: float | None = None  # seconds before a hedge attempt may start
+
+    def __post_init__(self) -> None:
+        from harness.store.tables import MAX_LIVE_ATTEMPTS
+
+        if not (isinstance(self.attempt_timeout, int | float) and math.isfinite(
+            self.attempt_timeout
+        )) or self.attempt_timeout <= 0:
+            raise InvalidIntent("policy.attempt_timeout must be a positive number of seconds")
+        if (
+            not isinstance(self.max_live_attempts, int)
+            or isinstance(self.max_live_attempts, bool)
+            or not 1 <= self.max_live_attempts <= MAX_LIVE_ATTEMPTS
+        ):
+            raise InvalidIntent(
+                f"policy.max_live_attempts must be an integer from 1 to {MAX_LIVE_ATTEMPTS}"
+            )
+        if self.hedge_after is not None:
+            if not isinstance(self.hedge_after, int | float) or not (
+                math.isfinite(self.hedge_after) and self.hedge_after >= 0
+            ):
+                raise InvalidIntent("policy.hedge_after must be a non-negative number")
+            if self.max_live_attempts < 2:
+                raise InvalidIntent("policy.hedge_after needs max_live_attempts of 2 or more")
+
+    @property
+    def hedging(self) -> bool:
+        return self.max_live_attempts > 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "attempt_timeout": self.attempt_timeout,
+            "max_live_attempts": self.max_live_attempts,
+            "hedge_after": self.hedge_after,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Policy:
+        if data is None:
+            return cls()
+        if not isinstance(data, dict):
+            raise InvalidIntent("policy must be an object")
+        unknown = set(data) - {"attempt_timeout", "max_live_attempts", "hedge_after"}
+        if unknown:
+            raise InvalidIntent(f"policy has unknown fields: {', '.join(sorted(unknown))}")
+        return cls(**data)
+
+
+def _name(value: Any, what: str, *, optional: bool = False) -> str | None:
+    if value is None and optional:
+        return None
+    if not isinstance(value, str) or not value.strip() or len(value) > MAX_NAME_LENGTH:
+        raise InvalidIntent(f"{what} must be a non-empty string of at most {MAX_NAME_LENGTH}")
+    return value
+
+
+@dataclass(frozen=True, kw_only=True)
+class Intent:
+    """What the user asked for: the part of a create request the fingerprint covers."""
+
+    operation: str
+    input: Any
+    providers: tuple[str, ...]
+    contract: str | None = None
+    policy: Policy = field(default_factory=Policy)
+
+    def __post_init__(self) -> None:
+        _name(self.operation, "operation")
+        _name(self.contract, "contract", optional=True)
+        if not isinstance(self.providers, tuple) or not self.providers:
+            raise InvalidIntent("providers must be a non-empty list of provider names")
+        for p in self.providers:
+            _name(p, "each provider")
+        if len(set(self.providers)) != len(self.providers):
+            raise InvalidIntent("providers must not repeat a name")
+        if not isinstance(self.policy, Policy):
+            raise InvalidIntent("policy must be a Policy")
+        try:
+            self.fingerprint  # noqa: B018 - validates that input is JSON
+        except ValueError as exc:
+            raise InvalidIntent(f"input is not canonical JSON: {exc}") from None
+
+    @property
+    def fingerprint(self) -> str:
+        return fingerprint(
+            operation=self.operation,
+            input=self.input,
+            contract=self.contract,
+            providers=self.providers,
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class Attempt:
+    id: int
+    job_id: int
+    number: int
+    provider: str
+    model: str | None
+    state: AttemptState
+    live_slot: int | None
+    read_version: int
+    provider_request_id: str | None
+    started_at: datetime
+    deadline_at: datetime | None
+    finished_at: datetime | None
+    outcome: str | None
+    error: str | None
+    raw_result: Any
+
+
+@dataclass(frozen=True, kw_only=True)
+class Job:
+    id: int
+    owner: str
+    idempotency_key: str
+    fingerprint: str
+    operation: str
+    input: Any
+    contract: str | None
+    providers: tuple[str, ...]
+    policy: Policy
+    status: JobState
+    version: int
+    attempt_count: int
+    completed_by: int | None
+    result: Any
+    created_at: datetime
+    updated_at: datetime
+    attempts: tuple[Attempt, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class Event:
+    id: int
+    job_id: int
+    kind: str
+    attempt_id: int | None
+    actor: str | None
+    detail: dict[str, Any]
+    at: datetime
+
+
+@dataclass(frozen=True, kw_only=True)
+class Created:
+    """The answer to create_job: the job, and whether this call created it."""
+
+    job: Job
+    created: bool  # False: a replay of an earlier create with the same key and intent
+
+
+@dataclass(frozen=True, kw_only=True)
+class Completion:
+    """The answer to complete_attempt: did this attempt's result become the job's?"""
+
+    won: bool
+    job: Job
+    attempt: Attempt
+    reason: str  # "won" | "job_completed" | "job_finished" | "attempt_finished"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Verdict:
+    """The stored result of verifying one provider against one contract version."""
+
+    id: int
+    provider: str
+    model: str | None
+    contract_name: str
+    contract_hash: str
+    passed: bool
+    checks: dict[str, Any]  # check name -> {"passed": bool, "detail": str, ...}
+    sample_count: int
+    created_at: datetime
+    created_by: str

@@ -1,0 +1,141 @@
+"""The job and attempt state machines: one pure table each, no I/O.
+
+The engine never decides a move on its own: it asks `attempt_next`/`job_next` for the
+target state, and it asks `attempt_sources`/`job_sources` for the states a move may
+start from, which become the `WHERE state IN (...)` guard of the conditional UPDATE.
+So the table below is both the documentation and the enforcement.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Mapping
+
+from harness.errors import InvalidTransition
+
+
+class AttemptState(enum.StrEnum):
+    STARTING = "starting"  # recorded, not yet sent
+    RUNNING = "running"  # sent to the provider
+    UNKNOWN = "unknown"  # timed out or cut off: the provider may still be working (I4)
+    SUCCEEDED = "succeeded"  # its result is the job's result
+    FAILED = "failed"  # the provider certainly did not produce a result
+    CANCELLED = "cancelled"  # cancelled out of band; a late result is fenced off (I6)
+    SUPERSEDED = "superseded"  # finished, but lost the CAS; payload kept for audit (I5)
+
+
+class AttemptEvent(enum.StrEnum):
+    RUN = "run"
+    SUCCEED = "succeed"
+    FAIL = "fail"
+    TIME_OUT = "time_out"
+    RESOLVE_FAILED = "resolve_failed"
+    CANCEL = "cancel"
+    SUPERSEDE = "supersede"
+
+
+LIVE_ATTEMPT_STATES = frozenset(
+    {AttemptState.STARTING, AttemptState.RUNNING, AttemptState.UNKNOWN}
+)
+FINISHED_ATTEMPT_STATES = frozenset(AttemptState) - LIVE_ATTEMPT_STATES
+
+_S, _E = AttemptState, AttemptEvent
+ATTEMPT_TRANSITIONS: Mapping[tuple[AttemptState, AttemptEvent], AttemptState] = {
+    (_S.STARTING, _E.RUN): _S.RUNNING,
+    # Any live attempt may finish with a result: for an unknown one that result is the
+    # provider's evidence, and it resolves the attempt.
+    (_S.STARTING, _E.SUCCEED): _S.SUCCEEDED,
+    (_S.RUNNING, _E.SUCCEED): _S.SUCCEEDED,
+    (_S.UNKNOWN, _E.SUCCEED): _S.SUCCEEDED,
+    # Failing is only for attempts we know did not execute; an unknown attempt fails
+    # only through an explicit, recorded resolution.
+    (_S.STARTING, _E.FAIL): _S.FAILED,
+    (_S.RUNNING, _E.FAIL): _S.FAILED,
+    (_S.UNKNOWN, _E.RESOLVE_FAILED): _S.FAILED,
+    # A timeout is unknown, never failed.
+    (_S.STARTING, _E.TIME_OUT): _S.UNKNOWN,
+    (_S.RUNNING, _E.TIME_OUT): _S.UNKNOWN,
+    (_S.STARTING, _E.CANCEL): _S.CANCELLED,
+    (_S.RUNNING, _E.CANCEL): _S.CANCELLED,
+    (_S.UNKNOWN, _E.CANCEL): _S.CANCELLED,
+    (_S.STARTING, _E.SUPERSEDE): _S.SUPERSEDED,
+    (_S.RUNNING, _E.SUPERSEDE): _S.SUPERSEDED,
+    (_S.UNKNOWN, _E.SUPERSEDE): _S.SUPERSEDED,
+}
+
+
+class JobState(enum.StrEnum):
+    PENDING = "pending"  # no live attempt; waiting for one
+    RUNNING = "running"  # at least one attempt starting or running
+    BLOCKED_UNKNOWN = "blocked_unknown"  # an attempt is unknown: no new attempt may start
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+class JobEvent(enum.StrEnum):
+    START_ATTEMPT = "start_attempt"
+    SUCCEED = "succeed"
+    FAIL = "fail"
+    CANCEL = "cancel"
+
+
+OPEN_JOB_STATES = frozenset({JobState.PENDING, JobState.RUNNING, JobState.BLOCKED_UNKNOWN})
+FINISHED_JOB_STATES = frozenset(JobState) - OPEN_JOB_STATES
+
+_J, _JE = JobState, JobEvent
+JOB_TRANSITIONS: Mapping[tuple[JobState, JobEvent], JobState] = {
+    (_J.PENDING, _JE.START_ATTEMPT): _J.RUNNING,
+    (_J.RUNNING, _JE.START_ATTEMPT): _J.RUNNING,  # a hedge, within the policy's bound
+    # Any open job may be won: an unknown attempt's late answer is evidence too.
+    (_J.PENDING, _JE.SUCCEED): _J.SUCCEEDED,
+    (_J.RUNNING, _JE.SUCCEED): _J.SUCCEEDED,
+    (_J.BLOCKED_UNKNOWN, _JE.SUCCEED): _J.SUCCEEDED,
+    # A job fails only when nothing is live: an unknown attempt may yet have executed.
+    (_J.PENDING, _JE.FAIL): _J.FAILED,
+    (_J.PENDING, _JE.CANCEL): _J.CANCELLED,
+    (_J.RUNNING, _JE.CANCEL): _J.CANCELLED,
+    (_J.BLOCKED_UNKNOWN, _JE.CANCEL): _J.CANCELLED,
+}
+
+
+def attempt_next(state: AttemptState, event: AttemptEvent) -> AttemptState:
+    try:
+        return ATTEMPT_TRANSITIONS[(state, event)]
+    except KeyError:
+        raise InvalidTransition(
+            f"attempt in state {state.value!r} cannot {event.value!r}",
+            state=state.value,
+            event=event.value,
+        ) from None
+
+
+def attempt_sources(event: AttemptEvent) -> frozenset[AttemptState]:
+    return frozenset(s for (s, e) in ATTEMPT_TRANSITIONS if e is event)
+
+
+def job_next(state: JobState, event: JobEvent) -> JobState:
+    try:
+        return JOB_TRANSITIONS[(state, event)]
+    except KeyError:
+        raise InvalidTransition(
+            f"job in state {state.value!r} cannot {event.value!r}",
+            state=state.value,
+            event=event.value,
+        ) from None
+
+
+def job_sources(event: JobEvent) -> frozenset[JobState]:
+    return frozenset(s for (s, e) in JOB_TRANSITIONS if e is event)
+
+
+def open_job_state(live_attempts: Iterable[AttemptState]) -> JobState:
+    """The state of an open job, derived from the states of its live attempts."""
+    live = set(live_attempts)
+    if not live <= LIVE_ATTEMPT_STATES:
+        raise ValueError(f"not live attempt states: {sorted(live - LIVE_ATTEMPT_STATES)}")
+    if AttemptState.UNKNOWN in live:
+        return JobState.BLOCKED_UNKNOWN
+    if live:
+        return JobState.RUNNING
+    return JobState.PENDING
