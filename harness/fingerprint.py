@@ -36,9 +36,7 @@ def _normalise(value: Any) -> Any:
 
 
 def canonical_json(value: Any) -> str:
-    return json.dumps(
-        _normalise(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False
-    )
+    return json.dumps(_normalise(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def fingerprint(

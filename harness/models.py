@@ -26,9 +26,13 @@ class Policy:
     def __post_init__(self) -> None:
         from harness.store.tables import MAX_LIVE_ATTEMPTS
 
-        if not (isinstance(self.attempt_timeout, int | float) and math.isfinite(
-            self.attempt_timeout
-        )) or self.attempt_timeout <= 0:
+        if (
+            not (
+                isinstance(self.attempt_timeout, int | float)
+                and math.isfinite(self.attempt_timeout)
+            )
+            or self.attempt_timeout <= 0
+        ):
             raise InvalidIntent("policy.attempt_timeout must be a positive number of seconds")
         if (
             not isinstance(self.max_live_attempts, int)

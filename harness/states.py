@@ -34,9 +34,7 @@ class AttemptEvent(enum.StrEnum):
     SUPERSEDE = "supersede"
 
 
-LIVE_ATTEMPT_STATES = frozenset(
-    {AttemptState.STARTING, AttemptState.RUNNING, AttemptState.UNKNOWN}
-)
+LIVE_ATTEMPT_STATES = frozenset({AttemptState.STARTING, AttemptState.RUNNING, AttemptState.UNKNOWN})
 FINISHED_ATTEMPT_STATES = frozenset(AttemptState) - LIVE_ATTEMPT_STATES
 
 _S, _E = AttemptState, AttemptEvent

@@ -165,5 +165,7 @@ verdicts = Table(
     Column("sample_count", Integer, nullable=False),
     Column("created_at", UTCDateTime, nullable=False),
     Column("created_by", String(255), nullable=False),
-    Index("ix_verdicts_contract_name_provider_created_at", "contract_name", "provider", "created_at"),
+    Index(
+        "ix_verdicts_contract_name_provider_created_at", "contract_name", "provider", "created_at"
+    ),
 )

@@ -1,0 +1,515 @@
+"""The engine: one job per intent, attempts as transitions, one winner by CAS.
+
+Every operation is one transaction whose guarantee is held by the database (a unique
+constraint, a partial unique index, a conditional UPDATE), never by a read followed by
+a write in Python. Decisions come from `harness.states`; time comes from the injected
+clock; races are forced at the named `harness.faults` points.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+from typing import Any
+
+from harness import faults as fp
+from harness.clock import Clock, SystemClock
+from harness.errors import (
+    AttemptRefused,
+    IdempotencyConflict,
+    IntegrityViolation,
+    InvalidIntent,
+    InvalidTransition,
+    NotFound,
+)
+from harness.faults import FaultPoints
+from harness.gate import BaseGate
+from harness.models import Attempt, Completion, Created, Event, Intent, Job
+from harness.states import (
+    FINISHED_JOB_STATES,
+    AttemptEvent,
+    AttemptState,
+    JobEvent,
+    JobState,
+)
+from harness.store import queries as q
+from harness.store.database import Database
+
+IDEMPOTENCY_KEY = re.compile(r"[\x21-\x7e]{1,255}")
+LIVE_SLOT_CONSTRAINT = "uq_attempts_job_id_live_slot"
+RESOLUTIONS = ("succeeded", "failed", "cancelled")
+
+
+def check_key(key: object) -> str:
+    if not isinstance(key, str) or not IDEMPOTENCY_KEY.fullmatch(key):
+        raise InvalidIntent("idempotency key must be 1 to 255 visible ASCII characters")
+    return key
+
+
+def check_owner(owner: object) -> str:
+    if not isinstance(owner, str) or not owner or len(owner) > 255:
+        raise InvalidIntent("owner must be a non-empty string of at most 255 characters")
+    return owner
+
+
+class Engine:
+    def __init__(
+        self,
+        db: Database,
+        *,
+        gate: BaseGate,
+        clock: Clock | None = None,
+        faults: FaultPoints | None = None,
+    ) -> None:
+        self.db = db
+        self.gate = gate
+        self.clock = clock or SystemClock()
+        self.faults = faults or FaultPoints()
+
+    # -- jobs ----------------------------------------------------------------------------
+
+    def create_job(self, owner: str, key: str, intent: Intent) -> Created:
+        """The job for `(owner, key)`: created now, or the earlier one replayed (I1, I2)."""
+        check_owner(owner)
+        check_key(key)
+        fingerprint = intent.fingerprint
+        self.faults.hit(fp.BEFORE_CREATE)
+        now = self.clock.now()
+        with self.db.write() as conn:
+            job = q.insert_job(
+                conn, owner=owner, key=key, intent=intent, fingerprint=fingerprint, now=now
+            )
+            if job is not None:
+                q.insert_event(
+                    conn,
+                    job.id,
+                    "created",
+                    now=now,
+                    actor=owner,
+                    detail={"fingerprint": fingerprint},
+                )
+                return Created(job=job, created=True)
+            existing = q.get_job_by_key(conn, owner=owner, key=key)
+            assert existing is not None  # the conflicting row is committed and never deleted
+            if existing.fingerprint == fingerprint:
+                q.insert_event(conn, existing.id, "replayed", now=now, actor=owner)
+                return Created(job=q.get_job(conn, existing.id) or existing, created=False)
+            q.insert_event(
+                conn,
+                existing.id,
+                "conflict",
+                now=now,
+                actor=owner,
+                detail={"fingerprint": fingerprint},
+            )
+        raise IdempotencyConflict(
+            f"idempotency key {key!r} was already used with a different request",
+            key=key,
+            job_id=existing.id,
+        )
+
+    def get_job(self, job_id: int, *, owner: str | None = None) -> Job:
+        with self.db.read() as conn:
+            job = q.get_job(conn, job_id, owner=owner)
+        if job is None:
+            raise NotFound(f"no job {job_id}", job_id=job_id)
+        return job
+
+    def events(self, job_id: int, *, owner: str | None = None) -> list[Event]:
+        with self.db.read() as conn:
+            if q.get_job(conn, job_id, owner=owner, with_attempts=False) is None:
+                raise NotFound(f"no job {job_id}", job_id=job_id)
+            return q.list_events(conn, job_id)
+
+    def cancel_job(self, job_id: int, *, actor: str, reason: str) -> Job:
+        """Cancel an open job and every live attempt; bumps the version (fencing, I6)."""
+        self.faults.hit(fp.BEFORE_CANCEL)
+        now = self.clock.now()
+        with self.db.write() as conn:
+            self._lock(conn, job_id)
+            if not q.finish_job(conn, job_id, JobEvent.CANCEL, now=now):
+                raise InvalidTransition(f"job {job_id} is already finished", job_id=job_id)
+            for attempt in q.list_attempts(conn, job_id):
+                if q.transition_attempt(
+                    conn, attempt.id, AttemptEvent.CANCEL, now=now, error=f"job cancelled: {reason}"
+                ):
+                    q.insert_event(
+                        conn,
+                        job_id,
+                        "attempt_cancelled",
+                        now=now,
+                        attempt_id=attempt.id,
+                        actor=actor,
+                        detail={"reason": reason, "was": attempt.state.value},
+                    )
+            q.insert_event(
+                conn, job_id, "job_cancelled", now=now, actor=actor, detail={"reason": reason}
+            )
+            return self._job(conn, job_id)
+
+    def fail_job(self, job_id: int, *, reason: str, actor: str = "engine") -> Job:
+        """Give up on a job with nothing live (e.g. its failover chain is exhausted)."""
+        now = self.clock.now()
+        with self.db.write() as conn:
+            self._lock(conn, job_id)
+            if not q.finish_job(conn, job_id, JobEvent.FAIL, now=now):
+                job = self._job(conn, job_id)
+                raise InvalidTransition(
+                    f"job {job_id} is {job.status.value}: only a pending job can fail",
+                    job_id=job_id,
+                )
+            q.insert_event(
+                conn, job_id, "job_failed", now=now, actor=actor, detail={"reason": reason}
+            )
+            return self._job(conn, job_id)
+
+    # -- attempts ------------------------------------------------------------------------
+
+    def start_attempt(
+        self, job_id: int, provider: str, *, model: str | None = None, actor: str = "engine"
+    ) -> Attempt:
+        """Start an attempt if nothing forbids it (I3, I4, I7).
+
+        The live-slot index is the guard: without hedging every attempt asks for slot 0,
+        so a second live attempt cannot be inserted, whatever the timing."""
+        job = self.get_job(job_id)
+        if job.status in FINISHED_JOB_STATES:
+            raise AttemptRefused(f"job {job_id} is {job.status.value}", reason="job_finished")
+        if provider not in job.providers:
+            raise AttemptRefused(
+                f"{provider!r} is not in job {job_id}'s provider chain", reason="unknown_provider"
+            )
+        if provider != job.providers[0]:
+            self._check_failover(job, provider, actor=actor)
+        slots = range(job.policy.max_live_attempts)
+        for _ in slots:
+            if len(slots) == 1:
+                slot = 0
+            else:
+                with self.db.read() as conn:
+                    used = q.used_live_slots(conn, job_id)
+                free = [s for s in slots if s not in used]
+                if not free:
+                    break
+                slot = free[0]
+            self.faults.hit(fp.BEFORE_START)
+            try:
+                return self._insert_attempt(job, provider, model, slot, actor=actor)
+            except IntegrityViolation as exc:
+                if exc.constraint != LIVE_SLOT_CONSTRAINT:
+                    raise
+        raise AttemptRefused(
+            f"job {job_id} already has {job.policy.max_live_attempts} live attempt(s)",
+            reason="live_attempt",
+        )
+
+    def _check_failover(self, job: Job, provider: str, *, actor: str) -> None:
+        decision = self.gate.may_fail_over(contract=job.contract, provider=provider)
+        if decision.allowed:
+            return
+        now = self.clock.now()
+        with self.db.write() as conn:
+            q.insert_event(
+                conn,
+                job.id,
+                "failover_refused",
+                now=now,
+                actor=actor,
+                detail={"provider": provider, "reason": decision.reason, "detail": decision.detail},
+            )
+        raise AttemptRefused(
+            f"failover to {provider!r} refused: {decision.reason}"
+            + (f" ({decision.detail})" if decision.detail else ""),
+            reason=decision.reason,
+            provider=provider,
+        )
+
+    def _insert_attempt(
+        self, job: Job, provider: str, model: str | None, slot: int, *, actor: str
+    ) -> Attempt:
+        now = self.clock.now()
+        with self.db.write() as conn:
+            claim = q.claim_attempt(conn, job.id, now=now)
+            if claim is None:
+                current = self._job(conn, job.id)
+                if current.status is JobState.BLOCKED_UNKNOWN:
+                    raise AttemptRefused(
+                        f"job {job.id} waits on an unknown attempt; resolve it first",
+                        reason="unknown_attempt",
+                    )
+                raise AttemptRefused(
+                    f"job {job.id} is {current.status.value}", reason="job_finished"
+                )
+            number, version = claim
+            attempt = q.insert_attempt(
+                conn,
+                job_id=job.id,
+                number=number,
+                provider=provider,
+                model=model,
+                live_slot=slot,
+                read_version=version,
+                now=now,
+                deadline=now + timedelta(seconds=job.policy.attempt_timeout),
+            )
+            q.insert_event(
+                conn,
+                job.id,
+                "attempt_started",
+                now=now,
+                attempt_id=attempt.id,
+                actor=actor,
+                detail={"number": number, "provider": provider, "slot": slot},
+            )
+            return attempt
+
+    def mark_running(self, attempt_id: int, *, provider_request_id: str | None = None) -> Attempt:
+        """The request is about to be sent: from here on a crash means unknown."""
+        now = self.clock.now()
+        with self.db.write() as conn:
+            attempt = self._attempt(conn, attempt_id)
+            moved = q.transition_attempt(
+                conn, attempt_id, AttemptEvent.RUN, now=now, provider_request_id=provider_request_id
+            )
+            if moved is None:
+                raise InvalidTransition(
+                    f"attempt {attempt_id} is {attempt.state.value}, not starting",
+                    attempt_id=attempt_id,
+                )
+            return moved
+
+    def record_timeout(self, attempt_id: int, *, actor: str = "engine") -> Attempt:
+        """A timed-out or cut-off attempt becomes unknown, never failed (I4)."""
+        self.faults.hit(fp.BEFORE_TIMEOUT)
+        now = self.clock.now()
+        with self.db.write() as conn:
+            attempt = self._attempt(conn, attempt_id, lock=True)
+            moved = q.transition_attempt(
+                conn, attempt_id, AttemptEvent.TIME_OUT, now=now, outcome="unknown"
+            )
+            if moved is None:
+                raise InvalidTransition(
+                    f"attempt {attempt_id} is {attempt.state.value}: nothing to time out",
+                    attempt_id=attempt_id,
+                )
+            q.insert_event(
+                conn,
+                attempt.job_id,
+                "timed_out",
+                now=now,
+                attempt_id=attempt_id,
+                actor=actor,
+                detail={"was": attempt.state.value},
+            )
+            q.refresh_job_status(conn, attempt.job_id, now=now)
+            return moved
+
+    def fail_attempt(
+        self, attempt_id: int, *, error: str, outcome: str = "not_executed", actor: str = "engine"
+    ) -> Attempt:
+        """The provider certainly produced no result (e.g. 429, auth error, refused)."""
+        now = self.clock.now()
+        with self.db.write() as conn:
+            attempt = self._attempt(conn, attempt_id, lock=True)
+            moved = q.transition_attempt(
+                conn, attempt_id, AttemptEvent.FAIL, now=now, outcome=outcome, error=error
+            )
+            if moved is None:
+                raise InvalidTransition(
+                    f"attempt {attempt_id} is {attempt.state.value}: it cannot fail"
+                    + (" without a resolution" if attempt.state is AttemptState.UNKNOWN else ""),
+                    attempt_id=attempt_id,
+                )
+            q.insert_event(
+                conn,
+                attempt.job_id,
+                "attempt_failed",
+                now=now,
+                attempt_id=attempt_id,
+                actor=actor,
+                detail={"error": error, "outcome": outcome},
+            )
+            q.refresh_job_status(conn, attempt.job_id, now=now)
+            return moved
+
+    def complete_attempt(
+        self, attempt_id: int, result: Any, *, provider_request_id: str | None = None
+    ) -> Completion:
+        """Offer an attempt's result. Exactly one attempt per job wins (I5); a loser, or a
+        cancelled attempt's late answer, is kept for audit and never becomes the result."""
+        self.faults.hit(fp.BEFORE_COMPLETE)
+        now = self.clock.now()
+        with self.db.write() as conn:
+            attempt = self._attempt(conn, attempt_id, lock=True)
+            return self._complete(conn, attempt, result, provider_request_id, now=now)
+
+    def _complete(
+        self, conn: Any, attempt: Attempt, result: Any, provider_request_id: str | None, *, now: Any
+    ) -> Completion:
+        job_id = attempt.job_id
+        version = q.complete_job(
+            conn,
+            job_id,
+            attempt_id=attempt.id,
+            read_version=attempt.read_version,
+            result=result,
+            now=now,
+        )
+        if version is not None:
+            won = q.transition_attempt(
+                conn,
+                attempt.id,
+                AttemptEvent.SUCCEED,
+                now=now,
+                outcome="executed",
+                raw_result=result,
+                provider_request_id=provider_request_id or attempt.provider_request_id,
+            )
+            assert won is not None  # the CAS checked the attempt was live
+            q.insert_event(
+                conn, job_id, "won", now=now, attempt_id=attempt.id, detail={"version": version}
+            )
+            return Completion(won=True, job=self._job(conn, job_id), attempt=won, reason="won")
+        job = self._job(conn, job_id)
+        lost = q.transition_attempt(
+            conn,
+            attempt.id,
+            AttemptEvent.SUPERSEDE,
+            now=now,
+            outcome="executed",
+            raw_result=result,
+            provider_request_id=provider_request_id or attempt.provider_request_id,
+        )
+        if lost is None:  # already finished (cancelled, superseded...): keep the payload
+            q.keep_late_result(conn, attempt.id, result)
+            reason = "attempt_finished"
+        elif job.completed_by is not None:
+            reason = "job_completed"
+        else:
+            reason = "job_finished"
+        q.insert_event(
+            conn,
+            job_id,
+            "discarded_late_result",
+            now=now,
+            attempt_id=attempt.id,
+            detail={
+                "reason": reason,
+                "attempt_state": attempt.state.value,
+                "job_status": job.status.value,
+                "completed_by": job.completed_by,
+            },
+        )
+        q.refresh_job_status(conn, job_id, now=now)
+        final = lost or self._attempt(conn, attempt.id)
+        return Completion(won=False, job=self._job(conn, job_id), attempt=final, reason=reason)
+
+    def resolve_unknown(
+        self,
+        attempt_id: int,
+        *,
+        outcome: str,
+        reason: str,
+        actor: str,
+        result: Any = None,
+    ) -> Attempt:
+        """Resolve an unknown attempt from provider evidence or an out-of-band decision.
+
+        outcome "failed": it did not execute; "cancelled": given up on out of band;
+        "succeeded": the provider's result (with `result`), which then competes by CAS."""
+        if outcome not in RESOLUTIONS:
+            raise InvalidIntent(f"outcome must be one of {', '.join(RESOLUTIONS)}")
+        if not reason or not actor:
+            raise InvalidIntent("a resolution needs a reason and an actor")
+        if outcome == "succeeded" and result is None:
+            raise InvalidIntent("a succeeded resolution needs the result")
+        now = self.clock.now()
+        with self.db.write() as conn:
+            attempt = self._attempt(conn, attempt_id, lock=True)
+            if attempt.state is not AttemptState.UNKNOWN:
+                raise InvalidTransition(
+                    f"attempt {attempt_id} is {attempt.state.value}, not unknown",
+                    attempt_id=attempt_id,
+                )
+            q.insert_event(
+                conn,
+                attempt.job_id,
+                "resolved",
+                now=now,
+                attempt_id=attempt_id,
+                actor=actor,
+                detail={"outcome": outcome, "reason": reason},
+            )
+            if outcome == "succeeded":
+                return self._complete(conn, attempt, result, None, now=now).attempt
+            event = AttemptEvent.RESOLVE_FAILED if outcome == "failed" else AttemptEvent.CANCEL
+            moved = q.transition_attempt(
+                conn,
+                attempt_id,
+                event,
+                now=now,
+                only_from=[AttemptState.UNKNOWN],
+                outcome=outcome,
+                error=f"resolved by {actor}: {reason}",
+            )
+            assert moved is not None  # locked and checked unknown above
+            q.refresh_job_status(conn, attempt.job_id, now=now)
+            return moved
+
+    def cancel_attempt(self, attempt_id: int, *, actor: str, reason: str) -> Attempt:
+        """Cancel a live attempt out of band; its late result is fenced off (I6)."""
+        self.faults.hit(fp.BEFORE_CANCEL)
+        now = self.clock.now()
+        with self.db.write() as conn:
+            attempt = self._attempt(conn, attempt_id, lock=True)
+            moved = q.transition_attempt(
+                conn,
+                attempt_id,
+                AttemptEvent.CANCEL,
+                now=now,
+                outcome=attempt.outcome,
+                error=f"cancelled by {actor}: {reason}",
+            )
+            if moved is None:
+                raise InvalidTransition(
+                    f"attempt {attempt_id} is {attempt.state.value}: nothing to cancel",
+                    attempt_id=attempt_id,
+                )
+            q.insert_event(
+                conn,
+                attempt.job_id,
+                "attempt_cancelled",
+                now=now,
+                attempt_id=attempt_id,
+                actor=actor,
+                detail={"reason": reason, "was": attempt.state.value},
+            )
+            q.refresh_job_status(conn, attempt.job_id, now=now)
+            return moved
+
+    def expired_attempts(self, *, limit: int = 100) -> list[Attempt]:
+        now = self.clock.now()
+        with self.db.read() as conn:
+            return q.expired_attempts(conn, now=now, limit=limit)
+
+    # -- helpers -------------------------------------------------------------------------
+
+    def _lock(self, conn: Any, job_id: int) -> None:
+        if not q.lock_job(conn, job_id):
+            raise NotFound(f"no job {job_id}", job_id=job_id)
+
+    def _job(self, conn: Any, job_id: int) -> Job:
+        job = q.get_job(conn, job_id)
+        if job is None:
+            raise NotFound(f"no job {job_id}", job_id=job_id)
+        return job
+
+    def _attempt(self, conn: Any, attempt_id: int, *, lock: bool = False) -> Attempt:
+        attempt = q.get_attempt(conn, attempt_id)
+        if attempt is None:
+            raise NotFound(f"no attempt {attempt_id}", attempt_id=attempt_id)
+        if lock:  # lock the job, then read the attempt again: now it cannot move under us
+            self._lock(conn, attempt.job_id)
+            attempt = q.get_attempt(conn, attempt_id)
+            assert attempt is not None
+        return attempt

@@ -1,0 +1,39 @@
+"""Named fault points: where tests and scenarios force an interleaving.
+
+The engine calls `faults.hit(NAME)` at the places where a race can happen; by default
+nothing is registered and a hit costs a dict lookup. A race test registers a barrier
+(`faults.on(NAME, barrier.wait)`) to make every thread arrive at the write together,
+instead of hoping that timing does it.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable
+
+BEFORE_CREATE = "create_job.before_insert"
+BEFORE_START = "start_attempt.before_insert"
+BEFORE_COMPLETE = "complete_attempt.before_cas"
+BEFORE_TIMEOUT = "record_timeout.before_update"
+BEFORE_CANCEL = "cancel.before_update"
+
+FAULT_POINTS = frozenset(
+    {BEFORE_CREATE, BEFORE_START, BEFORE_COMPLETE, BEFORE_TIMEOUT, BEFORE_CANCEL}
+)
+
+
+class FaultPoints:
+    def __init__(self) -> None:
+        self._hooks: dict[str, list[Callable[[], object]]] = defaultdict(list)
+
+    def on(self, name: str, hook: Callable[[], object]) -> None:
+        if name not in FAULT_POINTS:
+            raise ValueError(f"unknown fault point {name!r}; known: {sorted(FAULT_POINTS)}")
+        self._hooks[name].append(hook)
+
+    def clear(self) -> None:
+        self._hooks.clear()
+
+    def hit(self, name: str) -> None:
+        for hook in self._hooks.get(name, ()):
+            hook()

@@ -1,0 +1,159 @@
+"""Connections, transactions and the translation of driver errors; no queries here.
+
+SQLite: one file, WAL, and every write transaction takes the write lock up front
+(`BEGIN IMMEDIATE`) because SQLite has no row locks; reads begin deferred.
+PostgreSQL: psycopg 3 at READ COMMITTED; invariants are held by constraints and
+conditional updates, and row locks order the writers of one job.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy.engine import Connection, Engine, make_url
+
+from harness.errors import ConfigError, IntegrityViolation, SchemaError, StoreError
+from harness.store.tables import metadata
+
+DEFAULT_DATABASE_URL = "sqlite:///harness.sqlite3"
+SQLITE_BUSY_TIMEOUT_MS = 60_000
+_READ = "harness_read_only"
+
+
+def normalise_url(url: str) -> str:
+    """Accept `postgresql://` and `postgres://` as psycopg 3 URLs; refuse other drivers."""
+    try:
+        parsed = make_url(url)
+    except Exception:
+        raise ConfigError(f"database URL is not a URL: {redact(url)!r}") from None
+    backend = parsed.get_backend_name()
+    if backend == "postgres" or backend == "postgresql":
+        parsed = parsed.set(drivername="postgresql+psycopg")
+    elif backend != "sqlite":
+        raise ConfigError(f"unsupported database {backend!r}: use sqlite:/// or postgresql://")
+    return parsed.render_as_string(hide_password=False)
+
+
+def redact(url: str) -> str:
+    return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)
+
+
+def _sqlite_version_ok(dbapi_connection: Any) -> None:
+    version = dbapi_connection.execute("select sqlite_version()").fetchone()[0]
+    if tuple(int(p) for p in version.split(".")[:2]) < (3, 35):
+        raise StoreError(f"SQLite {version} is too old: 3.35 or newer is needed for RETURNING")
+
+
+def create_engine(url: str, *, pool_size: int = 10) -> Engine:
+    url = normalise_url(url)
+    if make_url(url).get_backend_name() == "sqlite":
+        database = make_url(url).database
+        if database and database != ":memory:":
+            Path(database).parent.mkdir(parents=True, exist_ok=True)
+        engine = sa.create_engine(
+            url,
+            connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000},
+            pool_size=pool_size,
+            max_overflow=pool_size * 6,
+        )
+
+        @event.listens_for(engine, "connect")
+        def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+            _sqlite_version_ok(dbapi_connection)
+            dbapi_connection.isolation_level = None  # we emit BEGIN ourselves
+            cursor = dbapi_connection.cursor()
+            cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+            cursor.execute("PRAGMA foreign_keys=ON")
+            cursor.execute("PRAGMA synchronous=NORMAL")
+            cursor.close()
+
+        @event.listens_for(engine, "begin")
+        def _on_begin(conn: Connection) -> None:
+            read_only = conn.get_execution_options().get(_READ, False)
+            conn.exec_driver_sql("BEGIN" if read_only else "BEGIN IMMEDIATE")
+
+        return engine
+    return sa.create_engine(
+        url, pool_size=pool_size, max_overflow=pool_size * 6, pool_pre_ping=True
+    )
+
+
+def _constraint_name(exc: sa.exc.IntegrityError) -> str:
+    orig = exc.orig
+    diag = getattr(orig, "diag", None)
+    if diag is not None and getattr(diag, "constraint_name", None):
+        return str(diag.constraint_name)
+    text = str(orig)
+    match = re.search(r"UNIQUE constraint failed: (\w+)\.(\w+)(?:, \w+\.(\w+))*", text)
+    if match:
+        columns = re.findall(r"\w+\.(\w+)", text.split(":", 1)[1])
+        return f"uq_{match.group(1)}_{'_'.join(columns)}"
+    match = re.search(r"CHECK constraint failed: (\w+)", text)
+    if match:
+        return match.group(1)
+    return "unknown"
+
+
+@contextmanager
+def translate_errors() -> Iterator[None]:
+    """The one boundary where SQLAlchemy errors become harness errors."""
+    try:
+        yield
+    except sa.exc.IntegrityError as exc:
+        name = _constraint_name(exc)
+        raise IntegrityViolation(f"constraint {name} refused the write", constraint=name) from None
+    except (sa.exc.OperationalError, sa.exc.ProgrammingError) as exc:
+        text = str(exc.orig)
+        if "no such table" in text or ("does not exist" in text and "relation" in text):
+            raise SchemaError() from None
+        raise StoreError(
+            f"database error: {type(exc.orig).__name__}: {text.splitlines()[0]}"
+        ) from None
+
+
+class Database:
+    """One database: its engine and its units of work."""
+
+    def __init__(self, url: str = DEFAULT_DATABASE_URL, *, pool_size: int = 10) -> None:
+        self.url = normalise_url(url)
+        self.engine = create_engine(self.url, pool_size=pool_size)
+
+    @property
+    def dialect(self) -> str:
+        return self.engine.dialect.name
+
+    def __repr__(self) -> str:
+        return f"Database({redact(self.url)!r})"
+
+    @contextmanager
+    def write(self) -> Iterator[Connection]:
+        """One write transaction: committed on success, rolled back on any error."""
+        with translate_errors(), self.engine.begin() as conn:
+            yield conn
+
+    @contextmanager
+    def read(self) -> Iterator[Connection]:
+        with translate_errors(), self.engine.connect() as conn:
+            conn = conn.execution_options(**{_READ: True})
+            with conn.begin():
+                yield conn
+
+    def create_schema(self) -> None:
+        """Create the tables directly from the definitions (tests, throwaway databases)."""
+        with translate_errors():
+            metadata.create_all(self.engine)
+
+    def upgrade(self, revision: str = "head") -> None:
+        from harness.store.migrations import upgrade
+
+        upgrade(self, revision)
+
+    def dispose(self) -> None:
+        self.engine.dispose()

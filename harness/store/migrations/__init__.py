@@ -1,0 +1,47 @@
+"""Alembic migrations, run programmatically (no alembic.ini needed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from alembic import command
+from alembic.config import Config
+
+if TYPE_CHECKING:
+    from harness.store.database import Database
+
+HERE = Path(__file__).parent
+
+
+def alembic_config(db: Database) -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(HERE))
+    config.attributes["database"] = db
+    return config
+
+
+def upgrade(db: Database, revision: str = "head") -> None:
+    from harness.store.database import translate_errors
+
+    with translate_errors():
+        command.upgrade(alembic_config(db), revision)
+
+
+def current(db: Database) -> str | None:
+    from alembic.runtime.migration import MigrationContext
+
+    with db.engine.connect() as conn:
+        return MigrationContext.configure(conn).get_current_revision()
+
+
+def head() -> str | None:
+    from alembic.script import ScriptDirectory
+
+    return ScriptDirectory.from_config(alembic_config_for_scripts()).get_current_head()
+
+
+def alembic_config_for_scripts() -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(HERE))
+    return config

@@ -1,0 +1,465 @@
+"""Every SQL statement of the harness, as named functions over a Connection.
+
+Each function runs inside the caller's transaction (`Database.write()`/`read()`) and
+maps rows to the frozen models. State guards come from the pure tables in
+`harness.states`, so a conditional UPDATE touches a row only if the move is allowed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Connection, RowMapping
+
+from harness.models import Attempt, Event, Intent, Job, Policy, Verdict
+from harness.states import (
+    LIVE_ATTEMPT_STATES,
+    OPEN_JOB_STATES,
+    AttemptEvent,
+    AttemptState,
+    JobEvent,
+    JobState,
+    attempt_next,
+    attempt_sources,
+    job_next,
+    job_sources,
+)
+from harness.store.tables import attempts, events, jobs, verdicts
+
+# -- mapping -----------------------------------------------------------------------------
+
+
+def _attempt(row: RowMapping) -> Attempt:
+    return Attempt(
+        id=row["id"],
+        job_id=row["job_id"],
+        number=row["number"],
+        provider=row["provider"],
+        model=row["model"],
+        state=AttemptState(row["state"]),
+        live_slot=row["live_slot"],
+        read_version=row["read_version"],
+        provider_request_id=row["provider_request_id"],
+        started_at=row["started_at"],
+        deadline_at=row["deadline_at"],
+        finished_at=row["finished_at"],
+        outcome=row["outcome"],
+        error=row["error"],
+        raw_result=row["raw_result"],
+    )
+
+
+def _job(row: RowMapping, job_attempts: Iterable[Attempt] = ()) -> Job:
+    return Job(
+        id=row["id"],
+        owner=row["owner"],
+        idempotency_key=row["idempotency_key"],
+        fingerprint=row["fingerprint"],
+        operation=row["operation"],
+        input=row["input"],
+        contract=row["contract"],
+        providers=tuple(row["providers"]),
+        policy=Policy.from_dict(row["policy"]),
+        status=JobState(row["status"]),
+        version=row["version"],
+        attempt_count=row["attempt_count"],
+        completed_by=row["completed_by"],
+        result=row["result"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        attempts=tuple(job_attempts),
+    )
+
+
+def _event(row: RowMapping) -> Event:
+    return Event(
+        id=row["id"],
+        job_id=row["job_id"],
+        kind=row["kind"],
+        attempt_id=row["attempt_id"],
+        actor=row["actor"],
+        detail=row["detail"],
+        at=row["at"],
+    )
+
+
+def _verdict(row: RowMapping) -> Verdict:
+    return Verdict(
+        id=row["id"],
+        provider=row["provider"],
+        model=row["model"],
+        contract_name=row["contract_name"],
+        contract_hash=row["contract_hash"],
+        passed=bool(row["passed"]),
+        checks=row["checks"],
+        sample_count=row["sample_count"],
+        created_at=row["created_at"],
+        created_by=row["created_by"],
+    )
+
+
+def _insert(conn: Connection, table: sa.Table) -> Any:
+    dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
+    return dialect.insert(table)
+
+
+# -- jobs --------------------------------------------------------------------------------
+
+
+def insert_job(
+    conn: Connection, *, owner: str, key: str, intent: Intent, fingerprint: str, now: datetime
+) -> Job | None:
+    """Insert the job unless `(owner, key)` exists: one round trip; None on conflict."""
+    statement = (
+        _insert(conn, jobs)
+        .values(
+            owner=owner,
+            idempotency_key=key,
+            fingerprint=fingerprint,
+            operation=intent.operation,
+            input=intent.input,
+            contract=intent.contract,
+            providers=list(intent.providers),
+            policy=intent.policy.to_dict(),
+            status=JobState.PENDING.value,
+            version=0,
+            attempt_count=0,
+            created_at=now,
+            updated_at=now,
+        )
+        .on_conflict_do_nothing(index_elements=["owner", "idempotency_key"])
+        .returning(*jobs.c)
+    )
+    row = conn.execute(statement).mappings().first()
+    return _job(row) if row is not None else None
+
+
+def get_job_by_key(conn: Connection, *, owner: str, key: str) -> Job | None:
+    row = (
+        conn.execute(sa.select(jobs).where(jobs.c.owner == owner, jobs.c.idempotency_key == key))
+        .mappings()
+        .first()
+    )
+    return _job(row) if row is not None else None
+
+
+def get_job(
+    conn: Connection, job_id: int, *, owner: str | None = None, with_attempts: bool = True
+) -> Job | None:
+    query = sa.select(jobs).where(jobs.c.id == job_id)
+    if owner is not None:
+        query = query.where(jobs.c.owner == owner)
+    row = conn.execute(query).mappings().first()
+    if row is None:
+        return None
+    return _job(row, list_attempts(conn, job_id) if with_attempts else ())
+
+
+def lock_job(conn: Connection, job_id: int) -> bool:
+    """Order the writers of one job: a row lock on Postgres (SQLite's BEGIN IMMEDIATE
+    already holds the database write lock). After it, every statement sees what earlier
+    holders committed."""
+    found = conn.execute(sa.select(jobs.c.id).where(jobs.c.id == job_id).with_for_update()).first()
+    return found is not None
+
+
+def claim_attempt(conn: Connection, job_id: int, *, now: datetime) -> tuple[int, int] | None:
+    """Take the next attempt number if the job may start one; (number, version) or None."""
+    target = job_next(JobState.PENDING, JobEvent.START_ATTEMPT)
+    row = conn.execute(
+        sa.update(jobs)
+        .where(
+            jobs.c.id == job_id,
+            jobs.c.status.in_(sorted(job_sources(JobEvent.START_ATTEMPT))),
+        )
+        .values(attempt_count=jobs.c.attempt_count + 1, status=target.value, updated_at=now)
+        .returning(jobs.c.attempt_count, jobs.c.version)
+    ).first()
+    return (row[0], row[1]) if row is not None else None
+
+
+def complete_job(
+    conn: Connection,
+    job_id: int,
+    *,
+    attempt_id: int,
+    read_version: int,
+    result: Any,
+    now: datetime,
+) -> int | None:
+    """The compare-and-swap that picks the one winner (I5, I6); the new version or None.
+
+    It touches the row only if nobody completed the job, nothing changed its version
+    since the attempt started, the job is open, and the attempt itself is still live
+    (a cancelled or superseded attempt is fenced off)."""
+    attempt_live = (
+        sa.select(attempts.c.id)
+        .where(
+            attempts.c.id == attempt_id,
+            attempts.c.job_id == job_id,
+            attempts.c.state.in_(sorted(LIVE_ATTEMPT_STATES)),
+        )
+        .exists()
+    )
+    row = conn.execute(
+        sa.update(jobs)
+        .where(
+            jobs.c.id == job_id,
+            jobs.c.version == read_version,
+            jobs.c.completed_by.is_(None),
+            jobs.c.status.in_(sorted(job_sources(JobEvent.SUCCEED))),
+            attempt_live,
+        )
+        .values(
+            status=JobState.SUCCEEDED.value,
+            result=result,
+            completed_by=attempt_id,
+            version=jobs.c.version + 1,
+            updated_at=now,
+        )
+        .returning(jobs.c.version)
+    ).first()
+    return row[0] if row is not None else None
+
+
+def finish_job(conn: Connection, job_id: int, event: JobEvent, *, now: datetime) -> bool:
+    """Fail or cancel an open job; bumps the version so no attempt can win after it."""
+    target = {JobEvent.FAIL: JobState.FAILED, JobEvent.CANCEL: JobState.CANCELLED}[event]
+    result = conn.execute(
+        sa.update(jobs)
+        .where(jobs.c.id == job_id, jobs.c.status.in_(sorted(job_sources(event))))
+        .values(status=target.value, version=jobs.c.version + 1, updated_at=now)
+    )
+    return result.rowcount == 1
+
+
+def refresh_job_status(conn: Connection, job_id: int, *, now: datetime) -> None:
+    """Derive an open job's state from its live attempts (`states.open_job_state`)."""
+
+    def has(states: Iterable[AttemptState]) -> Any:
+        return (
+            sa.select(attempts.c.id)
+            .where(attempts.c.job_id == job_id, attempts.c.state.in_(sorted(states)))
+            .exists()
+        )
+
+    status = sa.case(
+        (has([AttemptState.UNKNOWN]), JobState.BLOCKED_UNKNOWN.value),
+        (has([AttemptState.STARTING, AttemptState.RUNNING]), JobState.RUNNING.value),
+        else_=JobState.PENDING.value,
+    )
+    conn.execute(
+        sa.update(jobs)
+        .where(jobs.c.id == job_id, jobs.c.status.in_(sorted(OPEN_JOB_STATES)))
+        .values(status=status, updated_at=now)
+    )
+
+
+# -- attempts ----------------------------------------------------------------------------
+
+
+def list_attempts(conn: Connection, job_id: int) -> list[Attempt]:
+    rows = conn.execute(
+        sa.select(attempts).where(attempts.c.job_id == job_id).order_by(attempts.c.number)
+    ).mappings()
+    return [_attempt(r) for r in rows]
+
+
+def get_attempt(conn: Connection, attempt_id: int) -> Attempt | None:
+    row = conn.execute(sa.select(attempts).where(attempts.c.id == attempt_id)).mappings().first()
+    return _attempt(row) if row is not None else None
+
+
+def used_live_slots(conn: Connection, job_id: int) -> set[int]:
+    rows = conn.execute(
+        sa.select(attempts.c.live_slot).where(
+            attempts.c.job_id == job_id, attempts.c.live_slot.isnot(None)
+        )
+    )
+    return {r[0] for r in rows}
+
+
+def insert_attempt(
+    conn: Connection,
+    *,
+    job_id: int,
+    number: int,
+    provider: str,
+    model: str | None,
+    live_slot: int,
+    read_version: int,
+    now: datetime,
+    deadline: datetime,
+) -> Attempt:
+    row = (
+        conn.execute(
+            sa.insert(attempts)
+            .values(
+                job_id=job_id,
+                number=number,
+                provider=provider,
+                model=model,
+                state=AttemptState.STARTING.value,
+                live_slot=live_slot,
+                read_version=read_version,
+                started_at=now,
+                deadline_at=deadline,
+            )
+            .returning(*attempts.c)
+        )
+        .mappings()
+        .one()
+    )
+    return _attempt(row)
+
+
+def transition_attempt(
+    conn: Connection,
+    attempt_id: int,
+    event: AttemptEvent,
+    *,
+    now: datetime,
+    only_from: Iterable[AttemptState] | None = None,
+    **values: Any,
+) -> Attempt | None:
+    """Move an attempt by `event` if its current state allows; None if it did not."""
+    sources = attempt_sources(event)
+    if only_from is not None:
+        sources = sources & frozenset(only_from)
+    target = attempt_next(next(iter(sources)), event)
+    changes: dict[str, Any] = {"state": target.value, **values}
+    if target not in LIVE_ATTEMPT_STATES:
+        changes.update(live_slot=None, finished_at=now)
+    row = (
+        conn.execute(
+            sa.update(attempts)
+            .where(attempts.c.id == attempt_id, attempts.c.state.in_(sorted(sources)))
+            .values(**changes)
+            .returning(*attempts.c)
+        )
+        .mappings()
+        .first()
+    )
+    return _attempt(row) if row is not None else None
+
+
+def keep_late_result(conn: Connection, attempt_id: int, raw_result: Any) -> None:
+    """Keep a fenced-off attempt's late payload for audit, without changing its state."""
+    conn.execute(
+        sa.update(attempts)
+        .where(attempts.c.id == attempt_id, attempts.c.raw_result.is_(None))
+        .values(raw_result=raw_result)
+    )
+
+
+def expired_attempts(conn: Connection, *, now: datetime, limit: int = 100) -> list[Attempt]:
+    """Starting or running attempts whose deadline has passed: candidates for unknown."""
+    rows = conn.execute(
+        sa.select(attempts)
+        .where(
+            attempts.c.state.in_(sorted(attempt_sources(AttemptEvent.TIME_OUT))),
+            attempts.c.deadline_at <= now,
+        )
+        .order_by(attempts.c.deadline_at, attempts.c.id)
+        .limit(limit)
+    ).mappings()
+    return [_attempt(r) for r in rows]
+
+
+# -- events ------------------------------------------------------------------------------
+
+
+def insert_event(
+    conn: Connection,
+    job_id: int,
+    kind: str,
+    *,
+    now: datetime,
+    attempt_id: int | None = None,
+    actor: str | None = None,
+    detail: dict[str, Any] | None = None,
+) -> None:
+    conn.execute(
+        sa.insert(events).values(
+            job_id=job_id,
+            kind=kind,
+            attempt_id=attempt_id,
+            actor=actor,
+            detail=detail or {},
+            at=now,
+        )
+    )
+
+
+def list_events(conn: Connection, job_id: int) -> list[Event]:
+    rows = conn.execute(
+        sa.select(events).where(events.c.job_id == job_id).order_by(events.c.id)
+    ).mappings()
+    return [_event(r) for r in rows]
+
+
+# -- verdicts ----------------------------------------------------------------------------
+
+
+def insert_verdict(
+    conn: Connection,
+    *,
+    provider: str,
+    model: str | None,
+    contract_name: str,
+    contract_hash: str,
+    passed: bool,
+    checks: dict[str, Any],
+    sample_count: int,
+    created_at: datetime,
+    created_by: str,
+) -> Verdict:
+    row = (
+        conn.execute(
+            sa.insert(verdicts)
+            .values(
+                provider=provider,
+                model=model,
+                contract_name=contract_name,
+                contract_hash=contract_hash,
+                passed=passed,
+                checks=checks,
+                sample_count=sample_count,
+                created_at=created_at,
+                created_by=created_by,
+            )
+            .returning(*verdicts.c)
+        )
+        .mappings()
+        .one()
+    )
+    return _verdict(row)
+
+
+def latest_verdict(conn: Connection, *, contract_name: str, provider: str) -> Verdict | None:
+    row = (
+        conn.execute(
+            sa.select(verdicts)
+            .where(verdicts.c.contract_name == contract_name, verdicts.c.provider == provider)
+            .order_by(verdicts.c.created_at.desc(), verdicts.c.id.desc())
+            .limit(1)
+        )
+        .mappings()
+        .first()
+    )
+    return _verdict(row) if row is not None else None
+
+
+def list_verdicts(
+    conn: Connection, *, contract_name: str | None = None, provider: str | None = None
+) -> list[Verdict]:
+    query = sa.select(verdicts).order_by(verdicts.c.created_at, verdicts.c.id)
+    if contract_name is not None:
+        query = query.where(verdicts.c.contract_name == contract_name)
+    if provider is not None:
+        query = query.where(verdicts.c.provider == provider)
+    return [_verdict(r) for r in conn.execute(query).mappings()]
