@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 from typing import Any
 
 from harness.errors import InvalidIntent
@@ -107,7 +108,7 @@ class Intent:
         except ValueError as exc:
             raise InvalidIntent(f"input is not canonical JSON: {exc}") from None
 
-    @property
+    @cached_property
     def fingerprint(self) -> str:
         return fingerprint(
             operation=self.operation,

@@ -102,39 +102,46 @@ def _verdict(row: RowMapping) -> Verdict:
     )
 
 
-def _insert(conn: Connection, table: sa.Table) -> Any:
-    dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
-    return dialect.insert(table)
-
-
 # -- jobs --------------------------------------------------------------------------------
+
+
+_INSERT_JOB = {
+    name: dialect.insert(jobs)
+    .on_conflict_do_nothing(index_elements=["owner", "idempotency_key"])
+    .returning(*jobs.c)
+    for name, dialect in (("postgresql", postgresql), ("sqlite", sqlite))
+}
 
 
 def insert_job(
     conn: Connection, *, owner: str, key: str, intent: Intent, fingerprint: str, now: datetime
 ) -> Job | None:
-    """Insert the job unless `(owner, key)` exists: one round trip; None on conflict."""
-    statement = (
-        _insert(conn, jobs)
-        .values(
-            owner=owner,
-            idempotency_key=key,
-            fingerprint=fingerprint,
-            operation=intent.operation,
-            input=intent.input,
-            contract=intent.contract,
-            providers=list(intent.providers),
-            policy=intent.policy.to_dict(),
-            status=JobState.PENDING.value,
-            version=0,
-            attempt_count=0,
-            created_at=now,
-            updated_at=now,
+    """Insert the job unless `(owner, key)` exists: one round trip; None on conflict.
+
+    The statement is built once; only parameters change, so the hot path skips
+    SQLAlchemy's statement construction and cache-key work."""
+    row = (
+        conn.execute(
+            _INSERT_JOB[conn.dialect.name],
+            {
+                "owner": owner,
+                "idempotency_key": key,
+                "fingerprint": fingerprint,
+                "operation": intent.operation,
+                "input": intent.input,
+                "contract": intent.contract,
+                "providers": list(intent.providers),
+                "policy": intent.policy.to_dict(),
+                "status": JobState.PENDING.value,
+                "version": 0,
+                "attempt_count": 0,
+                "created_at": now,
+                "updated_at": now,
+            },
         )
-        .on_conflict_do_nothing(index_elements=["owner", "idempotency_key"])
-        .returning(*jobs.c)
+        .mappings()
+        .first()
     )
-    row = conn.execute(statement).mappings().first()
     return _job(row) if row is not None else None
 
 
@@ -384,15 +391,19 @@ def insert_event(
     detail: dict[str, Any] | None = None,
 ) -> None:
     conn.execute(
-        sa.insert(events).values(
-            job_id=job_id,
-            kind=kind,
-            attempt_id=attempt_id,
-            actor=actor,
-            detail=detail or {},
-            at=now,
-        )
+        _INSERT_EVENT,
+        {
+            "job_id": job_id,
+            "kind": kind,
+            "attempt_id": attempt_id,
+            "actor": actor,
+            "detail": detail or {},
+            "at": now,
+        },
     )
+
+
+_INSERT_EVENT = sa.insert(events)
 
 
 def list_events(conn: Connection, job_id: int) -> list[Event]:
@@ -463,3 +474,21 @@ def list_verdicts(
     if provider is not None:
         query = query.where(verdicts.c.provider == provider)
     return [_verdict(r) for r in conn.execute(query).mappings()]
+
+
+# -- snapshots ---------------------------------------------------------------------------
+
+
+def snapshot(conn: Connection) -> tuple[list[Job], list[Event]]:
+    """Every job with its attempts, and every event: what the invariant checker reads."""
+    by_job: dict[int, list[Attempt]] = {}
+    for row in conn.execute(sa.select(attempts).order_by(attempts.c.id)).mappings():
+        by_job.setdefault(row["job_id"], []).append(_attempt(row))
+    job_list = [
+        _job(row, sorted(by_job.get(row["id"], []), key=lambda a: a.number))
+        for row in conn.execute(sa.select(jobs).order_by(jobs.c.id)).mappings()
+    ]
+    event_list = [
+        _event(r) for r in conn.execute(sa.select(events).order_by(events.c.id)).mappings()
+    ]
+    return job_list, event_list

@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+"""Set up and run the project with nothing but Python 3.11+.
+
+    python3 dev.py check [ARGS]   the main job: `harness check` on SQLite and the fakes
+    python3 dev.py test [ARGS]    lint, then the whole test suite (SQLite and PostgreSQL)
+    python3 dev.py bench          the benchmarks, each printing ratios to a baseline
+
+Each command first makes `.venv` (if missing) and installs the project into it (again
+whenever pyproject.toml changes), so a fresh clone needs no other step.
+PostgreSQL tests use HARNESS_TEST_POSTGRES_URL (default: postgres@127.0.0.1:5432/test);
+they are skipped with the reason shown when it is unreachable, and fail the run when CI
+is set.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+VENV = Path(os.environ.get("HARNESS_VENV", ROOT / ".venv"))
+BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
+PYTHON = BIN / "python"
+STAMP = VENV / ".harness-installed"
+
+
+def ensure_environment() -> None:
+    if sys.version_info < (3, 11):
+        sys.exit(f"Python 3.11 or newer is needed; this is {sys.version.split()[0]}")
+    if not PYTHON.exists():
+        print(f"dev.py: creating {VENV}", flush=True)
+        venv.EnvBuilder(with_pip=True).create(VENV)
+    wanted = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
+    if STAMP.exists() and STAMP.read_text() == wanted:
+        return
+    print("dev.py: installing the project and its test dependencies", flush=True)
+    pip = [str(PYTHON), "-m", "pip", "--disable-pip-version-check", "-q"]
+    subprocess.run([*pip, "install", "--upgrade", "pip"], check=True)
+    subprocess.run([*pip, "install", "-e", f"{ROOT}[test]"], check=True)
+    STAMP.write_text(wanted)
+
+
+def run(*args: str) -> int:
+    return subprocess.run(list(args), cwd=ROOT).returncode
+
+
+def test(extra: list[str]) -> int:
+    for lint in (["check", "."], ["format", "--check", "."]):
+        code = run(str(BIN / "ruff"), *lint)
+        if code:
+            print(f"dev.py: ruff {lint[0]} failed", file=sys.stderr)
+            return code
+    code = run(str(PYTHON), "-m", "pytest", *extra)
+    if code == 5:
+        print("dev.py: pytest collected no tests; that is a failure here", file=sys.stderr)
+        return 1
+    return code
+
+
+def main() -> int:
+    command, *extra = sys.argv[1:] or ["help"]
+    if command not in ("check", "test", "bench"):
+        print(__doc__)
+        return 0 if command in ("help", "-h", "--help") else 2
+    ensure_environment()
+    if command == "check":
+        return run(str(BIN / "harness"), "check", *extra)
+    if command == "test":
+        return test(extra)
+    benches = sorted((ROOT / "bench").glob("*.py"))
+    return max((run(str(PYTHON), str(b), *extra) for b in benches), default=0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,159 @@
+"""The invariant checker itself: each check fires on a history that breaks it."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, datetime
+
+import pytest
+
+from harness.invariants import check_invariants
+from harness.models import Attempt, Event, Job, Policy
+from harness.states import AttemptState, JobState
+
+T = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def attempt(id: int, state: AttemptState, **kw) -> Attempt:
+    live = state in (AttemptState.STARTING, AttemptState.RUNNING, AttemptState.UNKNOWN)
+    base = dict(
+        id=id,
+        job_id=1,
+        number=id,
+        provider="a",
+        model=None,
+        state=state,
+        live_slot=0 if live else None,
+        read_version=0,
+        provider_request_id=None,
+        started_at=T,
+        deadline_at=None,
+        finished_at=None,
+        outcome=None,
+        error=None,
+        raw_result=None,
+    )
+    return Attempt(**(base | kw))
+
+
+def job(*attempts: Attempt, **kw) -> Job:
+    base = dict(
+        id=1,
+        owner="o",
+        idempotency_key="k",
+        fingerprint="f",
+        operation="op",
+        input={},
+        contract=None,
+        providers=("a", "b"),
+        policy=Policy(),
+        status=JobState.PENDING,
+        version=0,
+        attempt_count=len(attempts),
+        completed_by=None,
+        result=None,
+        created_at=T,
+        updated_at=T,
+        attempts=attempts,
+    )
+    return Job(**(base | kw))
+
+
+def events(*kinds: tuple[str, int | None]) -> list[Event]:
+    made = [Event(id=1, job_id=1, kind="created", attempt_id=None, actor="o", detail={}, at=T)]
+    for i, (kind, attempt_id) in enumerate(kinds, start=2):
+        made.append(
+            Event(id=i, job_id=1, kind=kind, attempt_id=attempt_id, actor=None, detail={}, at=T)
+        )
+    return made
+
+
+def invariants_broken(jobs: list[Job], history: list[Event]) -> set[str]:
+    return {v.invariant for v in check_invariants(jobs, history)}
+
+
+def test_a_clean_history_passes() -> None:
+    won = attempt(1, AttemptState.SUCCEEDED, raw_result={"r": 1})
+    done = job(won, status=JobState.SUCCEEDED, completed_by=1, result={"r": 1}, version=1)
+    assert check_invariants([done], events(("attempt_started", 1), ("won", 1))) == []
+
+
+@pytest.mark.parametrize(
+    ("jobs", "history", "invariant"),
+    [
+        ([job(), job(id=2)], events(), "I1"),
+        ([job()], events(("created", None)), "I1"),
+        (
+            [
+                job(
+                    attempt(1, AttemptState.RUNNING),
+                    attempt(2, AttemptState.RUNNING),
+                    status=JobState.RUNNING,
+                )
+            ],
+            events(),
+            "I3",
+        ),
+        ([job(attempt(1, AttemptState.UNKNOWN), status=JobState.RUNNING)], events(), "I4"),
+        (
+            [job(attempt(1, AttemptState.UNKNOWN), status=JobState.BLOCKED_UNKNOWN)],
+            events(("timed_out", 1), ("attempt_started", 2)),
+            "I4",
+        ),
+        (
+            [job(attempt(1, AttemptState.FAILED))],
+            events(("timed_out", 1), ("attempt_failed", 1)),
+            "I4",
+        ),
+        (
+            [
+                job(
+                    attempt(1, AttemptState.SUCCEEDED, raw_result=1),
+                    attempt(2, AttemptState.SUCCEEDED, raw_result=2),
+                    status=JobState.SUCCEEDED,
+                    completed_by=1,
+                    result=1,
+                )
+            ],
+            events(),
+            "I5",
+        ),
+        (
+            [
+                job(
+                    attempt(1, AttemptState.SUCCEEDED, raw_result=1),
+                    status=JobState.SUCCEEDED,
+                    completed_by=1,
+                    result=2,
+                )
+            ],
+            events(),
+            "I5",
+        ),
+        ([job(status=JobState.CANCELLED, result=1)], events(), "I5"),
+        (
+            [
+                job(
+                    attempt(1, AttemptState.SUCCEEDED, raw_result=1),
+                    status=JobState.SUCCEEDED,
+                    completed_by=1,
+                    result=1,
+                )
+            ],
+            events(("won", 1), ("won", 1)),
+            "I5",
+        ),
+        (
+            [job(attempt(1, AttemptState.CANCELLED), status=JobState.SUCCEEDED, completed_by=1)],
+            events(),
+            "I6",
+        ),
+    ],
+)
+def test_each_broken_invariant_is_reported(jobs, history, invariant) -> None:
+    assert invariant in invariants_broken(jobs, history)
+
+
+def test_violation_names_job_and_invariant() -> None:
+    broken = check_invariants([replace(job(), status=JobState.FAILED, result=1)], events())
+    assert str(broken[0]).startswith("I5 job 1:")
