@@ -81,3 +81,6 @@ def _register() -> None:
 
 
 _register()
+
+if __name__ == "__main__":
+    main()
