@@ -487,6 +487,19 @@ class Engine:
             q.refresh_job_status(conn, attempt.job_id, now=now)
             return moved
 
+    def attempt(self, attempt_id: int) -> Attempt:
+        with self.db.read() as conn:
+            return self._attempt(conn, attempt_id)
+
+    def new_job_ids(self, *, limit: int = 20) -> list[int]:
+        """Jobs nobody has started an attempt for yet (work for `harness worker`)."""
+        with self.db.write() as conn:
+            return q.new_job_ids(conn, limit=limit)
+
+    def unknown_attempts(self, *, limit: int = 100) -> list[Attempt]:
+        with self.db.read() as conn:
+            return q.unknown_attempts(conn, limit=limit)
+
     def expired_attempts(self, *, limit: int = 100) -> list[Attempt]:
         now = self.clock.now()
         with self.db.read() as conn:

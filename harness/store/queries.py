@@ -377,6 +377,29 @@ def expired_attempts(conn: Connection, *, now: datetime, limit: int = 100) -> li
     return [_attempt(r) for r in rows]
 
 
+def unknown_attempts(conn: Connection, *, limit: int = 100) -> list[Attempt]:
+    rows = conn.execute(
+        sa.select(attempts)
+        .where(attempts.c.state == AttemptState.UNKNOWN.value)
+        .order_by(attempts.c.id)
+        .limit(limit)
+    ).mappings()
+    return [_attempt(r) for r in rows]
+
+
+def new_job_ids(conn: Connection, *, limit: int) -> list[int]:
+    """Pending jobs with no attempt yet; on Postgres, rows other workers are looking at
+    right now are skipped (the start itself is guarded by the live-slot index)."""
+    rows = conn.execute(
+        sa.select(jobs.c.id)
+        .where(jobs.c.status == JobState.PENDING.value, jobs.c.attempt_count == 0)
+        .order_by(jobs.c.id)
+        .limit(limit)
+        .with_for_update(skip_locked=True)
+    )
+    return [r[0] for r in rows]
+
+
 # -- events ------------------------------------------------------------------------------
 
 

@@ -1,0 +1,157 @@
+"""One scheduling abstraction for every timer of the worker and the reconciler.
+
+`ThreadScheduler` runs on real time: timers on one thread, provider calls on a pool.
+`ManualScheduler` runs timers on a `VirtualClock` that only moves when `advance()` is
+called, so attempt timeouts, hedge delays and reconciler intervals fire in a fixed,
+repeatable order without sleeping; provider I/O still runs on a pool, and `wait_idle()`
+joins it.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from datetime import timedelta
+from typing import Protocol
+
+from harness.clock import Clock, SystemClock, VirtualClock
+
+log = logging.getLogger(__name__)
+DEFAULT_POOL_SIZE = 32
+
+
+class Timer:
+    def __init__(self) -> None:
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+
+class BaseScheduler(Protocol):
+    clock: Clock
+
+    def call_later(self, delay: float, fn: Callable[[], object]) -> Timer: ...
+
+    def spawn(self, fn: Callable[[], object]) -> Future[object]: ...
+
+    def close(self) -> None: ...
+
+
+def _guarded(fn: Callable[[], object]) -> Callable[[], object]:
+    def run() -> object:
+        try:
+            return fn()
+        except Exception:  # a failing callback must not kill the scheduler
+            log.exception("scheduled callback failed")
+            raise
+
+    return run
+
+
+class ThreadScheduler:
+    """Real time. Timer callbacks are handed to the pool so a slow one never delays others."""
+
+    def __init__(self, *, clock: Clock | None = None, pool_size: int = DEFAULT_POOL_SIZE) -> None:
+        self.clock = clock or SystemClock()
+        self._pool = ThreadPoolExecutor(pool_size, thread_name_prefix="harness-worker")
+        self._heap: list[tuple[float, int, Timer, Callable[[], object]]] = []
+        self._seq = itertools.count()
+        self._wake = threading.Condition()
+        self._closed = False
+        self._thread = threading.Thread(target=self._loop, name="harness-timers", daemon=True)
+        self._thread.start()
+
+    def _monotonic(self) -> float:
+        import time
+
+        return time.monotonic()
+
+    def call_later(self, delay: float, fn: Callable[[], object]) -> Timer:
+        timer = Timer()
+        with self._wake:
+            heapq.heappush(self._heap, (self._monotonic() + delay, next(self._seq), timer, fn))
+            self._wake.notify()
+        return timer
+
+    def spawn(self, fn: Callable[[], object]) -> Future[object]:
+        return self._pool.submit(_guarded(fn))
+
+    def _loop(self) -> None:
+        while True:
+            with self._wake:
+                while not self._closed and (not self._heap or self._heap[0][0] > self._monotonic()):
+                    timeout = self._heap[0][0] - self._monotonic() if self._heap else None
+                    self._wake.wait(timeout)
+                if self._closed:
+                    return
+                _, _, timer, fn = heapq.heappop(self._heap)
+            if not timer.cancelled:
+                try:
+                    self.spawn(fn)
+                except RuntimeError:  # pool shut down while closing
+                    return
+
+    def close(self) -> None:
+        with self._wake:
+            self._closed = True
+            self._wake.notify()
+        self._thread.join(5)
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+class ManualScheduler:
+    """Virtual time: timers fire only inside `advance()`, in due-time order."""
+
+    def __init__(self, clock: VirtualClock | None = None, *, pool_size: int = 8) -> None:
+        self.clock = clock or VirtualClock()
+        self._pool = ThreadPoolExecutor(pool_size, thread_name_prefix="harness-manual")
+        self._heap: list[tuple[object, int, Timer, Callable[[], object]]] = []
+        self._seq = itertools.count()
+        self._lock = threading.Lock()
+        self._futures: list[Future[object]] = []
+
+    def call_later(self, delay: float, fn: Callable[[], object]) -> Timer:
+        timer = Timer()
+        with self._lock:
+            due = self.clock.now() + timedelta(seconds=delay)
+            heapq.heappush(self._heap, (due, next(self._seq), timer, fn))
+        return timer
+
+    def spawn(self, fn: Callable[[], object]) -> Future[object]:
+        future = self._pool.submit(_guarded(fn))
+        with self._lock:
+            self._futures.append(future)
+        return future
+
+    def wait_idle(self, timeout: float = 30) -> None:
+        """Wait until every spawned task has finished (including ones they spawn)."""
+        while True:
+            with self._lock:
+                pending = [f for f in self._futures if not f.done()]
+                self._futures = pending
+            if not pending:
+                return
+            for future in pending:
+                future.exception(timeout)
+
+    def advance(self, seconds: float) -> None:
+        """Move virtual time forward, firing each due timer at its own instant."""
+        end = self.clock.now() + timedelta(seconds=seconds)
+        while True:
+            with self._lock:
+                if not self._heap or self._heap[0][0] > end:  # type: ignore[operator]
+                    break
+                due, _, timer, fn = heapq.heappop(self._heap)
+            if due > self.clock.now():  # type: ignore[operator]
+                self.clock.set(due)  # type: ignore[arg-type]
+            if not timer.cancelled:
+                _guarded(fn)()
+        self.clock.set(end)
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)

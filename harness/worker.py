@@ -1,0 +1,332 @@
+"""The worker: runs a job's attempts through provider adapters, with timeouts,
+failover, hedging and reconciliation of unknown attempts.
+
+It owns no guarantee of its own: every step is an engine operation, so two workers (or
+a worker and the fallback button) racing on one job are refused by the database, and a
+worker killed anywhere leaves at worst a live attempt whose deadline passes; the sweep
+then makes it `unknown` and the reconciler resolves it from provider evidence, never by
+running it again blindly.
+
+Outcome kinds map to engine operations in one place (`_on_outcome`):
+executed → complete (CAS) · not executed → fail, then the next provider of the chain,
+if the gate allows · unknown → the attempt becomes unknown and the job waits.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from harness.engine import Engine
+from harness.errors import AttemptRefused, HarnessError, InvalidTransition, NotFound
+from harness.models import Attempt, Job
+from harness.providers.base import BaseProvider, CompletionRequest, Message, Outcome, OutcomeKind
+from harness.scheduler import BaseScheduler
+from harness.states import LIVE_ATTEMPT_STATES, AttemptState, JobState
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MAX_RUNTIME = 600.0
+"""Seconds after which a provider is documented to have given up on a request (the
+OpenAI and Anthropic SDKs' default timeout); only then may an unknown attempt with no
+evidence be treated as dead."""
+DEFAULT_POLL_INTERVAL = 0.5
+DEFAULT_RECONCILE_INTERVAL = 5.0
+TIMEOUT_SLACK = 1.0  # the adapter's own timeout backs up the scheduler's deadline
+
+
+@dataclass(frozen=True, kw_only=True)
+class WorkerSettings:
+    name: str = "worker"
+    poll_interval: float = DEFAULT_POLL_INTERVAL
+    reconcile_interval: float = DEFAULT_RECONCILE_INTERVAL
+    max_runtime: Mapping[str, float] | None = None  # per provider; DEFAULT_MAX_RUNTIME else
+    claim_batch: int = 20
+
+
+def build_request(job: Job, attempt: Attempt) -> CompletionRequest:
+    """The provider request for a job's input.
+
+    `input.messages` ([{role, content}]) with optional `system`, `max_tokens` and
+    `temperature`; or `input.prompt` (one user message); otherwise the input's JSON
+    becomes the user message and the operation the system prompt."""
+    data = job.input if isinstance(job.input, dict) else {}
+    if isinstance(data.get("messages"), list):
+        messages = tuple(
+            Message(role=str(m.get("role", "user")), content=str(m.get("content", "")))
+            for m in data["messages"]
+            if isinstance(m, dict)
+        )
+    elif isinstance(data.get("prompt"), str):
+        messages = (Message(role="user", content=data["prompt"]),)
+    else:
+        messages = (Message(role="user", content=json.dumps(job.input, sort_keys=True)),)
+    system = data.get("system") if isinstance(data.get("system"), str) else None
+    max_tokens = data.get("max_tokens")
+    temperature = data.get("temperature")
+    return CompletionRequest(
+        messages=messages,
+        system=system if system is not None else f"operation: {job.operation}",
+        max_tokens=max_tokens if isinstance(max_tokens, int) and max_tokens > 0 else 1024,
+        temperature=temperature if isinstance(temperature, int | float) else None,
+        attempt_id=str(attempt.id),
+    )
+
+
+def result_of(outcome: Outcome) -> dict[str, Any]:
+    """What an executed outcome stores as the attempt's (and maybe the job's) result."""
+    return {
+        "provider": outcome.provider,
+        "model": outcome.model,
+        "text": outcome.text,
+        "finish_reason": outcome.finish_reason,
+        "usage": dict(outcome.usage),
+        "request_id": outcome.request_id,
+    }
+
+
+class Worker:
+    def __init__(
+        self,
+        engine: Engine,
+        providers: Mapping[str, BaseProvider],
+        scheduler: BaseScheduler,
+        settings: WorkerSettings | None = None,
+    ) -> None:
+        self.engine = engine
+        self.providers = providers
+        self.scheduler = scheduler
+        self.settings = settings or WorkerSettings()
+        self._stop = threading.Event()
+        self._last_reconcile: datetime | None = None
+
+    # -- entry points ----------------------------------------------------------------------
+
+    def start_job(self, job_id: int) -> Attempt | None:
+        """Start a new job's first attempt on its primary provider."""
+        job = self.engine.get_job(job_id)
+        if job.status is not JobState.PENDING or job.attempt_count:
+            return None
+        return self._launch(job, job.providers[0])
+
+    def fallback(self, job_id: int, provider: str | None = None, *, actor: str) -> Attempt:
+        """The fallback button: start the next (or the named) provider now.
+
+        Refused (AttemptRefused) while an attempt is live or unknown, or when the gate
+        says no; the engine decides both."""
+        job = self.engine.get_job(job_id)
+        target = provider or self._next_provider(job)
+        if target is None:
+            raise AttemptRefused(
+                f"job {job_id} has no provider left to try", reason="chain_exhausted"
+            )
+        return self._launch(job, target, actor=actor)
+
+    # -- one attempt -----------------------------------------------------------------------
+
+    def _launch(self, job: Job, provider: str, *, actor: str | None = None) -> Attempt:
+        attempt = self.engine.start_attempt(job.id, provider, actor=actor or self.settings.name)
+        policy = job.policy
+        self.scheduler.call_later(policy.attempt_timeout, lambda: self._on_deadline(attempt.id))
+        if policy.hedge_after is not None:
+            self.scheduler.call_later(policy.hedge_after, lambda: self._on_hedge(job.id))
+        self.scheduler.spawn(lambda: self._call(job, attempt))
+        return attempt
+
+    def _call(self, job: Job, attempt: Attempt) -> None:
+        adapter = self.providers.get(attempt.provider)
+        if adapter is None:
+            self.engine.fail_attempt(
+                attempt.id, error=f"provider {attempt.provider!r} is not configured"
+            )
+            return
+        try:
+            self.engine.mark_running(attempt.id)
+        except InvalidTransition:
+            return  # cancelled or timed out before it was sent: nothing was sent, nothing to do
+        outcome = adapter.complete(
+            build_request(job, attempt), timeout=job.policy.attempt_timeout + TIMEOUT_SLACK
+        )
+        self._on_outcome(attempt, outcome)
+
+    def _on_outcome(self, attempt: Attempt, outcome: Outcome) -> None:
+        try:
+            if outcome.kind is OutcomeKind.EXECUTED:
+                self.engine.complete_attempt(
+                    attempt.id, result_of(outcome), provider_request_id=outcome.request_id
+                )
+            elif outcome.kind is OutcomeKind.NOT_EXECUTED:
+                self._not_executed(attempt, outcome)
+            else:
+                self.engine.record_timeout(attempt.id, actor=self.settings.name)
+        except InvalidTransition:
+            log.info(
+                "attempt %s moved on before its outcome %s arrived", attempt.id, outcome.reason
+            )
+        except HarnessError:
+            log.exception("recording the outcome of attempt %s failed", attempt.id)
+
+    def _not_executed(self, attempt: Attempt, outcome: Outcome) -> None:
+        error = f"{outcome.reason}: {outcome.error or ''}".strip(": ")
+        current = self.engine.attempt(attempt.id)
+        if current.state is AttemptState.UNKNOWN:  # our deadline fired first; this is evidence
+            self.engine.resolve_unknown(
+                attempt.id,
+                outcome="failed",
+                reason=f"provider answered: {error}",
+                actor=self.settings.name,
+            )
+        else:
+            self.engine.fail_attempt(attempt.id, error=error, actor=self.settings.name)
+        self._continue(attempt.job_id)
+
+    def _continue(self, job_id: int) -> None:
+        """After a failure: the next provider in the chain, or fail the job."""
+        job = self.engine.get_job(job_id)
+        if job.status is not JobState.PENDING:
+            return  # another attempt is live, or the job is finished
+        target = self._next_provider(job)
+        if target is None:
+            try:
+                self.engine.fail_job(
+                    job_id, reason="every provider in the chain failed", actor=self.settings.name
+                )
+            except InvalidTransition:
+                pass
+            return
+        try:
+            self._launch(job, target)
+        except AttemptRefused as refused:
+            log.info("job %s not failed over to %s: %s", job_id, target, refused.reason)
+
+    def _next_provider(self, job: Job) -> str | None:
+        """The first provider of the chain after the last one tried (no wrap-around)."""
+        if not job.attempts:
+            return job.providers[0]
+        last = job.attempts[-1].provider
+        position = job.providers.index(last) if last in job.providers else -1
+        rest = job.providers[position + 1 :]
+        return rest[0] if rest else None
+
+    def _on_deadline(self, attempt_id: int) -> None:
+        try:
+            self.engine.record_timeout(attempt_id, actor=self.settings.name)
+        except (InvalidTransition, NotFound):
+            pass  # it finished in time
+
+    def _on_hedge(self, job_id: int) -> None:
+        job = self.engine.get_job(job_id)
+        live = [a for a in job.attempts if a.state in LIVE_ATTEMPT_STATES]
+        if job.status is not JobState.RUNNING or len(live) >= job.policy.max_live_attempts:
+            return
+        target = self._next_provider(job)
+        if target is None:
+            return
+        try:
+            self._launch(job, target)
+        except AttemptRefused as refused:
+            log.info("job %s not hedged to %s: %s", job_id, target, refused.reason)
+
+    # -- recovery ---------------------------------------------------------------------------
+
+    def sweep(self) -> int:
+        """Make every attempt past its deadline unknown (e.g. its worker died)."""
+        count = 0
+        for attempt in self.engine.expired_attempts():
+            try:
+                self.engine.record_timeout(attempt.id, actor=self.settings.name)
+                count += 1
+            except InvalidTransition:
+                pass
+        return count
+
+    def claim(self) -> int:
+        """Start the first attempt of new jobs nobody has started (e.g. the API died)."""
+        started = 0
+        for job_id in self.engine.new_job_ids(limit=self.settings.claim_batch):
+            try:
+                if self.start_job(job_id):
+                    started += 1
+            except AttemptRefused:
+                pass  # another worker got there first; the database said so
+        return started
+
+    def reconcile(self) -> int:
+        """Resolve unknown attempts from provider evidence (I4)."""
+        resolved = 0
+        now = self.engine.clock.now()
+        for attempt in self.engine.unknown_attempts():
+            adapter = self.providers.get(attempt.provider)
+            lookup = adapter.lookup(str(attempt.id)) if adapter is not None else None
+            try:
+                if lookup is not None and lookup.found and lookup.finished and lookup.outcome:
+                    found = lookup.outcome
+                    if found.kind is OutcomeKind.EXECUTED:
+                        self.engine.resolve_unknown(
+                            attempt.id,
+                            outcome="succeeded",
+                            result=result_of(found),
+                            reason="provider lookup: finished with a result",
+                            actor=f"{self.settings.name}:reconciler",
+                        )
+                    else:
+                        self.engine.resolve_unknown(
+                            attempt.id,
+                            outcome="failed",
+                            reason=f"provider lookup: finished without a result ({found.reason})",
+                            actor=f"{self.settings.name}:reconciler",
+                        )
+                        self._continue(attempt.job_id)
+                    resolved += 1
+                    continue
+                if lookup is not None and lookup.found:
+                    continue  # the provider is still working on it: wait
+                limit = (self.settings.max_runtime or {}).get(attempt.provider, DEFAULT_MAX_RUNTIME)
+                if (now - attempt.started_at).total_seconds() > limit:
+                    self.engine.resolve_unknown(
+                        attempt.id,
+                        outcome="failed",
+                        reason=f"no evidence of execution after the provider's maximum runtime "
+                        f"of {limit:g} s",
+                        actor=f"{self.settings.name}:reconciler",
+                    )
+                    self._continue(attempt.job_id)
+                    resolved += 1
+            except InvalidTransition:
+                pass  # resolved meanwhile by someone else
+        return resolved
+
+    def tick(self) -> None:
+        """One round of background duties: claim new jobs, sweep deadlines, reconcile."""
+        self.claim()
+        self.sweep()
+        now = self.engine.clock.now()
+        if self._last_reconcile is None or (
+            (now - self._last_reconcile).total_seconds() >= self.settings.reconcile_interval
+        ):
+            self._last_reconcile = now
+            self.reconcile()
+
+    def start_background(self) -> None:
+        """Run `tick` every poll interval on the scheduler (its clock, its timers)."""
+
+        def round_() -> None:
+            if self._stop.is_set():
+                return
+            try:
+                self.tick()
+            except HarnessError:
+                log.exception("worker round failed; retrying next round")
+            finally:
+                if not self._stop.is_set():
+                    self.scheduler.call_later(self.settings.poll_interval, round_)
+
+        self.scheduler.call_later(0, round_)
+
+    def stop(self) -> None:
+        self._stop.set()

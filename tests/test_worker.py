@@ -1,0 +1,218 @@
+"""The worker on virtual time: failover, the gate, unknown outcomes, hedging, recovery."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+from harness.clock import VirtualClock
+from harness.engine import Engine
+from harness.errors import AttemptRefused
+from harness.gate import AllowAllGate, StaticGate
+from harness.models import Intent, Policy
+from harness.providers.base import LookupResult, Outcome, OutcomeKind
+from harness.scheduler import ManualScheduler
+from harness.states import AttemptState, JobState
+from harness.store.database import Database
+from harness.worker import Worker, WorkerSettings
+from tests.scripted import ScriptedProvider, Step
+
+NOT_EXECUTED = Step(kind=OutcomeKind.NOT_EXECUTED, reason="rate_limited")
+UNKNOWN = Step(kind=OutcomeKind.UNKNOWN, reason="timeout_after_send")
+
+
+@pytest.fixture
+def scheduler() -> Iterator[ManualScheduler]:
+    made = ManualScheduler(VirtualClock())
+    yield made
+    made.close()
+
+
+@pytest.fixture
+def primary() -> ScriptedProvider:
+    return ScriptedProvider("primary")
+
+
+@pytest.fixture
+def fallback() -> ScriptedProvider:
+    return ScriptedProvider("fallback", kind="anthropic")
+
+
+@pytest.fixture
+def worker(db: Database, scheduler, primary, fallback) -> Worker:
+    engine = Engine(db, gate=AllowAllGate(), clock=scheduler.clock)
+    return Worker(
+        engine,
+        {"primary": primary, "fallback": fallback},
+        scheduler,
+        WorkerSettings(max_runtime={"primary": 120, "fallback": 120}),
+    )
+
+
+def submit(worker: Worker, policy: Policy | None = None, key: str = "k") -> int:
+    intent = Intent(
+        operation="summarise",
+        input={"prompt": "hi"},
+        providers=("primary", "fallback"),
+        policy=policy or Policy(attempt_timeout=30),
+    )
+    job_id = worker.engine.create_job("alice", key, intent).job.id
+    worker.start_job(job_id)
+    return job_id
+
+
+def states(worker: Worker, job_id: int) -> list[tuple[str, str]]:
+    return [(a.provider, a.state.value) for a in worker.engine.get_job(job_id).attempts]
+
+
+def test_primary_answers(worker: Worker, scheduler: ManualScheduler, primary) -> None:
+    job_id = submit(worker)
+    scheduler.wait_idle()
+    job = worker.engine.get_job(job_id)
+    assert job.status is JobState.SUCCEEDED
+    assert job.result["text"] == "ok from primary"
+    assert primary.calls[0].attempt_id == str(job.attempts[0].id)
+
+
+def test_not_executed_fails_over(worker: Worker, scheduler: ManualScheduler, primary) -> None:
+    primary.steps = [NOT_EXECUTED]
+    job_id = submit(worker)
+    scheduler.wait_idle()
+    assert states(worker, job_id) == [("primary", "failed"), ("fallback", "succeeded")]
+    assert worker.engine.get_job(job_id).result["provider"] == "fallback"
+
+
+def test_gate_refusal_stops_failover(worker: Worker, scheduler: ManualScheduler, primary) -> None:
+    worker.engine.gate = StaticGate(set())
+    primary.steps = [NOT_EXECUTED]
+    job_id = submit(worker)
+    scheduler.wait_idle()
+    assert worker.engine.get_job(job_id).status is JobState.PENDING
+    refused = [e for e in worker.engine.events(job_id) if e.kind == "failover_refused"]
+    assert refused[0].detail["reason"] == "no_verdict"
+
+
+def test_exhausted_chain_fails_the_job(worker, scheduler, primary, fallback) -> None:
+    primary.steps, fallback.steps = [NOT_EXECUTED], [NOT_EXECUTED]
+    job_id = submit(worker)
+    scheduler.wait_idle()
+    assert worker.engine.get_job(job_id).status is JobState.FAILED
+
+
+def test_unknown_outcome_blocks_until_resolved(worker, scheduler, primary, fallback) -> None:
+    primary.steps = [UNKNOWN]
+    job_id = submit(worker)
+    scheduler.wait_idle()
+    assert worker.engine.get_job(job_id).status is JobState.BLOCKED_UNKNOWN
+    with pytest.raises(AttemptRefused):
+        worker.fallback(job_id, actor="alice")
+    assert fallback.calls == []
+    first = worker.engine.get_job(job_id).attempts[0]
+    worker.engine.resolve_unknown(
+        first.id, outcome="failed", reason="support ticket", actor="alice"
+    )
+    worker.fallback(job_id, actor="alice")
+    scheduler.wait_idle()
+    assert states(worker, job_id) == [("primary", "failed"), ("fallback", "succeeded")]
+
+
+def test_deadline_makes_a_hung_call_unknown_and_its_late_answer_still_counts(
+    worker, scheduler, primary
+) -> None:
+    release = threading.Event()
+    primary.steps = [Step(gate=release)]
+    job_id = submit(worker, Policy(attempt_timeout=30))
+    assert primary.started.wait(10)
+    scheduler.advance(29)
+    assert states(worker, job_id) == [("primary", "running")]
+    scheduler.advance(2)
+    assert worker.engine.get_job(job_id).status is JobState.BLOCKED_UNKNOWN
+    release.set()
+    scheduler.wait_idle()
+    job = worker.engine.get_job(job_id)
+    assert job.status is JobState.SUCCEEDED and job.result["provider"] == "primary"
+
+
+def test_hedged_fallback_wins_and_the_late_primary_is_discarded(
+    worker, scheduler, primary, fallback
+) -> None:
+    """Primary answers after 30 s, fallback (hedged at 10 s) after 5 s: virtual time."""
+    primary_done, fallback_done = threading.Event(), threading.Event()
+    primary.steps, fallback.steps = [Step(gate=primary_done)], [Step(gate=fallback_done)]
+    job_id = submit(worker, Policy(attempt_timeout=60, max_live_attempts=2, hedge_after=10))
+    assert primary.started.wait(10)
+    scheduler.advance(9.9)
+    assert fallback.calls == []
+    scheduler.advance(0.1)  # t=10: the hedge starts
+    assert fallback.started.wait(10)
+    scheduler.advance(5)  # t=15: the fallback answers
+    fallback_done.set()
+    _wait_for(lambda: worker.engine.get_job(job_id).status is JobState.SUCCEEDED)
+    result = worker.engine.get_job(job_id).result
+    assert result["provider"] == "fallback"
+    scheduler.advance(15)  # t=30: the primary answers, late
+    primary_done.set()
+    scheduler.wait_idle()
+    job = worker.engine.get_job(job_id)
+    assert job.result == result
+    assert states(worker, job_id) == [("primary", "superseded"), ("fallback", "succeeded")]
+    discarded = [e for e in worker.engine.events(job_id) if e.kind == "discarded_late_result"]
+    assert [e.attempt_id for e in discarded] == [job.attempts[0].id]
+
+
+def test_reconciler_resolves_from_lookup(worker, scheduler, primary) -> None:
+    primary.steps = [UNKNOWN]
+    job_id = submit(worker)
+    scheduler.wait_idle()
+    first = worker.engine.get_job(job_id).attempts[0]
+    primary.lookups[str(first.id)] = LookupResult(found=True, finished=False)
+    assert worker.reconcile() == 0  # still working: wait
+    primary.lookups[str(first.id)] = LookupResult(
+        found=True,
+        finished=True,
+        outcome=Outcome(kind=OutcomeKind.EXECUTED, provider="primary", reason="ok", text="late"),
+    )
+    assert worker.reconcile() == 1
+    job = worker.engine.get_job(job_id)
+    assert job.status is JobState.SUCCEEDED and job.result["text"] == "late"
+    resolved = [e for e in worker.engine.events(job_id) if e.kind == "resolved"]
+    assert resolved[0].actor == "worker:reconciler"
+
+
+def test_reconciler_waits_for_max_runtime_without_evidence(worker, scheduler, primary) -> None:
+    primary.steps = [UNKNOWN]
+    job_id = submit(worker)
+    scheduler.wait_idle()
+    scheduler.advance(119)
+    assert worker.reconcile() == 0
+    assert worker.engine.get_job(job_id).status is JobState.BLOCKED_UNKNOWN
+    scheduler.advance(2)
+    assert worker.reconcile() == 1
+    scheduler.wait_idle()
+    assert states(worker, job_id) == [("primary", "failed"), ("fallback", "succeeded")]
+
+
+def test_sweep_and_claim_recover_after_a_crash(worker, scheduler, primary) -> None:
+    intent = Intent(operation="op", input={}, providers=("primary", "fallback"))
+    orphan = worker.engine.create_job("alice", "orphan", intent).job.id  # API died before start
+    crashed = worker.engine.create_job("alice", "crashed", intent).job.id
+    attempt = worker.engine.start_attempt(crashed, "primary")  # worker died mid-attempt
+    worker.engine.mark_running(attempt.id)
+    assert worker.claim() == 1
+    scheduler.wait_idle()
+    assert worker.engine.get_job(orphan).status is JobState.SUCCEEDED
+    scheduler.advance(31)
+    assert worker.sweep() == 1
+    assert worker.engine.attempt(attempt.id).state is AttemptState.UNKNOWN
+    assert len(primary.calls) == 1  # the crashed attempt was never re-run
+
+
+def _wait_for(condition, timeout: float = 10) -> None:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "condition never held"
+        time.sleep(0.005)
