@@ -1,0 +1,268 @@
+"""Anthropic Messages on the wire: validation, bodies, named SSE events, error bodies.
+
+Shapes follow the anthropic-sdk-python types and Anthropic's documented errors
+(/work/shared/reference/wire-formats.md, "Anthropic Messages").
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from fake_providers.content import split_chunks
+from fake_providers.wire import (
+    Answer,
+    Api,
+    ErrorKind,
+    Headers,
+    Ids,
+    ParsedRequest,
+    StreamEvents,
+    WireError,
+    WireResponse,
+    is_int,
+    json_body,
+    retry_after_header,
+    sse,
+)
+
+VERSION_HEADER = "anthropic-version"
+CONTEXT_WINDOW = 200_000
+
+# kind -> (status, error type, message)
+_ERRORS: Mapping[ErrorKind, tuple[int, str, str]] = {
+    ErrorKind.INVALID_REQUEST: (400, "invalid_request_error", "Invalid request."),
+    ErrorKind.NOT_FOUND: (404, "not_found_error", "Not found"),
+    ErrorKind.RATE_LIMIT: (
+        429,
+        "rate_limit_error",
+        "Number of requests has exceeded your per-minute rate limit; see the response headers "
+        "for current usage. Please try again later.",
+    ),
+    ErrorKind.SERVER_ERROR: (500, "api_error", "Internal server error"),
+    ErrorKind.UNAVAILABLE: (503, "api_error", "Service unavailable"),
+    ErrorKind.OVERLOADED: (529, "overloaded_error", "Overloaded"),
+    ErrorKind.CONTEXT_LENGTH: (
+        400,
+        "invalid_request_error",
+        f"prompt is too long: {CONTEXT_WINDOW + 1} tokens > {CONTEXT_WINDOW} maximum",
+    ),
+    ErrorKind.CONTENT_FILTER: (
+        400,
+        "invalid_request_error",
+        "Output blocked by content filtering policy",
+    ),
+}
+
+
+def _invalid(message: str) -> WireError:
+    return WireError(ErrorKind.INVALID_REQUEST, message)
+
+
+def _content_text(content: object, where: str) -> str:
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        raise _invalid(f"{where}: Input should be a valid string or a valid list")
+    parts = []
+    for i, block in enumerate(content):
+        if not isinstance(block, dict) or "type" not in block:
+            raise _invalid(f"{where}.{i}.type: Field required")
+        if block["type"] == "text":
+            if not isinstance(block.get("text"), str):
+                raise _invalid(f"{where}.{i}.text: Input should be a valid string")
+            parts.append(block["text"])
+    return "".join(parts)
+
+
+class AnthropicDialect:
+    stream_error_kind = ErrorKind.OVERLOADED  # what an error event after HTTP 200 reports
+    api = Api.ANTHROPIC
+
+    def parse(self, headers: Mapping[str, str], body: bytes, *, counting: bool) -> ParsedRequest:
+        if not headers.get(VERSION_HEADER):
+            raise _invalid(f"{VERSION_HEADER}: header is required")
+        try:
+            data = json.loads(body)
+        except ValueError:
+            raise _invalid("There was an error parsing the body of your request as JSON.") from None
+        if not isinstance(data, dict):
+            raise _invalid("Input should be a valid dictionary")
+        required = ("model", "messages") if counting else ("model", "messages", "max_tokens")
+        for key in required:
+            if key not in data:
+                raise _invalid(f"{key}: Field required")
+        if not isinstance(data["model"], str) or not data["model"]:
+            raise _invalid("model: Input should be a valid string")
+        max_tokens = data.get("max_tokens")
+        if not counting and (not is_int(max_tokens) or max_tokens < 1):
+            raise _invalid("max_tokens: Input should be a valid integer greater than 0")
+        messages = data["messages"]
+        if not isinstance(messages, list):
+            raise _invalid("messages: Input should be a valid list")
+        if not messages:
+            raise _invalid("messages: at least one message is required")
+        texts = []
+        system = data.get("system")
+        if system is not None:
+            texts.append(_content_text(system, "system"))
+        for i, message in enumerate(messages):
+            if not isinstance(message, dict):
+                raise _invalid(f"messages.{i}: Input should be a valid dictionary")
+            for key in ("role", "content"):
+                if key not in message:
+                    raise _invalid(f"messages.{i}.{key}: Field required")
+            if message["role"] not in ("user", "assistant"):
+                raise _invalid(f"messages.{i}.role: Input should be 'user' or 'assistant'")
+            texts.append(_content_text(message["content"], f"messages.{i}.content"))
+        stream = data.get("stream", False)
+        if not isinstance(stream, bool):
+            raise _invalid("stream: Input should be a valid boolean")
+        schema = self._output_schema(data.get("output_config"))
+        return ParsedRequest(
+            api=self.api,
+            model=data["model"],
+            texts=tuple(texts),
+            max_tokens=max_tokens,
+            stream=stream and not counting,
+            schema=schema,
+            json_mode=schema is not None,
+        )
+
+    @staticmethod
+    def _output_schema(config: object) -> dict[str, Any] | None:
+        if config is None:
+            return None
+        if not isinstance(config, dict):
+            raise _invalid("output_config: Input should be a valid dictionary")
+        fmt = config.get("format")
+        if fmt is None:
+            return None
+        if not isinstance(fmt, dict) or fmt.get("type") != "json_schema":
+            raise _invalid("output_config.format.type: Input should be 'json_schema'")
+        schema = fmt.get("schema")
+        if not isinstance(schema, dict):
+            raise _invalid("output_config.format.schema: Field required")
+        return schema
+
+    def headers(self, request_id: str, *, sse: bool) -> Headers:
+        content_type = "text/event-stream; charset=utf-8" if sse else "application/json"
+        return (
+            ("content-type", content_type),
+            ("request-id", request_id),
+            ("anthropic-organization-id", "00000000-0000-4000-8000-00000000fa4e"),
+            ("anthropic-ratelimit-requests-limit", "4000"),
+            ("anthropic-ratelimit-requests-remaining", "3999"),
+        )
+
+    def error_body(self, kind: ErrorKind) -> dict[str, Any]:
+        _, type_, message = _ERRORS[kind]
+        return {"type": "error", "error": {"type": type_, "message": message}}
+
+    def error(
+        self,
+        kind: ErrorKind,
+        request_id: str,
+        *,
+        message: str | None = None,
+        param: str | None = None,
+        code: str | None = None,
+        retry_after: float | None = None,
+    ) -> WireResponse:
+        status, type_, default_message = _ERRORS[kind]
+        body = {
+            "type": "error",
+            "error": {"type": type_, "message": message or default_message},
+            "request_id": request_id,
+        }
+        headers: Headers = (("content-type", "application/json"), ("request-id", request_id))
+        if kind is ErrorKind.RATE_LIMIT:
+            headers += (("anthropic-ratelimit-requests-remaining", "0"),)
+        if retry_after is not None:
+            headers += (("retry-after", retry_after_header(retry_after)),)
+        return WireResponse(status=status, headers=headers, body=json_body(body))
+
+    def completion(self, req: ParsedRequest, ids: Ids, answer: Answer) -> dict[str, Any]:
+        return {
+            "id": ids.message_id,
+            "type": "message",
+            "role": "assistant",
+            "model": req.model,
+            "content": [{"type": "text", "text": answer.text}],
+            "stop_reason": _stop_reason(answer),
+            "stop_sequence": None,
+            "usage": _usage(answer),
+        }
+
+    def stream(self, req: ParsedRequest, ids: Ids, answer: Answer) -> StreamEvents:
+        start = {
+            "id": ids.message_id,
+            "type": "message",
+            "role": "assistant",
+            "model": req.model,
+            "content": [],
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": {**_usage(answer), "output_tokens": 1},
+        }
+        return StreamEvents(
+            head=[
+                sse({"type": "message_start", "message": start}, event="message_start"),
+                sse(
+                    {
+                        "type": "content_block_start",
+                        "index": 0,
+                        "content_block": {"type": "text", "text": ""},
+                    },
+                    event="content_block_start",
+                ),
+                sse({"type": "ping"}, event="ping"),
+            ],
+            content=[
+                sse(
+                    {
+                        "type": "content_block_delta",
+                        "index": 0,
+                        "delta": {"type": "text_delta", "text": piece},
+                    },
+                    event="content_block_delta",
+                )
+                for piece in split_chunks(answer.text)
+            ],
+            tail=[
+                sse({"type": "content_block_stop", "index": 0}, event="content_block_stop"),
+                sse(
+                    {
+                        "type": "message_delta",
+                        "delta": {"stop_reason": _stop_reason(answer), "stop_sequence": None},
+                        "usage": {"output_tokens": answer.output_tokens},
+                    },
+                    event="message_delta",
+                ),
+            ],
+            terminator=sse({"type": "message_stop"}, event="message_stop"),
+        )
+
+    def stream_error(self) -> bytes:
+        return sse(self.error_body(self.stream_error_kind), event="error")
+
+    def malformed_event(self) -> bytes:
+        return b'event: content_block_delta\ndata: {"type": "content_block_delta", "index": 0,\n\n'
+
+    def token_count(self, req: ParsedRequest, input_tokens: int) -> dict[str, Any] | None:
+        return {"input_tokens": input_tokens}
+
+
+def _stop_reason(answer: Answer) -> str:
+    return "max_tokens" if answer.finish == "length" else "end_turn"
+
+
+def _usage(answer: Answer) -> dict[str, Any]:
+    return {
+        "input_tokens": answer.input_tokens,
+        "output_tokens": answer.output_tokens,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 0,
+        "service_tier": "standard",
+    }

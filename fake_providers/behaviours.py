@@ -1,0 +1,274 @@
+"""The behaviour table: every way a fake provider can answer, in one place.
+
+A `Behaviour` is one scripted answer: its name plus a few parameters (latency, content,
+`Retry-After`, where a stream breaks). `BEHAVIOURS` says, for each name, what it does,
+whether a real provider would bill it, and which parameters it takes. The fakes turn a
+behaviour into wire steps in `fake_providers.plans`; the adapters' outcome tables are
+tested against this list, so adding a name here without a mapping there fails a test.
+
+A request can pick its own behaviour through the model name (for black-box clients):
+
+    fake/<behaviour>[?param=value&param=value]
+
+e.g. ``fake/hang``, ``fake/rate_limit?retry_after=2``, ``fake/success?latency=0.5``.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from typing import Any
+from urllib.parse import parse_qsl
+
+from fake_providers.errors import InvalidInput
+
+MODEL_PREFIX = "fake/"
+"""Model names starting with this select a behaviour: ``fake/<behaviour>?k=v``."""
+
+
+class BehaviourName(enum.StrEnum):
+    SUCCESS = "success"
+    HANG = "hang"
+    ACCEPT_THEN_DROP = "accept_then_drop"
+    RATE_LIMIT = "rate_limit"
+    RATE_LIMIT_NO_RETRY_AFTER = "rate_limit_no_retry_after"
+    SERVER_ERROR = "server_error"
+    SERVICE_UNAVAILABLE = "service_unavailable"
+    OVERLOADED = "overloaded"
+    RESET_BEFORE_HEADERS = "reset_before_headers"
+    STREAM_CUT = "stream_cut"
+    STREAM_STALL = "stream_stall"
+    STREAM_MALFORMED_CHUNK = "stream_malformed_chunk"
+    STREAM_NO_DONE = "stream_no_done"
+    STREAM_ERROR_EVENT = "stream_error_event"
+    MALFORMED_BODY = "malformed_body"
+    CONTEXT_LENGTH_EXCEEDED = "context_length_exceeded"
+    CONTENT_FILTER = "content_filter"
+    MALFORMED_JSON = "malformed_json"
+    HALLUCINATED_KEY = "hallucinated_key"
+    PROSE_INSTEAD_OF_JSON = "prose_instead_of_json"
+    WRONG_TYPES = "wrong_types"
+
+
+class DropMode(enum.StrEnum):
+    RESET = "reset"  # close the connection at once
+    HANG = "hang"  # keep the connection open and silent until the caller gives up
+
+
+@dataclass(frozen=True, kw_only=True)
+class BehaviourSpec:
+    summary: str
+    bills: bool  # a real provider would charge for this execution
+    params: frozenset[str]
+
+
+_LATENCY = frozenset({"latency"})
+_STREAMED = frozenset({"latency", "content", "chunk_latency", "cut_after"})
+
+BEHAVIOURS: Mapping[BehaviourName, BehaviourSpec] = {
+    BehaviourName.SUCCESS: BehaviourSpec(
+        summary="200 with deterministic (or the given) content",
+        bills=True,
+        params=frozenset({"latency", "content", "chunk_latency"}),
+    ),
+    BehaviourName.HANG: BehaviourSpec(
+        summary="accept the request and never answer", bills=False, params=frozenset()
+    ),
+    BehaviourName.ACCEPT_THEN_DROP: BehaviourSpec(
+        summary="do and bill the work, then lose the response (reset or silence)",
+        bills=True,
+        params=frozenset({"latency", "content", "drop"}),
+    ),
+    BehaviourName.RATE_LIMIT: BehaviourSpec(
+        summary="429 with Retry-After", bills=False, params=frozenset({"latency", "retry_after"})
+    ),
+    BehaviourName.RATE_LIMIT_NO_RETRY_AFTER: BehaviourSpec(
+        summary="429 without Retry-After", bills=False, params=_LATENCY
+    ),
+    BehaviourName.SERVER_ERROR: BehaviourSpec(summary="500", bills=False, params=_LATENCY),
+    BehaviourName.SERVICE_UNAVAILABLE: BehaviourSpec(summary="503", bills=False, params=_LATENCY),
+    BehaviourName.OVERLOADED: BehaviourSpec(
+        summary="529 overloaded_error", bills=False, params=_LATENCY
+    ),
+    BehaviourName.RESET_BEFORE_HEADERS: BehaviourSpec(
+        summary="reset the connection before any response byte", bills=False, params=_LATENCY
+    ),
+    BehaviourName.STREAM_CUT: BehaviourSpec(
+        summary="cut the connection mid-answer (stream or body)", bills=True, params=_STREAMED
+    ),
+    BehaviourName.STREAM_STALL: BehaviourSpec(
+        summary="stop sending mid-answer and keep the connection open", bills=True, params=_STREAMED
+    ),
+    BehaviourName.STREAM_MALFORMED_CHUNK: BehaviourSpec(
+        summary="one SSE chunk (or the body) is not valid JSON", bills=True, params=_STREAMED
+    ),
+    BehaviourName.STREAM_NO_DONE: BehaviourSpec(
+        summary="end the stream cleanly without [DONE] / message_stop (body: truncated)",
+        bills=True,
+        params=_STREAMED,
+    ),
+    BehaviourName.STREAM_ERROR_EVENT: BehaviourSpec(
+        summary="an error event after HTTP 200 (body: an error object with status 200)",
+        bills=False,
+        params=_STREAMED,
+    ),
+    BehaviourName.MALFORMED_BODY: BehaviourSpec(
+        summary="200 whose body is not valid JSON", bills=True, params=_LATENCY
+    ),
+    BehaviourName.CONTEXT_LENGTH_EXCEEDED: BehaviourSpec(
+        summary="400 context length exceeded", bills=False, params=_LATENCY
+    ),
+    BehaviourName.CONTENT_FILTER: BehaviourSpec(
+        summary="400 content filter", bills=False, params=_LATENCY
+    ),
+    BehaviourName.MALFORMED_JSON: BehaviourSpec(
+        summary="200; the answer is broken JSON", bills=True, params=_LATENCY
+    ),
+    BehaviourName.HALLUCINATED_KEY: BehaviourSpec(
+        summary="200; the answer is JSON with an extra top-level key", bills=True, params=_LATENCY
+    ),
+    BehaviourName.PROSE_INSTEAD_OF_JSON: BehaviourSpec(
+        summary="200; the answer is prose where JSON was asked for", bills=True, params=_LATENCY
+    ),
+    BehaviourName.WRONG_TYPES: BehaviourSpec(
+        summary="200; the answer is JSON with wrong field types", bills=True, params=_LATENCY
+    ),
+}
+
+DEFAULT_RETRY_AFTER = 1.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class Behaviour:
+    """One scripted answer. Parameters a behaviour does not take must stay unset."""
+
+    name: BehaviourName
+    latency: float = 0.0  # seconds before the provider starts answering
+    content: str | None = None  # the answer text; None: deterministic from the request
+    retry_after: float | None = None  # rate_limit only; None: DEFAULT_RETRY_AFTER
+    chunk_latency: float = 0.0  # seconds between stream chunks
+    cut_after: int | None = None  # chunks sent before a stream fault; None: half
+    drop: DropMode = DropMode.RESET  # accept_then_drop only
+
+    def __post_init__(self) -> None:
+        # Accept plain strings from Python callers; validate like the control API does.
+        _check(self)
+
+    @property
+    def spec(self) -> BehaviourSpec:
+        return BEHAVIOURS[self.name]
+
+    @classmethod
+    def parse(cls, data: object, *, field: str = "behaviour") -> Behaviour:
+        """A behaviour from JSON: a name, or ``{"behaviour": name, **params}``."""
+        if isinstance(data, str):
+            return cls.parse({"behaviour": data}, field=field)
+        if not isinstance(data, Mapping):
+            raise InvalidInput(field, "must be a behaviour name or an object")
+        if "behaviour" not in data:
+            raise InvalidInput(f"{field}.behaviour", "is required")
+        known = {f.name for f in fields(cls)} - {"name"}
+        for key in data:
+            if key != "behaviour" and key not in known:
+                raise InvalidInput(f"{field}.{key}", "is not a behaviour parameter")
+        params = {k: v for k, v in data.items() if k != "behaviour"}
+        return _build(data["behaviour"], params, field)
+
+    @classmethod
+    def from_model(cls, model: str) -> Behaviour | None:
+        """The behaviour a model name asks for (``fake/<name>?k=v``), or None."""
+        if not model.startswith(MODEL_PREFIX):
+            return None
+        name, _, query = model[len(MODEL_PREFIX) :].partition("?")
+        try:
+            pairs = parse_qsl(query, keep_blank_values=True, strict_parsing=bool(query))
+        except ValueError:
+            raise InvalidInput("model", f"cannot parse parameters {query!r}") from None
+        known = {f.name for f in fields(cls)} - {"name"}
+        params: dict[str, Any] = {}
+        for key, raw in pairs:
+            if key not in known:
+                raise InvalidInput(f"model.{key}", "is not a behaviour parameter")
+            params[key] = _from_text(key, raw)
+        return _build(name, params, "model")
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"behaviour": self.name.value}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name != "name" and value != f.default:
+                data[f.name] = value.value if isinstance(value, enum.Enum) else value
+        return data
+
+
+def _from_text(key: str, raw: str) -> object:
+    """Query-string values are text; give numbers their type so checks stay uniform."""
+    if key in {"latency", "retry_after", "chunk_latency"}:
+        try:
+            return float(raw)
+        except ValueError:
+            return raw
+    if key == "cut_after":
+        try:
+            return int(raw)
+        except ValueError:
+            return raw
+    return raw
+
+
+def _build(name: object, params: Mapping[str, Any], field: str) -> Behaviour:
+    try:
+        behaviour_name = BehaviourName(name)
+    except ValueError:
+        known = ", ".join(b.value for b in BehaviourName)
+        where = field if field == "model" else f"{field}.behaviour"
+        raise InvalidInput(where, f"unknown behaviour {name!r}; known: {known}") from None
+    try:
+        return Behaviour(name=behaviour_name, **params)
+    except InvalidInput as exc:
+        raise InvalidInput(f"{field}.{exc.field}", exc.message) from None
+
+
+def _seconds(value: object) -> bool:
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and value >= 0
+    )
+
+
+def _check(b: Behaviour) -> None:
+    """Validate and normalise a behaviour in place (frozen, so via object.__setattr__).
+
+    Errors name the parameter relative to the behaviour; callers add where it sits."""
+    try:
+        object.__setattr__(b, "name", BehaviourName(b.name))
+    except ValueError:
+        raise InvalidInput("behaviour", f"unknown behaviour {b.name!r}") from None
+    spec = BEHAVIOURS[b.name]
+    for f in fields(b):
+        if f.name != "name" and f.name not in spec.params and getattr(b, f.name) != f.default:
+            raise InvalidInput(f.name, f"is not used by behaviour {b.name.value!r}")
+    for key in ("latency", "chunk_latency"):
+        value = getattr(b, key)
+        if not _seconds(value):
+            raise InvalidInput(key, "must be a non-negative number of seconds")
+        object.__setattr__(b, key, float(value))
+    if b.retry_after is not None:
+        if not _seconds(b.retry_after) or b.retry_after == 0:
+            raise InvalidInput("retry_after", "must be a positive number of seconds")
+        object.__setattr__(b, "retry_after", float(b.retry_after))
+    if b.content is not None and not isinstance(b.content, str):
+        raise InvalidInput("content", "must be a string")
+    if b.cut_after is not None and (
+        not isinstance(b.cut_after, int) or isinstance(b.cut_after, bool) or b.cut_after < 0
+    ):
+        raise InvalidInput("cut_after", "must be a non-negative integer")
+    try:
+        object.__setattr__(b, "drop", DropMode(b.drop))
+    except ValueError:
+        modes = ", ".join(m.value for m in DropMode)
+        raise InvalidInput("drop", f"must be one of {modes}") from None

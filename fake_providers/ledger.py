@@ -1,0 +1,143 @@
+"""The ledger: every request a fake provider executed, so side effects can be counted.
+
+One entry per request that reached a completion endpoint — including the ones the fake
+failed on purpose, so an SDK's hidden retries show up as extra entries. Each entry says
+whether a real provider would bill it, whether the work has finished (by the fakes'
+clock: an answer with latency finishes when the latency has passed, whether or not the
+caller is still listening) and whether the full response reached the caller.
+
+Entries never hold headers beyond the caller's attempt id and the SDK retry count: no
+API key or other credential is ever stored.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+
+@dataclass(frozen=True, kw_only=True)
+class LedgerEntry:
+    request_id: str  # the fake's id, sent back as x-request-id / request-id
+    attempt_id: str | None  # from the caller's ATTEMPT_HEADER
+    provider_kind: str  # "openai" | "anthropic"
+    model: str | None
+    behaviour: str  # a BehaviourName value, or "invalid_request"
+    stream: bool
+    status_code: int | None  # the status the fake answered with; None: no response at all
+    input_tokens: int
+    output_tokens: int
+    billed: bool  # a real provider would charge for this execution
+    finished: bool  # the work is done (as of when this snapshot was taken)
+    delivered: bool  # the whole response reached the caller
+    sdk_retry_count: int | None  # the SDK's x-stainless-retry-count header, if sent
+    received_at: float
+    completes_at: float | None  # when the work finishes; None: never
+    response: dict[str, Any] | None = None  # what the execution produced (body or error)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class Ledger:
+    """Thread-safe, in-memory; read it in-process or over the control API."""
+
+    def __init__(self, now: Callable[[], float]) -> None:
+        self._now = now
+        self._lock = threading.Condition()
+        self._entries: list[LedgerEntry] = []
+        self._sequence = 0
+
+    def next_id(self) -> int:
+        with self._lock:
+            self._sequence += 1
+            return self._sequence
+
+    def record(self, entry: LedgerEntry) -> None:
+        with self._lock:
+            self._entries.append(entry)
+            self._lock.notify_all()
+
+    def mark_delivered(self, request_id: str) -> None:
+        with self._lock:
+            for i, entry in enumerate(self._entries):
+                if entry.request_id == request_id:
+                    self._entries[i] = replace(entry, delivered=True)
+                    self._lock.notify_all()
+                    return
+
+    def _snapshot(self, entry: LedgerEntry) -> LedgerEntry:
+        done = entry.completes_at is not None and self._now() >= entry.completes_at
+        return replace(entry, finished=done)
+
+    def entries(
+        self, *, attempt_id: str | None = None, provider_kind: str | None = None
+    ) -> list[LedgerEntry]:
+        with self._lock:
+            found = [
+                e
+                for e in self._entries
+                if (attempt_id is None or e.attempt_id == attempt_id)
+                and (provider_kind is None or e.provider_kind == provider_kind)
+            ]
+        return [self._snapshot(e) for e in found]
+
+    def get(self, request_id: str) -> LedgerEntry | None:
+        with self._lock:
+            found = next((e for e in self._entries if e.request_id == request_id), None)
+        return None if found is None else self._snapshot(found)
+
+    def wait_for(self, count: int, *, timeout: float = 5.0, **filters: str) -> list[LedgerEntry]:
+        """Block until at least `count` entries match `filters`; for tests that must know a
+        request has reached the fake before acting (no sleeping)."""
+        with self._lock:
+            ok = self._lock.wait_for(lambda: len(self._matching(filters)) >= count, timeout)
+        if not ok:
+            raise TimeoutError(f"the ledger did not reach {count} entries matching {filters}")
+        return self.entries(**filters)
+
+    def _matching(self, filters: dict[str, str]) -> list[LedgerEntry]:
+        return [e for e in self._entries if all(getattr(e, k) == v for k, v in filters.items())]
+
+    def lookup(
+        self,
+        *,
+        attempt_id: str | None = None,
+        request_id: str | None = None,
+        provider_kind: str | None = None,
+    ) -> dict[str, Any]:
+        """Did the execution for this attempt (or request) finish, and with what?
+
+        With several executions for one attempt (retries), a finished, billed one that
+        produced an answer wins; otherwise the latest one speaks."""
+        if request_id is not None:
+            entry = self.get(request_id)
+            matches = [] if entry is None else [entry]
+        else:
+            matches = self.entries(attempt_id=attempt_id, provider_kind=provider_kind)
+        if not matches:
+            return {"found": False, "executions": 0}
+        answered = [e for e in matches if e.finished and e.billed and e.response is not None]
+        chosen = answered[0] if answered else matches[-1]
+        return {
+            "found": True,
+            "executions": len(matches),
+            "finished": chosen.finished,
+            "request_id": chosen.request_id,
+            "attempt_id": chosen.attempt_id,
+            "provider_kind": chosen.provider_kind,
+            "behaviour": chosen.behaviour,
+            "status_code": chosen.status_code,
+            "billed": chosen.billed,
+            "delivered": chosen.delivered,
+            "response": chosen.response if chosen.finished else None,
+        }
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+    def to_json(self) -> list[dict[str, Any]]:
+        return [e.to_json() for e in self.entries()]

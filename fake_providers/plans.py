@@ -1,0 +1,332 @@
+"""From a behaviour to wire steps: what the fake sends, when, and where it breaks.
+
+A plan is pure data (pauses, headers, body chunks, a stall, a dropped connection); the
+two drivers play it: `fake_providers.asgi` over a real socket, `fake_providers.transport`
+inside an `httpx.Client`. Keeping the decisions here means both ways of running the
+fakes fail in exactly the same places.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from fake_providers.behaviours import DEFAULT_RETRY_AFTER, Behaviour, BehaviourName, DropMode
+from fake_providers.content import answer_text, request_digest
+from fake_providers.tokens import count_tokens, truncate_to_tokens
+from fake_providers.wire import (
+    Answer,
+    Dialect,
+    ErrorKind,
+    Headers,
+    Ids,
+    ParsedRequest,
+    StreamEvents,
+    WireResponse,
+    json_body,
+)
+
+
+@dataclass(frozen=True)
+class Pause:
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Stall:
+    """Send nothing more until the fakes are released or the caller gives up."""
+
+
+@dataclass(frozen=True)
+class Head:
+    status: int
+    headers: Headers
+
+
+@dataclass(frozen=True)
+class Chunk:
+    data: bytes
+
+
+@dataclass(frozen=True)
+class Drop:
+    """Close the connection abruptly (a TCP reset where the server allows it)."""
+
+
+@dataclass(frozen=True)
+class Complete:
+    """The response is whole: it reached the caller."""
+
+
+Step = Pause | Stall | Head | Chunk | Drop | Complete
+
+
+@dataclass(frozen=True, kw_only=True)
+class Plan:
+    steps: tuple[Step, ...]
+    status_code: int | None  # the status the execution produced; None: nothing
+    output_tokens: int = 0
+    duration: float | None = 0.0  # seconds until the work finishes; None: never
+    response: dict[str, Any] | None = None  # what a lookup reports it produced
+
+
+@dataclass(frozen=True, kw_only=True)
+class FakeRequest:
+    """An HTTP request as the drivers hand it to `FakeProviders.dispatch`."""
+
+    method: str
+    path: str
+    headers: Mapping[str, str]  # lower-case names
+    body: bytes = b""
+    query: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Exchange:
+    """What to send back, step by step; `request_id` is the ledger entry to mark delivered."""
+
+    steps: tuple[Step, ...]
+    request_id: str | None = None
+
+
+def respond(response: WireResponse, latency: float = 0.0) -> tuple[Step, ...]:
+    return (
+        Pause(latency),
+        Head(response.status, response.headers),
+        Chunk(response.body),
+        Complete(),
+    )
+
+
+def whole_response(response: WireResponse, request_id: str | None = None) -> Exchange:
+    return Exchange(steps=respond(response), request_id=request_id)
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Context:
+    behaviour: Behaviour
+    req: ParsedRequest
+    dialect: Dialect
+    ids: Ids
+    input_tokens: int
+
+    def answer(self) -> Answer:
+        text = answer_text(
+            self.behaviour.name,
+            digest=request_digest(self.req.model, list(self.req.texts)),
+            schema=self.req.schema,
+            json_mode=self.req.json_mode,
+            content=self.behaviour.content,
+        )
+        tokens = count_tokens(text)
+        finish = "stop"
+        if self.req.max_tokens is not None and tokens > self.req.max_tokens:
+            text, tokens, finish = (
+                truncate_to_tokens(text, self.req.max_tokens),
+                self.req.max_tokens,
+                "length",
+            )
+        return Answer(
+            text=text, finish=finish, input_tokens=self.input_tokens, output_tokens=tokens
+        )
+
+    def error(self, kind: ErrorKind, **extra: Any) -> Plan:
+        response = self.dialect.error(kind, self.ids.request_id, **extra)
+        return Plan(
+            steps=respond(response, self.behaviour.latency),
+            status_code=response.status,
+            duration=self.behaviour.latency,
+            response=json.loads(response.body),
+        )
+
+
+def _cut_point(b: Behaviour, chunks: int) -> int:
+    return min(b.cut_after, chunks) if b.cut_after is not None else max(1, chunks // 2)
+
+
+def _answered(ctx: _Context, fault: str | None = None) -> Plan:
+    """A 200 answer, whole or broken at `fault`: "cut", "stall", "malformed", "no_done" or
+    "error_event"."""
+    b, answer = ctx.behaviour, ctx.answer()
+    completion = ctx.dialect.completion(ctx.req, ctx.ids, answer)
+    duration: float | None = b.latency
+    if ctx.req.stream:
+        events = ctx.dialect.stream(ctx.req, ctx.ids, answer)
+        steps = _streamed(ctx, events, fault)
+        duration = b.latency + b.chunk_latency * max(0, len(events.content) - 1)
+    else:
+        steps = _whole(ctx, completion, fault)
+    response, status = completion, 200
+    if fault == "error_event":
+        kind = ctx.dialect.stream_error_kind
+        response = ctx.dialect.error_body(kind)
+        status = ctx.dialect.error(kind, ctx.ids.request_id).status
+    return Plan(
+        steps=steps,
+        status_code=status,
+        output_tokens=answer.output_tokens if b.spec.bills else 0,
+        duration=None if fault == "stall" else duration,
+        response=response,
+    )
+
+
+def _json_head(ctx: _Context, body: bytes) -> Head:
+    """A 200 head for a whole JSON body; the length is that of the body *meant* to be sent."""
+    headers = ctx.dialect.headers(ctx.ids.request_id, sse=False)
+    return Head(200, (*headers, ("content-length", str(len(body)))))
+
+
+def _whole(ctx: _Context, completion: dict[str, Any], fault: str | None) -> tuple[Step, ...]:
+    body = json_body(completion)
+    match fault:
+        case "malformed":
+            body = body[: len(body) // 2] + b"\x00 not json"
+        case "no_done":
+            body = body[: len(body) // 2]
+        case "error_event":
+            body = json_body(ctx.dialect.error_body(ctx.dialect.stream_error_kind))
+    start: tuple[Step, ...] = (Pause(ctx.behaviour.latency), _json_head(ctx, body))
+    if fault == "cut":
+        return (*start, Chunk(body[: len(body) // 2]), Drop())
+    if fault == "stall":
+        return (*start, Chunk(body[: len(body) // 2]), Stall())
+    return (*start, Chunk(body), Complete())
+
+
+def _streamed(ctx: _Context, events: StreamEvents, fault: str | None) -> tuple[Step, ...]:
+    b = ctx.behaviour
+    steps: list[Step] = [
+        Pause(b.latency),
+        Head(200, ctx.dialect.headers(ctx.ids.request_id, sse=True)),
+    ]
+    steps += [Chunk(e) for e in events.head]
+    cut = _cut_point(b, len(events.content))
+    for i, event in enumerate(events.content):
+        if i == cut and fault is not None and fault != "no_done":
+            break
+        if i and b.chunk_latency:
+            steps.append(Pause(b.chunk_latency))
+        steps.append(Chunk(event))
+    match fault:
+        case "cut":
+            return (*steps, Drop())
+        case "stall":
+            return (*steps, Stall())
+        case "error_event":
+            return (*steps, Chunk(ctx.dialect.stream_error()), Complete())
+        case "malformed":
+            rest = [Chunk(e) for e in events.content[cut:]]
+            return (*steps, Chunk(ctx.dialect.malformed_event()), *rest, *_end(events, True))
+        case "no_done":
+            return (*steps, *_end(events, False))
+    return (*steps, *_end(events, True))
+
+
+def _end(events: StreamEvents, terminate: bool) -> tuple[Step, ...]:
+    tail = [Chunk(e) for e in events.tail]
+    if terminate:
+        tail.append(Chunk(events.terminator))
+    return (*tail, Complete())
+
+
+def _success(ctx: _Context) -> Plan:
+    return _answered(ctx)
+
+
+def _hang(ctx: _Context) -> Plan:
+    return Plan(steps=(Stall(),), status_code=None, duration=None)
+
+
+def _accept_then_drop(ctx: _Context) -> Plan:
+    answer = ctx.answer()
+    lost: Step = Drop() if ctx.behaviour.drop is DropMode.RESET else Stall()
+    return Plan(
+        steps=(Pause(ctx.behaviour.latency), lost),
+        status_code=200,
+        output_tokens=answer.output_tokens,
+        duration=ctx.behaviour.latency,
+        response=ctx.dialect.completion(ctx.req, ctx.ids, answer),
+    )
+
+
+def _rate_limit(ctx: _Context) -> Plan:
+    return ctx.error(
+        ErrorKind.RATE_LIMIT, retry_after=ctx.behaviour.retry_after or DEFAULT_RETRY_AFTER
+    )
+
+
+def _reset(ctx: _Context) -> Plan:
+    return Plan(
+        steps=(Pause(ctx.behaviour.latency), Drop()),
+        status_code=None,
+        duration=ctx.behaviour.latency,
+    )
+
+
+def _malformed_body(ctx: _Context) -> Plan:
+    answer = ctx.answer()
+    completion = ctx.dialect.completion(ctx.req, ctx.ids, answer)
+    body = b'{"id": "' + ctx.ids.message_id.encode() + b'", "choices": [{"index": 0, "message": {'
+    return Plan(
+        steps=(Pause(ctx.behaviour.latency), _json_head(ctx, body), Chunk(body), Complete()),
+        status_code=200,
+        output_tokens=answer.output_tokens,
+        duration=ctx.behaviour.latency,
+        response=completion,
+    )
+
+
+def _context_length(ctx: _Context) -> Plan:
+    if ctx.dialect.api == "openai":
+        message = (
+            "This model's maximum context length is 128000 tokens. However, your messages "
+            f"resulted in {max(ctx.input_tokens, 128001)} tokens. Please reduce the length of "
+            "the messages."
+        )
+    else:
+        message = f"prompt is too long: {max(ctx.input_tokens, 200001)} tokens > 200000 maximum"
+    return ctx.error(ErrorKind.CONTEXT_LENGTH, message=message)
+
+
+def _fault(fault: str) -> Callable[[_Context], Plan]:
+    return lambda ctx: _answered(ctx, fault)
+
+
+def _error(kind: ErrorKind) -> Callable[[_Context], Plan]:
+    return lambda ctx: ctx.error(kind)
+
+
+PLANNERS: Mapping[BehaviourName, Callable[[_Context], Plan]] = {
+    BehaviourName.SUCCESS: _success,
+    BehaviourName.HANG: _hang,
+    BehaviourName.ACCEPT_THEN_DROP: _accept_then_drop,
+    BehaviourName.RATE_LIMIT: _rate_limit,
+    BehaviourName.RATE_LIMIT_NO_RETRY_AFTER: _error(ErrorKind.RATE_LIMIT),
+    BehaviourName.SERVER_ERROR: _error(ErrorKind.SERVER_ERROR),
+    BehaviourName.SERVICE_UNAVAILABLE: _error(ErrorKind.UNAVAILABLE),
+    BehaviourName.OVERLOADED: _error(ErrorKind.OVERLOADED),
+    BehaviourName.RESET_BEFORE_HEADERS: _reset,
+    BehaviourName.STREAM_CUT: _fault("cut"),
+    BehaviourName.STREAM_STALL: _fault("stall"),
+    BehaviourName.STREAM_MALFORMED_CHUNK: _fault("malformed"),
+    BehaviourName.STREAM_NO_DONE: _fault("no_done"),
+    BehaviourName.STREAM_ERROR_EVENT: _fault("error_event"),
+    BehaviourName.MALFORMED_BODY: _malformed_body,
+    BehaviourName.CONTEXT_LENGTH_EXCEEDED: _context_length,
+    BehaviourName.CONTENT_FILTER: _error(ErrorKind.CONTENT_FILTER),
+    BehaviourName.MALFORMED_JSON: _success,
+    BehaviourName.HALLUCINATED_KEY: _success,
+    BehaviourName.PROSE_INSTEAD_OF_JSON: _success,
+    BehaviourName.WRONG_TYPES: _success,
+}
+
+
+def plan(
+    behaviour: Behaviour, req: ParsedRequest, dialect: Dialect, ids: Ids, input_tokens: int
+) -> Plan:
+    ctx = _Context(
+        behaviour=behaviour, req=req, dialect=dialect, ids=ids, input_tokens=input_tokens
+    )
+    return PLANNERS[behaviour.name](ctx)

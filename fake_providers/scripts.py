@@ -1,0 +1,142 @@
+"""Scripts: sequences of behaviours the next matching requests will get.
+
+A script matches requests by any of api (``openai``/``anthropic``), model and attempt
+id; a request takes the next behaviour of the most specific matching script (oldest
+first among equals). An exhausted script is dropped, unless it has a ``then``
+behaviour, which it then gives forever. Requests no script matches answer successfully.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections import deque
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from fake_providers.behaviours import Behaviour
+from fake_providers.errors import InvalidInput
+from fake_providers.wire import Api
+
+_MATCH_KEYS = ("api", "model", "attempt_id")
+
+
+@dataclass(kw_only=True)
+class Script:
+    id: int
+    behaviours: deque[Behaviour]
+    then: Behaviour | None = None
+    api: Api | None = None
+    model: str | None = None
+    attempt_id: str | None = None
+    taken: int = field(default=0)
+
+    @property
+    def specificity(self) -> int:
+        return sum(getattr(self, key) is not None for key in _MATCH_KEYS)
+
+    def matches(self, api: Api, model: str | None, attempt_id: str | None) -> bool:
+        return (
+            (self.api is None or self.api == api)
+            and (self.model is None or self.model == model)
+            and (self.attempt_id is None or self.attempt_id == attempt_id)
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "api": self.api.value if self.api else None,
+            "model": self.model,
+            "attempt_id": self.attempt_id,
+            "behaviours": [b.to_json() for b in self.behaviours],
+            "then": self.then.to_json() if self.then else None,
+            "taken": self.taken,
+        }
+
+
+class ScriptBook:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._scripts: list[Script] = []
+        self._ids = itertools.count(1)
+
+    def add(
+        self,
+        behaviours: Iterable[Behaviour | str],
+        *,
+        api: Api | str | None = None,
+        model: str | None = None,
+        attempt_id: str | None = None,
+        then: Behaviour | str | None = None,
+    ) -> Script:
+        queue = deque(b if isinstance(b, Behaviour) else Behaviour.parse(b) for b in behaviours)
+        if isinstance(then, str):
+            then = Behaviour.parse(then, field="then")
+        if not queue and then is None:
+            raise InvalidInput("behaviours", "give at least one behaviour, or `then`")
+        with self._lock:
+            script = Script(
+                id=next(self._ids),
+                behaviours=queue,
+                then=then,
+                api=Api(api) if api is not None else None,
+                model=model,
+                attempt_id=attempt_id,
+            )
+            self._scripts.append(script)
+        return script
+
+    def add_json(self, data: object) -> Script:
+        """A script from control-API JSON; errors name the offending field."""
+        if not isinstance(data, Mapping):
+            raise InvalidInput("body", "must be a JSON object")
+        allowed = {"behaviours", "then", *_MATCH_KEYS}
+        for key in data:
+            if key not in allowed:
+                raise InvalidInput(key, f"unknown field; expected one of {sorted(allowed)}")
+        raw = data.get("behaviours", [])
+        if not isinstance(raw, list):
+            raise InvalidInput("behaviours", "must be a list")
+        behaviours = [Behaviour.parse(b, field=f"behaviours[{i}]") for i, b in enumerate(raw)]
+        then = Behaviour.parse(data["then"], field="then") if data.get("then") else None
+        api = data.get("api")
+        if api is not None and api not in {a.value for a in Api}:
+            raise InvalidInput("api", f"must be one of {[a.value for a in Api]}")
+        for key in ("model", "attempt_id"):
+            if data.get(key) is not None and not isinstance(data[key], str):
+                raise InvalidInput(key, "must be a string")
+        return self.add(
+            behaviours,
+            api=api,
+            model=data.get("model"),
+            attempt_id=data.get("attempt_id"),
+            then=then,
+        )
+
+    def take(self, api: Api, model: str | None, attempt_id: str | None) -> Behaviour | None:
+        with self._lock:
+            candidates = [s for s in self._scripts if s.matches(api, model, attempt_id)]
+            if not candidates:
+                return None
+            script = max(candidates, key=lambda s: (s.specificity, -s.id))
+            script.taken += 1
+            if script.behaviours:
+                behaviour = script.behaviours.popleft()
+                if not script.behaviours and script.then is None:
+                    self._scripts.remove(script)
+                return behaviour
+            return script.then
+
+    def pending(self) -> list[Script]:
+        """Scripts with behaviours no request has taken yet (for teardown checks)."""
+        with self._lock:
+            return [s for s in self._scripts if s.behaviours]
+
+    def all(self) -> list[Script]:
+        with self._lock:
+            return list(self._scripts)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._scripts.clear()

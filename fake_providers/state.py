@@ -1,0 +1,235 @@
+"""`FakeProviders`: the one state both fakes share (ledger, scripts, time, hang releaser)
+and the dispatcher that turns an HTTP request into an `Exchange` for a driver to play.
+
+Routes (one port, both APIs):
+
+    POST /openai/v1/chat/completions          OpenAI Chat Completions
+    POST /anthropic/v1/messages               Anthropic Messages
+    POST /anthropic/v1/messages/count_tokens  Anthropic token counting
+    /control/...                              the control API (fake_providers.control)
+
+Which behaviour a completion request gets, first match wins: the model name
+(``fake/<behaviour>``), then the most specific matching script, then success.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from fake_providers.anthropic_wire import AnthropicDialect
+from fake_providers.behaviours import BEHAVIOURS, Behaviour, BehaviourName
+from fake_providers.control import handle_control
+from fake_providers.errors import InvalidInput
+from fake_providers.ledger import Ledger, LedgerEntry
+from fake_providers.openai_wire import OpenAIDialect
+from fake_providers.plans import Exchange, FakeRequest, Plan, plan, whole_response
+from fake_providers.scripts import Script, ScriptBook
+from fake_providers.timing import BaseTime, RealTime, Releaser
+from fake_providers.tokens import count_prompt_tokens
+from fake_providers.wire import Api, Dialect, ErrorKind, Ids, WireError, WireResponse, json_body
+
+log = logging.getLogger("fake_providers")
+
+ATTEMPT_HEADER = "x-harness-attempt"
+"""The caller's attempt id (harness.providers.base.ATTEMPT_HEADER, lower-cased)."""
+RETRY_COUNT_HEADER = "x-stainless-retry-count"
+
+OPENAI_PREFIX = "/openai"
+ANTHROPIC_PREFIX = "/anthropic"
+CONTROL_PREFIX = "/control"
+
+
+@dataclass(frozen=True)
+class _Route:
+    dialect: Dialect
+    counting: bool = False
+
+
+_DIALECTS: Mapping[Api, Dialect] = {Api.OPENAI: OpenAIDialect(), Api.ANTHROPIC: AnthropicDialect()}
+_ROUTES: Mapping[tuple[str, str], _Route] = {
+    ("POST", f"{OPENAI_PREFIX}/v1/chat/completions"): _Route(_DIALECTS[Api.OPENAI]),
+    ("POST", f"{ANTHROPIC_PREFIX}/v1/messages"): _Route(_DIALECTS[Api.ANTHROPIC]),
+    ("POST", f"{ANTHROPIC_PREFIX}/v1/messages/count_tokens"): _Route(
+        _DIALECTS[Api.ANTHROPIC], counting=True
+    ),
+}
+
+
+@dataclass
+class FakeProviders:
+    """The fakes' shared state. Thread-safe; one instance serves both APIs."""
+
+    time: BaseTime = field(default_factory=RealTime)
+
+    def __post_init__(self) -> None:
+        self.ledger = Ledger(self.time.now)
+        self.scripts = ScriptBook()
+        self.releaser = Releaser()
+
+    # -- scripting -------------------------------------------------------------------
+
+    def script(
+        self,
+        *behaviours: Behaviour | str,
+        api: Api | str | None = None,
+        model: str | None = None,
+        attempt_id: str | None = None,
+        then: Behaviour | str | None = None,
+    ) -> Script:
+        """Queue behaviours for the next matching requests, in order."""
+        return self.scripts.add(behaviours, api=api, model=model, attempt_id=attempt_id, then=then)
+
+    def release(self) -> None:
+        """End every hang and stall now (teardown); later hangs still hang."""
+        old, self.releaser = self.releaser, Releaser()
+        old.release()
+
+    def reset(self) -> None:
+        """Forget scripts and ledger, and release hung requests."""
+        self.scripts.clear()
+        self.ledger.clear()
+        self.release()
+
+    # -- dispatch --------------------------------------------------------------------
+
+    def dispatch(self, request: FakeRequest) -> Exchange:
+        if request.path.startswith(CONTROL_PREFIX):
+            return handle_control(self, request, request.path[len(CONTROL_PREFIX) :])
+        route = _ROUTES.get((request.method, request.path))
+        if route is None:
+            return self._not_found(request)
+        number = self.ledger.next_id()
+        if route.counting:
+            return self._count_tokens(route.dialect, request, number)
+        return self._complete(route.dialect, request, number)
+
+    def _ids(self, dialect: Dialect, number: int) -> Ids:
+        prefix = "chatcmpl-fake" if dialect.api is Api.OPENAI else "msg_fake"
+        return Ids(
+            request_id=f"req_fake{number:08d}",
+            message_id=f"{prefix}{number:08d}",
+            created=int(self.time.now()),
+        )
+
+    def _not_found(self, request: FakeRequest) -> Exchange:
+        request_id = f"req_fake{self.ledger.next_id():08d}"
+        if request.path.startswith(OPENAI_PREFIX):
+            path = request.path[len(OPENAI_PREFIX) :]
+            response = _DIALECTS[Api.OPENAI].error(
+                ErrorKind.NOT_FOUND, request_id, message=f"Invalid URL ({request.method} {path})"
+            )
+        elif request.path.startswith(ANTHROPIC_PREFIX):
+            response = _DIALECTS[Api.ANTHROPIC].error(ErrorKind.NOT_FOUND, request_id)
+        else:
+            known = "/openai/v1/chat/completions, /anthropic/v1/messages, /control/..."
+            body = {"error": {"type": "not_found", "message": f"no route; try {known}"}}
+            response = WireResponse(
+                status=404, headers=(("content-type", "application/json"),), body=json_body(body)
+            )
+        return whole_response(response)
+
+    def _count_tokens(self, dialect: Dialect, request: FakeRequest, number: int) -> Exchange:
+        ids = self._ids(dialect, number)
+        try:
+            req = dialect.parse(request.headers, request.body, counting=True)
+        except WireError as exc:
+            return whole_response(_refusal(dialect, ids, exc))
+        counted = dialect.token_count(req, count_prompt_tokens(req.texts))
+        response = WireResponse(
+            status=200,
+            headers=dialect.headers(ids.request_id, sse=False),
+            body=json_body(counted),
+        )
+        return whole_response(response)
+
+    def _complete(self, dialect: Dialect, request: FakeRequest, number: int) -> Exchange:
+        ids = self._ids(dialect, number)
+        attempt_id = request.headers.get(ATTEMPT_HEADER)
+        now = self.time.now()
+        common = {
+            "request_id": ids.request_id,
+            "attempt_id": attempt_id,
+            "provider_kind": dialect.api.value,
+            "sdk_retry_count": _int_or_none(request.headers.get(RETRY_COUNT_HEADER)),
+            "received_at": now,
+            "finished": False,
+            "delivered": False,
+        }
+        try:
+            req = dialect.parse(request.headers, request.body, counting=False)
+            behaviour = self._choose(dialect.api, req.model, attempt_id)
+        except (WireError, InvalidInput) as exc:
+            refusal = _refusal(dialect, ids, exc)
+            self.ledger.record(
+                LedgerEntry(
+                    **common,
+                    model=None,
+                    behaviour="invalid_request",
+                    stream=False,
+                    status_code=refusal.status,
+                    input_tokens=0,
+                    output_tokens=0,
+                    billed=False,
+                    completes_at=now,
+                    response=_json_or_none(refusal.body),
+                )
+            )
+            return whole_response(refusal, ids.request_id)
+        input_tokens = count_prompt_tokens(req.texts)
+        planned: Plan = plan(behaviour, req, dialect, ids, input_tokens)
+        self.ledger.record(
+            LedgerEntry(
+                **common,
+                model=req.model,
+                behaviour=behaviour.name.value,
+                stream=req.stream,
+                status_code=planned.status_code,
+                input_tokens=input_tokens,
+                output_tokens=planned.output_tokens,
+                billed=BEHAVIOURS[behaviour.name].bills,
+                completes_at=None if planned.duration is None else now + planned.duration,
+                response=planned.response,
+            )
+        )
+        log.debug(
+            "%s %s model=%s behaviour=%s",
+            dialect.api.value,
+            ids.request_id,
+            req.model,
+            behaviour.name.value,
+        )
+        return Exchange(steps=planned.steps, request_id=ids.request_id)
+
+    def _choose(self, api: Api, model: str, attempt_id: str | None) -> Behaviour:
+        chosen = Behaviour.from_model(model)
+        if chosen is None:
+            chosen = self.scripts.take(api, model, attempt_id)
+        return chosen or Behaviour(name=BehaviourName.SUCCESS)
+
+
+def _refusal(dialect: Dialect, ids: Ids, exc: WireError | InvalidInput) -> WireResponse:
+    if isinstance(exc, InvalidInput):
+        return dialect.error(
+            ErrorKind.INVALID_REQUEST, ids.request_id, message=str(exc), param="model"
+        )
+    return dialect.error(
+        exc.kind, ids.request_id, message=exc.message, param=exc.param, code=exc.code
+    )
+
+
+def _int_or_none(value: str | None) -> int | None:
+    try:
+        return int(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _json_or_none(body: bytes) -> dict[str, Any] | None:
+    try:
+        return json.loads(body)
+    except ValueError:
+        return None

@@ -1,0 +1,165 @@
+"""Shapes shared by the two API dialects: a parsed request, error kinds, the SSE framing.
+
+Each dialect (`openai_wire`, `anthropic_wire`) validates requests like the real API and
+renders bodies, headers, stream events and error bodies in that API's exact shape; the
+planner (`fake_providers.plans`) only ever talks to this interface.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+Headers = tuple[tuple[str, str], ...]
+
+
+class Api(enum.StrEnum):
+    OPENAI = "openai"
+    ANTHROPIC = "anthropic"
+
+
+class ErrorKind(enum.StrEnum):
+    INVALID_REQUEST = "invalid_request"
+    NOT_FOUND = "not_found"
+    RATE_LIMIT = "rate_limit"
+    SERVER_ERROR = "server_error"
+    UNAVAILABLE = "unavailable"
+    OVERLOADED = "overloaded"
+    CONTEXT_LENGTH = "context_length"
+    CONTENT_FILTER = "content_filter"
+
+
+class WireError(Exception):
+    """A request the real API would refuse, with what it would say."""
+
+    def __init__(
+        self, kind: ErrorKind, message: str, *, param: str | None = None, code: str | None = None
+    ) -> None:
+        self.kind = kind
+        self.message = message
+        self.param = param
+        self.code = code
+        super().__init__(message)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ParsedRequest:
+    api: Api
+    model: str
+    texts: tuple[str, ...]  # system prompt and message texts, in order
+    max_tokens: int | None = None
+    stream: bool = False
+    include_usage: bool = False  # OpenAI stream_options.include_usage
+    schema: dict[str, Any] | None = None  # JSON output requested with this schema
+    json_mode: bool = False  # JSON output requested without a schema
+
+
+@dataclass(frozen=True, kw_only=True)
+class Ids:
+    request_id: str  # the ledger's id, sent as x-request-id / request-id
+    message_id: str  # chatcmpl-… / msg_…
+    created: int  # unix seconds
+
+
+@dataclass(frozen=True, kw_only=True)
+class Answer:
+    text: str
+    finish: str  # "stop" | "length"
+    input_tokens: int
+    output_tokens: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class WireResponse:
+    status: int
+    headers: Headers
+    body: bytes
+
+
+@dataclass(frozen=True, kw_only=True)
+class StreamEvents:
+    """A stream in four parts, so faults can be placed between them."""
+
+    head: list[bytes]
+    content: list[bytes]  # one event per text delta
+    tail: list[bytes] = field(default_factory=list)
+    terminator: bytes = b""  # `data: [DONE]` / `message_stop`
+
+
+class Dialect(Protocol):
+    api: Api
+    stream_error_kind: ErrorKind  # what an error event after HTTP 200 reports
+
+    def parse(self, headers: Mapping[str, str], body: bytes, *, counting: bool) -> ParsedRequest:
+        """Validate like the real API; raise WireError with its words when it would refuse."""
+        ...
+
+    def headers(self, request_id: str, *, sse: bool) -> Headers: ...
+
+    def error(
+        self,
+        kind: ErrorKind,
+        request_id: str,
+        *,
+        message: str | None = None,
+        param: str | None = None,
+        code: str | None = None,
+        retry_after: float | None = None,
+    ) -> WireResponse: ...
+
+    def completion(self, req: ParsedRequest, ids: Ids, answer: Answer) -> dict[str, Any]: ...
+
+    def stream(self, req: ParsedRequest, ids: Ids, answer: Answer) -> StreamEvents: ...
+
+    def stream_error(self) -> bytes:
+        """An error event sent after HTTP 200 (the SDKs raise on it)."""
+        ...
+
+    def malformed_event(self) -> bytes:
+        """A stream event whose data is not valid JSON."""
+        ...
+
+    def error_body(self, kind: ErrorKind) -> dict[str, Any]:
+        """The JSON error object a 200 body can carry (non-streaming stream_error_event)."""
+        ...
+
+    def token_count(self, req: ParsedRequest, input_tokens: int) -> dict[str, Any] | None:
+        """The counting endpoint's answer; None when the API has none."""
+        ...
+
+
+def sse(data: Mapping[str, Any] | str, *, event: str | None = None) -> bytes:
+    payload = data if isinstance(data, str) else json.dumps(data, separators=(",", ":"))
+    prefix = f"event: {event}\n" if event else ""
+    return f"{prefix}data: {payload}\n\n".encode()
+
+
+def retry_after_header(seconds: float) -> str:
+    """`Retry-After` as providers send it: whole seconds when whole, else a float."""
+    return str(int(seconds)) if float(seconds).is_integer() else repr(float(seconds))
+
+
+def json_body(data: object) -> bytes:
+    return json.dumps(data, separators=(",", ":")).encode()
+
+
+JSON_TYPE_NAMES = {
+    str: "a string",
+    int: "an integer",
+    float: "a number",
+    bool: "a boolean",
+    list: "an array",
+    dict: "an object",
+    type(None): "null",
+}
+
+
+def type_name(value: object) -> str:
+    return JSON_TYPE_NAMES.get(type(value), type(value).__name__)
+
+
+def is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
