@@ -1,0 +1,699 @@
+"""Read contract files: parse, validate, and report every problem with file and field.
+
+Loading is all-or-nothing and read-only. A file is checked in three passes, and every
+problem found is reported at once as ``FILE:LINE: FIELD: message``:
+
+1. syntax: YAML (or JSON) that parses, with no duplicate keys, holding only JSON values
+   (YAML timestamps stay strings; only ``true``/``false`` are booleans, not ``yes``/``no``);
+2. structure: the contract format's JSON Schema (``harness contracts schema contract``);
+3. meaning: the output schema is a valid JSON Schema for an object; the template's
+   placeholders match the declared variables; each rule has one kind, valid bounds and
+   a regex that compiles; every path a rule, expected value or stability exemption names
+   is declared by the output schema, with a type the rule can apply to; samples supply
+   exactly the declared variables.
+
+The contract's hash is the SHA-256 of its text with line endings normalised to ``\\n``
+(so a Windows checkout verifies the same), covering every character including comments.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError as JsonSchemaError
+from jsonschema.exceptions import ValidationError
+from jsonschema.validators import validator_for
+
+from harness.contracts.model import (
+    DEFAULT_MAX_OUTPUT_TOKENS,
+    DEFAULT_REPEATS,
+    DEFAULT_TEMPERATURE,
+    DEFAULT_TIMEOUT_SECONDS,
+    Contract,
+    Sample,
+    Settings,
+    Variable,
+)
+from harness.contracts.pointer import (
+    MISSING,
+    Pointer,
+    PointerSyntaxError,
+    json_type,
+    parse_pointer,
+)
+from harness.contracts.rules import (
+    CompareRule,
+    Condition,
+    PathRule,
+    Rule,
+    SumRule,
+)
+from harness.contracts.schema import CONTRACT_SCHEMA
+from harness.contracts.schemapath import PathNotDeclared, declared_types, schema_types
+from harness.contracts.template import TemplateSyntaxError, placeholders
+from harness.errors import ContractLoadError
+
+CONTRACT_SUFFIXES = (".yaml", ".yml", ".json")
+
+_CONTRACT_VALIDATOR = Draft202012Validator(CONTRACT_SCHEMA)
+
+# Which value types each path-rule constraint applies to (None: any).
+_CONSTRAINT_TYPES: dict[str, frozenset[str] | None] = {
+    "enum": None,
+    "equals": None,
+    "unique": None,
+    "min_length": frozenset({"string", "array", "object"}),
+    "max_length": frozenset({"string", "array", "object"}),
+    "min_words": frozenset({"string"}),
+    "max_words": frozenset({"string"}),
+    "pattern": frozenset({"string"}),
+    "quoted_from_input": frozenset({"string"}),
+    "echo_input": None,
+    "minimum": frozenset({"number", "integer"}),
+    "maximum": frozenset({"number", "integer"}),
+}
+_ORDERABLE = frozenset({"number", "integer", "string"})
+_NUMERIC = frozenset({"number", "integer"})
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with one contract file."""
+
+    file: str
+    field: str  # e.g. "rules[2].path"; "" for the whole file
+    message: str
+    line: int | None = None
+
+    def __str__(self) -> str:
+        where = self.file if self.line is None else f"{self.file}:{self.line}"
+        return (
+            f"{where}: {self.field}: {self.message}" if self.field else f"{where}: {self.message}"
+        )
+
+
+def load_error(problems: list[Problem]) -> ContractLoadError:
+    """One ContractLoadError carrying every problem; its message lists them all."""
+    lines = [str(p) for p in problems]
+    head = lines[0] if len(lines) == 1 else f"{len(lines)} problems in contract files:"
+    message = head if len(lines) == 1 else "\n".join([head, *("  " + line for line in lines)])
+    error = ContractLoadError(message, problems=problems)
+    error.problems = problems  # type: ignore[attr-defined]
+    return error
+
+
+class _FieldProblem(Exception):
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+        self.message = message
+
+
+# --- syntax ------------------------------------------------------------------------
+
+
+class _Loader(yaml.SafeLoader):
+    """Safe YAML with JSON-like scalars: no timestamps, only true/false are booleans."""
+
+
+_Loader.yaml_implicit_resolvers = {
+    first: [
+        (tag, regexp)
+        for tag, regexp in resolvers
+        if tag not in ("tag:yaml.org,2002:timestamp", "tag:yaml.org,2002:bool")
+    ]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:bool",
+    re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
+    list("tTfF"),
+)
+
+
+def _construct_mapping(loader: _Loader, node: yaml.MappingNode, deep: bool = False) -> Any:
+    seen: dict[Any, yaml.Node] = {}
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        try:
+            duplicate = key in seen
+        except TypeError:
+            duplicate = False
+        if duplicate:
+            raise yaml.constructor.ConstructorError(
+                "while constructing a mapping",
+                node.start_mark,
+                f"found duplicate key {key!r} (first at line {seen[key].start_mark.line + 1})",
+                key_node.start_mark,
+            )
+        seen[key] = key_node
+    return loader.construct_mapping(node, deep=deep)
+
+
+_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+@dataclass
+class _Parsed:
+    data: Any
+    node: yaml.Node | None  # for line numbers; None for JSON
+
+
+def _parse(text: str, file: str, suffix: str) -> _Parsed:
+    if suffix == ".json":
+
+        def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+            out: dict[str, Any] = {}
+            for key, value in items:
+                if key in out:
+                    raise ValueError(f"duplicate key {key!r}")
+                out[key] = value
+            return out
+
+        def constant(name: str) -> Any:
+            raise ValueError(f"{name} is not JSON")
+
+        try:
+            return _Parsed(json.loads(text, object_pairs_hook=pairs, parse_constant=constant), None)
+        except json.JSONDecodeError as exc:
+            raise load_error([Problem(file, "", f"invalid JSON: {exc.msg}", exc.lineno)]) from None
+        except ValueError as exc:
+            raise load_error([Problem(file, "", f"invalid JSON: {exc}")]) from None
+    loader = _Loader(text)
+    try:
+        node = loader.get_single_node()
+        data = loader.construct_document(node) if node is not None else None
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark is not None else None
+        problem = " ".join(str(part) for part in (exc.context, exc.problem) if part)
+        raise load_error([Problem(file, "", f"invalid YAML: {problem}", line)]) from None
+    except yaml.YAMLError as exc:
+        raise load_error([Problem(file, "", f"invalid YAML: {exc}")]) from None
+    finally:
+        loader.dispose()
+    return _Parsed(data, node)
+
+
+def field_name(path: Iterable[Any]) -> str:
+    """``['rules', 2, 'path']`` -> ``rules[2].path``."""
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            text = str(part)
+            simple = re.fullmatch(r"[A-Za-z_$][A-Za-z0-9_$-]*", text) is not None
+            out += (f".{text}" if out else text) if simple else f"[{json.dumps(text)}]"
+    return out
+
+
+def _line(node: yaml.Node | None, path: Iterable[Any]) -> int | None:
+    """The line of the deepest YAML node along ``path`` (1-based)."""
+    if node is None:
+        return None
+    line = node.start_mark.line + 1
+    for part in path:
+        child = None
+        if isinstance(node, yaml.MappingNode):
+            for key_node, value_node in node.value:
+                if getattr(key_node, "value", None) == str(part):
+                    child = value_node
+                    line = key_node.start_mark.line + 1
+                    break
+        elif (
+            isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value)
+        ):
+            child = node.value[part]
+            line = child.start_mark.line + 1
+        if child is None:
+            return line
+        node = child
+    return line
+
+
+def _non_json(value: Any, path: tuple[Any, ...] = ()) -> Iterable[tuple[tuple[Any, ...], str]]:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                yield (*path, str(key)), f"key {key!r} must be a string (quote it)"
+            else:
+                yield from _non_json(item, (*path, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _non_json(item, (*path, index))
+    elif isinstance(value, float):
+        if not math.isfinite(value):
+            yield path, f"{value!r} is not a JSON number"
+    elif not (value is None or isinstance(value, bool | int | str)):
+        yield path, f"a {type(value).__name__} is not a JSON value"
+
+
+# --- structure -----------------------------------------------------------------------
+
+
+def _schema_problems(data: Any) -> list[tuple[tuple[Any, ...], str]]:
+    out = []
+    for error in sorted(
+        _CONTRACT_VALIDATOR.iter_errors(data), key=lambda e: list(map(str, e.path))
+    ):
+        out.extend(_explain(error))
+    return out
+
+
+def _explain(error: ValidationError) -> list[tuple[tuple[Any, ...], str]]:
+    path = tuple(error.absolute_path)
+    if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+        allowed = sorted((error.schema.get("properties") or {}).keys())
+        extras = [k for k in error.instance if k not in (error.schema.get("properties") or {})]
+        hint = f" (allowed: {', '.join(allowed)})" if allowed else ""
+        return [((*path, key), f"unknown field{hint}") for key in extras]
+    if error.validator == "required" and isinstance(error.instance, dict):
+        missing = [k for k in error.validator_value if k not in error.instance]
+        return [((*path, key), "is required") for key in missing]
+    if error.validator == "propertyNames":
+        return [(path, f"invalid key: {error.message}")]
+    if error.validator == "pattern" and path and path[-1] in ("name", "id"):
+        return [(path, f"{error.instance!r} must be lowercase letters, digits, '_', '.', '-'")]
+    return [(path, error.message)]
+
+
+# --- meaning -------------------------------------------------------------------------
+
+
+def _pointer(text: str, field: str, *, wildcard: bool = True) -> Pointer:
+    try:
+        pointer = parse_pointer(text)
+    except PointerSyntaxError as exc:
+        raise _FieldProblem(field, str(exc)) from None
+    if pointer.has_wildcard and not wildcard:
+        raise _FieldProblem(field, f"path {text!r}: '*' is not allowed here")
+    return pointer
+
+
+class _Builder:
+    """Builds a Contract from schema-valid data, collecting every semantic problem."""
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        self.data = data
+        self.problems: list[tuple[str, str]] = []
+        self.schema: dict[str, Any] = data["output"]["schema"]
+        self.schema_ok = True
+
+    def problem(self, field: str, message: str) -> None:
+        self.problems.append((field, message))
+
+    def path_types(self, pointer: Pointer, field: str) -> frozenset[str] | None:
+        if not self.schema_ok:
+            return None
+        try:
+            return declared_types(self.schema, pointer)
+        except PathNotDeclared as exc:
+            raise _FieldProblem(field, str(exc)) from None
+
+    def build(self, text_hash: str, source: str | None) -> Contract | None:
+        data = self.data
+        self.check_output()
+        variables = self.variables()
+        rules = self.rules(variables)
+        samples = self.samples(variables)
+        settings = self.settings()
+        if self.problems:
+            return None
+        prompt = data["prompt"]
+        return Contract(
+            name=data["name"],
+            version=str(data["version"]),
+            description=data.get("description", ""),
+            system=prompt.get("system", ""),
+            user=prompt["user"],
+            variables=tuple(variables.values()),
+            output_schema=self.schema,
+            allow_extra_keys=data["output"].get("allow_extra_keys", False),
+            rules=tuple(rules),
+            samples=tuple(samples),
+            settings=settings,
+            hash=text_hash,
+            source=source,
+        )
+
+    def check_output(self) -> None:
+        schema = self.schema
+        try:
+            validator_for(schema, default=Draft202012Validator).check_schema(schema)
+        except JsonSchemaError as exc:
+            self.schema_ok = False
+            field = field_name(("output", "schema", *exc.path))
+            self.problem(field, f"not a valid JSON Schema: {exc.message}")
+            return
+        try:
+            top = schema_types(schema, schema)
+        except PathNotDeclared as exc:
+            self.schema_ok = False
+            self.problem("output.schema", str(exc))
+            return
+        if top != frozenset({"object"}):
+            self.problem("output.schema.type", 'the output must be a JSON object: type "object"')
+        allow = self.data["output"].get("allow_extra_keys", False)
+        additional = schema.get("additionalProperties", MISSING)
+        if not allow and additional not in (MISSING, False):
+            self.problem(
+                "output.schema.additionalProperties",
+                "allows extra top-level keys but output.allow_extra_keys is false;"
+                " remove it or set allow_extra_keys: true",
+            )
+        if allow and additional is False:
+            self.problem(
+                "output.allow_extra_keys",
+                "is true but output.schema sets additionalProperties: false",
+            )
+
+    def variables(self) -> dict[str, Variable]:
+        prompt = self.data["prompt"]
+        used: list[str] = []
+        for part in ("system", "user"):
+            try:
+                used.extend(n for n in placeholders(prompt.get(part, "")) if n not in used)
+            except TemplateSyntaxError as exc:
+                self.problem(f"prompt.{part}", str(exc))
+        declared = prompt.get("variables")
+        if declared is None:
+            return {name: Variable(name=name) for name in used}
+        out = {}
+        for name, spec in declared.items():
+            if name not in used:
+                self.problem(
+                    f"prompt.variables.{name}",
+                    "is declared but used in neither prompt.system nor prompt.user",
+                )
+            out[name] = Variable(
+                name=name, description=spec.get("description", ""), type=spec.get("type")
+            )
+        for name in used:
+            if name not in declared:
+                self.problem(
+                    "prompt.variables",
+                    f"the prompt uses {{{{ {name} }}}} but prompt.variables does not declare it",
+                )
+        return out
+
+    def rules(self, variables: Mapping[str, Variable]) -> list[Rule]:
+        out: list[Rule] = []
+        seen: dict[str, int] = {}
+        for index, raw in enumerate(self.data.get("rules") or []):
+            field = f"rules[{index}]"
+            if raw["id"] in seen:
+                self.problem(f"{field}.id", f"{raw['id']!r} repeats rules[{seen[raw['id']]}].id")
+            seen.setdefault(raw["id"], index)
+            try:
+                rule = _parse_rule(raw, field)
+                self.check_rule(rule, raw, field, variables)
+            except _FieldProblem as exc:
+                self.problem(exc.field, f"rule {raw['id']!r}: {exc.message}")
+                continue
+            out.append(rule)
+        return out
+
+    def check_rule(
+        self, rule: Rule, raw: dict[str, Any], field: str, variables: Mapping[str, Variable]
+    ) -> None:
+        types: dict[str, frozenset[str] | None] = {}
+        for sub, pointer in rule.paths():
+            types[sub] = self.path_types(pointer, f"{field}.{sub}")
+        if isinstance(rule, PathRule):
+            for name in ("echo_input", "quoted_from_input"):
+                var = raw.get(name)
+                if var is not None and var not in variables:
+                    raise _FieldProblem(
+                        f"{field}.{name}", f"{var!r} is not a variable of prompt.variables"
+                    )
+            found = types.get("path")
+            for constraint, applies in _CONSTRAINT_TYPES.items():
+                if constraint in raw and applies and found is not None and not (found & applies):
+                    raise _FieldProblem(
+                        f"{field}.{constraint}",
+                        f"applies to {'/'.join(sorted(applies))} values, but the output schema"
+                        f" says {rule.path.text} is {'/'.join(sorted(found))}",
+                    )
+        elif isinstance(rule, CompareRule) and rule.op not in ("==", "!="):
+            for sub in ("compare.left", "compare.right"):
+                found = types.get(sub)
+                if found is not None and not (found & _ORDERABLE):
+                    raise _FieldProblem(
+                        f"{field}.{sub}",
+                        f"{rule.op!r} orders numbers or strings, but the output schema says"
+                        f" this path is {'/'.join(sorted(found))}",
+                    )
+        elif isinstance(rule, SumRule):
+            for sub in ("sum.of", "sum.equals"):
+                found = types.get(sub)
+                if found is not None and not (found & _NUMERIC):
+                    raise _FieldProblem(
+                        f"{field}.{sub}",
+                        f"sums need numbers, but the output schema says this path is"
+                        f" {'/'.join(sorted(found))}",
+                    )
+
+    def samples(self, variables: Mapping[str, Variable]) -> list[Sample]:
+        out: list[Sample] = []
+        seen: dict[str, int] = {}
+        for index, raw in enumerate(self.data["samples"]):
+            field = f"samples[{index}]"
+            if raw["id"] in seen:
+                self.problem(f"{field}.id", f"{raw['id']!r} repeats samples[{seen[raw['id']]}].id")
+            seen.setdefault(raw["id"], index)
+            inputs = raw["input"]
+            for name, variable in variables.items():
+                if name not in inputs:
+                    self.problem(f"{field}.input", f"missing variable {name!r}")
+                elif variable.type is not None and not _has_type(inputs[name], variable.type):
+                    self.problem(
+                        field_name(("samples", index, "input", name)),
+                        f"must be {variable.type}, not {json_type(inputs[name])}",
+                    )
+            for name in inputs:
+                if name not in variables:
+                    self.problem(
+                        field_name(("samples", index, "input", name)),
+                        "is not a variable of the prompt",
+                    )
+            expected: list[tuple[Pointer, Any]] = []
+            for text, value in (raw.get("expected") or {}).items():
+                sub = field_name(("samples", index, "expected", text))
+                try:
+                    pointer = _pointer(text, sub, wildcard=False)
+                    self.path_types(pointer, sub)
+                except _FieldProblem as exc:
+                    self.problem(exc.field, exc.message)
+                    continue
+                expected.append((pointer, value))
+            out.append(
+                Sample(
+                    id=raw["id"],
+                    input=dict(inputs),
+                    expected=tuple(expected),
+                    description=raw.get("description", ""),
+                )
+            )
+        return out
+
+    def settings(self) -> Settings:
+        raw = self.data["settings"]
+        ignore: list[Pointer] = []
+        for index, text in enumerate((raw.get("stability") or {}).get("ignore") or []):
+            field = f"settings.stability.ignore[{index}]"
+            try:
+                pointer = _pointer(text, field)
+                self.path_types(pointer, field)
+            except _FieldProblem as exc:
+                self.problem(exc.field, exc.message)
+                continue
+            ignore.append(pointer)
+        return Settings(
+            token_budget=raw["token_budget"],
+            temperature=float(raw.get("temperature", DEFAULT_TEMPERATURE)),
+            repeats=raw.get("repeats", DEFAULT_REPEATS),
+            max_output_tokens=raw.get("max_output_tokens", DEFAULT_MAX_OUTPUT_TOKENS),
+            timeout_seconds=float(raw.get("timeout_seconds", DEFAULT_TIMEOUT_SECONDS)),
+            stability_ignore=tuple(ignore),
+        )
+
+
+def _has_type(value: Any, expected: str) -> bool:
+    found = json_type(value)
+    return found == expected or (expected == "number" and found == "integer")
+
+
+_PATH_CONSTRAINTS = tuple(_CONSTRAINT_TYPES)
+
+
+def _parse_rule(raw: dict[str, Any], field: str) -> Rule:
+    kinds = [k for k in ("path", "compare", "sum") if k in raw]
+    if len(kinds) != 1:
+        found = f"found {' and '.join(kinds)}" if kinds else "found none"
+        raise _FieldProblem(field, f"needs exactly one of path, compare, sum ({found})")
+    kind = kinds[0]
+    stray = [k for k in (*_PATH_CONSTRAINTS, "optional") if k in raw and kind != "path"]
+    if stray:
+        raise _FieldProblem(f"{field}.{stray[0]}", f"only a path rule takes {stray[0]}")
+    common: dict[str, Any] = {
+        "id": raw["id"],
+        "description": raw.get("description", ""),
+        "when": _parse_condition(raw["when"], f"{field}.when") if "when" in raw else None,
+    }
+    if kind == "compare":
+        spec = raw["compare"]
+        has_right, has_value = "right" in spec, "right_value" in spec
+        if has_right == has_value:
+            raise _FieldProblem(f"{field}.compare", "needs exactly one of right, right_value")
+        return CompareRule(
+            **common,
+            left=_pointer(spec["left"], f"{field}.compare.left", wildcard=False),
+            op=spec["op"],
+            right=_pointer(spec["right"], f"{field}.compare.right", wildcard=False)
+            if has_right
+            else None,
+            right_value=spec.get("right_value", MISSING),
+            optional=spec.get("optional", False),
+        )
+    if kind == "sum":
+        spec = raw["sum"]
+        return SumRule(
+            **common,
+            of=tuple(
+                _pointer(text, f"{field}.sum.of")
+                for text in ([spec["of"]] if isinstance(spec["of"], str) else spec["of"])
+            ),
+            equals=_pointer(spec["equals"], f"{field}.sum.equals", wildcard=False),
+            tolerance=float(spec.get("tolerance", 0.0)),
+        )
+    constraints = [k for k in _PATH_CONSTRAINTS if k in raw]
+    if not constraints:
+        raise _FieldProblem(
+            field, f"a path rule needs at least one of: {', '.join(_PATH_CONSTRAINTS)}"
+        )
+    for low, high in (
+        ("min_length", "max_length"),
+        ("min_words", "max_words"),
+        ("minimum", "maximum"),
+    ):
+        if low in raw and high in raw and raw[low] > raw[high]:
+            raise _FieldProblem(f"{field}.{low}", f"{raw[low]} is greater than {high} {raw[high]}")
+    pattern = None
+    if "pattern" in raw:
+        try:
+            pattern = re.compile(raw["pattern"])
+        except re.error as exc:
+            raise _FieldProblem(f"{field}.pattern", f"not a regular expression: {exc}") from None
+    return PathRule(
+        **common,
+        path=_pointer(raw["path"], f"{field}.path"),
+        optional=raw.get("optional", False),
+        enum=tuple(raw["enum"]) if "enum" in raw else None,
+        equals=raw.get("equals", MISSING),
+        min_length=raw.get("min_length"),
+        max_length=raw.get("max_length"),
+        min_words=raw.get("min_words"),
+        max_words=raw.get("max_words"),
+        minimum=raw.get("minimum"),
+        maximum=raw.get("maximum"),
+        pattern=pattern,
+        unique=raw.get("unique", False),
+        echo_input=raw.get("echo_input"),
+        quoted_from_input=raw.get("quoted_from_input"),
+    )
+
+
+def _parse_condition(raw: dict[str, Any], field: str) -> Condition:
+    given = [k for k in ("equals", "in", "present") if k in raw]
+    if len(given) != 1:
+        raise _FieldProblem(field, "needs exactly one of equals, in, present")
+    return Condition(
+        path=_pointer(raw["path"], f"{field}.path", wildcard=False),
+        equals=raw.get("equals", MISSING),
+        one_of=tuple(raw["in"]) if "in" in raw else None,
+        present=raw.get("present"),
+    )
+
+
+# --- entry points --------------------------------------------------------------------
+
+
+def contract_hash(text: str) -> str:
+    """SHA-256 of a contract's text, line endings normalised."""
+    normalised = text.replace("\r\n", "\n").replace("\r", "\n")
+    return hashlib.sha256(normalised.encode("utf-8")).hexdigest()
+
+
+def parse_contract(text: str, *, file: str = "<string>", suffix: str = ".yaml") -> Contract:
+    """Build a Contract from a file's text. Raises ContractLoadError naming every problem."""
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    parsed = _parse(text, file, suffix)
+    data = parsed.data
+
+    def problems(found: Iterable[tuple[tuple[Any, ...] | str, str]]) -> list[Problem]:
+        out = []
+        for path, message in found:
+            if isinstance(path, str):
+                parts = _split_field(path)
+                out.append(Problem(file, path, message, _line(parsed.node, parts)))
+            else:
+                out.append(Problem(file, field_name(path), message, _line(parsed.node, path)))
+        return out
+
+    if not isinstance(data, dict):
+        what = "empty" if data is None else f"a {json_type(data)}"
+        raise load_error([Problem(file, "", f"a contract must be a mapping, not {what}")])
+    found = problems(_non_json(data))
+    if found:
+        raise load_error(found)
+    found = problems(_schema_problems(data))
+    if found:
+        raise load_error(found)
+    builder = _Builder(data)
+    contract = builder.build(contract_hash(text), file)
+    if contract is None:
+        raise load_error(problems(builder.problems))
+    return contract
+
+
+def _split_field(field: str) -> list[Any]:
+    parts: list[Any] = []
+    for match in re.finditer(r'\[(\d+)\]|\["((?:[^"\\]|\\.)*)"\]|\.?([^.\[]+)', field):
+        if match.group(1) is not None:
+            parts.append(int(match.group(1)))
+        elif match.group(2) is not None:
+            parts.append(json.loads(f'"{match.group(2)}"'))
+        else:
+            parts.append(match.group(3))
+    return parts
+
+
+def load_contract(path: str | Path) -> Contract:
+    """Load one contract file. Raises ContractLoadError naming file, line and field."""
+    path = Path(path)
+    file = str(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise load_error([Problem(file, "", f"cannot read: {exc.strerror or exc}")]) from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise load_error([Problem(file, "", f"not UTF-8 (byte {exc.start})")]) from None
+    suffix = path.suffix.lower()
+    if suffix not in CONTRACT_SUFFIXES:
+        raise load_error(
+            [Problem(file, "", f"a contract file ends in {', '.join(CONTRACT_SUFFIXES)}")]
+        )
+    return parse_contract(text, file=file, suffix=suffix)
