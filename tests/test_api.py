@@ -1,0 +1,241 @@
+"""The HTTP API over real loopback sockets, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import threading
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+import pytest
+import sqlalchemy as sa
+
+from harness.api import create_app
+from harness.config import ServiceConfig
+from harness.engine import Engine
+from harness.gate import AllowAllGate, StaticGate
+from harness.models import Policy
+from harness.providers.base import OutcomeKind
+from harness.scheduler import ThreadScheduler
+from harness.store.database import Database
+from harness.store.tables import attempts, events, jobs
+from harness.worker import Worker
+from tests.live import serve
+from tests.scripted import ScriptedProvider, Step
+
+ALICE = {"Authorization": "Bearer alice-token"}
+BOB = {"Authorization": "Bearer bob-token"}
+BODY = {"operation": "summarise", "input": {"prompt": "hello"}}
+
+
+class Service:
+    def __init__(self, db: Database, url: str, worker: Worker, providers) -> None:
+        self.db, self.url, self.worker, self.providers = db, url, worker, providers
+        self.client = httpx.Client(base_url=url, timeout=30)
+
+    def post(self, key: str | None, body: object = BODY, headers=ALICE, **kw) -> httpx.Response:
+        extra = {"Idempotency-Key": key} if key is not None else {}
+        content = body if isinstance(body, bytes) else json.dumps(body).encode()
+        return self.client.post(
+            "/v1/jobs",
+            content=content,
+            headers={**headers, **extra, "content-type": "application/json"},
+            **kw,
+        )
+
+    def wait_for(self, job_id: int, condition) -> dict:
+        deadline = threading.Event()
+        for _ in range(1000):
+            job = self.client.get(f"/v1/jobs/{job_id}", headers=ALICE).json()
+            if condition(job):
+                return job
+            deadline.wait(0.01)
+        raise AssertionError(f"job never reached the condition: {job}")
+
+    def counts(self) -> tuple[int, int, int]:
+        with self.db.read() as conn:
+            return tuple(  # type: ignore[return-value]
+                conn.execute(sa.select(sa.func.count()).select_from(t)).scalar()
+                for t in (jobs, attempts, events)
+            )
+
+
+@pytest.fixture
+def service(db: Database) -> Iterator[Service]:
+    providers = {
+        "primary": ScriptedProvider("primary"),
+        "fallback": ScriptedProvider("fallback", kind="anthropic"),
+    }
+    scheduler = ThreadScheduler()
+    engine = Engine(db, gate=AllowAllGate(), clock=scheduler.clock)
+    worker = Worker(engine, providers, scheduler)
+    config = ServiceConfig(
+        tokens={"alice-token": "alice", "bob-token": "bob"},
+        max_body_bytes=4096,
+        default_policy=Policy(attempt_timeout=5),
+    )
+    app = create_app(engine, worker, config, provider_names=lambda: set(providers))
+    with serve(app) as url:
+        made = Service(db, url, worker, providers)
+        yield made
+        made.client.close()
+    scheduler.close()
+
+
+def _post_many(url: str, barrier, queue, count: int) -> None:  # runs in a client process
+    with httpx.Client(base_url=url, timeout=60) as client:
+        barrier.wait(60)
+
+        def post(_: int) -> tuple[int, int, str | None]:
+            r = client.post(
+                "/v1/jobs", json=BODY, headers={**ALICE, "Idempotency-Key": "double-click"}
+            )
+            return r.status_code, r.json()["id"], r.headers.get("idempotent-replayed")
+
+        with ThreadPoolExecutor(count) as pool:
+            queue.put(list(pool.map(post, range(count))))
+
+
+def test_double_click_from_4_client_processes(service: Service) -> None:
+    context = multiprocessing.get_context("spawn")
+    barrier, queue = context.Barrier(4), context.Queue()
+    clients = [
+        context.Process(target=_post_many, args=(service.url, barrier, queue, 25)) for _ in range(4)
+    ]
+    for p in clients:
+        p.start()
+    answers = [a for _ in clients for a in queue.get(timeout=120)]
+    for p in clients:
+        p.join(30)
+    assert len(answers) == 100
+    assert len({job_id for _, job_id, _ in answers}) == 1
+    assert sorted(status for status, _, _ in answers) == [200] * 99 + [201]
+    assert all(replayed == "true" for status, _, replayed in answers if status == 200)
+    job_id = answers[0][1]
+    service.wait_for(job_id, lambda j: j["status"] == "succeeded")
+    assert service.counts()[0] == 1
+    assert len(service.providers["primary"].calls) == 1  # one provider execution
+
+
+@pytest.mark.parametrize(
+    ("key", "body", "headers", "status", "slug"),
+    [
+        (None, BODY, ALICE, 400, "missing-idempotency-key"),
+        ("k" * 256, BODY, ALICE, 400, "malformed-idempotency-key"),
+        ("has space", BODY, ALICE, 400, "malformed-idempotency-key"),
+        ("k", BODY, {"Authorization": "Bearer nope"}, 401, "unauthorized"),
+        ("k", BODY, {}, 401, "unauthorized"),
+        ("k", b"x" * 5000, ALICE, 413, "too-large"),
+        ("k", b"{not json", ALICE, 400, "malformed-json"),
+        ("k", {"operation": "x"}, ALICE, 422, "invalid-body"),
+        ("k", {**BODY, "owner": "mallory"}, ALICE, 422, "invalid-body"),
+        ("k", {**BODY, "providers": ["nope"]}, ALICE, 422, "unknown-provider"),
+        ("k", {**BODY, "policy": {"hedge_after": 1}}, ALICE, 422, "invalid-body"),
+    ],
+)
+def test_refusals_are_problems_and_write_nothing(service, key, body, headers, status, slug) -> None:
+    response = service.post(key, body, headers=headers)
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"] == "application/problem+json"
+    problem = response.json()
+    assert problem["status"] == status and problem["type"].endswith(slug)
+    assert service.counts() == (0, 0, 0)
+
+
+def test_key_reuse_with_another_payload_is_409_naming_the_key(service: Service) -> None:
+    first = service.post("k1")
+    assert first.status_code == 201
+    before = service.wait_for(first.json()["id"], lambda j: j["status"] == "succeeded")
+    other = service.post("k1", {**BODY, "input": {"prompt": "bye"}})
+    assert other.status_code == 409
+    assert other.headers["content-type"] == "application/problem+json"
+    assert other.json()["idempotency_key"] == "k1" and "'k1'" in other.json()["detail"]
+    after = service.client.get(f"/v1/jobs/{first.json()['id']}", headers=ALICE).json()
+    assert after == before
+
+
+def test_another_owners_job_is_404(service: Service) -> None:
+    job_id = service.post("k1").json()["id"]
+    for path in (f"/v1/jobs/{job_id}", f"/v1/jobs/{job_id}/events"):
+        assert service.client.get(path, headers=BOB).status_code == 404
+    assert service.client.post(f"/v1/jobs/{job_id}/attempts", headers=BOB).status_code == 404
+    assert service.client.get("/v1/jobs/999999", headers=ALICE).status_code == 404
+    assert service.client.get("/v1/jobs/abc", headers=ALICE).status_code == 404
+    # the same key under bob is bob's own job
+    assert service.post("k1", headers=BOB).json()["id"] != job_id
+
+
+def test_timeout_blocks_fallback_until_resolved(service: Service) -> None:
+    primary, fallback = service.providers["primary"], service.providers["fallback"]
+    primary.steps = [Step(kind=OutcomeKind.UNKNOWN, reason="timeout_after_send")]
+    job_id = service.post("k1").json()["id"]
+    job = service.wait_for(job_id, lambda j: j["status"] == "blocked_unknown")
+    assert [a["state"] for a in job["attempts"]] == ["unknown"]
+    click = service.client.post(f"/v1/jobs/{job_id}/attempts", headers=ALICE)
+    assert click.status_code == 409 and click.json()["reason"] == "unknown_attempt"
+    resolve = service.client.post(
+        f"/v1/jobs/{job_id}/attempts/1/resolve",
+        headers=ALICE,
+        json={"outcome": "failed", "reason": "provider support: lost"},
+    )
+    assert resolve.status_code == 200 and resolve.json()["state"] == "failed"
+    click = service.client.post(f"/v1/jobs/{job_id}/attempts", headers=ALICE)
+    assert click.status_code == 202 and click.json()["number"] == 2
+    job = service.wait_for(job_id, lambda j: j["status"] == "succeeded")
+    assert job["result"]["provider"] == "fallback"
+    assert (len(primary.calls), len(fallback.calls)) == (1, 1)
+    kinds = [
+        e["kind"]
+        for e in service.client.get(f"/v1/jobs/{job_id}/events", headers=ALICE).json()["events"]
+    ]
+    assert kinds == [
+        "created",
+        "attempt_started",
+        "timed_out",
+        "resolved",
+        "attempt_started",
+        "won",
+    ]
+
+
+def test_gate_refusal_is_a_problem_naming_the_reason(service: Service) -> None:
+    service.worker.engine.gate = StaticGate(set())
+    service.providers["primary"].steps = [Step(kind=OutcomeKind.NOT_EXECUTED, reason="auth")]
+    job_id = service.post("k1").json()["id"]
+    service.wait_for(job_id, lambda j: j["attempts"] and j["attempts"][0]["state"] == "failed")
+    click = service.client.post(
+        f"/v1/jobs/{job_id}/attempts", headers=ALICE, json={"provider": "fallback"}
+    )
+    assert click.status_code == 422 and click.json()["reason"] == "no_verdict"
+
+
+def test_resolving_a_live_attempt_is_409(service: Service) -> None:
+    release = threading.Event()
+    service.providers["primary"].steps = [Step(gate=release)]
+    job_id = service.post("k1").json()["id"]
+    service.wait_for(job_id, lambda j: j["attempts"])
+    response = service.client.post(
+        f"/v1/jobs/{job_id}/attempts/1/resolve",
+        headers=ALICE,
+        json={"outcome": "failed", "reason": "x"},
+    )
+    assert response.status_code == 409
+    release.set()
+
+
+def test_openapi_document_describes_every_endpoint(service: Service) -> None:
+    document = service.client.get("/openapi.json").json()
+    assert document["openapi"].startswith("3.")
+    assert set(document["paths"]) == {
+        "/v1/jobs",
+        "/v1/jobs/{job_id}",
+        "/v1/jobs/{job_id}/events",
+        "/v1/jobs/{job_id}/attempts",
+        "/v1/jobs/{job_id}/attempts/{number}/resolve",
+        "/v1/jobs/{job_id}/cancel",
+    }
+    create = document["paths"]["/v1/jobs"]["post"]
+    assert create["parameters"][0]["name"] == "Idempotency-Key"
+    assert set(create["responses"]) >= {"200", "201", "400", "401", "409", "413", "422"}
