@@ -10,8 +10,10 @@ The configuration (YAML) names the chains the deployment may use::
         providers: [primary, backup-eu, fallback]
 
 A chain's first provider is the primary; every later provider is a fallback link that
-needs a passing, fresh verdict for the chain's contract. Other top-level keys (provider
-definitions...) belong to other parts of the harness and are ignored here.
+needs a passing, fresh verdict for the chain's contract. As in the service
+configuration (``harness.config``), ``defaults.providers`` defaults to the built-in
+``[primary, fallback]``. Other top-level keys (provider definitions, tokens...) belong
+to other parts of the harness and are ignored here.
 """
 
 from __future__ import annotations
@@ -25,6 +27,9 @@ import yaml
 
 from harness.contracts.gate import GateCheck, VerdictGate
 from harness.errors import ConfigError
+
+DEFAULT_CHAIN = ("primary", "fallback")
+"""The service's failover chain when the configuration names none (harness.config)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -90,18 +95,30 @@ def parse_chains(data: Any, *, file: str = "<config>") -> list[Chain]:
     if not isinstance(data, dict):
         raise ConfigError(f"{file}: the configuration must be a mapping")
     chains: list[Chain] = []
-    if data.get("defaults") is not None:
-        defaults = data["defaults"]
-        if not isinstance(defaults, dict):
-            raise ConfigError(f"{file}: defaults: must be a mapping")
-        if "providers" in defaults:
-            chains.append(_chain(defaults, "defaults", file))
+    defaults = data.get("defaults") or {}
+    if not isinstance(defaults, dict):
+        raise ConfigError(f"{file}: defaults: must be a mapping")
+    chains.append(
+        _chain(
+            {"providers": list(DEFAULT_CHAIN), **defaults},
+            "defaults",
+            file,
+        )
+    )
     raw_chains = data.get("chains") or []
     if not isinstance(raw_chains, list):
         raise ConfigError(f"{file}: chains: must be a list")
     for index, raw in enumerate(raw_chains):
         chains.append(_chain(raw, f"chains[{index}]", file))
     return chains
+
+
+def allows_contractless_failover(data: dict[str, Any]) -> bool:
+    """``failover_without_contract: allow`` (the service's setting; default refuse)."""
+    value = data.get("failover_without_contract", "refuse")
+    if value not in ("allow", "refuse"):
+        raise ConfigError("failover_without_contract: must be 'allow' or 'refuse'")
+    return value == "allow"
 
 
 def load_config(path: str | Path) -> dict[str, Any]:

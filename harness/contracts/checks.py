@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -223,7 +223,7 @@ def _shown(value: Any) -> str:
 
 def evaluate(
     contract: Contract,
-    responses: Iterable[Response],
+    responses: Sequence[Response],
     prompts: Mapping[str, PromptCount],
 ) -> tuple[CheckResult, ...]:
     """Every check of ``contract`` over ``responses``, in report order.
@@ -261,10 +261,14 @@ def evaluate(
     expected.skip_reason = "no sample states expected values"
     stability_forms: dict[str, list[tuple[int, Any]]] = {}
 
-    for response in responses:
+    order = {sample_id: index for index, sample_id in enumerate(samples)}
+    unknown = [r.sample for r in responses if r.sample not in order]
+    if unknown:
+        raise ValueError(f"response for unknown sample {unknown[0]!r}")
+    # Report order follows the contract, whatever order the responses came in.
+    for response in sorted(responses, key=lambda r: (order[r.sample], r.repeat)):
         sample = samples.get(response.sample)
-        if sample is None:
-            raise ValueError(f"response for unknown sample {response.sample!r}")
+        assert sample is not None
         where = (response.sample, response.repeat)
         if response.finish_reason == FINISH_OK:
             finish.ok()

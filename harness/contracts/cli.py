@@ -30,7 +30,14 @@ import click
 
 from harness.clock import SystemClock
 from harness.contracts.captures import read_captures, write_captures
-from harness.contracts.chains import Link, check_chains, load_chains, load_config
+from harness.contracts.chains import (
+    Chain,
+    Link,
+    allows_contractless_failover,
+    check_chains,
+    load_config,
+    parse_chains,
+)
 from harness.contracts.checks import CheckResult
 from harness.contracts.gate import DEFAULT_MAX_VERDICT_AGE, VerdictGate
 from harness.contracts.junit import Case, Suite, write_junit
@@ -51,8 +58,6 @@ from harness.errors import ConfigError, HarnessError
 from harness.models import Verdict
 from harness.providers.base import BaseProvider
 from harness.store.database import DEFAULT_DATABASE_URL, Database
-
-DEFAULT_CONFIG = "harness.yaml"
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
@@ -83,11 +88,10 @@ config_option = click.option(
     "--config",
     "config_path",
     envvar="HARNESS_CONFIG",
-    default=DEFAULT_CONFIG,
-    show_default=True,
+    default=None,
     show_envvar=True,
-    type=click.Path(dir_okay=False),
-    help="Configuration file: providers, defaults and failover chains.",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Configuration (YAML): providers, defaults, chains. None: the built-in fakes.",
 )
 junit_option = click.option(
     "--junit",
@@ -135,10 +139,8 @@ def _database(url: str) -> Database:
         fail(exc.message)
 
 
-def _config(config_path: str, *, required: bool) -> dict[str, Any]:
-    if not Path(config_path).exists():
-        if required:
-            fail(f"{config_path}: no such configuration file (--config / HARNESS_CONFIG)")
+def _config(config_path: Path | None) -> dict[str, Any]:
+    if config_path is None:
         return {}
     try:
         return load_config(config_path)
@@ -146,43 +148,41 @@ def _config(config_path: str, *, required: bool) -> dict[str, Any]:
         fail(exc.message)
 
 
-def provider_models(config: dict[str, Any]) -> dict[str, str | None]:
-    """Provider name -> configured model, from a configuration's ``providers`` section
-    (a mapping of name -> settings, or a list of settings with ``name``)."""
-    section = config.get("providers")
-    entries: list[tuple[str, Any]] = []
-    if isinstance(section, dict):
-        entries = list(section.items())
-    elif isinstance(section, list):
-        entries = [(e.get("name"), e) for e in section if isinstance(e, dict)]
-    return {
-        str(name): (entry.get("model") if isinstance(entry.get("model"), str) else None)
-        for name, entry in entries
-        if name and isinstance(entry, dict)
-    }
+def provider_configs(config_path: Path | None) -> tuple[dict[str, Any], bool]:
+    """The configured providers by name, and whether they are the built-in fakes (used,
+    as by the service, when the configuration declares no providers)."""
+    from harness.providers.build import BUILTIN_FAKES
+    from harness.providers.config import load_providers
+
+    if config_path is not None:
+        configured = load_providers(config_path, required=False)
+        if configured:
+            return dict(configured), False
+    return dict(BUILTIN_FAKES), True
 
 
-ProviderFactory = Callable[[str, str], BaseProvider]
+def provider_models(config_path: Path | None) -> dict[str, str]:
+    """Provider name -> the model it is configured with (what verdicts are checked for)."""
+    configs, _ = provider_configs(config_path)
+    return {name: config.model for name, config in configs.items()}
 
 
-def build_configured_provider(config_path: str, name: str) -> BaseProvider:
-    """The provider ``name`` from the configuration, built by the providers package."""
-    try:
-        from harness.providers import config as provider_config
-    except ImportError:
-        raise ConfigError(
-            "provider configuration is not available in this build (harness.providers.config)"
-        ) from None
-    providers = provider_config.load_providers(config_path)
-    if isinstance(providers, dict):
-        found = providers.get(name)
-    else:
-        found = next((p for p in providers if getattr(p, "name", None) == name), None)
-    if found is None:
-        raise ConfigError(f"{config_path}: no provider named {name!r}")
-    if isinstance(found, BaseProvider):
-        return found
-    return provider_config.build_provider(found)
+ProviderFactory = Callable[[Path | None, str], BaseProvider]
+
+
+def build_configured_provider(config_path: Path | None, name: str) -> BaseProvider:
+    """The adapter for provider ``name`` of the configuration (or a built-in fake)."""
+    from harness.providers.build import build_provider, builtin_fake_providers
+
+    configs, builtin = provider_configs(config_path)
+    if name not in configs:
+        known = ", ".join(sorted(configs)) or "none"
+        where = config_path or "the built-in fakes"
+        raise ConfigError(f"{where}: no provider named {name!r} (known: {known})")
+    if builtin:
+        click.echo(f"note: no providers configured; verifying the built-in fake {name!r}", err=True)
+        return builtin_fake_providers()[name]
+    return build_provider(configs[name])
 
 
 # Tests replace this to verify against in-process providers through the real CLI.
@@ -363,15 +363,17 @@ def verify(
     local_tokenizer = get_tokenizer(tokenizer)
     try:
         if offline_path is not None:
-            config = _config(config_path, required=False)
-            configured = provider_models(config)
+            configs, _ = provider_configs(config_path)
+            configured = configs.get(provider_name)
             captures = read_captures(offline_path)
             verification = verify_offline(
                 found,
                 captures,
                 provider=provider_name,
-                kind=kind or captures.kind or _configured_kind(config, provider_name),
-                model=model or configured.get(provider_name),
+                kind=kind
+                or captures.kind
+                or (configured.kind.value if configured is not None else None),
+                model=model or (configured.model if configured is not None else None),
                 tokenizer=local_tokenizer,
                 file=offline_path,
             )
@@ -421,19 +423,6 @@ def _unrecorded(verification: Verification, created_by: str) -> dict[str, Any]:
         "created_at": SystemClock().now().isoformat(),
         "created_by": created_by,
     }
-
-
-def _configured_kind(config: dict[str, Any], provider: str) -> str | None:
-    section = config.get("providers")
-    entry: Any = None
-    if isinstance(section, dict):
-        entry = section.get(provider)
-    elif isinstance(section, list):
-        entry = next(
-            (e for e in section if isinstance(e, dict) and e.get("name") == provider), None
-        )
-    kind = entry.get("kind") if isinstance(entry, dict) else None
-    return kind if kind in PROVIDER_KINDS else None
 
 
 def _os_user() -> str:
@@ -513,27 +502,29 @@ def gate(
         raise click.UsageError("give either --contract NAME --to PROVIDER, or --all")
     if not all_chains and not (contract_name and provider):
         raise click.UsageError("--contract and --to go together")
-    from harness.contracts.chains import Chain
-
-    config = _config(config_path, required=all_chains)
+    config = _config(config_path)
     registry = _registry(contracts_dir)
-    if all_chains:
-        try:
-            chains = load_chains(config_path)
-        except HarnessError as exc:
-            fail(exc.message)
-        if not any(len(c.providers) > 1 for c in chains):
-            fail(f"{config_path}: declares no failover chain (defaults.providers or chains)")
-    else:
-        assert provider is not None
-        chains = [Chain(contract=contract_name, providers=("(primary)", provider), source="cli")]
-    database = _database(database_url)
+    try:
+        configs, builtin = provider_configs(config_path)
+        allow_without_contract = allows_contractless_failover(config) or builtin
+        if all_chains:
+            chains = parse_chains(config, file=str(config_path or "(no configuration)"))
+        else:
+            assert provider is not None
+            chains = [
+                Chain(contract=contract_name, providers=("(primary)", provider), source="cli")
+            ]
+    except HarnessError as exc:
+        fail(exc.message)
+    if not any(len(c.providers) > 1 for c in chains):
+        fail(f"{config_path}: declares no failover chain (defaults.providers or chains)")
     verdict_gate = VerdictGate(
-        database,
+        _database(database_url),
         registry,
         SystemClock(),
         max_age=max_age,
-        provider_models={k: v for k, v in provider_models(config).items() if v is not None},
+        provider_models={name: c.model for name, c in configs.items()},
+        allow_without_contract=allow_without_contract,
     )
     try:
         links = check_chains(verdict_gate, chains)
