@@ -1,8 +1,50 @@
-"""Placeholder: the providers helper owns this file."""
+"""`harness fake-providers`: run the fake OpenAI and Anthropic APIs as a real server.
+
+Exit codes: 0 stopped by a signal, 1 could not listen, 2 usage error (click).
+"""
+
+from __future__ import annotations
 
 import click
+from uvicorn.config import LOGGING_CONFIG
+
+from fake_providers import FakeServer
+
+DEFAULT_PORT = 8765
 
 
 @click.group("fake-providers")
 def fake_providers() -> None:
-    """Fake OpenAI- and Anthropic-compatible providers."""
+    """Fake OpenAI- and Anthropic-compatible providers with scripted faults."""
+
+
+@fake_providers.command()
+@click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on.")
+@click.option(
+    "--port",
+    default=DEFAULT_PORT,
+    show_default=True,
+    type=click.IntRange(0, 65535),
+    help="Port to listen on; 0 picks a free one (printed at start).",
+)
+@click.option("--access-log/--no-access-log", default=True, show_default=True)
+def serve(host: str, port: int, access_log: bool) -> None:
+    """Serve both fake APIs on one port until interrupted.
+
+    \b
+    OpenAI base_url:    http://HOST:PORT/openai/v1
+    Anthropic base_url: http://HOST:PORT/anthropic
+    Control API:        http://HOST:PORT/control  (scripts, ledger, lookup)
+    Pick a fault per request with the model name fake/<behaviour>, e.g. fake/hang.
+    """
+    try:
+        server = FakeServer(host=host, port=port, access_log=access_log, log_config=LOGGING_CONFIG)
+    except OSError as exc:
+        raise click.ClickException(
+            f"cannot listen on {host}:{port}: {exc.strerror or exc}"
+        ) from None
+    click.echo(f"fake providers listening on {server.url}")
+    click.echo(f"  OpenAI base_url:    {server.openai_base_url}")
+    click.echo(f"  Anthropic base_url: {server.anthropic_base_url}")
+    click.echo(f"  control API:        {server.control_url}")
+    server.serve_forever()

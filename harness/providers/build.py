@@ -1,0 +1,95 @@
+"""From configuration to adapters; and the two built-in fakes the service runs on alone.
+
+The environment is read here, at the edge: `build_provider` looks up the API key by the
+variable name the config gives and hands the adapter a `Secret`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+import httpx
+
+from fake_providers import FakeProviders, FakeTransport
+from harness.errors import ProviderConfigError
+from harness.providers.anthropic_messages import AnthropicMessagesProvider
+from harness.providers.base import BaseProvider
+from harness.providers.config import ProviderConfig, ProviderKind
+from harness.providers.http_provider import BaseHttpProvider
+from harness.providers.openai_chat import OpenAIChatProvider
+from harness.providers.secrets import Secret
+
+BUILTIN_FAKE_ROOT = "http://fake-providers.invalid"
+"""Where the built-in fakes live; no request to it ever leaves the process."""
+
+BUILTIN_FAKES: Mapping[str, ProviderConfig] = {
+    "primary": ProviderConfig(
+        name="primary",
+        kind=ProviderKind.OPENAI,
+        base_url=f"{BUILTIN_FAKE_ROOT}/openai/v1",
+        model="gpt-4o-mini",
+        lookup_url=f"{BUILTIN_FAKE_ROOT}/control/lookup",
+    ),
+    "fallback": ProviderConfig(
+        name="fallback",
+        kind=ProviderKind.ANTHROPIC,
+        base_url=f"{BUILTIN_FAKE_ROOT}/anthropic",
+        model="claude-haiku-4-5",
+        lookup_url=f"{BUILTIN_FAKE_ROOT}/control/lookup",
+    ),
+}
+
+
+def build_provider(
+    config: ProviderConfig,
+    *,
+    client: httpx.Client | None = None,
+    environ: Mapping[str, str] = os.environ,
+) -> BaseHttpProvider:
+    """An adapter for one configured provider; its key comes from `environ`."""
+    key: Secret | None = None
+    if config.api_key_env is not None:
+        value = environ.get(config.api_key_env)
+        if not value:
+            raise ProviderConfigError(
+                f"provider {config.name!r}: environment variable {config.api_key_env} "
+                "is not set (api_key_env)",
+                field="api_key_env",
+                provider=config.name,
+            )
+        key = Secret(value)
+    common = {
+        "name": config.name,
+        "base_url": config.base_url,
+        "model": config.model,
+        "client": client,
+        "api_key": key,
+        "connect_timeout": config.connect_timeout,
+        "timeout": config.timeout,
+        "lookup_url": config.lookup_url,
+    }
+    if config.kind is ProviderKind.ANTHROPIC:
+        return AnthropicMessagesProvider(**common)
+    return OpenAIChatProvider(kind=config.kind.value, **common)
+
+
+def build_providers(
+    configs: Mapping[str, ProviderConfig],
+    *,
+    client: httpx.Client | None = None,
+    environ: Mapping[str, str] = os.environ,
+) -> dict[str, BaseProvider]:
+    return {
+        name: build_provider(config, client=client, environ=environ)
+        for name, config in configs.items()
+    }
+
+
+def builtin_fake_providers(fakes: FakeProviders | None = None) -> dict[str, BaseProvider]:
+    """ "primary" (OpenAI-style) and "fallback" (Anthropic-style) over in-process fakes.
+
+    Both share `fakes` (one ledger, one set of scripts); pass your own `FakeProviders`
+    to script them and read the ledger. No network is used."""
+    client = httpx.Client(transport=FakeTransport(fakes if fakes is not None else FakeProviders()))
+    return build_providers(BUILTIN_FAKES, client=client, environ={})

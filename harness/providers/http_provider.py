@@ -1,0 +1,314 @@
+"""What every HTTP adapter does the same way: send once, read within a deadline, classify.
+
+Subclasses (`OpenAIChatProvider`, `AnthropicMessagesProvider`) say how to build the
+request and read the answer; this class owns the exchange, so every adapter maps
+failures through its provider's table the same way and never retries on its own (a retry
+is a new attempt, decided by the engine).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import httpx
+
+from harness.errors import ProviderError
+from harness.providers.base import (
+    ATTEMPT_HEADER,
+    CompletionRequest,
+    LookupResult,
+    Outcome,
+    OutcomeKind,
+)
+from harness.providers.exchange import Failure, Stage, retry_after_seconds, transport_errors
+from harness.providers.outcomes import OUTCOME_TABLES, Signal, status_signal
+from harness.providers.secrets import Secret
+from harness.providers.sse import Event, iter_events
+
+log = logging.getLogger("harness.providers")
+
+DEFAULT_CONNECT_TIMEOUT = 5.0
+ERROR_DETAIL_LIMIT = 300
+
+
+@dataclass(frozen=True, kw_only=True)
+class Answer:
+    """A parsed, complete answer."""
+
+    text: str | None
+    finish_reason: str | None  # normalised: stop | length | content_filter | tool
+    model: str | None = None
+    usage: dict[str, int] = field(default_factory=dict)
+
+
+class BaseStreamReader:
+    """Accumulates one streamed answer; `answer()` refuses an unfinished one."""
+
+    def feed(self, event: Event) -> None:
+        raise NotImplementedError
+
+    def answer(self) -> Answer:
+        raise NotImplementedError
+
+
+class BaseHttpProvider:
+    kind: str
+    request_id_header: ClassVar[str]
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        base_url: str,
+        model: str,
+        client: httpx.Client | None = None,
+        api_key: Secret | str | None = None,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+        timeout: float | None = None,
+        lookup_url: str | None = None,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.name = name
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self._own_client = client is None
+        self._client = client if client is not None else httpx.Client()
+        self._api_key = api_key if isinstance(api_key, Secret) else Secret(api_key or "")
+        self.connect_timeout = connect_timeout
+        self.timeout = timeout  # the provider's own cap on a call, from its config
+        self.lookup_url = lookup_url
+        self._monotonic = monotonic
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(name={self.name!r}, kind={self.kind!r}, "
+            f"base_url={self.base_url!r}, model={self.model!r})"
+        )
+
+    def close(self) -> None:
+        if self._own_client:
+            self._client.close()
+
+    @property
+    def outcomes(self) -> Mapping[Signal, OutcomeKind]:
+        return OUTCOME_TABLES[self.kind]
+
+    # -- what subclasses define ------------------------------------------------------
+
+    def _url(self) -> str:
+        raise NotImplementedError
+
+    def _auth_headers(self, key: str) -> dict[str, str]:
+        raise NotImplementedError
+
+    def _body(self, request: CompletionRequest) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _parse(self, data: Any) -> Answer:
+        """A whole answer from a 2xx body; raise Failure if it is not one."""
+        raise NotImplementedError
+
+    def _stream_reader(self) -> BaseStreamReader:
+        raise NotImplementedError
+
+    def _refine(self, signal: Signal, body: Any) -> Signal:
+        """A sharper signal from an error body (e.g. a 400 that is a context overflow)."""
+        return signal
+
+    def _error_message(self, body: Any) -> str | None:
+        return None
+
+    # -- the exchange ----------------------------------------------------------------
+
+    def complete(self, request: CompletionRequest, *, timeout: float) -> Outcome:
+        if self.timeout is not None:
+            timeout = min(timeout, self.timeout)
+        try:
+            answer, request_id = self._exchange(request, timeout)
+        except Failure as failure:
+            outcome = self._failed(failure)
+        else:
+            outcome = self._executed(answer, request_id)
+        log.debug(
+            "provider %s attempt %s: %s (%s)",
+            self.name,
+            request.attempt_id,
+            outcome.kind.value,
+            outcome.reason,
+        )
+        return outcome
+
+    def _executed(self, answer: Answer, request_id: str | None) -> Outcome:
+        return Outcome(
+            kind=self.outcomes[Signal.OK],
+            provider=self.name,
+            reason=Signal.OK.value,
+            request_id=request_id,
+            text=answer.text,
+            finish_reason=answer.finish_reason,
+            model=answer.model or self.model,
+            usage=answer.usage,
+            status_code=200,
+        )
+
+    def _failed(self, failure: Failure) -> Outcome:
+        detail = self._api_key.redact(failure.detail)[:ERROR_DETAIL_LIMIT]
+        return Outcome(
+            kind=self.outcomes[failure.signal],
+            provider=self.name,
+            reason=failure.signal.value,
+            request_id=failure.request_id,
+            model=self.model,
+            status_code=failure.status_code,
+            retry_after=failure.retry_after,
+            error=detail,
+        )
+
+    def _headers(self, request: CompletionRequest | None, *, stream: bool) -> dict[str, str]:
+        headers = {"accept": "text/event-stream" if stream else "application/json"}
+        if self._api_key:
+            headers.update(self._auth_headers(self._api_key.reveal()))
+        if request is not None and request.attempt_id is not None:
+            headers[ATTEMPT_HEADER] = request.attempt_id
+        return headers
+
+    def _timeouts(self, timeout: float) -> httpx.Timeout:
+        return httpx.Timeout(timeout, connect=min(self.connect_timeout, timeout))
+
+    def _exchange(self, request: CompletionRequest, timeout: float) -> tuple[Answer, str | None]:
+        deadline = self._monotonic() + timeout
+        http_request = self._client.build_request(
+            "POST",
+            self._url(),
+            json=self._body(request),
+            headers=self._headers(request, stream=request.stream),
+            timeout=self._timeouts(timeout),
+        )
+        with transport_errors(Stage.REQUEST):
+            response = self._client.send(http_request, stream=True)
+        request_id = response.headers.get(self.request_id_header)
+        try:
+            if not 200 <= response.status_code < 300:
+                raise self._status_failure(response, deadline)
+            if request.stream and _is_event_stream(response):
+                return self._read_stream(response, deadline), request_id
+            # Not streaming, or a gateway that ignored `stream` and sent one JSON body.
+            try:
+                data = json.loads(self._read_body(response, deadline))
+            except ValueError:
+                raise Failure(Signal.MALFORMED_BODY, "the 2xx body is not JSON") from None
+            return self._parse(data), request_id
+        except Failure as failure:
+            failure.request_id = failure.request_id or request_id
+            raise
+        finally:
+            response.close()
+
+    def _read_body(self, response: httpx.Response, deadline: float) -> bytes:
+        chunks = []
+        with transport_errors(Stage.BODY):
+            for chunk in response.iter_bytes():
+                chunks.append(chunk)
+                self._check_deadline(deadline)
+        return b"".join(chunks)
+
+    def _read_stream(self, response: httpx.Response, deadline: float) -> Answer:
+        reader = self._stream_reader()
+
+        def lines() -> Iterator[str]:
+            with transport_errors(Stage.BODY):
+                for line in response.iter_lines():
+                    self._check_deadline(deadline)
+                    yield line
+
+        for event in iter_events(lines()):
+            reader.feed(event)
+        return reader.answer()
+
+    def _check_deadline(self, deadline: float) -> None:
+        if self._monotonic() > deadline:
+            raise Failure(
+                Signal.DEADLINE_EXCEEDED, "the answer did not finish within the call's timeout"
+            )
+
+    def _status_failure(self, response: httpx.Response, deadline: float) -> Failure:
+        signal = status_signal(response.status_code)
+        body: Any = None
+        try:
+            body = json.loads(self._read_body(response, deadline))
+        except (Failure, ValueError):
+            pass  # the status alone decides; the body only sharpens it
+        signal = self._refine(signal, body)
+        message = self._error_message(body) or response.reason_phrase
+        return Failure(
+            signal,
+            f"HTTP {response.status_code}: {message}",
+            status_code=response.status_code,
+            retry_after=retry_after_seconds(response.headers),
+        )
+
+    # -- reconciliation --------------------------------------------------------------
+
+    def count_tokens(self, request: CompletionRequest) -> int | None:
+        return None
+
+    def lookup(self, attempt_id: str) -> LookupResult | None:
+        """Ask a provider that offers lookup (the fakes) about an attempt's execution.
+
+        None when this provider has no lookup; raises ProviderError when the lookup
+        itself fails, since "could not ask" is not evidence either way."""
+        if self.lookup_url is None:
+            return None
+        params = {"attempt_id": attempt_id, "provider_kind": self._lookup_kind()}
+        try:
+            response = self._client.get(
+                self.lookup_url, params=params, headers=self._headers(None, stream=False)
+            )
+            response.raise_for_status()
+            data = response.json()
+        except (httpx.HTTPError, ValueError) as exc:
+            detail = self._api_key.redact(f"{type(exc).__name__}: {exc}")
+            raise ProviderError(
+                f"lookup for attempt {attempt_id} at provider {self.name} failed: {detail}",
+                provider=self.name,
+            ) from None
+        return self._lookup_result(data)
+
+    def _lookup_kind(self) -> str:
+        return "anthropic" if self.kind == "anthropic" else "openai"
+
+    def _lookup_result(self, data: Mapping[str, Any]) -> LookupResult:
+        if not data.get("found"):
+            return LookupResult(found=False)
+        if not data.get("finished"):
+            return LookupResult(found=True, finished=False)
+        request_id = data.get("request_id")
+        response = data.get("response")
+        if data.get("billed") and data.get("status_code") == 200 and response is not None:
+            try:
+                answer = self._parse(response)
+            except Failure:
+                pass
+            else:
+                outcome = self._executed(answer, request_id)
+                return LookupResult(found=True, finished=True, outcome=outcome)
+        status = data.get("status_code")
+        outcome = Outcome(
+            kind=OutcomeKind.NOT_EXECUTED,
+            provider=self.name,
+            reason="lookup_no_result",
+            request_id=request_id,
+            model=self.model,
+            status_code=status,
+            error=f"the provider finished without a result (status {status})",
+        )
+        return LookupResult(found=True, finished=True, outcome=outcome)
+
+
+def _is_event_stream(response: httpx.Response) -> bool:
+    return response.headers.get("content-type", "").startswith("text/event-stream")

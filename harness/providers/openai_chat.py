@@ -1,0 +1,170 @@
+"""Adapter for OpenAI Chat Completions and any OpenAI-compatible ``base_url``.
+
+``base_url`` ends where the SDK's does (``https://api.openai.com/v1``); the adapter posts
+to ``{base_url}/chat/completions``. A stream counts only if it ends with ``data: [DONE]``
+after a chunk carrying a ``finish_reason``; anything less is an unknown outcome.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from harness.providers.base import CompletionRequest
+from harness.providers.exchange import Failure
+from harness.providers.http_provider import Answer, BaseHttpProvider, BaseStreamReader
+from harness.providers.outcomes import Signal
+from harness.providers.sse import Event
+
+FINISH_REASONS: Mapping[str, str] = {
+    "stop": "stop",
+    "length": "length",
+    "content_filter": "content_filter",
+    "tool_calls": "tool",
+    "function_call": "tool",
+}
+
+CONTEXT_CODES = frozenset({"context_length_exceeded", "string_above_max_length"})
+FILTER_CODES = frozenset({"content_filter", "content_policy_violation"})
+
+
+def _usage(raw: object) -> dict[str, int]:
+    if not isinstance(raw, dict):
+        return {}
+    usage = {}
+    for theirs, ours in (("prompt_tokens", "input_tokens"), ("completion_tokens", "output_tokens")):
+        if isinstance(raw.get(theirs), int):
+            usage[ours] = raw[theirs]
+    return usage
+
+
+def _malformed(what: str) -> Failure:
+    return Failure(Signal.MALFORMED_BODY, what)
+
+
+class OpenAIChatProvider(BaseHttpProvider):
+    request_id_header = "x-request-id"
+
+    def __init__(self, *, kind: str = "openai", **kwargs: Any) -> None:
+        if kind not in ("openai", "openai_compatible"):
+            raise ValueError(f"not an OpenAI-style kind: {kind!r}")
+        self.kind = kind
+        super().__init__(**kwargs)
+
+    def _url(self) -> str:
+        return f"{self.base_url}/chat/completions"
+
+    def _auth_headers(self, key: str) -> dict[str, str]:
+        return {"authorization": f"Bearer {key}"}
+
+    def _body(self, request: CompletionRequest) -> dict[str, Any]:
+        messages = [{"role": "system", "content": request.system}] if request.system else []
+        messages += [{"role": m.role, "content": m.content} for m in request.messages]
+        body: dict[str, Any] = {
+            "model": request.model or self.model,
+            "messages": messages,
+            "max_completion_tokens": request.max_tokens,
+        }
+        if request.temperature is not None:
+            body["temperature"] = request.temperature
+        if request.json_schema is not None:
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "output", "schema": request.json_schema, "strict": True},
+            }
+        if request.stream:
+            body["stream"] = True
+            body["stream_options"] = {"include_usage": True}
+        return body
+
+    def _parse(self, data: Any) -> Answer:
+        if not isinstance(data, dict):
+            raise _malformed("the body is not a JSON object")
+        if "error" in data:
+            raise Failure(Signal.ERROR_AFTER_OK, f"error in a 2xx body: {_message(data)}")
+        choices = data.get("choices")
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+            raise _malformed("no choices in the answer")
+        message = choices[0].get("message")
+        finish = choices[0].get("finish_reason")
+        if not isinstance(message, dict) or not isinstance(finish, str):
+            raise _malformed("the first choice has no message or finish_reason")
+        content = message.get("content")
+        if content is not None and not isinstance(content, str):
+            raise _malformed("message.content is not a string")
+        return Answer(
+            text=content,
+            finish_reason=FINISH_REASONS.get(finish, finish),
+            model=data.get("model"),
+            usage=_usage(data.get("usage")),
+        )
+
+    def _stream_reader(self) -> BaseStreamReader:
+        return _ChunkReader()
+
+    def _refine(self, signal: Signal, body: Any) -> Signal:
+        error = body.get("error") if isinstance(body, dict) else None
+        code = error.get("code") if isinstance(error, dict) else None
+        if signal is Signal.BAD_REQUEST and code in CONTEXT_CODES:
+            return Signal.CONTEXT_LENGTH_EXCEEDED
+        if signal is Signal.BAD_REQUEST and code in FILTER_CODES:
+            return Signal.CONTENT_FILTERED
+        return signal
+
+    def _error_message(self, body: Any) -> str | None:
+        return _message(body) if isinstance(body, dict) else None
+
+
+def _message(body: Mapping[str, Any]) -> str | None:
+    error = body.get("error")
+    if isinstance(error, dict) and isinstance(error.get("message"), str):
+        return error["message"]
+    return None
+
+
+class _ChunkReader(BaseStreamReader):
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+        self.finish: str | None = None
+        self.model: str | None = None
+        self.usage: dict[str, int] = {}
+        self.done = False
+
+    def feed(self, event: Event) -> None:
+        if self.done:
+            return
+        if event.data == "[DONE]":
+            self.done = True
+            return
+        try:
+            chunk = json.loads(event.data)
+        except ValueError:
+            raise Failure(Signal.STREAM_MALFORMED, "a stream chunk is not JSON") from None
+        if not isinstance(chunk, dict):
+            raise Failure(Signal.STREAM_MALFORMED, "a stream chunk is not a JSON object")
+        if "error" in chunk:
+            raise Failure(Signal.ERROR_AFTER_OK, f"error event in the stream: {_message(chunk)}")
+        self.model = chunk.get("model") or self.model
+        if chunk.get("usage"):
+            self.usage = _usage(chunk["usage"])
+        for choice in chunk.get("choices") or []:
+            if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+                continue
+            delta = choice.get("delta") or {}
+            if isinstance(delta.get("content"), str):
+                self.parts.append(delta["content"])
+            if choice.get("finish_reason"):
+                self.finish = choice["finish_reason"]
+
+    def answer(self) -> Answer:
+        if not self.done:
+            raise Failure(Signal.STREAM_INCOMPLETE, "the stream ended without [DONE]")
+        if self.finish is None:
+            raise Failure(Signal.STREAM_INCOMPLETE, "the stream ended without a finish_reason")
+        return Answer(
+            text="".join(self.parts),
+            finish_reason=FINISH_REASONS.get(self.finish, self.finish),
+            model=self.model,
+            usage=self.usage,
+        )

@@ -1,0 +1,148 @@
+"""Acceptance 2: every behaviour, through every adapter, in-process and over loopback,
+maps to the right outcome kind; and each provider's table covers every signal.
+
+The expected kinds are written here independently of the adapters' tables. A behaviour
+added to the fakes without a row here fails `test_every_behaviour_has_an_expected_outcome`
+and every parametrised case for it (KeyError).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from fake_providers import BEHAVIOURS, Behaviour, BehaviourName
+from harness.providers import OUTCOME_TABLES, CompletionRequest, Message, OutcomeKind, Signal
+from harness.providers.outcomes import ANTHROPIC_OUTCOMES, OPENAI_OUTCOMES, status_signal
+
+ADAPTER_KINDS = ("openai", "openai_compatible", "anthropic")
+NOT = OutcomeKind.NOT_EXECUTED
+DONE = OutcomeKind.EXECUTED
+UNKNOWN = OutcomeKind.UNKNOWN
+
+# behaviour -> (OpenAI-style kinds, Anthropic)
+EXPECTED: dict[BehaviourName, tuple[OutcomeKind, OutcomeKind]] = {
+    BehaviourName.SUCCESS: (DONE, DONE),
+    BehaviourName.HANG: (UNKNOWN, UNKNOWN),
+    BehaviourName.ACCEPT_THEN_DROP: (UNKNOWN, UNKNOWN),
+    BehaviourName.RATE_LIMIT: (NOT, NOT),
+    BehaviourName.RATE_LIMIT_NO_RETRY_AFTER: (NOT, NOT),
+    BehaviourName.SERVER_ERROR: (UNKNOWN, UNKNOWN),
+    BehaviourName.SERVICE_UNAVAILABLE: (UNKNOWN, UNKNOWN),
+    BehaviourName.OVERLOADED: (UNKNOWN, NOT),
+    BehaviourName.RESET_BEFORE_HEADERS: (UNKNOWN, UNKNOWN),
+    BehaviourName.STREAM_CUT: (UNKNOWN, UNKNOWN),
+    BehaviourName.STREAM_STALL: (UNKNOWN, UNKNOWN),
+    BehaviourName.STREAM_MALFORMED_CHUNK: (UNKNOWN, UNKNOWN),
+    BehaviourName.STREAM_NO_DONE: (UNKNOWN, UNKNOWN),
+    BehaviourName.STREAM_ERROR_EVENT: (UNKNOWN, UNKNOWN),
+    BehaviourName.MALFORMED_BODY: (UNKNOWN, UNKNOWN),
+    BehaviourName.CONTEXT_LENGTH_EXCEEDED: (NOT, NOT),
+    BehaviourName.CONTENT_FILTER: (NOT, NOT),
+    BehaviourName.MALFORMED_JSON: (DONE, DONE),
+    BehaviourName.HALLUCINATED_KEY: (DONE, DONE),
+    BehaviourName.PROSE_INSTEAD_OF_JSON: (DONE, DONE),
+    BehaviourName.WRONG_TYPES: (DONE, DONE),
+}
+
+# The reason (Signal) where it does not depend on streaming.
+EXPECTED_REASON: dict[BehaviourName, Signal] = {
+    BehaviourName.SUCCESS: Signal.OK,
+    BehaviourName.HANG: Signal.TIMEOUT_AFTER_SEND,
+    BehaviourName.ACCEPT_THEN_DROP: Signal.CONNECTION_RESET,
+    BehaviourName.RATE_LIMIT: Signal.RATE_LIMITED,
+    BehaviourName.RATE_LIMIT_NO_RETRY_AFTER: Signal.RATE_LIMITED,
+    BehaviourName.SERVER_ERROR: Signal.SERVER_ERROR,
+    BehaviourName.SERVICE_UNAVAILABLE: Signal.UNAVAILABLE,
+    BehaviourName.OVERLOADED: Signal.OVERLOADED,
+    BehaviourName.RESET_BEFORE_HEADERS: Signal.CONNECTION_RESET,
+    BehaviourName.STREAM_CUT: Signal.STREAM_CUT,
+    BehaviourName.STREAM_STALL: Signal.STREAM_STALLED,
+    BehaviourName.STREAM_ERROR_EVENT: Signal.ERROR_AFTER_OK,
+    BehaviourName.MALFORMED_BODY: Signal.MALFORMED_BODY,
+    BehaviourName.CONTEXT_LENGTH_EXCEEDED: Signal.CONTEXT_LENGTH_EXCEEDED,
+    BehaviourName.CONTENT_FILTER: Signal.CONTENT_FILTERED,
+}
+
+TIMEOUT = 0.3  # hangs and stalls cost this much over loopback; nothing in virtual time
+
+
+def test_every_behaviour_has_an_expected_outcome() -> None:
+    assert set(EXPECTED) == set(BehaviourName)
+
+
+@pytest.mark.parametrize("kind", sorted(OUTCOME_TABLES))
+def test_each_provider_table_covers_every_signal(kind: str) -> None:
+    assert set(OUTCOME_TABLES[kind]) == set(Signal)
+
+
+def test_tables_differ_only_where_the_providers_do() -> None:
+    differ = {s for s in Signal if OPENAI_OUTCOMES[s] is not ANTHROPIC_OUTCOMES[s]}
+    assert differ == {Signal.OVERLOADED}
+    assert ANTHROPIC_OUTCOMES[Signal.OVERLOADED] is NOT
+
+
+@pytest.mark.parametrize(
+    ("status", "signal"),
+    [(400, Signal.BAD_REQUEST), (418, Signal.CLIENT_ERROR), (529, Signal.OVERLOADED),
+     (599, Signal.OTHER_SERVER_ERROR), (302, Signal.UNEXPECTED_STATUS)],
+)  # fmt: skip
+def test_status_signals(status: int, signal: Signal) -> None:
+    assert status_signal(status) is signal
+
+
+def _request(stream: bool, attempt_id: str) -> CompletionRequest:
+    return CompletionRequest(
+        messages=(Message(role="user", content="Give me the answer as JSON."),),
+        system="You answer in JSON.",
+        json_schema={"type": "object", "properties": {"answer": {"type": "string"}}},
+        stream=stream,
+        attempt_id=attempt_id,
+    )
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
+@pytest.mark.parametrize("kind", ADAPTER_KINDS)
+@pytest.mark.parametrize("behaviour", list(BehaviourName))
+def test_behaviour_maps_to_outcome(target, behaviour, kind, stream) -> None:
+    expected = EXPECTED[behaviour][1 if kind == "anthropic" else 0]
+    adapter = target.adapter(kind)
+    attempt = f"{behaviour}-{kind}-{stream}"
+    target.fakes.script(Behaviour(name=behaviour), attempt_id=attempt)
+
+    outcome = adapter.complete(_request(stream, attempt), timeout=TIMEOUT)
+
+    assert outcome.kind is expected, outcome
+    assert outcome.provider == adapter.name
+    if behaviour in EXPECTED_REASON:
+        assert outcome.reason == EXPECTED_REASON[behaviour].value, outcome
+    (entry,) = target.fakes.ledger.entries(attempt_id=attempt)
+    assert entry.behaviour == behaviour.value
+    assert entry.billed is BEHAVIOURS[behaviour].bills
+    assert entry.stream is stream
+    if expected is DONE:
+        assert entry.delivered
+        assert outcome.text
+        assert outcome.request_id == entry.request_id
+        assert outcome.finish_reason == "stop"
+        assert outcome.usage["input_tokens"] == entry.input_tokens
+    else:
+        assert outcome.text is None
+    if expected is UNKNOWN and behaviour not in _DELIVERED_BUT_BROKEN:
+        assert not entry.delivered
+    if behaviour is BehaviourName.RATE_LIMIT:
+        assert outcome.retry_after == 1.0
+    if behaviour is BehaviourName.RATE_LIMIT_NO_RETRY_AFTER:
+        assert outcome.retry_after is None
+
+
+# Whole responses that reached the caller yet are no answer (garbled, cut short by the
+# provider itself, or an error after 200).
+_DELIVERED_BUT_BROKEN = {
+    BehaviourName.STREAM_MALFORMED_CHUNK,
+    BehaviourName.STREAM_NO_DONE,
+    BehaviourName.STREAM_ERROR_EVENT,
+    BehaviourName.MALFORMED_BODY,
+    BehaviourName.SERVER_ERROR,
+    BehaviourName.SERVICE_UNAVAILABLE,
+    BehaviourName.OVERLOADED,
+}
