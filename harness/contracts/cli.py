@@ -59,6 +59,8 @@ from harness.models import Verdict
 from harness.providers.base import BaseProvider
 from harness.store.database import DEFAULT_DATABASE_URL, Database
 
+SHOWN_FAILURES = 5  # per check, in text output; --json and --junit carry all kept
+
 
 def fail(message: str, code: int = 2) -> NoReturn:
     click.echo(f"error: {message}", err=True)
@@ -204,11 +206,13 @@ def _print_verification(verification: Verification, verdict: Verdict | None) -> 
     width = max(len(c.name) for c in verification.checks)
     for check in verification.checks:
         click.echo(f"  {_status_word(check)}  {check.name:<{width}}  {check.detail}")
-        for failure in check.failures:
+        for failure in check.failures[:SHOWN_FAILURES]:
             where = failure.sample or ""
             if failure.repeat is not None:
                 where += f" #{failure.repeat}"
             click.echo(f"          {where}: {failure.message}")
+        if check.failed > SHOWN_FAILURES:
+            click.echo(f"          ... and {check.failed - SHOWN_FAILURES} more (see --json)")
     outcome = (
         "PASSED" if verification.passed else f"FAILED ({', '.join(verification.failed_checks)})"
     )
