@@ -8,6 +8,8 @@ HARNESS_<OPTION> as click's auto_envvar_prefix gives them.
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
+from pathlib import Path
 
 import click
 
@@ -70,6 +72,128 @@ def current_revision(database_url: str) -> None:
     click.echo(revision or "(empty)")
     if revision != head():
         sys.exit(1)
+
+
+config_option = click.option(
+    "--config",
+    "config_path",
+    envvar="HARNESS_CONFIG",
+    show_envvar=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Service configuration (YAML): tokens, providers, defaults. None: built-in fakes.",
+)
+contracts_option = click.option(
+    "--contracts",
+    "contracts_dir",
+    envvar="HARNESS_CONTRACTS_DIR",
+    show_envvar=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Directory of contract files (default: ./contracts if present).",
+)
+
+
+def _service(config_path: Path | None, database_url: str, contracts_dir: Path | None, **kw):
+    from harness.config import load_config
+    from harness.service import build_service
+
+    try:
+        return build_service(
+            load_config(config_path), database_url, contracts_dir=contracts_dir, **kw
+        )
+    except HarnessError as exc:
+        fail(exc.message)
+
+
+@main.command()
+@db_option
+@config_option
+@contracts_option
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8080, show_default=True, type=click.IntRange(0, 65535))
+@click.option(
+    "--worker/--no-worker",
+    default=True,
+    show_default=True,
+    help="Run attempts in this process (or leave them to `harness worker`).",
+)
+def serve(
+    database_url: str,
+    config_path: Path | None,
+    contracts_dir: Path | None,
+    host: str,
+    port: int,
+    worker: bool,
+) -> None:
+    """Serve the HTTP API (POST /v1/jobs with Idempotency-Key, ...)."""
+    import secrets
+
+    import uvicorn
+
+    from harness.api import create_app
+
+    service = _service(config_path, database_url, contracts_dir, worker_name="api-worker")
+    config = service.config
+    if not config.tokens:
+        token = secrets.token_urlsafe(24)
+        config = replace(config, tokens={token: "local"})
+        click.echo(
+            f"no API tokens configured; for this run use: Authorization: Bearer {token}", err=True
+        )
+    if service.fakes is not None:
+        click.echo(
+            "no providers configured: running on the built-in fakes "
+            f"({', '.join(sorted(service.providers))})",
+            err=True,
+        )
+    app = create_app(
+        service.engine,
+        service.worker if worker else None,
+        config,
+        provider_names=lambda: set(service.providers),
+        contract_names=lambda: set(service.registry),
+    )
+    if worker:
+        service.worker.start_background()
+    click.echo(f"serving on http://{host}:{port} with {redact(service.database.url)}", err=True)
+    try:
+        uvicorn.run(app, host=host, port=port, log_level="warning", backlog=2048)
+    finally:
+        service.close()
+
+
+@main.command()
+@db_option
+@config_option
+@contracts_option
+@click.option("--name", default=None, help="Worker name recorded in events (default: worker-PID).")
+@click.option("--poll-interval", default=0.5, show_default=True, type=click.FloatRange(0.01, 60))
+def worker(
+    database_url: str,
+    config_path: Path | None,
+    contracts_dir: Path | None,
+    name: str | None,
+    poll_interval: float,
+) -> None:
+    """Run attempts for jobs in the database until interrupted (SIGINT/SIGTERM)."""
+    import os
+    import signal
+    import threading
+
+    service = _service(
+        config_path, database_url, contracts_dir, worker_name=name or f"worker-{os.getpid()}"
+    )
+    service.worker.settings = replace(service.worker.settings, poll_interval=poll_interval)
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    service.worker.start_background()
+    click.echo(
+        f"{service.worker.settings.name} running against {redact(service.database.url)}", err=True
+    )
+    stop.wait()
+    service.close()
 
 
 def _register() -> None:

@@ -42,26 +42,3 @@ class StaticGate:
             allowed=False, reason="no_verdict", detail=f"{provider} is not verified"
         )
 
-
-class ContractlessPolicyGate:
-    """Decides jobs that name no contract by configuration; passes the rest on.
-
-    A job with no contract has no output contract to prove, so whether it may fail over
-    is an explicit choice of the configuration (`failover_without_contract`)."""
-
-    def __init__(self, inner: BaseGate, *, allow_without_contract: bool) -> None:
-        self.inner = inner
-        self.allow_without_contract = allow_without_contract
-
-    def may_fail_over(self, *, contract: str | None, provider: str) -> GateDecision:
-        if contract is not None:
-            return self.inner.may_fail_over(contract=contract, provider=provider)
-        if self.allow_without_contract:
-            return GateDecision(
-                allowed=True, reason="allowed", detail="failover_without_contract: allow"
-            )
-        return GateDecision(
-            allowed=False,
-            reason="no_contract",
-            detail="the job names no contract and failover_without_contract is 'refuse'",
-        )

@@ -130,7 +130,10 @@ class Worker:
     # -- one attempt -----------------------------------------------------------------------
 
     def _launch(self, job: Job, provider: str, *, actor: str | None = None) -> Attempt:
-        attempt = self.engine.start_attempt(job.id, provider, actor=actor or self.settings.name)
+        model = getattr(self.providers.get(provider), "model", None)
+        attempt = self.engine.start_attempt(
+            job.id, provider, model=model, actor=actor or self.settings.name
+        )
         policy = job.policy
         self.scheduler.call_later(policy.attempt_timeout, lambda: self._on_deadline(attempt.id))
         if policy.hedge_after is not None:
