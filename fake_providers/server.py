@@ -51,8 +51,10 @@ class _Uvicorn(uvicorn.Server):
 
 
 def _bind(host: str, port: int) -> socket.socket:
-    family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    family, kind, proto, _, _ = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    # The explicit protocol matters: asyncio only sets TCP_NODELAY on accepted sockets
+    # whose proto is IPPROTO_TCP, and without it every response waits ~40 ms for an ACK.
+    sock = socket.socket(family, kind, proto)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
