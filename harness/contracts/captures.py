@@ -158,8 +158,11 @@ def check_coverage(
     for index, prompt in enumerate(captures.prompts):
         if prompt.sample not in samples:
             problems.append(f"prompts[{index}].sample: {prompt.sample!r} is not a sample")
+    repeats_of: dict[str, set[int]] = {}
+    for sample_id, repeat in seen:
+        repeats_of.setdefault(sample_id, set()).add(repeat)
     for sample in contract.samples:
-        have = sorted(r for s, r in seen if s == sample.id)
+        have = repeats_of.get(sample.id, set())
         count = prompts.get(sample.id)
         over = count is not None and count.tokens > contract.settings.token_budget
         if not have and over:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 WILDCARD = "*"
@@ -28,10 +28,10 @@ class Pointer:
 
     text: str
     segments: tuple[str, ...]
+    has_wildcard: bool = field(init=False, compare=False, repr=False)
 
-    @property
-    def has_wildcard(self) -> bool:
-        return WILDCARD in self.segments
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "has_wildcard", WILDCARD in self.segments)
 
     def __str__(self) -> str:
         return self.text
@@ -89,15 +89,19 @@ def _step(value: Any, segment: str) -> Any:
     return _MISSING
 
 
-def resolve(document: Any, pointer: Pointer) -> Iterator[tuple[str, Any]]:
-    """Yield ``(concrete path, value)`` for every value the pointer selects.
+def select(document: Any, pointer: Pointer) -> Iterator[tuple[tuple[str | int, ...], Any]]:
+    """Like ``resolve``, with each concrete path as segments (formatted only if needed)."""
+    if not pointer.has_wildcard:
+        value = get(document, pointer)
+        if value is not MISSING:
+            yield pointer.segments, value
+        return
 
-    A pointer without wildcards yields at most one pair; nothing when the path is absent.
-    """
-
-    def walk(value: Any, index: int, prefix: tuple[str | int, ...]) -> Iterator[tuple[str, Any]]:
+    def walk(
+        value: Any, index: int, prefix: tuple[str | int, ...]
+    ) -> Iterator[tuple[tuple[str | int, ...], Any]]:
         if index == len(pointer.segments):
-            yield format_pointer(prefix), value
+            yield prefix, value
             return
         segment = pointer.segments[index]
         if segment == WILDCARD:
@@ -112,7 +116,16 @@ def resolve(document: Any, pointer: Pointer) -> Iterator[tuple[str, Any]]:
         if child is not _MISSING:
             yield from walk(child, index + 1, (*prefix, segment))
 
-    return walk(document, 0, ())
+    yield from walk(document, 0, ())
+
+
+def resolve(document: Any, pointer: Pointer) -> Iterator[tuple[str, Any]]:
+    """Yield ``(concrete path, value)`` for every value the pointer selects.
+
+    A pointer without wildcards yields at most one pair; nothing when the path is absent.
+    """
+    for segments, value in select(document, pointer):
+        yield format_pointer(segments), value
 
 
 def get(document: Any, pointer: Pointer) -> Any:

@@ -41,11 +41,13 @@ from typing import Any
 from harness.contracts.pointer import (
     MISSING,
     Pointer,
+    format_pointer,
     get,
     is_number,
     json_equal,
     json_type,
     resolve,
+    select,
 )
 from harness.fingerprint import canonical_json
 
@@ -143,22 +145,26 @@ class PathRule(Rule):
         return (("path", self.path),)
 
     def _violations(self, output: Any, sample_input: Mapping[str, Any]) -> list[str]:
-        matches = list(resolve(output, self.path))
+        matches = list(select(output, self.path))
         if not matches and not self.path.has_wildcard:
             return [] if self.optional else [f"{self.path.text} is missing"]
         out: list[str] = []
-        for where, value in matches:
+        for segments, value in matches:
             if value is None and self.optional:
                 continue
-            out.extend(f"{where or '/'}: {problem}" for problem in self._value(value, sample_input))
+            problems = self._value(value, sample_input)
+            if problems:
+                where = format_pointer(segments) or "/"
+                out.extend(f"{where}: {problem}" for problem in problems)
         if self.unique:
-            seen: dict[str, str] = {}
-            for where, value in matches:
+            seen: dict[str, tuple[str | int, ...]] = {}
+            for segments, value in matches:
                 key = canonical_json(value)  # equal JSON values have equal canonical text
                 if key in seen:
-                    out.append(f"{where}: {show(value)} repeats {seen[key]}")
+                    first = format_pointer(seen[key])
+                    out.append(f"{format_pointer(segments)}: {show(value)} repeats {first}")
                 else:
-                    seen[key] = where
+                    seen[key] = segments
         return out
 
     def _value(self, value: Any, sample_input: Mapping[str, Any]) -> list[str]:

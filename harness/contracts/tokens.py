@@ -17,6 +17,7 @@ It never changes: a new approximation gets a new name, so stored counts stay com
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from typing import Protocol
@@ -38,6 +39,7 @@ class BaseTokenizer(Protocol):
         ...
 
 
+@functools.lru_cache(maxsize=1024)  # system prompts repeat across samples
 def approx_text_tokens(text: str) -> int:
     total = 0
     for piece in _PIECES.findall(text):

@@ -1,0 +1,150 @@
+"""Benchmark: captured responses per second checked by the offline contract verifier,
+against a bare compiled `jsonschema` validator on the same response texts.
+
+Both sides get the same texts and parse them with `json.loads`; the bare side then only
+asks a compiled Draft 2020-12 validator `is_valid`, while the verifier runs every check
+of the contract (finish reason, strict JSON, schema with formats, extra keys, each
+business rule, expected values, stability across repeats) and builds the report. The
+figure that matters is the ratio, because these machines are shared and absolute
+numbers wander. Each side is timed best-of-N in the same process.
+
+    python bench/contracts_offline.py [--samples 400] [--rounds 5] [--faulty 0.1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import yaml
+from jsonschema import Draft202012Validator
+
+from harness.contracts.captures import Captures
+from harness.contracts.checks import Response
+from harness.contracts.loader import parse_contract
+from harness.contracts.model import Contract
+from harness.contracts.verifier import verify_offline
+
+ROOT = Path(__file__).resolve().parents[1]
+CONTRACTS = ROOT / "contracts"
+
+
+def scaled_contract(name: str, samples: int) -> tuple[Contract, dict[str, dict]]:
+    """The bundled contract with its samples replicated to `samples` samples, and the
+    good output of each (from the bundled example capture)."""
+    data = yaml.safe_load((CONTRACTS / f"{name}.yaml").read_text())
+    captured = json.loads((CONTRACTS / "captures" / f"{name}.example.json").read_text())
+    good = {r["sample"]: json.loads(r["text"]) for r in captured["responses"]}
+    base = data["samples"]
+    data["samples"] = []
+    outputs = {}
+    for index in range(samples):
+        sample = dict(base[index % len(base)])
+        outputs[f"s{index}"] = good[sample["id"]]
+        sample["id"] = f"s{index}"
+        data["samples"].append(sample)
+    return parse_contract(yaml.safe_dump(data, sort_keys=False), file=f"{name}.yaml"), outputs
+
+
+def fault(output: dict, rng: random.Random) -> tuple[str, str]:
+    """A faulty answer of one of the kinds the fakes produce: (text, finish_reason)."""
+    kind = rng.choice(["extra_key", "prose", "wrong_type", "truncated"])
+    if kind == "extra_key":
+        return json.dumps({**output, "reasoning": "because"}), "stop"
+    if kind == "prose":
+        return "Sure! Here is the answer you asked for.", "stop"
+    if kind == "wrong_type":
+        key = next(iter(output))
+        return json.dumps({**output, key: 12345}), "stop"
+    return json.dumps(output)[:20], "length"
+
+
+def captures_for(
+    contract: Contract, outputs: dict[str, dict], faulty: float, seed: int
+) -> Captures:
+    rng = random.Random(seed)
+    responses = []
+    for sample in contract.samples:
+        for repeat in range(contract.settings.repeats):
+            if rng.random() < faulty:
+                text, finish = fault(outputs[sample.id], rng)
+            else:
+                text, finish = json.dumps(outputs[sample.id], ensure_ascii=False), "stop"
+            responses.append(
+                Response(sample=sample.id, repeat=repeat, text=text, finish_reason=finish)
+            )
+    return Captures(
+        contract=contract.name,
+        contract_hash=contract.hash,
+        provider="bench",
+        kind="openai",
+        model="bench-1",
+        prompts=(),
+        responses=tuple(responses),
+    )
+
+
+def best_of(rounds: int, work: Callable[[], object]) -> float:
+    best = float("inf")
+    for _ in range(rounds):
+        start = time.perf_counter()
+        work()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def bench(name: str, samples: int, rounds: int, faulty: float) -> float:
+    contract, outputs = scaled_contract(name, samples)
+    captures = captures_for(contract, outputs, faulty, seed=7)
+    texts = [r.text for r in captures.responses]
+    bare = Draft202012Validator(dict(contract.output_schema))
+
+    def verifier() -> object:
+        return verify_offline(contract, captures)
+
+    def baseline() -> object:
+        results = []
+        for text in texts:
+            try:
+                results.append(bare.is_valid(json.loads(text)))
+            except ValueError:
+                results.append(False)
+        return results
+
+    verifier()  # warm caches (compiled validator, regexes) on both sides
+    baseline()
+    count = len(texts)
+    verifier_rate = count / best_of(rounds, verifier)
+    bare_rate = count / best_of(rounds, baseline)
+    ratio = verifier_rate / bare_rate
+    print(
+        f"{name:<20} {count:>6} responses ({faulty:.0%} faulty, {len(contract.rules)} rules):"
+        f" verifier {verifier_rate:>9,.0f}/s   bare jsonschema {bare_rate:>9,.0f}/s"
+        f"   ratio {ratio:.2f}"
+    )
+    return ratio
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--samples", type=int, default=400, help="samples per contract")
+    parser.add_argument("--rounds", type=int, default=5, help="best of this many runs")
+    parser.add_argument("--faulty", type=float, default=0.1, help="share of faulty answers")
+    args, _ = parser.parse_known_args()  # dev.py passes every bench the same arguments
+    print("offline contract verifier vs bare compiled jsonschema validator (same texts)")
+    ratios = [
+        bench(name, args.samples, args.rounds, args.faulty)
+        for name in ("ticket-triage", "invoice-extraction", "changelog-summary")
+    ]
+    print(
+        f"ratio verifier/bare (geometric mean): "
+        f"{(ratios[0] * ratios[1] * ratios[2]) ** (1 / 3):.2f}"
+    )
+
+
+if __name__ == "__main__":
+    main()
