@@ -168,13 +168,27 @@ def serve(
 @config_option
 @contracts_option
 @click.option("--name", default=None, help="Worker name recorded in events (default: worker-PID).")
-@click.option("--poll-interval", default=0.5, show_default=True, type=click.FloatRange(0.01, 60))
+@click.option(
+    "--poll-interval",
+    default=0.5,
+    show_default=True,
+    type=click.FloatRange(0.01, 60),
+    help="Seconds between rounds of claiming new jobs and sweeping deadlines.",
+)
+@click.option(
+    "--reconcile-interval",
+    default=5.0,
+    show_default=True,
+    type=click.FloatRange(0.01, 3600),
+    help="Seconds between reconciliations of unknown attempts.",
+)
 def worker(
     database_url: str,
     config_path: Path | None,
     contracts_dir: Path | None,
     name: str | None,
     poll_interval: float,
+    reconcile_interval: float,
 ) -> None:
     """Run attempts for jobs in the database until interrupted (SIGINT/SIGTERM)."""
     import os
@@ -184,7 +198,9 @@ def worker(
     service = _service(
         config_path, database_url, contracts_dir, worker_name=name or f"worker-{os.getpid()}"
     )
-    service.worker.settings = replace(service.worker.settings, poll_interval=poll_interval)
+    service.worker.settings = replace(
+        service.worker.settings, poll_interval=poll_interval, reconcile_interval=reconcile_interval
+    )
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())

@@ -1,0 +1,251 @@
+"""Issue 4's acceptance over real loopback HTTP with the real fake providers and their
+ledger: double-click, timeout → unknown, hedged reverse order, kill -9 of a worker."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from fake_providers import FakeProviders, FakeServer
+from harness.api import create_app
+from harness.clock import VirtualClock
+from harness.config import ServiceConfig
+from harness.engine import Engine
+from harness.gate import AllowAllGate
+from harness.models import Policy
+from harness.providers.build import builtin_fake_providers
+from harness.scheduler import ManualScheduler, ThreadScheduler
+from harness.store.database import Database
+from harness.worker import Worker
+from tests.live import serve
+from tests.stepped_time import SteppedTime
+from tests.test_api import ALICE, BODY, _post_many
+
+pytestmark = pytest.mark.slow
+
+
+class Live:
+    def __init__(self, url: str, fakes: FakeProviders, worker: Worker) -> None:
+        self.url, self.fakes, self.worker = url, fakes, worker
+        self.client = httpx.Client(base_url=url, timeout=30, headers=ALICE)
+
+    def create(self, key: str, **body: object) -> dict:
+        response = self.client.post(
+            "/v1/jobs", json={**BODY, **body}, headers={"Idempotency-Key": key}
+        )
+        assert response.status_code == 201, response.text
+        return response.json()
+
+    def job(self, job_id: int) -> dict:
+        return self.client.get(f"/v1/jobs/{job_id}").json()
+
+    def wait_for(self, job_id: int, condition, seconds: float = 20) -> dict:
+        deadline = time.monotonic() + seconds
+        while True:
+            job = self.job(job_id)
+            if condition(job):
+                return job
+            assert time.monotonic() < deadline, f"condition never held: {job}"
+            time.sleep(0.01)
+
+    def ledger(self) -> list[tuple[str, bool]]:
+        return [(e.provider_kind, e.delivered) for e in self.fakes.ledger.entries()]
+
+
+@pytest.fixture
+def live(db: Database, request: pytest.FixtureRequest) -> Iterator[Live]:
+    """The API on a loopback socket, its worker on the built-in fakes; real time, or the
+    test's virtual time when parametrised with "virtual"."""
+    virtual = getattr(request, "param", "real") == "virtual"
+    clock = VirtualClock()
+    fakes = FakeProviders(time=SteppedTime(clock)) if virtual else FakeProviders()
+    scheduler = ManualScheduler(clock) if virtual else ThreadScheduler()
+    providers = builtin_fake_providers(fakes)
+    engine = Engine(db, gate=AllowAllGate(), clock=scheduler.clock)
+    worker = Worker(engine, providers, scheduler)
+    config = ServiceConfig(tokens={"alice-token": "alice", "bob-token": "bob"})
+    app = create_app(engine, worker, config, provider_names=lambda: set(providers))
+    with serve(app) as url:
+        made = Live(url, fakes, worker)
+        yield made
+        made.client.close()
+        fakes.release()
+    scheduler.close()
+
+
+def test_double_click_is_one_job_and_one_execution(live: Live) -> None:
+    context = multiprocessing.get_context("spawn")
+    barrier, queue = context.Barrier(4), context.Queue()
+    clients = [
+        context.Process(target=_post_many, args=(live.url, barrier, queue, 25)) for _ in range(4)
+    ]
+    for p in clients:
+        p.start()
+    answers = [a for _ in clients for a in queue.get(timeout=120)]
+    for p in clients:
+        p.join(30)
+    assert sorted(status for status, _, _ in answers) == [200] * 99 + [201]
+    assert len({job_id for _, job_id, _ in answers}) == 1
+    live.wait_for(answers[0][1], lambda j: j["status"] == "succeeded")
+    assert live.ledger() == [("openai", True)]
+
+
+def test_hang_past_the_timeout_is_unknown_until_resolved(live: Live) -> None:
+    live.fakes.script("hang", api="openai")
+    job = live.create("k1", policy={"attempt_timeout": 0.3})
+    blocked = live.wait_for(job["id"], lambda j: j["status"] == "blocked_unknown")
+    assert [a["state"] for a in blocked["attempts"]] == ["unknown"]
+    click = live.client.post(f"/v1/jobs/{job['id']}/attempts")
+    assert click.status_code == 409 and click.json()["reason"] == "unknown_attempt"
+    resolve = live.client.post(
+        f"/v1/jobs/{job['id']}/attempts/1/resolve",
+        json={"outcome": "failed", "reason": "provider: never ran"},
+    )
+    assert resolve.status_code == 200
+    click = live.client.post(f"/v1/jobs/{job['id']}/attempts")
+    assert click.status_code == 202 and click.json()["provider"] == "fallback"
+    done = live.wait_for(job["id"], lambda j: j["status"] == "succeeded")
+    assert [a["state"] for a in done["attempts"]] == ["failed", "succeeded"]
+    assert live.ledger() == [("openai", False), ("anthropic", True)]
+
+
+@pytest.mark.parametrize("live", ["virtual"], indirect=True)
+def test_hedged_fallback_wins_and_the_late_primary_is_discarded(live: Live) -> None:
+    """Primary answers after 30 s, fallback (hedged at 10 s) after 5 s, on the test's clock."""
+    scheduler: ManualScheduler = live.worker.scheduler  # type: ignore[assignment]
+    stepped: SteppedTime = live.fakes.time  # type: ignore[assignment]
+    live.fakes.script({"behaviour": "success", "latency": 30}, api="openai")
+    live.fakes.script({"behaviour": "success", "latency": 5}, api="anthropic")
+    job = live.create(
+        "k1", policy={"attempt_timeout": 60, "max_live_attempts": 2, "hedge_after": 10}
+    )
+    live.wait_for(job["id"], lambda j: j["attempts"] and j["attempts"][0]["state"] == "running")
+
+    def at(seconds: float) -> None:
+        scheduler.advance(seconds)
+        stepped.moved()
+
+    at(10)  # the hedge starts
+    live.wait_for(job["id"], lambda j: len(j["attempts"]) == 2)
+    at(5)  # t=15: the fallback answers
+    won = live.wait_for(job["id"], lambda j: j["status"] == "succeeded")
+    assert won["result"]["provider"] == "fallback"
+    at(15)  # t=30: the primary answers, late
+    late = live.wait_for(job["id"], lambda j: j["attempts"][0]["state"] == "superseded")
+    assert late["result"] == won["result"] and late["version"] == won["version"]
+    assert late["attempts"][0]["result"]["provider"] == "primary"  # kept for audit
+    events = live.client.get(f"/v1/jobs/{job['id']}/events").json()["events"]
+    discarded = [e for e in events if e["kind"] == "discarded_late_result"]
+    assert [e["attempt_id"] for e in discarded] == [late["attempts"][0]["id"]]
+    assert sorted(live.ledger()) == [("anthropic", True), ("openai", True)]
+
+
+# -- kill -9 of a worker ------------------------------------------------------------------
+
+
+def _harness(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "harness.cli", *args],
+        env={**os.environ, **(env or {})},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def test_worker_killed_mid_attempt_is_recovered_by_lookup_not_rerun(db_url, tmp_path) -> None:
+    fakes = FakeProviders()
+    with FakeServer(fakes) as server:
+        config = tmp_path / "harness.yaml"
+        config.write_text(
+            json.dumps(
+                {
+                    "tokens": {"alice-token": "alice"},
+                    "providers": [
+                        {
+                            "name": "primary",
+                            "kind": "openai",
+                            "base_url": server.openai_base_url,
+                            "model": "fake/success?latency=2",
+                            "lookup_url": f"{server.control_url}/lookup",
+                        },
+                        {
+                            "name": "fallback",
+                            "kind": "anthropic",
+                            "base_url": server.anthropic_base_url,
+                            "model": "claude-haiku-4-5",
+                            "lookup_url": f"{server.control_url}/lookup",
+                        },
+                    ],
+                    "defaults": {
+                        "providers": ["primary", "fallback"],
+                        "policy": {"attempt_timeout": 0.5},
+                    },
+                }
+            )
+        )
+        engine_db = Database(db_url)
+        app_engine = Engine(engine_db, gate=AllowAllGate())
+        app = create_app(
+            app_engine,
+            None,
+            ServiceConfig(
+                tokens={"alice-token": "alice"}, default_policy=Policy(attempt_timeout=0.5)
+            ),
+        )
+        with serve(app) as url, httpx.Client(base_url=url, headers=ALICE, timeout=30) as client:
+            job_id = client.post(
+                "/v1/jobs", json=BODY, headers={"Idempotency-Key": "crash"}
+            ).json()["id"]
+            args = (
+                "worker",
+                "--db",
+                db_url,
+                "--config",
+                str(config),
+                "--poll-interval",
+                "0.05",
+                "--reconcile-interval",
+                "0.1",
+            )
+            first = _harness(*args)
+            try:
+                deadline = time.monotonic() + 30
+                while not fakes.ledger.entries():  # the provider has the request: kill now
+                    assert first.poll() is None, first.stderr.read()
+                    assert time.monotonic() < deadline, "the worker never sent the request"
+                    time.sleep(0.01)
+            finally:
+                os.kill(first.pid, signal.SIGKILL)
+                first.wait(10)
+            stuck = client.get(f"/v1/jobs/{job_id}").json()
+            assert [a["state"] for a in stuck["attempts"]] == ["running"]
+
+            second = _harness(*args)
+            try:
+                deadline = time.monotonic() + 30
+                while (job := client.get(f"/v1/jobs/{job_id}").json())["status"] != "succeeded":
+                    assert second.poll() is None, second.stderr.read()
+                    assert time.monotonic() < deadline, job
+                    time.sleep(0.05)
+            finally:
+                second.terminate()
+                second.wait(10)
+            events = client.get(f"/v1/jobs/{job_id}/events").json()["events"]
+        engine_db.dispose()
+    kinds = [e["kind"] for e in events]
+    assert [a["state"] for a in job["attempts"]] == ["succeeded"]  # one attempt, never re-run
+    assert kinds.count("won") == 1 and "timed_out" in kinds and "resolved" in kinds
+    resolved = next(e for e in events if e["kind"] == "resolved")
+    assert resolved["detail"]["outcome"] == "succeeded"
+    assert resolved["actor"].endswith(":reconciler")
+    assert len(fakes.ledger.entries()) == 1  # exactly one provider execution
