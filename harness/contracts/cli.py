@@ -21,6 +21,7 @@ import getpass
 import json
 import re
 import sys
+import traceback
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
@@ -398,6 +399,11 @@ def verify(
             )
     except HarnessError as exc:
         fail(exc.message)
+    except OSError as exc:  # --capture into a missing directory, a full disk...
+        fail(f"{exc.filename or ''}: {exc.strerror or exc}")
+    except Exception as exc:  # a bug must not read as "contract violated" (exit 1)
+        traceback.print_exc()
+        fail(f"internal error: {type(exc).__name__}: {exc}")
     if junit_path is not None:
         write_junit(junit_path, [_verification_suite(verification)])
     if as_json:
@@ -534,6 +540,9 @@ def gate(
         links = check_chains(verdict_gate, chains)
     except HarnessError as exc:
         fail(exc.message)
+    except Exception as exc:  # a bug must not read as "refused" (exit 1)
+        traceback.print_exc()
+        fail(f"internal error: {type(exc).__name__}: {exc}")
     refused = [link for link in links if not link.allowed]
     if junit_path is not None:
         cases = [

@@ -364,3 +364,15 @@ def test_bundled_contracts_verify_offline_through_the_cli(tmp_path: Path, monkey
         capture = f"contracts/captures/{name}.example.json"
         result = run("verify", name, "--provider", "example", "--offline", capture, "--no-record")
         assert result.exit_code == 0, result.output
+
+
+def test_a_crashing_adapter_exits_2_not_1(env, script) -> None:
+    def crash(request):
+        raise RuntimeError("adapter bug")
+
+    from harness.cli import main
+
+    script("fallback", [crash])
+    result = CliRunner().invoke(main, ["contracts", "verify", "mini", "--provider", "fallback"])
+    assert result.exit_code == 2
+    assert "internal error: RuntimeError: adapter bug" in result.output
