@@ -5,6 +5,8 @@ Exit codes: 0 stopped by a signal, 1 could not listen, 2 usage error (click).
 
 from __future__ import annotations
 
+import signal
+
 import click
 from uvicorn.config import LOGGING_CONFIG
 
@@ -47,4 +49,14 @@ def serve(host: str, port: int, access_log: bool) -> None:
     click.echo(f"  OpenAI base_url:    {server.openai_base_url}")
     click.echo(f"  Anthropic base_url: {server.anthropic_base_url}")
     click.echo(f"  control API:        {server.control_url}")
-    server.serve_forever()
+    # uvicorn shuts down gracefully, then re-raises the signal it caught; make that an
+    # ordinary exit 0 rather than death by SIGTERM or a KeyboardInterrupt traceback.
+    signal.signal(signal.SIGTERM, _exit_quietly)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+
+
+def _exit_quietly(signum: int, frame: object) -> None:
+    raise SystemExit(0)

@@ -1,0 +1,136 @@
+"""The ledger: one entry per execution, what it billed, whether it finished and arrived,
+and the lookup a reconciler asks. Time-dependent cases run on virtual time."""
+
+from __future__ import annotations
+
+import threading
+
+import httpx
+import pytest
+
+from fake_providers import Behaviour, FakeProviders, FakeTransport, VirtualTime
+from harness.providers import ATTEMPT_HEADER
+
+URL = "http://fake.test/openai/v1/chat/completions"
+BODY = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hello there"}]}
+
+
+@pytest.fixture
+def client(fakes: FakeProviders) -> httpx.Client:
+    return httpx.Client(transport=FakeTransport(fakes))
+
+
+def test_entry_records_who_what_and_how_much(fakes, client) -> None:
+    client.post(URL, json=BODY, headers={ATTEMPT_HEADER: "att-1", "x-stainless-retry-count": "2"})
+    (entry,) = fakes.ledger.entries()
+    assert entry.attempt_id == "att-1"
+    assert entry.sdk_retry_count == 2
+    assert (entry.provider_kind, entry.model, entry.behaviour) == (
+        "openai",
+        "gpt-4o-mini",
+        "success",
+    )
+    assert entry.input_tokens == entry.response["usage"]["prompt_tokens"] > 0
+    assert entry.output_tokens == entry.response["usage"]["completion_tokens"] > 0
+    assert entry.billed and entry.finished and entry.delivered
+    assert entry.to_json()["request_id"] == entry.request_id
+
+
+def test_unbilled_failures_are_still_executions(fakes, client) -> None:
+    fakes.script("server_error", "rate_limit", "hang")
+    client.post(URL, json=BODY)
+    client.post(URL, json=BODY)
+    with pytest.raises(httpx.ReadTimeout):
+        client.post(URL, json=BODY, timeout=5)
+    entries = fakes.ledger.entries()
+    assert [e.status_code for e in entries] == [500, 429, None]
+    assert [e.billed for e in entries] == [False, False, False]
+    assert [e.finished for e in entries] == [True, True, False]
+
+
+def test_timeout_during_latency_is_unknown_until_the_work_finishes(fakes, client) -> None:
+    """The caller gives up after 1 s; the provider goes on and finishes at 10 s. The
+    ledger (and a lookup) tell the truth at each moment, on the fakes' virtual clock."""
+    fakes.script(Behaviour(name="success", latency=10.0), attempt_id="slow")
+    with pytest.raises(httpx.ReadTimeout):
+        client.post(URL, json=BODY, headers={ATTEMPT_HEADER: "slow"}, timeout=1.0)
+    (entry,) = fakes.ledger.entries()
+    assert entry.billed and not entry.finished and not entry.delivered
+    assert fakes.ledger.lookup(attempt_id="slow")["finished"] is False
+    fakes.time.sleep(9.0)
+    lookup = fakes.ledger.lookup(attempt_id="slow")
+    assert lookup["finished"] and not lookup["delivered"]
+    assert lookup["response"]["choices"][0]["message"]["content"]
+
+
+def test_cut_stream_is_billed_but_not_delivered(fakes, client) -> None:
+    fakes.script("stream_cut")
+    with pytest.raises(httpx.RemoteProtocolError):
+        client.post(URL, json={**BODY, "stream": True})
+    (entry,) = fakes.ledger.entries()
+    assert entry.billed and not entry.delivered and entry.stream
+
+
+def test_caller_that_stops_reading_is_not_delivered(fakes, client) -> None:
+    with client.stream("POST", URL, json={**BODY, "stream": True}) as response:
+        next(response.iter_lines())
+    assert not fakes.ledger.entries()[0].delivered
+
+
+def test_lookup_prefers_the_execution_that_produced_an_answer(fakes, client) -> None:
+    fakes.script("server_error", "success", "server_error", attempt_id="r")
+    for _ in range(3):
+        client.post(URL, json=BODY, headers={ATTEMPT_HEADER: "r"})
+    lookup = fakes.ledger.lookup(attempt_id="r")
+    assert lookup["executions"] == 3
+    assert lookup["status_code"] == 200 and lookup["behaviour"] == "success"
+
+
+def test_lookup_of_a_failure_reports_it_finished_without_billing(fakes, client) -> None:
+    fakes.script("reset_before_headers", attempt_id="f")
+    with pytest.raises(httpx.RemoteProtocolError):
+        client.post(URL, json=BODY, headers={ATTEMPT_HEADER: "f"})
+    lookup = fakes.ledger.lookup(attempt_id="f")
+    assert lookup["finished"] and not lookup["billed"] and lookup["response"] is None
+
+
+def test_lookup_filters_by_provider_kind(fakes, client) -> None:
+    client.post(URL, json=BODY, headers={ATTEMPT_HEADER: "k"})
+    assert fakes.ledger.lookup(attempt_id="k", provider_kind="anthropic")["found"] is False
+    assert fakes.ledger.lookup(attempt_id="k", provider_kind="openai")["found"] is True
+
+
+def test_wait_for_blocks_until_entries_arrive() -> None:
+    fakes = FakeProviders(time=VirtualTime())
+    client = httpx.Client(transport=FakeTransport(fakes))
+    arrived = threading.Event()
+    worker = threading.Thread(
+        target=lambda: (arrived.wait(5), client.post(URL, json=BODY, headers={ATTEMPT_HEADER: "w"}))
+    )
+    worker.start()
+    arrived.set()
+    (entry,) = fakes.ledger.wait_for(1, attempt_id="w", timeout=5)
+    worker.join(5)
+    assert entry.attempt_id == "w"
+    with pytest.raises(TimeoutError):
+        fakes.ledger.wait_for(2, attempt_id="w", timeout=0.01)
+
+
+def test_concurrent_requests_get_distinct_ids(fakes) -> None:
+    """Many threads at once through one transport: every execution is counted once."""
+    client = httpx.Client(transport=FakeTransport(fakes))
+    start = threading.Barrier(8)
+
+    def call(i: int) -> None:
+        start.wait(5)
+        client.post(URL, json=BODY, headers={ATTEMPT_HEADER: f"c{i}"})
+
+    threads = [threading.Thread(target=call, args=(i,)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(5)
+    entries = fakes.ledger.entries()
+    assert len(entries) == 8
+    assert len({e.request_id for e in entries}) == 8
+    assert {e.attempt_id for e in entries} == {f"c{i}" for i in range(8)}
