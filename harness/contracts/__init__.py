@@ -4,10 +4,11 @@
                                                         (checks: pure)           |
     engine/API: VerdictGate.may_fail_over(contract=, provider=) <-- decide (pure)+
 
-Modules: ``loader`` (files, errors naming file and field), ``registry`` (contracts by
-name), ``rules`` and ``checks`` (pure checks), ``verifier`` (online and offline),
-``captures`` (capture files), ``verdicts`` (store and export), ``gate`` (the decision
-and the gate), ``chains`` (failover chains of the configuration), ``cli``.
+Modules: ``source`` (file text to data, with lines), ``loader`` (files, errors naming
+file and field), ``registry`` (contracts by name), ``rules`` and ``checks`` (pure
+checks), ``verifier`` (online and offline), ``captures`` (capture files), ``verdicts``
+(store and export), ``gate`` (the decision and the gate), ``chains`` (failover chains of
+the configuration), ``cli``.
 """
 
 from harness.contracts.captures import CaptureError, Captures, read_captures, write_captures
@@ -20,7 +21,7 @@ from harness.contracts.gate import (
     VerdictGate,
     decide,
 )
-from harness.contracts.loader import Problem, contract_hash, load_contract, parse_contract
+from harness.contracts.loader import contract_hash, load_contract, parse_contract
 from harness.contracts.model import Contract, Sample, Settings, Variable
 from harness.contracts.registry import (
     CONTRACTS_DIR_ENV,
@@ -35,6 +36,7 @@ from harness.contracts.schema import (
     GATE_REPORT_SCHEMA,
     VERDICT_EXPORT_SCHEMA,
 )
+from harness.contracts.source import Problem
 from harness.contracts.tokens import ApproxTokenizer, BaseTokenizer, get_tokenizer
 from harness.contracts.verdicts import (
     export_verdicts,

@@ -27,9 +27,9 @@ from typing import Any
 from jsonschema import Draft202012Validator
 
 from harness.contracts.checks import PromptCount, Response
-from harness.contracts.loader import field_name
 from harness.contracts.model import Contract
 from harness.contracts.schema import CAPTURE_FORMAT, CAPTURE_SCHEMA
+from harness.contracts.source import field_name
 from harness.errors import ContractError
 
 _VALIDATOR = Draft202012Validator(CAPTURE_SCHEMA)

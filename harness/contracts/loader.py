@@ -19,15 +19,11 @@ The contract's hash is the SHA-256 of its text with line endings normalised to `
 from __future__ import annotations
 
 import hashlib
-import json
-import math
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError as JsonSchemaError
 from jsonschema.exceptions import ValidationError
@@ -59,8 +55,16 @@ from harness.contracts.rules import (
 )
 from harness.contracts.schema import CONTRACT_SCHEMA
 from harness.contracts.schemapath import PathNotDeclared, declared_types, schema_types
+from harness.contracts.source import (
+    Problem,
+    field_name,
+    line_of,
+    load_error,
+    non_json,
+    parse_source,
+    split_field,
+)
 from harness.contracts.template import TemplateSyntaxError, placeholders
-from harness.errors import ContractLoadError
 
 CONTRACT_SUFFIXES = (".yaml", ".yml", ".json")
 
@@ -85,177 +89,11 @@ _ORDERABLE = frozenset({"number", "integer", "string"})
 _NUMERIC = frozenset({"number", "integer"})
 
 
-@dataclass(frozen=True)
-class Problem:
-    """One thing wrong with one contract file."""
-
-    file: str
-    field: str  # e.g. "rules[2].path"; "" for the whole file
-    message: str
-    line: int | None = None
-
-    def __str__(self) -> str:
-        where = self.file if self.line is None else f"{self.file}:{self.line}"
-        return (
-            f"{where}: {self.field}: {self.message}" if self.field else f"{where}: {self.message}"
-        )
-
-
-def load_error(problems: list[Problem]) -> ContractLoadError:
-    """One ContractLoadError carrying every problem; its message lists them all."""
-    lines = [str(p) for p in problems]
-    head = lines[0] if len(lines) == 1 else f"{len(lines)} problems in contract files:"
-    message = head if len(lines) == 1 else "\n".join([head, *("  " + line for line in lines)])
-    error = ContractLoadError(message, problems=problems)
-    error.problems = problems  # type: ignore[attr-defined]
-    return error
-
-
 class _FieldProblem(Exception):
     def __init__(self, field: str, message: str) -> None:
         super().__init__(message)
         self.field = field
         self.message = message
-
-
-# --- syntax ------------------------------------------------------------------------
-
-
-class _Loader(yaml.SafeLoader):
-    """Safe YAML with JSON-like scalars: no timestamps, only true/false are booleans."""
-
-
-_Loader.yaml_implicit_resolvers = {
-    first: [
-        (tag, regexp)
-        for tag, regexp in resolvers
-        if tag not in ("tag:yaml.org,2002:timestamp", "tag:yaml.org,2002:bool")
-    ]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
-_Loader.add_implicit_resolver(
-    "tag:yaml.org,2002:bool",
-    re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
-    list("tTfF"),
-)
-
-
-def _construct_mapping(loader: _Loader, node: yaml.MappingNode, deep: bool = False) -> Any:
-    seen: dict[Any, yaml.Node] = {}
-    for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=deep)
-        try:
-            duplicate = key in seen
-        except TypeError:
-            duplicate = False
-        if duplicate:
-            raise yaml.constructor.ConstructorError(
-                "while constructing a mapping",
-                node.start_mark,
-                f"found duplicate key {key!r} (first at line {seen[key].start_mark.line + 1})",
-                key_node.start_mark,
-            )
-        seen[key] = key_node
-    return loader.construct_mapping(node, deep=deep)
-
-
-_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
-
-
-@dataclass
-class _Parsed:
-    data: Any
-    node: yaml.Node | None  # for line numbers; None for JSON
-
-
-def _parse(text: str, file: str, suffix: str) -> _Parsed:
-    if suffix == ".json":
-
-        def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
-            out: dict[str, Any] = {}
-            for key, value in items:
-                if key in out:
-                    raise ValueError(f"duplicate key {key!r}")
-                out[key] = value
-            return out
-
-        def constant(name: str) -> Any:
-            raise ValueError(f"{name} is not JSON")
-
-        try:
-            return _Parsed(json.loads(text, object_pairs_hook=pairs, parse_constant=constant), None)
-        except json.JSONDecodeError as exc:
-            raise load_error([Problem(file, "", f"invalid JSON: {exc.msg}", exc.lineno)]) from None
-        except ValueError as exc:
-            raise load_error([Problem(file, "", f"invalid JSON: {exc}")]) from None
-    loader = _Loader(text)
-    try:
-        node = loader.get_single_node()
-        data = loader.construct_document(node) if node is not None else None
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line = mark.line + 1 if mark is not None else None
-        problem = " ".join(str(part) for part in (exc.context, exc.problem) if part)
-        raise load_error([Problem(file, "", f"invalid YAML: {problem}", line)]) from None
-    except yaml.YAMLError as exc:
-        raise load_error([Problem(file, "", f"invalid YAML: {exc}")]) from None
-    finally:
-        loader.dispose()
-    return _Parsed(data, node)
-
-
-def field_name(path: Iterable[Any]) -> str:
-    """``['rules', 2, 'path']`` -> ``rules[2].path``."""
-    out = ""
-    for part in path:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            text = str(part)
-            simple = re.fullmatch(r"[A-Za-z_$][A-Za-z0-9_$-]*", text) is not None
-            out += (f".{text}" if out else text) if simple else f"[{json.dumps(text)}]"
-    return out
-
-
-def _line(node: yaml.Node | None, path: Iterable[Any]) -> int | None:
-    """The line of the deepest YAML node along ``path`` (1-based)."""
-    if node is None:
-        return None
-    line = node.start_mark.line + 1
-    for part in path:
-        child = None
-        if isinstance(node, yaml.MappingNode):
-            for key_node, value_node in node.value:
-                if getattr(key_node, "value", None) == str(part):
-                    child = value_node
-                    line = key_node.start_mark.line + 1
-                    break
-        elif (
-            isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value)
-        ):
-            child = node.value[part]
-            line = child.start_mark.line + 1
-        if child is None:
-            return line
-        node = child
-    return line
-
-
-def _non_json(value: Any, path: tuple[Any, ...] = ()) -> Iterable[tuple[tuple[Any, ...], str]]:
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if not isinstance(key, str):
-                yield (*path, str(key)), f"key {key!r} must be a string (quote it)"
-            else:
-                yield from _non_json(item, (*path, key))
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            yield from _non_json(item, (*path, index))
-    elif isinstance(value, float):
-        if not math.isfinite(value):
-            yield path, f"{value!r} is not a JSON number"
-    elif not (value is None or isinstance(value, bool | int | str)):
-        yield path, f"a {type(value).__name__} is not a JSON value"
 
 
 # --- structure -----------------------------------------------------------------------
@@ -638,23 +476,23 @@ def parse_contract(text: str, *, file: str = "<string>", suffix: str = ".yaml") 
     """Build a Contract from a file's text. Raises ContractLoadError naming every problem."""
     if text.startswith("\ufeff"):
         text = text[1:]
-    parsed = _parse(text, file, suffix)
+    parsed = parse_source(text, file, suffix)
     data = parsed.data
 
     def problems(found: Iterable[tuple[tuple[Any, ...] | str, str]]) -> list[Problem]:
         out = []
         for path, message in found:
             if isinstance(path, str):
-                parts = _split_field(path)
-                out.append(Problem(file, path, message, _line(parsed.node, parts)))
+                parts = split_field(path)
+                out.append(Problem(file, path, message, line_of(parsed.node, parts)))
             else:
-                out.append(Problem(file, field_name(path), message, _line(parsed.node, path)))
+                out.append(Problem(file, field_name(path), message, line_of(parsed.node, path)))
         return out
 
     if not isinstance(data, dict):
         what = "empty" if data is None else f"a {json_type(data)}"
         raise load_error([Problem(file, "", f"a contract must be a mapping, not {what}")])
-    found = problems(_non_json(data))
+    found = problems(non_json(data))
     if found:
         raise load_error(found)
     found = problems(_schema_problems(data))
@@ -665,18 +503,6 @@ def parse_contract(text: str, *, file: str = "<string>", suffix: str = ".yaml") 
     if contract is None:
         raise load_error(problems(builder.problems))
     return contract
-
-
-def _split_field(field: str) -> list[Any]:
-    parts: list[Any] = []
-    for match in re.finditer(r'\[(\d+)\]|\["((?:[^"\\]|\\.)*)"\]|\.?([^.\[]+)', field):
-        if match.group(1) is not None:
-            parts.append(int(match.group(1)))
-        elif match.group(2) is not None:
-            parts.append(json.loads(f'"{match.group(2)}"'))
-        else:
-            parts.append(match.group(3))
-    return parts
 
 
 def load_contract(path: str | Path) -> Contract:

@@ -11,8 +11,9 @@ import os
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
-from harness.contracts.loader import CONTRACT_SUFFIXES, Problem, load_contract, load_error
+from harness.contracts.loader import CONTRACT_SUFFIXES, load_contract
 from harness.contracts.model import Contract
+from harness.contracts.source import Problem, load_error
 from harness.errors import ContractError, ContractLoadError
 
 DEFAULT_CONTRACTS_DIR = "contracts"
