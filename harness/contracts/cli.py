@@ -389,14 +389,6 @@ def verify(
             )
         if capture_path is not None:
             write_captures(capture_path, verification.captures())
-        verdict = None
-        if record:
-            verdict = record_verdict(
-                _database(database_url),
-                verification,
-                created_by=created_by or _os_user(),
-                now=SystemClock().now(),
-            )
     except HarnessError as exc:
         fail(exc.message)
     except OSError as exc:  # --capture into a missing directory, a full disk...
@@ -404,6 +396,18 @@ def verify(
     except Exception as exc:  # a bug must not read as "contract violated" (exit 1)
         traceback.print_exc()
         fail(f"internal error: {type(exc).__name__}: {exc}")
+    verdict = None
+    not_recorded = None
+    if record:
+        try:  # the report is shown even when the database refuses the verdict
+            verdict = record_verdict(
+                _database(database_url),
+                verification,
+                created_by=created_by or _os_user(),
+                now=SystemClock().now(),
+            )
+        except HarnessError as exc:
+            not_recorded = exc.message
     if junit_path is not None:
         write_junit(junit_path, [_verification_suite(verification)])
     if as_json:
@@ -417,6 +421,8 @@ def verify(
         click.echo(json.dumps(document, indent=2))
     else:
         _print_verification(verification, verdict)
+    if not_recorded is not None:
+        fail(f"the verdict was not recorded: {not_recorded}")
     sys.exit(0 if verification.passed else 1)
 
 

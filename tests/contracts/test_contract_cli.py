@@ -207,6 +207,8 @@ def test_database_without_schema_exits_2(env, tmp_path: Path, script) -> None:
     empty = f"sqlite:///{tmp_path / 'empty.sqlite3'}"
     result = run("verify", "mini", "--provider", "fallback", "--db", empty)
     assert result.exit_code == 2
+    assert "PASSED; verdict not recorded" in result.output  # the report is still shown
+    assert "error: the verdict was not recorded:" in result.output
     assert "harness db upgrade" in result.output
 
 
