@@ -94,6 +94,7 @@ class _Play:
         self.releaser: Releaser = fakes.releaser
 
     async def run(self) -> None:
+        unresettable = False
         async with anyio.create_task_group() as group:
             group.start_soon(self._watch_hang_up, group.cancel_scope)
             try:
@@ -102,9 +103,16 @@ class _Play:
                     if isinstance(step, Chunk) and isinstance(following, Complete):
                         await self._finish(step.data)
                         break
+                    if isinstance(step, Stall):
+                        await self.releaser.wait_async()
+                    if isinstance(step, Stall | Drop):
+                        unresettable = not await self._drop()
+                        break
                     await self._play(step)
             finally:
                 group.cancel_scope.cancel()
+        if unresettable:
+            raise ConnectionDropped("the fake drops this connection")
 
     async def _watch_hang_up(self, scope: anyio.CancelScope) -> None:
         while (await self.receive())["type"] != "http.disconnect":
@@ -115,11 +123,6 @@ class _Play:
         match step:
             case Pause(seconds=seconds):
                 await self.fakes.time.sleep_async(seconds)
-            case Stall():
-                await self.releaser.wait_async()
-                await self._drop()
-            case Drop():
-                await self._drop()
             case Head(status=status, headers=headers):
                 raw = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers]
                 await self.send({"type": "http.response.start", "status": status, "headers": raw})
@@ -135,10 +138,11 @@ class _Play:
             self.fakes.ledger.mark_delivered(self.exchange.request_id)
         await self.send({"type": "http.response.body", "body": data, "more_body": False})
 
-    async def _drop(self) -> None:
+    async def _drop(self) -> bool:
+        """Reset the connection; False when this server gave no way to do it."""
         transport = self.scope.get("state", {}).get(TRANSPORT_STATE_KEY)
         if transport is None:
-            raise ConnectionDropped("the fake drops this connection")
+            return False
         sock = transport.get_extra_info("socket")
         if sock is not None:
             # Linger 0: close() sends RST instead of FIN, as a crashed upstream would.
@@ -146,3 +150,4 @@ class _Play:
         transport.abort()
         # The hang-up watcher cancels us once the server notices the closed connection.
         await anyio.sleep_forever()
+        return True  # pragma: no cover - cancelled above

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import httpx
 
-from fake_providers import FakeProviders, FakeTransport
 from harness.errors import ProviderConfigError
 from harness.providers.anthropic_messages import AnthropicMessagesProvider
 from harness.providers.base import BaseProvider
@@ -19,6 +19,9 @@ from harness.providers.config import ProviderConfig, ProviderKind
 from harness.providers.http_provider import BaseHttpProvider
 from harness.providers.openai_chat import OpenAIChatProvider
 from harness.providers.secrets import Secret
+
+if TYPE_CHECKING:
+    from fake_providers import FakeProviders
 
 BUILTIN_FAKE_ROOT = "http://fake-providers.invalid"
 """Where the built-in fakes live; no request to it ever leaves the process."""
@@ -91,5 +94,7 @@ def builtin_fake_providers(fakes: FakeProviders | None = None) -> dict[str, Base
 
     Both share `fakes` (one ledger, one set of scripts); pass your own `FakeProviders`
     to script them and read the ledger. No network is used."""
+    from fake_providers import FakeProviders, FakeTransport  # the server stack only when used
+
     client = httpx.Client(transport=FakeTransport(fakes if fakes is not None else FakeProviders()))
     return build_providers(BUILTIN_FAKES, client=client, environ={})
