@@ -24,6 +24,11 @@ ENV = "HARNESS_TEST_PROVIDER_KEY"
 KINDS = ("openai", "openai_compatible", "anthropic")
 
 
+def timeout_for(behaviour: BehaviourName) -> float:
+    """Short only where the caller's timeout is the only way out (see the outcome test)."""
+    return 0.2 if behaviour in (BehaviourName.HANG, BehaviourName.STREAM_STALL) else 10.0
+
+
 def _log_text(caplog: pytest.LogCaptureFixture) -> str:
     formatter = logging.Formatter("%(name)s %(levelname)s %(message)s")
     return "\n".join(formatter.format(record) for record in caplog.records)
@@ -50,7 +55,7 @@ def test_api_key_appears_nowhere(target, caplog, monkeypatch) -> None:
                     stream=stream,
                     attempt_id=attempt,
                 )
-                outcome = adapter.complete(request, timeout=0.2)
+                outcome = adapter.complete(request, timeout=timeout_for(behaviour))
                 texts += [repr(outcome), str(outcome.error)]
                 texts.append(repr(adapter.lookup(attempt)))
         if kind == "anthropic":
@@ -79,23 +84,14 @@ def test_api_key_appears_nowhere(target, caplog, monkeypatch) -> None:
 
 def test_sdk_errors_never_show_the_key(live, caplog) -> None:
     caplog.set_level(logging.DEBUG)
-    oa = openai.OpenAI(base_url=live.openai_base_url, api_key=KEY, max_retries=0, timeout=0.3)
-    an = anthropic.Anthropic(
-        base_url=live.anthropic_base_url, api_key=KEY, max_retries=0, timeout=0.3
-    )
+    oa = openai.OpenAI(base_url=live.openai_base_url, api_key=KEY, max_retries=0)
+    an = anthropic.Anthropic(base_url=live.anthropic_base_url, api_key=KEY, max_retries=0)
     texts: list[str] = []
-    prompt = [{"role": "user", "content": "hi"}]
     for behaviour in BehaviourName:
-        model = f"fake/{behaviour.value}"
-        calls = (
-            lambda m=model: oa.chat.completions.create(model=m, messages=prompt),
-            lambda m=model: list(
-                an.messages.create(model=m, max_tokens=50, messages=prompt, stream=True)
-            ),
-        )
-        for call in calls:
+        model, timeout = f"fake/{behaviour.value}", timeout_for(behaviour)
+        for call in (_call_openai, _call_anthropic):
             try:
-                texts.append(repr(call()))
+                texts.append(repr(call(oa, an, model, timeout)))
             except Exception as exc:  # SDK errors, and raw transport errors mid-stream
                 texts += [str(exc), repr(exc)]
     oa.close()
@@ -104,3 +100,17 @@ def test_sdk_errors_never_show_the_key(live, caplog) -> None:
     assert len(live.fakes.ledger.entries()) == 2 * len(BehaviourName)
     for text in [*texts, _log_text(caplog)]:
         assert KEY not in text
+
+
+PROMPT = [{"role": "user", "content": "hi"}]
+
+
+def _call_openai(oa: openai.OpenAI, an: anthropic.Anthropic, model: str, timeout: float):
+    return oa.chat.completions.create(model=model, messages=PROMPT, timeout=timeout)
+
+
+def _call_anthropic(oa: openai.OpenAI, an: anthropic.Anthropic, model: str, timeout: float):
+    stream = an.messages.create(
+        model=model, max_tokens=50, messages=PROMPT, stream=True, timeout=timeout
+    )
+    return list(stream)
