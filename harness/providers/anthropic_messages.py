@@ -140,12 +140,8 @@ class AnthropicMessagesProvider(BaseHttpProvider):
 
 
 class _EventReader(BaseStreamReader):
-    def __init__(self) -> None:
-        self.parts: list[str] = []
-        self.stop: str | None = None
-        self.model: str | None = None
-        self.usage: dict[str, int] = {}
-        self.done = False
+    terminator = "message_stop"
+    finish_reasons = STOP_REASONS
 
     def feed(self, event: Event) -> None:
         if self.done:
@@ -168,19 +164,7 @@ class _EventReader(BaseStreamReader):
             if delta.get("type") == "text_delta" and isinstance(delta.get("text"), str):
                 self.parts.append(delta["text"])
         elif kind == "message_delta":
-            self.stop = (data.get("delta") or {}).get("stop_reason") or self.stop
+            self.finish = (data.get("delta") or {}).get("stop_reason") or self.finish
             self.usage.update(_usage(data.get("usage")))
         elif kind == "message_stop":
             self.done = True
-
-    def answer(self) -> Answer:
-        if not self.done:
-            raise Failure(Signal.STREAM_INCOMPLETE, "the stream ended without message_stop")
-        if self.stop is None:
-            raise Failure(Signal.STREAM_INCOMPLETE, "the stream ended without a stop_reason")
-        return Answer(
-            text="".join(self.parts),
-            finish_reason=STOP_REASONS.get(self.stop, self.stop),
-            model=self.model,
-            usage=self.usage,
-        )

@@ -8,6 +8,7 @@ is a new attempt, decided by the engine).
 
 from __future__ import annotations
 
+import abc
 import json
 import logging
 import time
@@ -46,17 +47,39 @@ class Answer:
     usage: dict[str, int] = field(default_factory=dict)
 
 
-class BaseStreamReader:
-    """Accumulates one streamed answer; `answer()` refuses an unfinished one."""
+class BaseStreamReader(abc.ABC):
+    """Accumulates one streamed answer; `answer()` refuses an unfinished one.
 
-    def feed(self, event: Event) -> None:
-        raise NotImplementedError
+    Subclasses read their API's events in `feed`, appending text to `parts` and setting
+    `finish` (the API's own word), `model`, `usage`, and `done` at the terminator."""
+
+    terminator: ClassVar[str]  # named in the error when the stream stops short
+    finish_reasons: ClassVar[Mapping[str, str]]  # the API's finish words -> ours
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+        self.finish: str | None = None
+        self.model: str | None = None
+        self.usage: dict[str, int] = {}
+        self.done = False
+
+    @abc.abstractmethod
+    def feed(self, event: Event) -> None: ...
 
     def answer(self) -> Answer:
-        raise NotImplementedError
+        if not self.done:
+            raise Failure(Signal.STREAM_INCOMPLETE, f"the stream ended without {self.terminator}")
+        if self.finish is None:
+            raise Failure(Signal.STREAM_INCOMPLETE, "the stream ended without a finish reason")
+        return Answer(
+            text="".join(self.parts),
+            finish_reason=self.finish_reasons.get(self.finish, self.finish),
+            model=self.model,
+            usage=self.usage,
+        )
 
 
-class BaseHttpProvider:
+class BaseHttpProvider(abc.ABC):
     kind: str
     request_id_header: ClassVar[str]
 
@@ -100,21 +123,21 @@ class BaseHttpProvider:
 
     # -- what subclasses define ------------------------------------------------------
 
-    def _url(self) -> str:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def _url(self) -> str: ...
 
-    def _auth_headers(self, key: str) -> dict[str, str]:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def _auth_headers(self, key: str) -> dict[str, str]: ...
 
-    def _body(self, request: CompletionRequest) -> dict[str, Any]:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def _body(self, request: CompletionRequest) -> dict[str, Any]: ...
 
+    @abc.abstractmethod
     def _parse(self, data: Any) -> Answer:
         """A whole answer from a 2xx body; raise Failure if it is not one."""
-        raise NotImplementedError
 
-    def _stream_reader(self) -> BaseStreamReader:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def _stream_reader(self) -> BaseStreamReader: ...
 
     def _refine(self, signal: Signal, body: Any) -> Signal:
         """A sharper signal from an error body (e.g. a 400 that is a context overflow)."""

@@ -124,12 +124,8 @@ def _message(body: Mapping[str, Any]) -> str | None:
 
 
 class _ChunkReader(BaseStreamReader):
-    def __init__(self) -> None:
-        self.parts: list[str] = []
-        self.finish: str | None = None
-        self.model: str | None = None
-        self.usage: dict[str, int] = {}
-        self.done = False
+    terminator = "[DONE]"
+    finish_reasons = FINISH_REASONS
 
     def feed(self, event: Event) -> None:
         if self.done:
@@ -156,15 +152,3 @@ class _ChunkReader(BaseStreamReader):
                 self.parts.append(delta["content"])
             if choice.get("finish_reason"):
                 self.finish = choice["finish_reason"]
-
-    def answer(self) -> Answer:
-        if not self.done:
-            raise Failure(Signal.STREAM_INCOMPLETE, "the stream ended without [DONE]")
-        if self.finish is None:
-            raise Failure(Signal.STREAM_INCOMPLETE, "the stream ended without a finish_reason")
-        return Answer(
-            text="".join(self.parts),
-            finish_reason=FINISH_REASONS.get(self.finish, self.finish),
-            model=self.model,
-            usage=self.usage,
-        )
