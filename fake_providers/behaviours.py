@@ -169,10 +169,6 @@ class Behaviour:
             raise InvalidInput(field, "must be a behaviour name or an object")
         if "behaviour" not in data:
             raise InvalidInput(f"{field}.behaviour", "is required")
-        known = {f.name for f in fields(cls)} - {"name"}
-        for key in data:
-            if key != "behaviour" and key not in known:
-                raise InvalidInput(f"{field}.{key}", "is not a behaviour parameter")
         params = {k: v for k, v in data.items() if k != "behaviour"}
         return _build(data["behaviour"], params, field)
 
@@ -186,12 +182,7 @@ class Behaviour:
             pairs = parse_qsl(query, keep_blank_values=True, strict_parsing=bool(query))
         except ValueError:
             raise InvalidInput("model", f"cannot parse parameters {query!r}") from None
-        known = {f.name for f in fields(cls)} - {"name"}
-        params: dict[str, Any] = {}
-        for key, raw in pairs:
-            if key not in known:
-                raise InvalidInput(f"model.{key}", "is not a behaviour parameter")
-            params[key] = _from_text(key, raw)
+        params = {key: _from_text(key, raw) for key, raw in pairs}
         return _build(name, params, "model")
 
     def to_json(self) -> dict[str, Any]:
@@ -203,19 +194,21 @@ class Behaviour:
         return data
 
 
+_TEXT_PARSERS: Mapping[str, type] = {
+    "latency": float,
+    "retry_after": float,
+    "chunk_latency": float,
+    "cut_after": int,
+}
+
+
 def _from_text(key: str, raw: str) -> object:
-    """Query-string values are text; give numbers their type so checks stay uniform."""
-    if key in {"latency", "retry_after", "chunk_latency"}:
-        try:
-            return float(raw)
-        except ValueError:
-            return raw
-    if key == "cut_after":
-        try:
-            return int(raw)
-        except ValueError:
-            return raw
-    return raw
+    """Query-string values are text; give numbers their type so checks stay uniform (a
+    value that does not parse is kept, and refused by the check with the field's name)."""
+    try:
+        return _TEXT_PARSERS.get(key, str)(raw)
+    except ValueError:
+        return raw
 
 
 def _build(name: object, params: Mapping[str, Any], field: str) -> Behaviour:
@@ -225,10 +218,16 @@ def _build(name: object, params: Mapping[str, Any], field: str) -> Behaviour:
         known = ", ".join(b.value for b in BehaviourName)
         where = field if field == "model" else f"{field}.behaviour"
         raise InvalidInput(where, f"unknown behaviour {name!r}; known: {known}") from None
+    for key in params:
+        if key not in _PARAMETERS:
+            raise InvalidInput(f"{field}.{key}", "is not a behaviour parameter")
     try:
         return Behaviour(name=behaviour_name, **params)
     except InvalidInput as exc:
         raise InvalidInput(f"{field}.{exc.field}", exc.message) from None
+
+
+_PARAMETERS = frozenset(f.name for f in fields(Behaviour)) - {"name"}
 
 
 def _seconds(value: object) -> bool:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from fake_providers.anthropic_wire import AnthropicDialect
@@ -59,13 +59,11 @@ _ROUTES: Mapping[tuple[str, str], _Route] = {
 }
 
 
-@dataclass
 class FakeProviders:
     """The fakes' shared state. Thread-safe; one instance serves both APIs."""
 
-    time: BaseTime = field(default_factory=RealTime)
-
-    def __post_init__(self) -> None:
+    def __init__(self, *, time: BaseTime | None = None) -> None:
+        self.time: BaseTime = time if time is not None else RealTime()
         self.ledger = Ledger(self.time.now)
         self.scripts = ScriptBook()
         self.releaser = Releaser()
