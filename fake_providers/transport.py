@@ -66,7 +66,7 @@ class _Player:
     def play(self, step: object, broken: str) -> bytes:
         """Play one step; return bytes to send, or raise what httpx would raise."""
         match step:
-            case Pause(seconds=seconds):
+            case Pause(seconds=seconds) if seconds > 0:  # no latency: no call to the clock
                 if self.read_timeout is not None and seconds > self.read_timeout:
                     self.fakes.time.sleep(self.read_timeout)
                     raise httpx.ReadTimeout("timed out", request=self.request)
