@@ -29,7 +29,7 @@ STAMP = VENV / ".harness-installed"
 
 
 def ensure_environment() -> None:
-    if sys.version_info < (3, 11):
+    if sys.version_info < (3, 11):  # noqa: UP036 - dev.py may be run by an older python3
         sys.exit(f"Python 3.11 or newer is needed; this is {sys.version.split()[0]}")
     if not PYTHON.exists():
         print(f"dev.py: creating {VENV}", flush=True)

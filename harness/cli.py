@@ -212,6 +212,95 @@ def worker(
     service.close()
 
 
+@main.command()
+@click.option(
+    "--db",
+    "database_url",
+    envvar="HARNESS_CHECK_DATABASE_URL",
+    show_envvar=True,
+    default=None,
+    help="Database to play on (each run under owners of its own). Default: a throwaway "
+    "SQLite file.",
+)
+@config_option
+@contracts_option
+@click.option("--only", multiple=True, help="Run only this check (repeatable).")
+@click.option(
+    "--mutants",
+    is_flag=True,
+    help="Also prove each check can fail: every "
+    "deliberately broken engine must be caught by at least one check.",
+)
+@click.option(
+    "--junit",
+    "junit_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write JUnit XML here.",
+)
+@click.option(
+    "--json",
+    "json_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write a JSON report here (schema: harness/schemas/check-report.json).",
+)
+def check(
+    database_url: str | None,
+    config_path: Path | None,
+    contracts_dir: Path | None,
+    only: tuple[str, ...],
+    mutants: bool,
+    junit_path: Path | None,
+    json_path: Path | None,
+) -> None:
+    """Play the guarantee checks on the engine and the fakes; exit 1 if one breaks.
+
+    With --config, also ask the failover gate about every chain in it (a refused link
+    fails the run, like `harness contracts gate --all`)."""
+    import logging
+    import uuid
+
+    from harness.check import check_database, run_checks, run_mutants, selected
+    from harness.report import check_report, gate_links, write_outputs
+
+    logging.getLogger("harness").setLevel(logging.CRITICAL)  # stories fail loudly themselves
+    run_id = f"check-{uuid.uuid4().hex[:8]}"
+    try:
+        selected(only)
+        with check_database(database_url) as database:
+            results = []
+            for name in only or [c.__name__ for c in selected()]:
+                (result,) = run_checks(database, run_id, (name,))
+                results.append(result)
+                mark = "PASS" if result.passed else "FAIL"
+                click.echo(
+                    f"{mark}  {result.name:<24} {result.seconds * 1000:7.0f} ms"
+                    + (f"  {result.detail}" if result.detail else "")
+                )
+                for violation in result.violations:
+                    click.echo(f"      {violation}")
+            caught = run_mutants(database, run_id, only) if mutants else None
+            for name, by in (caught or {}).items():
+                click.echo(
+                    f"{'CAUGHT' if by else 'MISSED'} mutant {name:<24}"
+                    + (f" by {', '.join(by)}" if by else " by no check")
+                )
+            links = gate_links(database, config_path, contracts_dir) if config_path else []
+            for link in links:
+                decision = link["decision"]
+                click.echo(
+                    f"{'ALLOW' if decision['allowed'] else 'REFUSE'} "
+                    f"{link['primary']} -> {link['provider']} "
+                    f"({link['contract'] or 'no contract'}): {decision['reason']}"
+                )
+    except HarnessError as exc:
+        fail(exc.message)
+    report = check_report(run_id, results, caught, links)
+    write_outputs(report, junit_path=junit_path, json_path=json_path)
+    summary = report["summary"]
+    click.echo(f"{summary['passed']} passed, {summary['failed']} failed")
+    sys.exit(0 if summary["failed"] == 0 else 1)
+
+
 def _register() -> None:
     from harness.contracts.cli import contracts
     from harness.providers.cli import fake_providers

@@ -105,10 +105,13 @@ class ThreadScheduler:
 
 
 class ManualScheduler:
-    """Virtual time: timers fire only inside `advance()`, in due-time order."""
+    """Virtual time: timers fire only inside `advance()`, in due-time order.
+
+    `listeners` are told after each advance (e.g. a `SteppedTime` whose sleepers wake)."""
 
     def __init__(self, clock: VirtualClock | None = None, *, pool_size: int = 8) -> None:
         self.clock = clock or VirtualClock()
+        self.listeners: list[Callable[[], object]] = []
         self._pool = ThreadPoolExecutor(pool_size, thread_name_prefix="harness-manual")
         self._heap: list[tuple[object, int, Timer, Callable[[], object]]] = []
         self._seq = itertools.count()
@@ -149,9 +152,71 @@ class ManualScheduler:
                 due, _, timer, fn = heapq.heappop(self._heap)
             if due > self.clock.now():  # type: ignore[operator]
                 self.clock.set(due)  # type: ignore[arg-type]
+            self._notify()
             if not timer.cancelled:
                 _guarded(fn)()
         self.clock.set(end)
+        self._notify()
+
+    def _notify(self) -> None:
+        for listener in self.listeners:
+            listener()
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+REAL_WAIT_LIMIT = 30.0  # a virtual sleeper whose time never comes fails instead of hanging
+
+
+class SteppedTime:
+    """Time for the fake providers that follows a VirtualClock the driver moves.
+
+    A fake's latency (`sleep`) blocks its caller until the clock passes the wake-up time,
+    so "the primary answers after 30 s" happens exactly when the driver reaches t=30,
+    whatever the machine's load. Register `moved` with `ManualScheduler.listeners`."""
+
+    def __init__(self, clock: VirtualClock) -> None:
+        self.clock = clock
+        self._moved = threading.Condition()
+        self._sleepers = 0
+
+    def moved(self) -> None:
+        with self._moved:
+            self._moved.notify_all()
+
+    def wait_for_sleepers(self, count: int, limit: float = REAL_WAIT_LIMIT) -> None:
+        """Block until `count` callers sleep on virtual time: only then is advancing the
+        clock sure to wake them at the instants they asked for."""
+        with self._moved:
+            if not self._moved.wait_for(lambda: self._sleepers >= count, limit):
+                raise TimeoutError(f"{self._sleepers} of {count} sleepers arrived")
+
+    def now(self) -> float:
+        return self.clock.now().timestamp()
+
+    def sleep(self, seconds: float) -> None:
+        with self._moved:
+            wake = self.clock.now() + timedelta(seconds=seconds)
+            self._sleepers += 1
+            self._moved.notify_all()
+            try:
+                woke = self._moved.wait_for(lambda: self.clock.now() >= wake, REAL_WAIT_LIMIT)
+            finally:
+                self._sleepers -= 1
+        if not woke:
+            raise TimeoutError(f"virtual time never reached {wake.isoformat()}")
+
+    def wait(self, event: threading.Event, timeout: float | None) -> bool:
+        wake = None if timeout is None else self.clock.now() + timedelta(seconds=timeout)
+        with self._moved:
+            self._moved.wait_for(
+                lambda: event.is_set() or (wake is not None and self.clock.now() >= wake),
+                REAL_WAIT_LIMIT,
+            )
+        return event.is_set()
+
+    async def sleep_async(self, seconds: float) -> None:
+        import asyncio
+
+        await asyncio.to_thread(self.sleep, seconds)

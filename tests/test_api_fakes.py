@@ -23,11 +23,10 @@ from harness.engine import Engine
 from harness.gate import AllowAllGate
 from harness.models import Policy
 from harness.providers.build import builtin_fake_providers
-from harness.scheduler import ManualScheduler, ThreadScheduler
+from harness.scheduler import ManualScheduler, SteppedTime, ThreadScheduler
 from harness.store.database import Database
 from harness.worker import Worker
 from tests.live import serve
-from tests.stepped_time import SteppedTime
 from tests.test_api import ALICE, BODY, _post_many
 
 pytestmark = pytest.mark.slow
@@ -69,6 +68,8 @@ def live(db: Database, request: pytest.FixtureRequest) -> Iterator[Live]:
     clock = VirtualClock()
     fakes = FakeProviders(time=SteppedTime(clock)) if virtual else FakeProviders()
     scheduler = ManualScheduler(clock) if virtual else ThreadScheduler()
+    if virtual:
+        scheduler.listeners.append(fakes.time.moved)
     providers = builtin_fake_providers(fakes)
     engine = Engine(db, gate=AllowAllGate(), clock=scheduler.clock)
     worker = Worker(engine, providers, scheduler)
@@ -122,20 +123,16 @@ def test_hang_past_the_timeout_is_unknown_until_resolved(live: Live) -> None:
 def test_hedged_fallback_wins_and_the_late_primary_is_discarded(live: Live) -> None:
     """Primary answers after 30 s, fallback (hedged at 10 s) after 5 s, on the test's clock."""
     scheduler: ManualScheduler = live.worker.scheduler  # type: ignore[assignment]
-    stepped: SteppedTime = live.fakes.time  # type: ignore[assignment]
     live.fakes.script({"behaviour": "success", "latency": 30}, api="openai")
     live.fakes.script({"behaviour": "success", "latency": 5}, api="anthropic")
     job = live.create(
         "k1", policy={"attempt_timeout": 60, "max_live_attempts": 2, "hedge_after": 10}
     )
-    live.wait_for(job["id"], lambda j: j["attempts"] and j["attempts"][0]["state"] == "running")
+    live.fakes.time.wait_for_sleepers(1)  # the primary is working on it
 
-    def at(seconds: float) -> None:
-        scheduler.advance(seconds)
-        stepped.moved()
-
+    at = scheduler.advance
     at(10)  # the hedge starts
-    live.wait_for(job["id"], lambda j: len(j["attempts"]) == 2)
+    live.fakes.time.wait_for_sleepers(2)  # ... and the fallback is working on it too
     at(5)  # t=15: the fallback answers
     won = live.wait_for(job["id"], lambda j: j["status"] == "succeeded")
     assert won["result"]["provider"] == "fallback"
