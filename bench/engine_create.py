@@ -71,8 +71,17 @@ def bench(url: str | None, label: str, n: int, threads: int, tmp: Path) -> dict:
     def via_raw(i: int) -> None:
         now = datetime.now(UTC)
         stamp = now.replace(tzinfo=None).isoformat(" ") if raw_db.dialect == "sqlite" else now
-        params = ("owner", f"key-{i}", "0" * 64, "summarise", json.dumps({**payload, "i": i}),
-                  json.dumps(["a", "b"]), json.dumps({}), stamp, stamp)
+        params = (
+            "owner",
+            f"key-{i}",
+            "0" * 64,
+            "summarise",
+            json.dumps({**payload, "i": i}),
+            json.dumps(["a", "b"]),
+            json.dumps({}),
+            stamp,
+            stamp,
+        )
         with raw_db.write() as conn:
             conn.exec_driver_sql(statement, params).first()
 

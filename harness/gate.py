@@ -41,4 +41,3 @@ class StaticGate:
         return GateDecision(
             allowed=False, reason="no_verdict", detail=f"{provider} is not verified"
         )
-

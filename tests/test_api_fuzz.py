@@ -48,19 +48,27 @@ def api(db: Database) -> Iterator[tuple[httpx.Client, Database]]:
     providers = {"primary": ScriptedProvider("primary"), "fallback": ScriptedProvider("fallback")}
     engine = Engine(db, gate=AllowAllGate(), clock=VirtualClock())
     worker = Worker(engine, providers, HeldScheduler())
-    app = create_app(engine, worker, ServiceConfig(tokens={"t": "alice"}, max_body_bytes=2048),
-                     provider_names=lambda: set(providers))
+    app = create_app(
+        engine,
+        worker,
+        ServiceConfig(tokens={"t": "alice"}, max_body_bytes=2048),
+        provider_names=lambda: set(providers),
+    )
     with serve(app) as url, httpx.Client(base_url=url, timeout=30) as client:
-        created = client.post("/v1/jobs", json={"operation": "op", "input": {}},
-                              headers={**TOKEN, "Idempotency-Key": "seed"})
+        created = client.post(
+            "/v1/jobs",
+            json={"operation": "op", "input": {}},
+            headers={**TOKEN, "Idempotency-Key": "seed"},
+        )
         assert created.status_code == 201
         yield client, db
 
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=10), inner,
-                                                                max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=10), inner, max_size=4)
+    ),
     max_leaves=10,
 )
 create_like = st.fixed_dictionaries(
@@ -89,9 +97,19 @@ bodies = (
     | st.just(b"x" * 3000)
 )
 paths = st.sampled_from(
-    ["/v1/jobs", "/v1/jobs/1", "/v1/jobs/1/events", "/v1/jobs/1/attempts",
-     "/v1/jobs/1/attempts/1/resolve", "/v1/jobs/1/cancel", "/v1/jobs/-1", "/v1/jobs/%00",
-     "/v1/jobs/99999999999999999999999", "/v1/jobs/1/attempts/x/resolve", "/v1/nope"]
+    [
+        "/v1/jobs",
+        "/v1/jobs/1",
+        "/v1/jobs/1/events",
+        "/v1/jobs/1/attempts",
+        "/v1/jobs/1/attempts/1/resolve",
+        "/v1/jobs/1/cancel",
+        "/v1/jobs/-1",
+        "/v1/jobs/%00",
+        "/v1/jobs/99999999999999999999999",
+        "/v1/jobs/1/attempts/x/resolve",
+        "/v1/nope",
+    ]
 )
 keys = st.none() | st.text(max_size=300) | st.sampled_from(["seed", "k" * 255, "k" * 256])
 tokens = st.sampled_from([TOKEN, {}, {"Authorization": "Bearer wrong"}, {"Authorization": "t"}])
@@ -99,18 +117,29 @@ tokens = st.sampled_from([TOKEN, {}, {"Authorization": "Bearer wrong"}, {"Author
 
 def counts(db: Database) -> dict[str, int]:
     with db.read() as conn:
-        found = {t.name: conn.execute(sa.select(sa.func.count()).select_from(t)).scalar()
-                 for t in (jobs, attempts)}
+        found = {
+            t.name: conn.execute(sa.select(sa.func.count()).select_from(t)).scalar()
+            for t in (jobs, attempts)
+        }
         found["events"] = conn.execute(
             sa.select(sa.func.count()).select_from(events).where(events.c.kind != "conflict")
         ).scalar()
     return found
 
 
-@settings(max_examples=150, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-@given(method=st.sampled_from(["GET", "POST", "PUT", "DELETE"]), path=paths, body=bodies,
-       key=keys, token=tokens, content_type=st.sampled_from(["application/json", "text/plain"]))
+@settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    method=st.sampled_from(["GET", "POST", "PUT", "DELETE"]),
+    path=paths,
+    body=bodies,
+    key=keys,
+    token=tokens,
+    content_type=st.sampled_from(["application/json", "text/plain"]),
+)
 def test_malformed_requests_never_5xx_nor_partially_write(
     api, method, path, body, key, token, content_type
 ) -> None:

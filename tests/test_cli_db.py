@@ -34,7 +34,9 @@ def test_unreachable_postgres_exits_2_without_leaking_password() -> None:
     url = "postgresql://user:s3cret-pw@127.0.0.1:1/db"
     result = subprocess.run(
         [sys.executable, "-m", "harness.cli", "db", "upgrade", "--db", url],
-        capture_output=True, text=True, timeout=60,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert result.returncode == 2, result.stderr
     assert "s3cret-pw" not in result.stdout + result.stderr

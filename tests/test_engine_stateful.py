@@ -49,8 +49,9 @@ def engine_machine(db: Database) -> type[RuleBasedStateMachine]:
             policy=st.sampled_from(POLICIES),
         )
         def create(self, owner: str, key: str, value: int, policy: Policy) -> int:
-            intent = Intent(operation="op", input={"v": value}, providers=("a", "b", "c"),
-                            policy=policy)
+            intent = Intent(
+                operation="op", input={"v": value}, providers=("a", "b", "c"), policy=policy
+            )
             known = self.keys.get((owner, key))
             if known and known[0] != intent.fingerprint:
                 with pytest.raises(IdempotencyConflict):
@@ -108,14 +109,21 @@ def engine_machine(db: Database) -> type[RuleBasedStateMachine]:
             except InvalidTransition:
                 pass
 
-        @rule(attempt_id=consumes(attempts),
-              outcome=st.sampled_from(["failed", "cancelled", "succeeded"]))
+        @rule(
+            attempt_id=consumes(attempts),
+            outcome=st.sampled_from(["failed", "cancelled", "succeeded"]),
+        )
         def resolve(self, attempt_id: int, outcome: str) -> None:
             if attempt_id < 0:
                 return
             try:
-                self.engine.resolve_unknown(attempt_id, outcome=outcome, reason="test",
-                                            actor="machine", result={"resolved": attempt_id})
+                self.engine.resolve_unknown(
+                    attempt_id,
+                    outcome=outcome,
+                    reason="test",
+                    actor="machine",
+                    result={"resolved": attempt_id},
+                )
             except InvalidTransition:
                 return
             job = self.engine.get_job(queries_job_of(db, attempt_id))
