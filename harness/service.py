@@ -69,11 +69,7 @@ def build_service(
     migrate: bool = True,
     worker_name: str = "worker",
 ) -> Service:
-    database = Database(database_url)
-    if current(database) != head():
-        if not migrate:
-            raise ConfigError("the database schema is not current; run `harness db upgrade`")
-        database.upgrade()
+    # Everything from files and the environment is checked before the database is touched.
     providers, fakes = load_providers_for(config)
     missing = [p for p in config.default_providers if p not in providers]
     if missing:
@@ -82,6 +78,11 @@ def build_service(
             field="defaults.providers",
         )
     registry = load_registry(contracts_dir) if contracts_dir else _default_registry()
+    database = Database(database_url)
+    if current(database) != head():
+        if not migrate:
+            raise ConfigError("the database schema is not current; run `harness db upgrade`")
+        database.upgrade()
     clock = SystemClock()
     gate = VerdictGate(
         database,

@@ -1,0 +1,92 @@
+"""The service configuration: every malformed field is named, tokens stay secret."""
+
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+
+from harness.cli import main
+from harness.config import load_config, parse_tokens
+from harness.errors import ConfigError
+
+
+def write(tmp_path, text: str):
+    path = tmp_path / "harness.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_defaults_without_a_file() -> None:
+    config = load_config(None, environ={})
+    assert config.default_providers == ("primary", "fallback")
+    assert config.tokens == {} and config.failover_without_contract is False
+
+
+def test_tokens_from_file_and_environment(tmp_path) -> None:
+    path = write(tmp_path, "tokens: {secret-a: alice}\n")
+    config = load_config(path, environ={"HARNESS_API_TOKENS": "secret-b=bob, secret-c=carol"})
+    assert config.tokens == {"secret-a": "alice", "secret-b": "bob", "secret-c": "carol"}
+    assert "secret" not in repr(config)
+
+
+@pytest.mark.parametrize(
+    ("text", "field"),
+    [
+        ("- a list\n", "(top level)"),
+        ("surprise: 1\n", "surprise"),
+        ("tokens: [a]\n", "tokens"),
+        ("defaults: {providers: []}\n", "defaults.providers"),
+        ("defaults: {contract: 3}\n", "defaults.contract"),
+        ("defaults: {policy: {attempt_timeout: -1}}\n", "defaults.policy"),
+        ("failover_without_contract: maybe\n", "failover_without_contract"),
+        ("limits: {max_body_bytes: 10}\n", "limits.max_body_bytes"),
+        ("max_runtime: {primary: -5}\n", "max_runtime"),
+    ],
+)
+def test_malformed_fields_are_named(tmp_path, text: str, field: str) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError) as raised:
+        load_config(path, environ={})
+    assert str(path) in raised.value.message and field in raised.value.message
+
+
+def test_unreadable_and_invalid_yaml(tmp_path) -> None:
+    with pytest.raises(ConfigError, match="cannot read"):
+        load_config(tmp_path / "missing.yaml", environ={})
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_config(write(tmp_path, "a: [\n"), environ={})
+
+
+@pytest.mark.parametrize("text", ["token", "=owner", "token=", "a=b,,c"])
+def test_malformed_token_lists(text: str) -> None:
+    if text == "a=b,,c":
+        with pytest.raises(ConfigError, match="entry 3"):
+            parse_tokens(text)
+    else:
+        with pytest.raises(ConfigError, match="TOKEN=OWNER"):
+            parse_tokens(text)
+
+
+def test_serve_with_a_bad_config_exits_2_naming_the_field(tmp_path) -> None:
+    path = write(tmp_path, "defaults: {providers: [primary, nowhere]}\n")
+    result = CliRunner().invoke(
+        main, ["serve", "--config", str(path), "--db", f"sqlite:///{tmp_path}/s.sqlite3"]
+    )
+    assert result.exit_code == 2
+    assert "defaults.providers" in result.output and "nowhere" in result.output
+    assert not (tmp_path / "s.sqlite3").exists()  # nothing was touched
+
+
+def test_serve_with_a_missing_api_key_exits_2_without_secrets(tmp_path, monkeypatch) -> None:
+    monkeypatch.delenv("HARNESS_TEST_KEY", raising=False)
+    path = write(
+        tmp_path,
+        "providers:\n  - {name: primary, kind: openai, base_url: "
+        "'http://127.0.0.1:9/v1', model: m, api_key_env: HARNESS_TEST_KEY}\n"
+        "defaults: {providers: [primary]}\n",
+    )
+    result = CliRunner().invoke(
+        main, ["serve", "--config", str(path), "--db", f"sqlite:///{tmp_path}/s.sqlite3"]
+    )
+    assert result.exit_code == 2
+    assert "HARNESS_TEST_KEY" in result.output
