@@ -23,7 +23,13 @@ from datetime import datetime
 from typing import Any
 
 from harness.engine import Engine
-from harness.errors import AttemptRefused, HarnessError, InvalidTransition, NotFound
+from harness.errors import (
+    AttemptRefused,
+    HarnessError,
+    InvalidTransition,
+    NotFound,
+    ProviderError,
+)
 from harness.models import Attempt, Job
 from harness.providers.base import BaseProvider, CompletionRequest, Message, Outcome, OutcomeKind
 from harness.scheduler import BaseScheduler
@@ -265,7 +271,11 @@ class Worker:
         now = self.engine.clock.now()
         for attempt in self.engine.unknown_attempts():
             adapter = self.providers.get(attempt.provider)
-            lookup = adapter.lookup(str(attempt.id)) if adapter is not None else None
+            try:
+                lookup = adapter.lookup(str(attempt.id)) if adapter is not None else None
+            except ProviderError as exc:  # could not ask: no evidence either way, try later
+                log.warning("lookup for attempt %s failed: %s", attempt.id, exc.message)
+                continue
             try:
                 if lookup is not None and lookup.found and lookup.finished and lookup.outcome:
                     found = lookup.outcome

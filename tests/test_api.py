@@ -239,3 +239,78 @@ def test_openapi_document_describes_every_endpoint(service: Service) -> None:
     create = document["paths"]["/v1/jobs"]["post"]
     assert create["parameters"][0]["name"] == "Idempotency-Key"
     assert set(create["responses"]) >= {"200", "201", "400", "401", "409", "413", "422"}
+
+
+def test_verdict_gate_reasons_reach_the_fallback_button(service: Service, db: Database) -> None:
+    """I7 through the API: each refusal is a 422 naming its reason and a job event; a
+    passing, fresh verdict at the contract's current hash lets the fallback start."""
+    from datetime import timedelta
+
+    from harness.clock import VirtualClock
+    from harness.contracts.gate import VerdictGate
+    from harness.contracts.registry import load_registry
+    from harness.store import queries
+
+    registry = load_registry("contracts")
+    contract = registry["ticket-triage"]
+    clock = VirtualClock()
+    service.worker.engine.gate = VerdictGate(db, registry, clock)
+    service.providers["primary"].steps = [Step(kind=OutcomeKind.NOT_EXECUTED, reason="auth")]
+    job_id = service.post("k1", {**BODY, "contract": "ticket-triage"}).json()["id"]
+    service.wait_for(job_id, lambda j: j["attempts"] and j["attempts"][0]["state"] == "failed")
+    for _ in range(1000):  # the worker's own failover is refused before any click
+        events = service.client.get(f"/v1/jobs/{job_id}/events", headers=ALICE).json()
+        if any(e["kind"] == "failover_refused" for e in events["events"]):
+            break
+        threading.Event().wait(0.01)
+
+    def verdict(*, passed: bool, age_days: float, contract_hash: str = contract.hash) -> None:
+        with db.write() as conn:
+            queries.insert_verdict(
+                conn,
+                provider="fallback",
+                model="m",
+                contract_name=contract.name,
+                contract_hash=contract_hash,
+                passed=passed,
+                checks={"schema": {"passed": passed}},
+                sample_count=3,
+                created_at=clock.now() - timedelta(days=age_days),
+                created_by="test",
+            )
+
+    def click() -> httpx.Response:
+        return service.client.post(
+            f"/v1/jobs/{job_id}/attempts", headers=ALICE, json={"provider": "fallback"}
+        )
+
+    steps = [
+        (None, "no_verdict"),
+        ({"passed": True, "age_days": 1, "contract_hash": "0" * 64}, "contract_changed"),
+        ({"passed": True, "age_days": 40}, "stale_verdict"),
+        ({"passed": False, "age_days": 1}, "failed_verdict"),
+    ]
+    for given, reason in steps:
+        if given is not None:
+            verdict(**given)
+        refused = click()
+        assert refused.status_code == 422, refused.text
+        assert refused.json()["reason"] == reason
+        assert refused.headers["content-type"] == "application/problem+json"
+    events = service.client.get(f"/v1/jobs/{job_id}/events", headers=ALICE).json()["events"]
+    refusals = [e["detail"]["reason"] for e in events if e["kind"] == "failover_refused"]
+    # the worker's own automatic failover was refused first, then each click
+    assert refusals == [
+        "no_verdict",
+        "no_verdict",
+        "contract_changed",
+        "stale_verdict",
+        "failed_verdict",
+    ]
+    verdict(passed=True, age_days=0)
+    allowed = click()
+    assert allowed.status_code == 202 and allowed.json()["provider"] == "fallback"
+    assert (
+        service.wait_for(job_id, lambda j: j["status"] == "succeeded")["result"]["provider"]
+        == "fallback"
+    )

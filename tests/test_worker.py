@@ -216,3 +216,31 @@ def _wait_for(condition, timeout: float = 10) -> None:
     while not condition():
         assert time.monotonic() < deadline, "condition never held"
         time.sleep(0.005)
+
+
+def test_a_failing_lookup_is_no_evidence_and_does_not_stop_the_round(
+    worker, scheduler, primary
+) -> None:
+    from harness.errors import ProviderError
+
+    primary.steps = [UNKNOWN, UNKNOWN]
+    first, second = submit(worker, key="a"), submit(worker, key="b")
+    scheduler.wait_idle()
+    broken = worker.engine.get_job(first).attempts[0]
+    good = worker.engine.get_job(second).attempts[0]
+    primary.lookups[str(good.id)] = LookupResult(
+        found=True,
+        finished=True,
+        outcome=Outcome(kind=OutcomeKind.EXECUTED, provider="primary", reason="ok", text="x"),
+    )
+    real_lookup = primary.lookup
+
+    def lookup(attempt_id: str):
+        if attempt_id == str(broken.id):
+            raise ProviderError("lookup endpoint unreachable")
+        return real_lookup(attempt_id)
+
+    primary.lookup = lookup
+    assert worker.reconcile() == 1
+    assert worker.engine.get_job(first).status is JobState.BLOCKED_UNKNOWN
+    assert worker.engine.get_job(second).status is JobState.SUCCEEDED
