@@ -187,14 +187,18 @@ class VerdictGate:
         verdicts: list[Verdict] = []
         if found is not None:
             with self.database.read() as conn:
-                latest = queries.latest_verdict(conn, contract_name=found.name, provider=provider)
-                if latest is not None and latest.contract_hash == found.hash:
-                    verdicts = [latest]
-                elif latest is not None:
-                    # The newest verdict is for another hash; an older one may match.
-                    verdicts = queries.list_verdicts(
-                        conn, contract_name=found.name, provider=provider
+                # The newest verdict at the current hash decides; without one, the newest
+                # at any hash tells "never verified" from "verified, but the contract changed".
+                for contract_hash in (found.hash, None):
+                    latest = queries.latest_verdict(
+                        conn,
+                        contract_name=found.name,
+                        provider=provider,
+                        contract_hash=contract_hash,
                     )
+                    if latest is not None:
+                        verdicts = [latest]
+                        break
         return decide(
             contract_name=contract,
             contract=found,

@@ -474,14 +474,17 @@ def insert_verdict(
     return _verdict(row)
 
 
-def latest_verdict(conn: Connection, *, contract_name: str, provider: str) -> Verdict | None:
+def latest_verdict(
+    conn: Connection, *, contract_name: str, provider: str, contract_hash: str | None = None
+) -> Verdict | None:
+    """The newest verdict of `provider` for `contract_name` (at `contract_hash`, if given)."""
+    query = sa.select(verdicts).where(
+        verdicts.c.contract_name == contract_name, verdicts.c.provider == provider
+    )
+    if contract_hash is not None:
+        query = query.where(verdicts.c.contract_hash == contract_hash)
     row = (
-        conn.execute(
-            sa.select(verdicts)
-            .where(verdicts.c.contract_name == contract_name, verdicts.c.provider == provider)
-            .order_by(verdicts.c.created_at.desc(), verdicts.c.id.desc())
-            .limit(1)
-        )
+        conn.execute(query.order_by(verdicts.c.created_at.desc(), verdicts.c.id.desc()).limit(1))
         .mappings()
         .first()
     )
