@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import socket
 import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Any
 
+import httpx
 import uvicorn
 
 
@@ -40,3 +43,34 @@ def serve(app: Any) -> Iterator[str]:
         server.should_exit = True
         thread.join(10)
         sock.close()
+
+
+def _post_many(url: str, headers: dict, body: dict, barrier, queue, count: int) -> None:
+    """One client process: `count` threads POST the same key once the barrier opens."""
+    with httpx.Client(base_url=url, timeout=60) as client:
+        barrier.wait(60)
+
+        def post(_: int) -> tuple[int, int, str | None]:
+            r = client.post("/v1/jobs", json=body, headers=headers)
+            return r.status_code, r.json()["id"], r.headers.get("idempotent-replayed")
+
+        with ThreadPoolExecutor(count) as pool:
+            queue.put(list(pool.map(post, range(count))))
+
+
+def double_click(
+    url: str, headers: dict, body: dict, *, processes: int = 4, per_process: int = 25
+) -> list[tuple[int, int, str | None]]:
+    """POST one Idempotency-Key from several client processes at once; every answer."""
+    context = multiprocessing.get_context("spawn")
+    barrier, queue = context.Barrier(processes), context.Queue()
+    clients = [
+        context.Process(target=_post_many, args=(url, headers, body, barrier, queue, per_process))
+        for _ in range(processes)
+    ]
+    for p in clients:
+        p.start()
+    answers = [a for _ in clients for a in queue.get(timeout=120)]
+    for p in clients:
+        p.join(30)
+    return answers

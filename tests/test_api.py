@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import json
-import multiprocessing
 import threading
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
@@ -82,41 +80,6 @@ def service(db: Database) -> Iterator[Service]:
         yield made
         made.client.close()
     scheduler.close()
-
-
-def _post_many(url: str, barrier, queue, count: int) -> None:  # runs in a client process
-    with httpx.Client(base_url=url, timeout=60) as client:
-        barrier.wait(60)
-
-        def post(_: int) -> tuple[int, int, str | None]:
-            r = client.post(
-                "/v1/jobs", json=BODY, headers={**ALICE, "Idempotency-Key": "double-click"}
-            )
-            return r.status_code, r.json()["id"], r.headers.get("idempotent-replayed")
-
-        with ThreadPoolExecutor(count) as pool:
-            queue.put(list(pool.map(post, range(count))))
-
-
-def test_double_click_from_4_client_processes(service: Service) -> None:
-    context = multiprocessing.get_context("spawn")
-    barrier, queue = context.Barrier(4), context.Queue()
-    clients = [
-        context.Process(target=_post_many, args=(service.url, barrier, queue, 25)) for _ in range(4)
-    ]
-    for p in clients:
-        p.start()
-    answers = [a for _ in clients for a in queue.get(timeout=120)]
-    for p in clients:
-        p.join(30)
-    assert len(answers) == 100
-    assert len({job_id for _, job_id, _ in answers}) == 1
-    assert sorted(status for status, _, _ in answers) == [200] * 99 + [201]
-    assert all(replayed == "true" for status, _, replayed in answers if status == 200)
-    job_id = answers[0][1]
-    service.wait_for(job_id, lambda j: j["status"] == "succeeded")
-    assert service.counts()[0] == 1
-    assert len(service.providers["primary"].calls) == 1  # one provider execution
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,6 @@ ledger: double-click, timeout → unknown, hedged reverse order, kill -9 of a wo
 from __future__ import annotations
 
 import json
-import multiprocessing
 import os
 import signal
 import subprocess
@@ -14,6 +13,7 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
+import sqlalchemy as sa
 
 from fake_providers import FakeProviders, FakeServer
 from harness.api import create_app
@@ -25,9 +25,10 @@ from harness.models import Policy
 from harness.providers.build import builtin_fake_providers
 from harness.scheduler import ManualScheduler, SteppedTime, ThreadScheduler
 from harness.store.database import Database
+from harness.store.tables import jobs
 from harness.worker import Worker
-from tests.live import serve
-from tests.test_api import ALICE, BODY, _post_many
+from tests.live import double_click, serve
+from tests.test_api import ALICE, BODY
 
 pytestmark = pytest.mark.slow
 
@@ -84,19 +85,15 @@ def live(db: Database, request: pytest.FixtureRequest) -> Iterator[Live]:
 
 
 def test_double_click_is_one_job_and_one_execution(live: Live) -> None:
-    context = multiprocessing.get_context("spawn")
-    barrier, queue = context.Barrier(4), context.Queue()
-    clients = [
-        context.Process(target=_post_many, args=(live.url, barrier, queue, 25)) for _ in range(4)
-    ]
-    for p in clients:
-        p.start()
-    answers = [a for _ in clients for a in queue.get(timeout=120)]
-    for p in clients:
-        p.join(30)
+    headers = {**ALICE, "Idempotency-Key": "double-click"}
+    answers = double_click(live.url, headers, BODY)
+    assert len(answers) == 100
     assert sorted(status for status, _, _ in answers) == [200] * 99 + [201]
+    assert all(replayed == "true" for status, _, replayed in answers if status == 200)
     assert len({job_id for _, job_id, _ in answers}) == 1
     live.wait_for(answers[0][1], lambda j: j["status"] == "succeeded")
+    with live.worker.engine.db.read() as conn:
+        assert conn.execute(sa.select(sa.func.count()).select_from(jobs)).scalar() == 1
     assert live.ledger() == [("openai", True)]
 
 
