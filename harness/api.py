@@ -3,13 +3,15 @@
 Every error is an RFC 9457 problem (`application/problem+json`). Checks run in a fixed
 order, and none of the refusals writes anything: 401 (token) → 400 (Idempotency-Key) →
 413 (size) → 400 (JSON) → 422 (shape, names, policy) → 409 (key reused with another
-payload; the only refusal that leaves a trace: a `conflict` event on the job it hit).
+payload). Two refusals leave a trace on purpose, because the job's owner needs to see
+them in its history: the `conflict` event of I2 and the `failover_refused` event of I7.
 """
 
 from __future__ import annotations
 
 import hmac
 import json
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -30,12 +32,20 @@ from harness.errors import (
     InvalidTransition,
     NotFound,
 )
-from harness.models import Attempt, Event, Intent, Job, Policy
+from harness.models import MAX_POLICY_SECONDS, Attempt, Event, Intent, Job, Policy
 from harness.worker import Worker
 
 PROBLEM_BASE = "https://failover-harness.dev/problems/"
 PROBLEM_JSON = "application/problem+json"
-STATE_REFUSALS = {"live_attempt", "unknown_attempt", "job_finished", "chain_exhausted"}
+STATE_REFUSALS = {
+    "live_attempt",
+    "unknown_attempt",
+    "job_finished",
+    "chain_exhausted",
+    "already_started",
+}
+MAX_JSON_DEPTH = 64
+JOB_ID = re.compile(r"[0-9]{1,18}")
 
 NAME = {"type": "string", "minLength": 1, "maxLength": 255}
 CREATE_JOB_SCHEMA: dict[str, Any] = {
@@ -51,9 +61,17 @@ CREATE_JOB_SCHEMA: dict[str, Any] = {
             "type": "object",
             "additionalProperties": False,
             "properties": {
-                "attempt_timeout": {"type": "number", "exclusiveMinimum": 0},
+                "attempt_timeout": {
+                    "type": "number",
+                    "exclusiveMinimum": 0,
+                    "maximum": MAX_POLICY_SECONDS,
+                },
                 "max_live_attempts": {"type": "integer", "minimum": 1, "maximum": 8},
-                "hedge_after": {"type": ["number", "null"], "minimum": 0},
+                "hedge_after": {
+                    "type": ["number", "null"],
+                    "minimum": 0,
+                    "maximum": MAX_POLICY_SECONDS,
+                },
             },
         },
     },
@@ -154,6 +172,19 @@ def event_json(event: Event) -> dict[str, Any]:
     }
 
 
+def _depth(value: Any) -> int:
+    """Nesting depth, without recursion (a hostile body must not exhaust the stack)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item)
+    return deepest
+
+
 def _schema_error(error: jsonschema.ValidationError) -> Problem:
     where = "/".join(str(p) for p in error.absolute_path) or "(body)"
     return Problem(
@@ -247,17 +278,28 @@ def create_app(
             return {}
         try:
             data = json.loads(bytes(raw))
+        except RecursionError:
+            raise Problem(
+                422, "invalid-body", "Invalid request body", "the body is nested too deeply"
+            ) from None
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise Problem(
                 400, "malformed-json", "Malformed JSON", f"the body is not JSON: {exc}"
             ) from None
+        if _depth(data) > MAX_JSON_DEPTH:
+            raise Problem(
+                422,
+                "invalid-body",
+                "Invalid request body",
+                f"the body is nested deeper than {MAX_JSON_DEPTH} levels",
+            )
         error = jsonschema.exceptions.best_match(validators[schema].iter_errors(data))
         if error is not None:
             raise _schema_error(error)
         return data
 
     async def job_for(owner: str, job_id: str) -> Job:
-        if not job_id.isdigit() or len(job_id) > 18:
+        if not JOB_ID.fullmatch(job_id):
             raise Problem(404, "not-found", "Not found", f"no job {job_id}")
         try:
             return await run_in_threadpool(engine.get_job, int(job_id), owner=owner)
@@ -404,11 +446,7 @@ def create_app(
                 worker.fallback, job.id, body.get("provider"), actor=owner
             )
         except AttemptRefused as exc:
-            status = (
-                409 if exc.reason in STATE_REFUSALS or exc.reason == "unknown_provider" else 422
-            )
-            if exc.reason == "unknown_provider":
-                status = 422
+            status = 409 if exc.reason in STATE_REFUSALS else 422  # 422: the gate, a provider
             raise Problem(
                 status,
                 f"attempt-refused-{exc.reason.replace('_', '-')}",

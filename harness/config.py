@@ -65,7 +65,7 @@ def parse_tokens(text: str, *, where: str = TOKENS_ENV) -> dict[str, str]:
         if not item:
             continue
         token, sep, owner = item.partition("=")
-        if not sep or not token.strip() or not owner.strip():
+        if not sep or not token.strip() or not owner.strip() or len(owner.strip()) > 255:
             raise ConfigError(f"{where}: entry {i + 1} must look like TOKEN=OWNER")
         tokens[token.strip()] = owner.strip()
     return tokens
@@ -83,21 +83,26 @@ def load_config(path: Path | None, environ: Mapping[str, str] = os.environ) -> S
         except OSError as exc:
             raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
         except yaml.YAMLError as exc:
-            raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+            # Never echo the offending text: it may be a token. Position and problem only.
+            mark = getattr(exc, "problem_mark", None)
+            where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+            problem = getattr(exc, "problem", None) or "cannot parse"
+            raise ConfigError(f"{path}: not valid YAML{where}: {problem}") from None
         if loaded is None:
             loaded = {}
         if not isinstance(loaded, dict):
             raise _fail(path, "(top level)", "must be a mapping")
-        unknown = set(loaded) - KNOWN_KEYS
+        unknown = {str(k) for k in loaded} - KNOWN_KEYS
         if unknown:
             raise _fail(path, sorted(unknown)[0], f"unknown key; known: {sorted(KNOWN_KEYS)}")
         data = loaded
 
     tokens_raw = data.get("tokens") or {}
     if not isinstance(tokens_raw, dict) or not all(
-        isinstance(k, str) and isinstance(v, str) and k and v for k, v in tokens_raw.items()
+        isinstance(k, str) and isinstance(v, str) and k and v and len(v) <= 255
+        for k, v in tokens_raw.items()
     ):
-        raise _fail(path, "tokens", "must map token strings to owner strings")
+        raise _fail(path, "tokens", "must map token strings to owner names (1-255 characters)")
     tokens = dict(tokens_raw)
     if environ.get(TOKENS_ENV):
         tokens.update(parse_tokens(environ[TOKENS_ENV]))
@@ -106,8 +111,15 @@ def load_config(path: Path | None, environ: Mapping[str, str] = os.environ) -> S
     if not isinstance(defaults, dict):
         raise _fail(path, "defaults", "must be a mapping")
     chain = defaults.get("providers", list(BUILTIN_PROVIDERS))
-    if not isinstance(chain, list) or not chain or not all(isinstance(p, str) for p in chain):
-        raise _fail(path, "defaults.providers", "must be a non-empty list of provider names")
+    if (
+        not isinstance(chain, list)
+        or not chain
+        or not all(isinstance(p, str) and p for p in chain)
+        or len(set(chain)) != len(chain)
+    ):
+        raise _fail(
+            path, "defaults.providers", "must be a non-empty list of distinct provider names"
+        )
     contract = defaults.get("contract")
     if contract is not None and not isinstance(contract, str):
         raise _fail(path, "defaults.contract", "must be a contract name")
@@ -128,8 +140,13 @@ def load_config(path: Path | None, environ: Mapping[str, str] = os.environ) -> S
         raise _fail(path, "limits.max_body_bytes", "must be an integer of at least 256")
 
     runtime = data.get("max_runtime") or {}
-    if not isinstance(runtime, dict) or not all(
-        isinstance(v, int | float) and not isinstance(v, bool) and v > 0 for v in runtime.values()
+    if (
+        not isinstance(runtime, dict)
+        or not all(isinstance(k, str) for k in runtime)
+        or not all(
+            isinstance(v, int | float) and not isinstance(v, bool) and v > 0
+            for v in runtime.values()
+        )
     ):
         raise _fail(path, "max_runtime", "must map provider names to positive seconds")
 

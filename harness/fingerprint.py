@@ -6,7 +6,8 @@ says *how* to run the intent, not *what* it is, so it is left out: a replay with
 policy returns the original job, which keeps its original policy.
 
 Canonical JSON: object keys sorted, no insignificant whitespace, UTF-8, and numbers
-compared by value (1 and 1.0 are the same number). NaN and infinities are refused.
+compared by value (1 and 1.0 are the same number). NaN, infinities, NUL characters and
+lone surrogates are refused (no database keeps them in JSON text).
 """
 
 from __future__ import annotations
@@ -20,7 +21,15 @@ FINGERPRINT_VERSION = 1
 
 
 def _normalise(value: Any) -> Any:
-    if isinstance(value, bool) or value is None or isinstance(value, str | int):
+    if isinstance(value, str):
+        if "\x00" in value:  # no database stores it in JSON text (PostgreSQL refuses it)
+            raise ValueError("strings may not contain NUL (\\u0000)")
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:  # e.g. a lone surrogate from a "\\ud800" escape
+            raise ValueError("strings must be valid Unicode (no lone surrogates)") from None
+        return value
+    if isinstance(value, bool) or value is None or isinstance(value, int):
         return value
     if isinstance(value, float):
         if not math.isfinite(value):
@@ -29,7 +38,7 @@ def _normalise(value: Any) -> Any:
     if isinstance(value, dict):
         if not all(isinstance(k, str) for k in value):
             raise ValueError("JSON object keys must be strings")
-        return {k: _normalise(v) for k, v in value.items()}
+        return {_normalise(k): _normalise(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [_normalise(v) for v in value]
     raise ValueError(f"not a JSON value: {type(value).__name__}")

@@ -13,6 +13,7 @@ from harness.fingerprint import fingerprint
 from harness.states import AttemptState, JobState
 
 DEFAULT_ATTEMPT_TIMEOUT = 30.0
+MAX_POLICY_SECONDS = 86_400.0  # a day: any timeout or hedge delay beyond is a mistake
 MAX_NAME_LENGTH = 255
 
 
@@ -27,14 +28,10 @@ class Policy:
     def __post_init__(self) -> None:
         from harness.store.tables import MAX_LIVE_ATTEMPTS
 
-        if (
-            not (
-                isinstance(self.attempt_timeout, int | float)
-                and math.isfinite(self.attempt_timeout)
+        if not _seconds(self.attempt_timeout) or self.attempt_timeout <= 0:
+            raise InvalidIntent(
+                f"policy.attempt_timeout must be a number of seconds in (0, {MAX_POLICY_SECONDS:g}]"
             )
-            or self.attempt_timeout <= 0
-        ):
-            raise InvalidIntent("policy.attempt_timeout must be a positive number of seconds")
         if (
             not isinstance(self.max_live_attempts, int)
             or isinstance(self.max_live_attempts, bool)
@@ -44,10 +41,10 @@ class Policy:
                 f"policy.max_live_attempts must be an integer from 1 to {MAX_LIVE_ATTEMPTS}"
             )
         if self.hedge_after is not None:
-            if not isinstance(self.hedge_after, int | float) or not (
-                math.isfinite(self.hedge_after) and self.hedge_after >= 0
-            ):
-                raise InvalidIntent("policy.hedge_after must be a non-negative number")
+            if not _seconds(self.hedge_after):
+                raise InvalidIntent(
+                    f"policy.hedge_after must be a number of seconds in [0, {MAX_POLICY_SECONDS:g}]"
+                )
             if self.max_live_attempts < 2:
                 raise InvalidIntent("policy.hedge_after needs max_live_attempts of 2 or more")
 
@@ -68,10 +65,19 @@ class Policy:
             return cls()
         if not isinstance(data, dict):
             raise InvalidIntent("policy must be an object")
-        unknown = set(data) - {"attempt_timeout", "max_live_attempts", "hedge_after"}
+        unknown = {str(k) for k in data} - {"attempt_timeout", "max_live_attempts", "hedge_after"}
         if unknown:
             raise InvalidIntent(f"policy has unknown fields: {', '.join(sorted(unknown))}")
         return cls(**data)
+
+
+def _seconds(value: Any) -> bool:
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and 0 <= value <= MAX_POLICY_SECONDS
+    )
 
 
 def _name(value: Any, what: str, *, optional: bool = False) -> str | None:
@@ -107,6 +113,8 @@ class Intent:
             self.fingerprint  # noqa: B018 - validates that input is JSON
         except ValueError as exc:
             raise InvalidIntent(f"input is not canonical JSON: {exc}") from None
+        except RecursionError:
+            raise InvalidIntent("input is nested too deeply") from None
 
     @cached_property
     def fingerprint(self) -> str:

@@ -96,6 +96,19 @@ def service(db: Database) -> Iterator[Service]:
         ("k", {**BODY, "owner": "mallory"}, ALICE, 422, "invalid-body"),
         ("k", {**BODY, "providers": ["nope"]}, ALICE, 422, "unknown-provider"),
         ("k", {**BODY, "policy": {"hedge_after": 1}}, ALICE, 422, "invalid-body"),
+        ("k", {**BODY, "policy": {"attempt_timeout": 1e300}}, ALICE, 422, "invalid-body"),
+        ("k", {**BODY, "policy": {"attempt_timeout": True}}, ALICE, 422, "invalid-body"),
+        ("k", {**BODY, "input": {"text": "nul\u0000"}}, ALICE, 422, "invalid-body"),
+        ("k", {**BODY, "operation": "op\u0000"}, ALICE, 422, "invalid-body"),
+        ("k", b"[" * 3000, ALICE, 422, "invalid-body"),
+        ("k", b'{"operation": "op", "input": {"a": "\\ud800"}}', ALICE, 422, "invalid-body"),
+        (
+            "k",
+            b'{"operation": "op", "input": ' + b'{"a": ' * 100 + b"1" + b"}" * 101,
+            ALICE,
+            422,
+            "invalid-body",
+        ),
     ],
 )
 def test_refusals_are_problems_and_write_nothing(service, key, body, headers, status, slug) -> None:
@@ -126,6 +139,7 @@ def test_another_owners_job_is_404(service: Service) -> None:
     assert service.client.post(f"/v1/jobs/{job_id}/attempts", headers=BOB).status_code == 404
     assert service.client.get("/v1/jobs/999999", headers=ALICE).status_code == 404
     assert service.client.get("/v1/jobs/abc", headers=ALICE).status_code == 404
+    assert service.client.get("/v1/jobs/%C2%B2", headers=ALICE).status_code == 404
     # the same key under bob is bob's own job
     assert service.post("k1", headers=BOB).json()["id"] != job_id
 

@@ -41,6 +41,10 @@ def test_tokens_from_file_and_environment(tmp_path) -> None:
         ("failover_without_contract: maybe\n", "failover_without_contract"),
         ("limits: {max_body_bytes: 10}\n", "limits.max_body_bytes"),
         ("max_runtime: {primary: -5}\n", "max_runtime"),
+        ("defaults: {providers: [a, a]}\n", "defaults.providers"),
+        ("defaults: {policy: {1: 2}}\n", "defaults.policy"),
+        ("1: x\nfoo: y\n", "1: unknown key"),
+        ("tokens: {t: " + "o" * 256 + "}\n", "tokens"),
     ],
 )
 def test_malformed_fields_are_named(tmp_path, text: str, field: str) -> None:
@@ -48,6 +52,13 @@ def test_malformed_fields_are_named(tmp_path, text: str, field: str) -> None:
     with pytest.raises(ConfigError) as raised:
         load_config(path, environ={})
     assert str(path) in raised.value.message and field in raised.value.message
+
+
+def test_a_yaml_error_never_echoes_the_file(tmp_path) -> None:
+    with pytest.raises(ConfigError) as raised:
+        load_config(write(tmp_path, "tokens:\n  sk-live-SECRET123: alice: bob\n"), environ={})
+    assert "line 2" in raised.value.message
+    assert "SECRET123" not in raised.value.message
 
 
 def test_unreadable_and_invalid_yaml(tmp_path) -> None:

@@ -42,7 +42,14 @@ def normalise_url(url: str) -> str:
 
 
 def redact(url: str) -> str:
-    return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)
+    """The URL without its password, wherever it is given (userinfo or ?password=)."""
+    try:
+        parsed = make_url(url)
+    except Exception:
+        return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)
+    if "password" in parsed.query:
+        parsed = parsed.update_query_dict({"password": "***"})
+    return parsed.render_as_string(hide_password=True)
 
 
 def _sqlite_version_ok(dbapi_connection: Any) -> None:
@@ -110,7 +117,7 @@ def translate_errors() -> Iterator[None]:
     except sa.exc.IntegrityError as exc:
         name = _constraint_name(exc)
         raise IntegrityViolation(f"constraint {name} refused the write", constraint=name) from None
-    except (sa.exc.OperationalError, sa.exc.ProgrammingError) as exc:
+    except (sa.exc.OperationalError, sa.exc.ProgrammingError, sa.exc.DataError) as exc:
         text = str(exc.orig)
         if "no such table" in text or ("does not exist" in text and "relation" in text):
             raise SchemaError() from None

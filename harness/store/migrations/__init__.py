@@ -31,7 +31,9 @@ def upgrade(db: Database, revision: str = "head") -> None:
 def current(db: Database) -> str | None:
     from alembic.runtime.migration import MigrationContext
 
-    with db.engine.connect() as conn:
+    from harness.store.database import translate_errors
+
+    with translate_errors(), db.engine.connect() as conn:
         return MigrationContext.configure(conn).get_current_revision()
 
 
