@@ -9,8 +9,11 @@ clock; races are forced at the named `harness.faults` points.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
+
+from sqlalchemy.engine import Connection
 
 from harness import faults as fp
 from harness.clock import Clock, SystemClock
@@ -166,12 +169,20 @@ class Engine:
     # -- attempts ------------------------------------------------------------------------
 
     def start_attempt(
-        self, job_id: int, provider: str, *, model: str | None = None, actor: str = "engine"
+        self,
+        job_id: int,
+        provider: str,
+        *,
+        model: str | None = None,
+        actor: str = "engine",
+        first: bool = False,
     ) -> Attempt:
         """Start an attempt if nothing forbids it (I3, I4, I7).
 
         The live-slot index is the guard: without hedging every attempt asks for slot 0,
-        so a second live attempt cannot be inserted, whatever the timing."""
+        so a second live attempt cannot be inserted, whatever the timing. `first` starts
+        only a job's first attempt (refused as `already_started` otherwise), so a late
+        duplicate start can never run the primary again after a failover began."""
         job = self.get_job(job_id)
         if job.status in FINISHED_JOB_STATES:
             raise AttemptRefused(f"job {job_id} is {job.status.value}", reason="job_finished")
@@ -194,7 +205,7 @@ class Engine:
                 slot = free[0]
             self.faults.hit(fp.BEFORE_START)
             try:
-                return self._insert_attempt(job, provider, model, slot, actor=actor)
+                return self._insert_attempt(job, provider, model, slot, actor=actor, first=first)
             except IntegrityViolation as exc:
                 if exc.constraint != LIVE_SLOT_CONSTRAINT:
                     raise
@@ -225,43 +236,78 @@ class Engine:
         )
 
     def _insert_attempt(
-        self, job: Job, provider: str, model: str | None, slot: int, *, actor: str
+        self,
+        job: Job,
+        provider: str,
+        model: str | None,
+        slot: int,
+        *,
+        actor: str,
+        first: bool = False,
+        conn: Connection | None = None,
     ) -> Attempt:
-        now = self.clock.now()
-        with self.db.write() as conn:
-            claim = q.claim_attempt(conn, job.id, now=now)
-            if claim is None:
-                current = self._job(conn, job.id)
-                if current.status is JobState.BLOCKED_UNKNOWN:
-                    raise AttemptRefused(
-                        f"job {job.id} waits on an unknown attempt; resolve it first",
-                        reason="unknown_attempt",
-                    )
-                raise AttemptRefused(
-                    f"job {job.id} is {current.status.value}", reason="job_finished"
+        if conn is None:
+            with self.db.write() as conn:
+                return self._insert_attempt(
+                    job, provider, model, slot, actor=actor, first=first, conn=conn
                 )
-            number, version = claim
-            attempt = q.insert_attempt(
-                conn,
-                job_id=job.id,
-                number=number,
-                provider=provider,
-                model=model,
-                live_slot=slot,
-                read_version=version,
-                now=now,
-                deadline=now + timedelta(seconds=job.policy.attempt_timeout),
-            )
-            q.insert_event(
-                conn,
-                job.id,
-                "attempt_started",
-                now=now,
-                attempt_id=attempt.id,
-                actor=actor,
-                detail={"number": number, "provider": provider, "slot": slot},
-            )
-            return attempt
+        now = self.clock.now()
+        claim = q.claim_attempt(conn, job.id, now=now, first=first)
+        if claim is None:
+            current = self._job(conn, job.id)
+            if current.status is JobState.BLOCKED_UNKNOWN:
+                raise AttemptRefused(
+                    f"job {job.id} waits on an unknown attempt; resolve it first",
+                    reason="unknown_attempt",
+                )
+            if first and current.status not in FINISHED_JOB_STATES:
+                raise AttemptRefused(f"job {job.id} was already started", reason="already_started")
+            raise AttemptRefused(f"job {job.id} is {current.status.value}", reason="job_finished")
+        number, version = claim
+        attempt = q.insert_attempt(
+            conn,
+            job_id=job.id,
+            number=number,
+            provider=provider,
+            model=model,
+            live_slot=slot,
+            read_version=version,
+            now=now,
+            deadline=now + timedelta(seconds=job.policy.attempt_timeout),
+        )
+        q.insert_event(
+            conn,
+            job.id,
+            "attempt_started",
+            now=now,
+            attempt_id=attempt.id,
+            actor=actor,
+            detail={"number": number, "provider": provider, "slot": slot},
+        )
+        return attempt
+
+    def claim_new_jobs(
+        self, *, limit: int, actor: str, models: Mapping[str, str | None] | None = None
+    ) -> list[tuple[Job, Attempt]]:
+        """Start the first attempt of up to `limit` jobs nobody has started, in one
+        transaction: on Postgres the rows are taken FOR UPDATE SKIP LOCKED, so workers
+        claiming at once split the jobs between them instead of queueing on each other."""
+        claimed = []
+        with self.db.write() as conn:
+            for job_id in q.new_job_ids(conn, limit=limit):
+                job = self._job(conn, job_id)
+                primary = job.providers[0]
+                attempt = self._insert_attempt(
+                    job,
+                    primary,
+                    (models or {}).get(primary),
+                    0,
+                    actor=actor,
+                    first=True,
+                    conn=conn,
+                )
+                claimed.append((job, attempt))
+        return claimed
 
     def mark_running(self, attempt_id: int, *, provider_request_id: str | None = None) -> Attempt:
         """The request is about to be sent: from here on a crash means unknown."""
@@ -329,6 +375,59 @@ class Engine:
                 actor=actor,
                 detail={"error": error, "outcome": outcome},
             )
+            q.refresh_job_status(conn, attempt.job_id, now=now)
+            return moved
+
+    def record_not_executed(self, attempt_id: int, *, error: str, actor: str) -> Attempt:
+        """The provider answered that it did not execute (429, 4xx...): fail a live
+        attempt, or, if its deadline already made it unknown, resolve it with this
+        evidence. One transaction, so the evidence is never lost to that race."""
+        now = self.clock.now()
+        with self.db.write() as conn:
+            attempt = self._attempt(conn, attempt_id, lock=True)
+            if attempt.state is AttemptState.UNKNOWN:
+                reason = f"provider answered: {error}"
+                q.insert_event(
+                    conn,
+                    attempt.job_id,
+                    "resolved",
+                    now=now,
+                    attempt_id=attempt_id,
+                    actor=actor,
+                    detail={"outcome": "failed", "reason": reason},
+                )
+                moved = q.transition_attempt(
+                    conn,
+                    attempt_id,
+                    AttemptEvent.RESOLVE_FAILED,
+                    now=now,
+                    outcome="not_executed",
+                    error=reason,
+                )
+            else:
+                moved = q.transition_attempt(
+                    conn,
+                    attempt_id,
+                    AttemptEvent.FAIL,
+                    now=now,
+                    outcome="not_executed",
+                    error=error,
+                )
+                if moved is not None:
+                    q.insert_event(
+                        conn,
+                        attempt.job_id,
+                        "attempt_failed",
+                        now=now,
+                        attempt_id=attempt_id,
+                        actor=actor,
+                        detail={"error": error, "outcome": "not_executed"},
+                    )
+            if moved is None:
+                raise InvalidTransition(
+                    f"attempt {attempt_id} is {attempt.state.value}: too late for its failure",
+                    attempt_id=attempt_id,
+                )
             q.refresh_job_status(conn, attempt.job_id, now=now)
             return moved
 
@@ -490,11 +589,6 @@ class Engine:
     def attempt(self, attempt_id: int) -> Attempt:
         with self.db.read() as conn:
             return self._attempt(conn, attempt_id)
-
-    def new_job_ids(self, *, limit: int = 20) -> list[int]:
-        """Jobs nobody has started an attempt for yet (work for `harness worker`)."""
-        with self.db.write() as conn:
-            return q.new_job_ids(conn, limit=limit)
 
     def unknown_attempts(self, *, limit: int = 100) -> list[Attempt]:
         with self.db.read() as conn:

@@ -28,7 +28,6 @@ from harness.errors import (
     HarnessError,
     InvalidTransition,
     NotFound,
-    ProviderError,
 )
 from harness.models import Attempt, Job
 from harness.providers.base import BaseProvider, CompletionRequest, Message, Outcome, OutcomeKind
@@ -114,11 +113,17 @@ class Worker:
     # -- entry points ----------------------------------------------------------------------
 
     def start_job(self, job_id: int) -> Attempt | None:
-        """Start a new job's first attempt on its primary provider."""
+        """Start a new job's first attempt on its primary provider (exactly once: a late
+        duplicate start is refused by the database, see `Engine.start_attempt(first=)`)."""
         job = self.engine.get_job(job_id)
         if job.status is not JobState.PENDING or job.attempt_count:
             return None
-        return self._launch(job, job.providers[0])
+        try:
+            return self._launch(job, job.providers[0], first=True)
+        except AttemptRefused as refused:
+            if refused.reason == "already_started":
+                return None
+            raise
 
     def fallback(self, job_id: int, provider: str | None = None, *, actor: str) -> Attempt:
         """The fallback button: start the next (or the named) provider now.
@@ -135,17 +140,23 @@ class Worker:
 
     # -- one attempt -----------------------------------------------------------------------
 
-    def _launch(self, job: Job, provider: str, *, actor: str | None = None) -> Attempt:
+    def _launch(
+        self, job: Job, provider: str, *, actor: str | None = None, first: bool = False
+    ) -> Attempt:
         model = getattr(self.providers.get(provider), "model", None)
         attempt = self.engine.start_attempt(
-            job.id, provider, model=model, actor=actor or self.settings.name
+            job.id, provider, model=model, actor=actor or self.settings.name, first=first
         )
+        self._run(job, attempt)
+        return attempt
+
+    def _run(self, job: Job, attempt: Attempt) -> None:
+        """Arm the attempt's deadline (and hedge timer) and send it."""
         policy = job.policy
         self.scheduler.call_later(policy.attempt_timeout, lambda: self._on_deadline(attempt.id))
         if policy.hedge_after is not None:
             self.scheduler.call_later(policy.hedge_after, lambda: self._on_hedge(job.id))
         self.scheduler.spawn(lambda: self._call(job, attempt))
-        return attempt
 
     def _call(self, job: Job, attempt: Attempt) -> None:
         adapter = self.providers.get(attempt.provider)
@@ -157,7 +168,17 @@ class Worker:
         try:
             self.engine.mark_running(attempt.id)
         except InvalidTransition:
-            return  # cancelled or timed out before it was sent: nothing was sent, nothing to do
+            # Cancelled, or its deadline passed before it was sent. Either way nothing
+            # was sent, and this worker is the only one that could have sent it.
+            if self.engine.attempt(attempt.id).state is AttemptState.UNKNOWN:
+                self.engine.resolve_unknown(
+                    attempt.id,
+                    outcome="failed",
+                    actor=self.settings.name,
+                    reason="never sent: its deadline passed before the request went out",
+                )
+                self._continue(attempt.job_id)
+            return
         outcome = adapter.complete(
             build_request(job, attempt), timeout=job.policy.attempt_timeout + TIMEOUT_SLACK
         )
@@ -182,16 +203,7 @@ class Worker:
 
     def _not_executed(self, attempt: Attempt, outcome: Outcome) -> None:
         error = f"{outcome.reason}: {outcome.error or ''}".strip(": ")
-        current = self.engine.attempt(attempt.id)
-        if current.state is AttemptState.UNKNOWN:  # our deadline fired first; this is evidence
-            self.engine.resolve_unknown(
-                attempt.id,
-                outcome="failed",
-                reason=f"provider answered: {error}",
-                actor=self.settings.name,
-            )
-        else:
-            self.engine.fail_attempt(attempt.id, error=error, actor=self.settings.name)
+        self.engine.record_not_executed(attempt.id, error=error, actor=self.settings.name)
         self._continue(attempt.job_id)
 
     def _continue(self, job_id: int) -> None:
@@ -251,79 +263,91 @@ class Worker:
                 self.engine.record_timeout(attempt.id, actor=self.settings.name)
                 count += 1
             except InvalidTransition:
-                pass
+                pass  # it finished meanwhile
         return count
 
     def claim(self) -> int:
-        """Start the first attempt of new jobs nobody has started (e.g. the API died)."""
-        started = 0
-        for job_id in self.engine.new_job_ids(limit=self.settings.claim_batch):
-            try:
-                if self.start_job(job_id):
-                    started += 1
-            except AttemptRefused:
-                pass  # another worker got there first; the database said so
-        return started
+        """Start the first attempt of new jobs nobody has started (e.g. the API died, or
+        it runs without a worker)."""
+        claimed = self.engine.claim_new_jobs(
+            limit=self.settings.claim_batch,
+            actor=self.settings.name,
+            models={name: getattr(p, "model", None) for name, p in self.providers.items()},
+        )
+        for job, attempt in claimed:
+            self._run(job, attempt)
+        return len(claimed)
 
     def reconcile(self) -> int:
-        """Resolve unknown attempts from provider evidence (I4)."""
+        """Resolve unknown attempts from provider evidence (I4); the count resolved."""
         resolved = 0
         now = self.engine.clock.now()
         for attempt in self.engine.unknown_attempts():
-            adapter = self.providers.get(attempt.provider)
             try:
-                lookup = adapter.lookup(str(attempt.id)) if adapter is not None else None
-            except ProviderError as exc:  # could not ask: no evidence either way, try later
-                log.warning("lookup for attempt %s failed: %s", attempt.id, exc.message)
-                continue
-            try:
-                if lookup is not None and lookup.found and lookup.finished and lookup.outcome:
-                    found = lookup.outcome
-                    if found.kind is OutcomeKind.EXECUTED:
-                        self.engine.resolve_unknown(
-                            attempt.id,
-                            outcome="succeeded",
-                            result=result_of(found),
-                            reason="provider lookup: finished with a result",
-                            actor=f"{self.settings.name}:reconciler",
-                        )
-                    else:
-                        self.engine.resolve_unknown(
-                            attempt.id,
-                            outcome="failed",
-                            reason=f"provider lookup: finished without a result ({found.reason})",
-                            actor=f"{self.settings.name}:reconciler",
-                        )
-                        self._continue(attempt.job_id)
-                    resolved += 1
-                    continue
-                if lookup is not None and lookup.found:
-                    continue  # the provider is still working on it: wait
-                limit = (self.settings.max_runtime or {}).get(attempt.provider, DEFAULT_MAX_RUNTIME)
-                if (now - attempt.started_at).total_seconds() > limit:
-                    self.engine.resolve_unknown(
-                        attempt.id,
-                        outcome="failed",
-                        reason=f"no evidence of execution after the provider's maximum runtime "
-                        f"of {limit:g} s",
-                        actor=f"{self.settings.name}:reconciler",
-                    )
-                    self._continue(attempt.job_id)
-                    resolved += 1
+                resolved += self._reconcile_one(attempt, now)
             except InvalidTransition:
                 pass  # resolved meanwhile by someone else
+            except HarnessError as exc:  # e.g. the lookup could not be made: try later
+                log.warning("reconciling attempt %s failed: %s", attempt.id, exc.message)
         return resolved
 
+    def _reconcile_one(self, attempt: Attempt, now: datetime) -> bool:
+        actor = f"{self.settings.name}:reconciler"
+        adapter = self.providers.get(attempt.provider)
+        lookup = adapter.lookup(str(attempt.id)) if adapter is not None else None
+        if lookup is not None and lookup.found:
+            if not (lookup.finished and lookup.outcome):
+                return False  # the provider is still working on it: wait
+            found = lookup.outcome
+            if found.kind is OutcomeKind.EXECUTED:
+                self.engine.resolve_unknown(
+                    attempt.id,
+                    outcome="succeeded",
+                    result=result_of(found),
+                    actor=actor,
+                    reason="provider lookup: finished with a result",
+                )
+                return True
+            self.engine.resolve_unknown(
+                attempt.id,
+                outcome="failed",
+                actor=actor,
+                reason=f"provider lookup: finished without a result ({found.reason})",
+            )
+            self._continue(attempt.job_id)
+            return True
+        limit = (self.settings.max_runtime or {}).get(attempt.provider, DEFAULT_MAX_RUNTIME)
+        if (now - attempt.started_at).total_seconds() <= limit:
+            return False
+        # Dead, not failed: it may have executed (and billed). Cancelling fences off any
+        # late answer, and the record says what we do not know.
+        self.engine.resolve_unknown(
+            attempt.id,
+            outcome="cancelled",
+            actor=actor,
+            reason=f"abandoned: no evidence after the provider's maximum runtime of "
+            f"{limit:g} s; it may have executed",
+        )
+        self._continue(attempt.job_id)
+        return True
+
     def tick(self) -> None:
-        """One round of background duties: claim new jobs, sweep deadlines, reconcile."""
-        self.claim()
-        self.sweep()
+        """One round of background duties: claim new jobs, sweep deadlines, reconcile.
+
+        Each duty runs on its own: one that fails is logged and retried next round, and
+        never keeps the others (or other owners' jobs) from running."""
         now = self.engine.clock.now()
+        duties = [self.claim, self.sweep]
         if self._last_reconcile is None or (
             (now - self._last_reconcile).total_seconds() >= self.settings.reconcile_interval
         ):
             self._last_reconcile = now
-            self.reconcile()
+            duties.append(self.reconcile)
+        for duty in duties:
+            try:
+                duty()
+            except Exception:
+                log.exception("worker duty %s failed; retrying next round", duty.__name__)
 
     def start_background(self) -> None:
         """Run `tick` every poll interval on the scheduler (its clock, its timers)."""
@@ -333,8 +357,6 @@ class Worker:
                 return
             try:
                 self.tick()
-            except HarnessError:
-                log.exception("worker round failed; retrying next round")
             finally:
                 if not self._stop.is_set():
                     self.scheduler.call_later(self.settings.poll_interval, round_)

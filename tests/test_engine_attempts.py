@@ -155,28 +155,22 @@ def test_completion_race_has_exactly_one_winner_every_time(engine: Engine) -> No
             assert sorted(att.state for att in job.attempts) == ["succeeded", "superseded"]
 
 
-def test_last_writer_wins_mutant_is_caught(engine: Engine, monkeypatch) -> None:
-    """The race test above can fail: drop the CAS condition and two attempts 'win'."""
-    real = queries.complete_job
+def test_last_writer_wins_mutant_is_caught(engine: Engine, db: Database) -> None:
+    """These tests can fail: with the CAS condition removed, the engine lets both
+    completions win, and the invariant checker reports I5."""
+    from harness.invariants import check_invariants
+    from harness.mutants import MUTANTS, applied
 
-    def last_writer_wins(conn, job_id, *, attempt_id, read_version, result, now):
-        conn.execute(sa.text("UPDATE jobs SET completed_by = NULL WHERE id = :id"), {"id": job_id})
-        return (
-            real(
-                conn,
-                job_id,
-                attempt_id=attempt_id,
-                read_version=read_version,
-                result=result,
-                now=now,
-            )
-            or read_version + 1
-        )
-
-    monkeypatch.setattr(queries, "complete_job", last_writer_wins)
+    mutant = next(m for m in MUTANTS if m.name == "last_writer_wins")
     job_id = new_job(engine, policy=HEDGED)
     a, b = engine.start_attempt(job_id, "a"), engine.start_attempt(job_id, "b")
-    assert engine.complete_attempt(a.id, 1).won and engine.complete_attempt(b.id, 2).won
+    with applied(mutant):
+        results = [engine.complete_attempt(a.id, "a"), engine.complete_attempt(b.id, "b")]
+    assert [r.won for r in results] == [True, True]
+    assert engine.get_job(job_id).result == "b"  # the first result was overwritten
+    with db.read() as conn:
+        jobs_, events_ = queries.snapshot(conn)
+    assert "I5" in {v.invariant for v in check_invariants(jobs_, events_)}
 
 
 # -- I3: one live attempt -----------------------------------------------------------------

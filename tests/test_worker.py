@@ -191,7 +191,11 @@ def test_reconciler_waits_for_max_runtime_without_evidence(worker, scheduler, pr
     scheduler.advance(2)
     assert worker.reconcile() == 1
     scheduler.wait_idle()
-    assert states(worker, job_id) == [("primary", "failed"), ("fallback", "succeeded")]
+    # abandoned, not failed: it may have executed; the record says so
+    assert states(worker, job_id) == [("primary", "cancelled"), ("fallback", "succeeded")]
+    resolved = next(e for e in worker.engine.events(job_id) if e.kind == "resolved")
+    assert resolved.detail["outcome"] == "cancelled"
+    assert "may have executed" in resolved.detail["reason"]
 
 
 def test_sweep_and_claim_recover_after_a_crash(worker, scheduler, primary) -> None:
@@ -244,3 +248,93 @@ def test_a_failing_lookup_is_no_evidence_and_does_not_stop_the_round(
     assert worker.reconcile() == 1
     assert worker.engine.get_job(first).status is JobState.BLOCKED_UNKNOWN
     assert worker.engine.get_job(second).status is JobState.SUCCEEDED
+
+
+def test_a_late_duplicate_start_never_reruns_the_primary(
+    worker, scheduler, primary, fallback
+) -> None:
+    release = threading.Event()
+    primary.steps, fallback.steps = [NOT_EXECUTED], [Step(gate=release)]
+    job_id = submit(worker)  # starts, gets a 429, fails over; the fallback is working
+    assert fallback.started.wait(10)
+    assert worker.start_job(job_id) is None  # e.g. the API's start arriving late
+    with pytest.raises(AttemptRefused) as refused:
+        worker.engine.start_attempt(job_id, "primary", first=True)
+    assert refused.value.reason == "already_started"
+    release.set()
+    scheduler.wait_idle()
+    assert states(worker, job_id) == [("primary", "failed"), ("fallback", "succeeded")]
+    assert len(primary.calls) == 1
+
+
+def test_not_executed_after_the_deadline_resolves_with_that_evidence(
+    worker, scheduler, primary
+) -> None:
+    release = threading.Event()
+    primary.steps = [Step(kind=OutcomeKind.NOT_EXECUTED, reason="rate_limited", gate=release)]
+    job_id = submit(worker, Policy(attempt_timeout=30))
+    assert primary.started.wait(10)
+    scheduler.advance(31)  # the deadline fires first: unknown
+    assert worker.engine.get_job(job_id).status is JobState.BLOCKED_UNKNOWN
+    release.set()  # ... then the provider's 429 arrives: evidence it did not execute
+    scheduler.wait_idle()
+    assert states(worker, job_id) == [("primary", "failed"), ("fallback", "succeeded")]
+    resolved = next(e for e in worker.engine.events(job_id) if e.kind == "resolved")
+    assert resolved.detail["reason"].startswith("provider answered: rate_limited")
+
+
+def test_an_attempt_whose_deadline_passed_before_sending_is_never_sent(
+    worker, scheduler, primary, fallback
+) -> None:
+    intent = Intent(operation="op", input={}, providers=("primary", "fallback"))
+    job = worker.engine.create_job("alice", "late", intent).job
+    attempt = worker.engine.start_attempt(job.id, "primary")
+    worker.engine.record_timeout(attempt.id)  # the worker was slow to get to it
+    worker._call(job, attempt)
+    scheduler.wait_idle()
+    assert primary.calls == []
+    assert states(worker, job.id) == [("primary", "failed"), ("fallback", "succeeded")]
+
+
+def test_a_failing_duty_does_not_stop_the_others(worker, scheduler, monkeypatch) -> None:
+    intent = Intent(operation="op", input={}, providers=("primary", "fallback"))
+    job = worker.engine.create_job("alice", "crashed", intent).job
+    attempt = worker.engine.start_attempt(job.id, "primary")
+    scheduler.advance(31)
+
+    def broken_claim() -> int:
+        raise RuntimeError("claim is broken")
+
+    monkeypatch.setattr(worker, "claim", broken_claim)
+    worker.tick()
+    assert worker.engine.attempt(attempt.id).state is AttemptState.UNKNOWN  # sweep still ran
+
+
+def test_concurrent_claims_start_each_new_job_once(db, scheduler, primary, fallback) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    engines = [Engine(db, gate=AllowAllGate(), clock=scheduler.clock) for _ in range(4)]
+    workers = [
+        Worker(
+            e,
+            {"primary": primary, "fallback": fallback},
+            scheduler,
+            WorkerSettings(name=f"w{i}", claim_batch=5),
+        )
+        for i, e in enumerate(engines)
+    ]
+    intent = Intent(operation="op", input={}, providers=("primary", "fallback"))
+    ids = [engines[0].create_job("alice", f"k{i}", intent).job.id for i in range(12)]
+    barrier = threading.Barrier(4, timeout=30)
+
+    def claim(w: Worker) -> int:
+        barrier.wait()
+        return sum(w.claim() for _ in range(4))
+
+    with ThreadPoolExecutor(4) as pool:
+        claimed = list(pool.map(claim, workers))
+    scheduler.wait_idle()
+    assert sum(claimed) == len(ids)
+    assert len(primary.calls) == len(ids)
+    for job_id in ids:
+        assert [a.number for a in engines[0].get_job(job_id).attempts] == [1]

@@ -174,15 +174,19 @@ def lock_job(conn: Connection, job_id: int) -> bool:
     return found is not None
 
 
-def claim_attempt(conn: Connection, job_id: int, *, now: datetime) -> tuple[int, int] | None:
-    """Take the next attempt number if the job may start one; (number, version) or None."""
+def claim_attempt(
+    conn: Connection, job_id: int, *, now: datetime, first: bool = False
+) -> tuple[int, int] | None:
+    """Take the next attempt number if the job may start one; (number, version) or None.
+
+    `first`: only if no attempt was ever started (a job's first start, exactly once)."""
     target = job_next(JobState.PENDING, JobEvent.START_ATTEMPT)
+    guard = [jobs.c.id == job_id, jobs.c.status.in_(sorted(job_sources(JobEvent.START_ATTEMPT)))]
+    if first:
+        guard.append(jobs.c.attempt_count == 0)
     row = conn.execute(
         sa.update(jobs)
-        .where(
-            jobs.c.id == job_id,
-            jobs.c.status.in_(sorted(job_sources(JobEvent.START_ATTEMPT))),
-        )
+        .where(*guard)
         .values(attempt_count=jobs.c.attempt_count + 1, status=target.value, updated_at=now)
         .returning(jobs.c.attempt_count, jobs.c.version)
     ).first()
@@ -388,8 +392,8 @@ def unknown_attempts(conn: Connection, *, limit: int = 100) -> list[Attempt]:
 
 
 def new_job_ids(conn: Connection, *, limit: int) -> list[int]:
-    """Pending jobs with no attempt yet; on Postgres, rows other workers are looking at
-    right now are skipped (the start itself is guarded by the live-slot index)."""
+    """Pending jobs with no attempt yet, locked for the caller's transaction; on Postgres
+    rows another worker is claiming right now are skipped, not waited for."""
     rows = conn.execute(
         sa.select(jobs.c.id)
         .where(jobs.c.status == JobState.PENDING.value, jobs.c.attempt_count == 0)
