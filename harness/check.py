@@ -27,7 +27,7 @@ from harness.engine import Engine
 from harness.errors import AttemptRefused, HarnessError, IdempotencyConflict
 from harness.gate import AllowAllGate
 from harness.invariants import check_invariants
-from harness.models import Intent, Job, Policy
+from harness.models import MAX_POLICY_SECONDS, Intent, Job, Policy
 from harness.providers.build import builtin_fake_providers
 from harness.scheduler import ManualScheduler, SteppedTime
 from harness.states import JobState
@@ -286,8 +286,14 @@ def staged(database: Database, owner: str, limit: float) -> Iterator[Stage]:
     try:
         yield Stage(engine, worker, scheduler, fakes, owner, limit)
     finally:
+        # End every provider call this story left behind (hangs, virtual sleeps) and
+        # wait for them, so nothing of one story runs on into the next.
         fakes.release()
-        scheduler.close()
+        scheduler.skip(MAX_POLICY_SECONDS * 2)
+        try:
+            scheduler.wait_idle(limit)
+        finally:
+            scheduler.close()
 
 
 def run_check(
@@ -342,9 +348,20 @@ def run_checks(
 def run_mutants(
     database: Database, run_id: str, only: tuple[str, ...] = ()
 ) -> dict[str, list[str]]:
-    """For each mutant, the checks that caught it (an empty list: nobody did)."""
+    """For each mutant, the checks that caught it (an empty list: nobody did).
+
+    The stories first run unmutated under the same (shorter) wait limit and must all
+    pass, so that a mutant counts as caught only by a story that fails because of it,
+    never by one that is merely slow on a busy machine."""
     from harness.mutants import MUTANTS, applied
 
+    baseline = run_checks(database, f"{run_id}:baseline", only, MUTANT_WAIT_LIMIT)
+    slow = [r.name for r in baseline if not r.passed]
+    if slow:
+        raise CheckFailed(
+            f"unmutated checks fail under the mutant wait limit ({MUTANT_WAIT_LIMIT:g} s): "
+            f"{', '.join(slow)}; mutant results would not mean anything"
+        )
     caught: dict[str, list[str]] = {}
     for mutant in MUTANTS:
         with applied(mutant):

@@ -158,6 +158,11 @@ class ManualScheduler:
         self.clock.set(end)
         self._notify()
 
+    def skip(self, seconds: float) -> None:
+        """Move the clock without firing timers: ends virtual sleeps when tearing down."""
+        self.clock.advance(seconds)
+        self._notify()
+
     def _notify(self) -> None:
         for listener in self.listeners:
             listener()
