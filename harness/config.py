@@ -17,6 +17,7 @@ Every field is checked when the file is loaded; an error names the file and the 
 from __future__ import annotations
 
 import os
+import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -75,27 +76,45 @@ def _fail(path: Path | None, where: str, message: str) -> ConfigError:
     return ConfigError(f"{path or 'configuration'}: {where}: {message}", field=where)
 
 
-def load_config(path: Path | None, environ: Mapping[str, str] = os.environ) -> ServiceConfig:
-    data: dict[str, Any] = {}
-    if path is not None:
+def read_config_file(path: str | Path) -> dict[str, Any]:
+    """A configuration file's top-level mapping: YAML, or TOML for a `.toml` file.
+
+    The one reader of configuration files (the service, the providers and the failover
+    chains all read the same file). An error gives the position and the problem, never
+    the offending text: it may be a token or a key."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
+        raise ConfigError(f"{path}: cannot read: {reason}") from None
+    if path.suffix.lower() == ".toml":
         try:
-            loaded = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+            loaded: Any = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:  # its message has line and column only
+            raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    else:
+        try:
+            loaded = yaml.safe_load(text)
         except yaml.YAMLError as exc:
-            # Never echo the offending text: it may be a token. Position and problem only.
             mark = getattr(exc, "problem_mark", None)
             where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
             problem = getattr(exc, "problem", None) or "cannot parse"
             raise ConfigError(f"{path}: not valid YAML{where}: {problem}") from None
-        if loaded is None:
-            loaded = {}
-        if not isinstance(loaded, dict):
-            raise _fail(path, "(top level)", "must be a mapping")
-        unknown = {str(k) for k in loaded} - KNOWN_KEYS
+    if loaded is None:
+        return {}
+    if not isinstance(loaded, dict):
+        raise _fail(path, "(top level)", "must be a mapping")
+    return loaded
+
+
+def load_config(path: Path | None, environ: Mapping[str, str] = os.environ) -> ServiceConfig:
+    data: dict[str, Any] = {}
+    if path is not None:
+        data = read_config_file(path)
+        unknown = {str(k) for k in data} - KNOWN_KEYS
         if unknown:
             raise _fail(path, sorted(unknown)[0], f"unknown key; known: {sorted(KNOWN_KEYS)}")
-        data = loaded
 
     tokens_raw = data.get("tokens") or {}
     if not isinstance(tokens_raw, dict) or not all(

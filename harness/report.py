@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.check import Result
-from harness.contracts.junit import Case, Suite, write_junit
+from harness.junit import Case, Suite, write_junit
 from harness.store.database import Database
 
 

@@ -61,6 +61,31 @@ def test_a_yaml_error_never_echoes_the_file(tmp_path) -> None:
     assert "SECRET123" not in raised.value.message
 
 
+@pytest.mark.parametrize("suffix", [".yaml", ".toml"])
+def test_every_reader_of_the_file_keeps_secrets_out_of_errors(tmp_path, suffix) -> None:
+    """The service, the providers and the failover chains read one file, one way."""
+    from harness.contracts.chains import load_chains
+    from harness.errors import ProviderConfigError
+    from harness.providers.config import load_providers
+
+    path = tmp_path / f"harness{suffix}"
+    path.write_text(
+        "tokens:\n  sk-live-SECRET123: alice: bob\n"
+        if suffix == ".yaml"
+        else 'tokens = { "sk-live-SECRET123" = alice }\n'
+    )
+    for read in (
+        lambda: load_config(path, environ={}),
+        lambda: load_providers(path),
+        lambda: load_chains(path),
+    ):
+        with pytest.raises(ConfigError) as raised:
+            read()
+        assert "SECRET123" not in raised.value.message and "line" in raised.value.message
+    with pytest.raises(ProviderConfigError):
+        load_providers(path)
+
+
 def test_unreadable_and_invalid_yaml(tmp_path) -> None:
     with pytest.raises(ConfigError, match="cannot read"):
         load_config(tmp_path / "missing.yaml", environ={})

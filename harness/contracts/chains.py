@@ -23,8 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from harness.config import read_config_file
 from harness.contracts.gate import GateCheck, VerdictGate
 from harness.errors import ConfigError
 
@@ -122,22 +121,8 @@ def allows_contractless_failover(data: dict[str, Any]) -> bool:
 
 
 def load_config(path: str | Path) -> dict[str, Any]:
-    file = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"{file}: cannot read: {exc.strerror or exc}") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{file}:{mark.line + 1}" if mark is not None else file
-        raise ConfigError(f"{where}: invalid YAML: {getattr(exc, 'problem', exc)}") from None
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise ConfigError(f"{file}: the configuration must be a mapping")
-    return data
+    """The configuration file's mapping (read by `harness.config.read_config_file`)."""
+    return read_config_file(path)
 
 
 def load_chains(path: str | Path) -> list[Chain]:

@@ -41,7 +41,6 @@ from harness.contracts.chains import (
 )
 from harness.contracts.checks import CheckResult
 from harness.contracts.gate import DEFAULT_MAX_VERDICT_AGE, VerdictGate
-from harness.contracts.junit import Case, Suite, write_junit
 from harness.contracts.loader import CONTRACT_SUFFIXES, load_contract
 from harness.contracts.model import Contract
 from harness.contracts.registry import (
@@ -56,6 +55,7 @@ from harness.contracts.tokens import DEFAULT_TOKENIZER, TOKENIZERS, get_tokenize
 from harness.contracts.verdicts import export_verdicts, list_verdicts, record_verdict
 from harness.contracts.verifier import Verification, verify_offline, verify_online
 from harness.errors import ConfigError, HarnessError
+from harness.junit import Case, Suite, write_junit
 from harness.models import Verdict
 from harness.providers.base import BaseProvider
 from harness.store.database import DEFAULT_DATABASE_URL, Database

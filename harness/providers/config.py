@@ -20,15 +20,13 @@ from __future__ import annotations
 import enum
 import math
 import re
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from harness.errors import ProviderConfigError
+from harness.config import read_config_file
+from harness.errors import ConfigError, ProviderConfigError
 
 DEFAULT_TIMEOUT = 60.0
 DEFAULT_CONNECT_TIMEOUT = 5.0
@@ -83,17 +81,9 @@ def _read(path: Path) -> Any:
             f"{path}: provider config must be .yaml, .yml or .toml", source=str(path)
         )
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ProviderConfigError(
-            f"{path}: cannot read provider config: {exc.strerror}", source=str(path)
-        ) from None
-    try:
-        return tomllib.loads(text) if suffix == ".toml" else yaml.safe_load(text)
-    except (tomllib.TOMLDecodeError, yaml.YAMLError) as exc:
-        raise ProviderConfigError(
-            f"{path}: not valid {suffix[1:].upper()}: {exc}", source=str(path)
-        ) from None
+        return read_config_file(path)
+    except ConfigError as exc:
+        raise ProviderConfigError(exc.message, source=str(path)) from None
 
 
 def load_providers(path: str | Path, *, required: bool = True) -> dict[str, ProviderConfig]:

@@ -1,4 +1,4 @@
-"""JUnit XML for CI: one testcase per check (verify) or per chain link (gate)."""
+"""JUnit XML for CI: one testcase per check, per contract check or per failover link."""
 
 from __future__ import annotations
 
