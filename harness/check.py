@@ -3,7 +3,8 @@
 Each check is a short story (a double click, a hung primary, a hedged race...) played
 on a fresh embedded SQLite database (or the given one), with the real engine, worker and
 fake providers, on virtual time: the whole suite takes seconds. After each story the
-invariant checker (I1-I6) reads the database and the fakes' ledger is counted (I8).
+invariant checker (I1-I6) reads the database, and every execution in the fakes' ledger
+must map to exactly one attempt (I8).
 
 `--mutants` plays every story again against deliberately broken engines
 (`harness.mutants`) and fails unless each mutant is caught by at least one story: a
@@ -26,7 +27,7 @@ from harness import faults
 from harness.engine import Engine
 from harness.errors import AttemptRefused, HarnessError, IdempotencyConflict
 from harness.gate import AllowAllGate
-from harness.invariants import check_invariants
+from harness.invariants import check_executions, check_invariants
 from harness.models import MAX_POLICY_SECONDS, Intent, Job, Policy
 from harness.providers.build import builtin_fake_providers
 from harness.scheduler import ManualScheduler, SteppedTime
@@ -307,13 +308,16 @@ def run_check(
             stage.settle()
             with database.read() as conn:
                 jobs, events = queries.snapshot(conn)
+            executions = stage.fakes.ledger.entries()
     except CheckFailed as exc:
         return Result(name, False, time.perf_counter() - started, exc.message)
     except (HarnessError, AssertionError, TimeoutError, threading.BrokenBarrierError) as exc:
         return Result(name, False, time.perf_counter() - started, f"{type(exc).__name__}: {exc}")
     mine = [j for j in jobs if j.owner == owner]
     ids = {j.id for j in mine}
-    violations = [str(v) for v in check_invariants(mine, [e for e in events if e.job_id in ids])]
+    found = check_invariants(mine, [e for e in events if e.job_id in ids])
+    found += check_executions(mine, [e.attempt_id for e in executions])
+    violations = [str(v) for v in found]
     detail = "" if not violations else "invariants broken"
     return Result(name, not violations, time.perf_counter() - started, detail, violations)
 

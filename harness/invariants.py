@@ -97,3 +97,22 @@ def _check_job(job: Job, history: list[Event]) -> list[Violation]:
     if job.completed_by in fenced:
         bad("I6", f"fenced attempt {job.completed_by} is the job's winner")
     return found
+
+
+def check_executions(jobs: Iterable[Job], executions: Iterable[str | None]) -> list[Violation]:
+    """I8: every execution a provider performed maps to exactly one attempt.
+
+    `executions` are the attempt ids the provider's ledger recorded (the adapters send
+    them in a header), one per execution."""
+    owner_of = {str(a.id): job.id for job in jobs for a in job.attempts}
+    found: list[Violation] = []
+    for attempt_id, count in sorted(Counter(executions).items(), key=lambda i: str(i[0])):
+        if attempt_id not in owner_of:
+            found.append(Violation("I8", 0, f"{count} execution(s) for no attempt ({attempt_id})"))
+        elif count > 1:
+            found.append(
+                Violation(
+                    "I8", owner_of[attempt_id], f"attempt {attempt_id} executed {count} times"
+                )
+            )
+    return found

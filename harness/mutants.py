@@ -2,7 +2,8 @@
 
 `harness check --mutants` plays the stories against each mutant; a mutant that no
 story catches means the suite has a blind spot. A mutant patches one named statement
-in `harness.store.queries` (or the fingerprint) for the length of a `with` block.
+in `harness.store.queries` (or the fingerprint, or one worker step) for the length of
+a `with` block.
 """
 
 from __future__ import annotations
@@ -96,6 +97,23 @@ def _ignore_idempotency_key() -> dict[tuple[Any, str], Any]:
     return {(queries, "insert_job"): insert}
 
 
+def _retry_unknown_blindly() -> dict[tuple[Any, str], Any]:
+    from harness.providers.base import OutcomeKind
+    from harness.worker import TIMEOUT_SLACK, Worker, build_request
+
+    real = Worker._on_outcome
+
+    def on_outcome(self: Worker, attempt: Any, outcome: Any) -> None:
+        if outcome.kind is OutcomeKind.UNKNOWN:  # "it probably failed": just send it again
+            job = self.engine.get_job(attempt.job_id)
+            outcome = self.providers[attempt.provider].complete(
+                build_request(job, attempt), timeout=job.policy.attempt_timeout + TIMEOUT_SLACK
+            )
+        real(self, attempt, outcome)
+
+    return {(Worker, "_on_outcome"): on_outcome}
+
+
 MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "ignore_idempotency_key",
@@ -118,6 +136,12 @@ MUTANTS: tuple[Mutant, ...] = (
         "I5",
         "completion overwrites instead of compare-and-swap",
         _last_writer_wins,
+    ),
+    Mutant(
+        "retry_unknown_blindly",
+        "I8",
+        "a lost response is sent again on the same attempt",
+        _retry_unknown_blindly,
     ),
     Mutant(
         "cancel_does_not_fence",

@@ -157,3 +157,15 @@ def test_each_broken_invariant_is_reported(jobs, history, invariant) -> None:
 def test_violation_names_job_and_invariant() -> None:
     broken = check_invariants([replace(job(), status=JobState.FAILED, result=1)], events())
     assert str(broken[0]).startswith("I5 job 1:")
+
+
+def test_every_execution_maps_to_exactly_one_attempt() -> None:
+    from harness.invariants import check_executions
+
+    jobs = [job(attempt(1, AttemptState.FAILED), attempt(2, AttemptState.SUCCEEDED))]
+    assert check_executions(jobs, ["1", "2"]) == []
+    twice = check_executions(jobs, ["1", "2", "2"])
+    assert [(v.invariant, v.job_id) for v in twice] == [("I8", 1)]
+    assert "executed 2 times" in twice[0].message
+    stray = check_executions(jobs, ["1", None])
+    assert [v.invariant for v in stray] == ["I8"] and "no attempt" in stray[0].message
