@@ -111,7 +111,8 @@ class Ledger:
         """Did the execution for this attempt (or request) finish, and with what?
 
         With several executions for one attempt (retries), a finished, billed one that
-        produced an answer wins; otherwise the latest one speaks."""
+        produced an answer wins; else a billed one still working (the attempt is not
+        finished while any billed work is running); otherwise the latest one speaks."""
         if request_id is not None:
             entry = self.get(request_id)
             matches = [] if entry is None else [entry]
@@ -120,7 +121,13 @@ class Ledger:
         if not matches:
             return {"found": False, "executions": 0}
         answered = [e for e in matches if e.finished and e.billed and e.response is not None]
-        chosen = answered[0] if answered else matches[-1]
+        working = [e for e in matches if e.billed and not e.finished]
+        if answered:
+            chosen = answered[0]
+        elif working:
+            chosen = working[0]
+        else:
+            chosen = matches[-1]
         return {
             "found": True,
             "executions": len(matches),

@@ -296,9 +296,9 @@ class Worker:
         adapter = self.providers.get(attempt.provider)
         lookup = adapter.lookup(str(attempt.id)) if adapter is not None else None
         if lookup is not None and lookup.found:
-            if not (lookup.finished and lookup.outcome):
-                return False  # the provider is still working on it: wait
             found = lookup.outcome
+            if not lookup.finished or found is None or found.kind is OutcomeKind.UNKNOWN:
+                return False  # still working, or no readable evidence: wait
             if found.kind is OutcomeKind.EXECUTED:
                 self.engine.resolve_unknown(
                     attempt.id,

@@ -338,3 +338,17 @@ def test_concurrent_claims_start_each_new_job_once(db, scheduler, primary, fallb
     assert len(primary.calls) == len(ids)
     for job_id in ids:
         assert [a.number for a in engines[0].get_job(job_id).attempts] == [1]
+
+
+def test_reconciler_waits_when_the_evidence_is_unreadable(worker, scheduler, primary) -> None:
+    primary.steps = [UNKNOWN]
+    job_id = submit(worker)
+    scheduler.wait_idle()
+    first = worker.engine.get_job(job_id).attempts[0]
+    primary.lookups[str(first.id)] = LookupResult(
+        found=True,
+        finished=True,
+        outcome=Outcome(kind=OutcomeKind.UNKNOWN, provider="primary", reason="unreadable"),
+    )
+    assert worker.reconcile() == 0
+    assert worker.engine.get_job(job_id).status is JobState.BLOCKED_UNKNOWN

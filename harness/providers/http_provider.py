@@ -205,14 +205,14 @@ class BaseHttpProvider(abc.ABC):
 
     def _exchange(self, request: CompletionRequest, timeout: float) -> tuple[Answer, str | None]:
         deadline = self._monotonic() + timeout
-        http_request = self._client.build_request(
-            "POST",
-            self._url(),
-            json=self._body(request),
-            headers=self._headers(request, stream=request.stream),
-            timeout=self._timeouts(timeout),
-        )
         with transport_errors(Stage.REQUEST):
+            http_request = self._client.build_request(
+                "POST",
+                self._url(),
+                json=self._body(request),
+                headers=self._headers(request, stream=request.stream),
+                timeout=self._timeouts(timeout),
+            )
             response = self._client.send(http_request, stream=True)
         request_id = response.headers.get(self.request_id_header)
         try:
@@ -229,6 +229,15 @@ class BaseHttpProvider(abc.ABC):
         except Failure as failure:
             failure.request_id = failure.request_id or request_id
             raise
+        except (AttributeError, TypeError, KeyError, IndexError) as exc:
+            # JSON of the wrong shape (a string where an object belongs...): the provider
+            # answered something, but not an answer. Never a success, never "not executed".
+            signal = Signal.STREAM_MALFORMED if request.stream else Signal.MALFORMED_BODY
+            raise Failure(
+                signal,
+                f"the answer has the wrong shape ({type(exc).__name__})",
+                request_id=request_id,
+            ) from None
         finally:
             response.close()
 
@@ -305,7 +314,12 @@ class BaseHttpProvider(abc.ABC):
     def _lookup_kind(self) -> str:
         return "anthropic" if self.kind == "anthropic" else "openai"
 
-    def _lookup_result(self, data: Mapping[str, Any]) -> LookupResult:
+    def _lookup_result(self, data: Any) -> LookupResult:
+        if not isinstance(data, Mapping):
+            raise ProviderError(
+                f"lookup at provider {self.name} answered {type(data).__name__}, not an object",
+                provider=self.name,
+            )
         if not data.get("found"):
             return LookupResult(found=False)
         if not data.get("finished"):
@@ -321,6 +335,19 @@ class BaseHttpProvider(abc.ABC):
                 outcome = self._executed(answer, request_id)
                 return LookupResult(found=True, finished=True, outcome=outcome)
         status = data.get("status_code")
+        if data.get("billed"):
+            # It did the work, but what it produced cannot be read: still no evidence
+            # of a result, and certainly not of "did not execute".
+            outcome = Outcome(
+                kind=OutcomeKind.UNKNOWN,
+                provider=self.name,
+                reason="lookup_unreadable_result",
+                request_id=request_id,
+                model=self.model,
+                status_code=status,
+                error=f"the provider executed but its result is unreadable (status {status})",
+            )
+            return LookupResult(found=True, finished=True, outcome=outcome)
         outcome = Outcome(
             kind=OutcomeKind.NOT_EXECUTED,
             provider=self.name,

@@ -134,3 +134,50 @@ def test_concurrent_requests_get_distinct_ids(fakes) -> None:
     assert len(entries) == 8
     assert len({e.request_id for e in entries}) == 8
     assert {e.attempt_id for e in entries} == {f"c{i}" for i in range(8)}
+
+
+def test_lookup_is_unfinished_while_any_billed_execution_still_works() -> None:
+    """A retry that failed at once must not hide billed work still running for the same
+    attempt: "finished without a result" would let the engine fail over and execute the
+    job twice."""
+    from fake_providers import Ledger, LedgerEntry
+
+    now = 100.0
+    ledger = Ledger(lambda: now)
+    common = dict(
+        attempt_id="twice",
+        provider_kind="openai",
+        model="m",
+        stream=False,
+        input_tokens=1,
+        output_tokens=0,
+        delivered=False,
+        sdk_retry_count=None,
+        received_at=now,
+        finished=False,
+    )
+    ledger.record(
+        LedgerEntry(
+            request_id="r1",
+            behaviour="accept_then_drop",
+            status_code=None,
+            billed=True,
+            completes_at=now + 30,
+            **common,
+        )
+    )
+    ledger.record(
+        LedgerEntry(
+            request_id="r2",
+            behaviour="rate_limit",
+            status_code=429,
+            billed=False,
+            completes_at=now,
+            **common,
+        )
+    )
+    lookup = ledger.lookup(attempt_id="twice")
+    assert lookup["executions"] == 2
+    assert (lookup["finished"], lookup["billed"], lookup["request_id"]) == (False, True, "r1")
+    now = 131.0  # the billed work finishes: now it speaks, with its answer
+    assert ledger.lookup(attempt_id="twice")["finished"] is True

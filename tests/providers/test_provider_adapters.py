@@ -265,3 +265,51 @@ def test_attempt_header_is_the_one_the_fakes_read() -> None:
     from fake_providers import ATTEMPT_HEADER as FAKE_ATTEMPT_HEADER
 
     assert ATTEMPT_HEADER.lower() == FAKE_ATTEMPT_HEADER
+
+
+def test_a_billed_execution_with_an_unreadable_result_is_never_not_executed(fakes) -> None:
+    adapter = OpenAIChatProvider(
+        name="p",
+        base_url="http://fake.test/openai/v1",
+        model="m",
+        client=httpx.Client(),
+        lookup_url="http://fake.test/control/lookup",
+    )
+    found = adapter._lookup_result(
+        {
+            "found": True,
+            "finished": True,
+            "billed": True,
+            "status_code": 200,
+            "request_id": "r",
+            "response": {"not": "a completion"},
+        }
+    )
+    assert found.finished and found.outcome.kind is OutcomeKind.UNKNOWN
+    with pytest.raises(ProviderError):
+        adapter._lookup_result([1])
+
+
+@pytest.mark.parametrize(
+    ("kind", "body"),
+    [
+        ("openai", b'data: {"id": "c", "choices": [{"index": 0, "delta": "oops"}]}\n\n'),
+        ("anthropic", b'event: message_start\ndata: {"type": "message_start", "message": "x"}\n\n'),
+    ],
+)
+def test_json_of_the_wrong_shape_is_unknown_never_a_crash(kind: str, body: bytes) -> None:
+    """complete() never raises for provider behaviour, whatever the JSON's shape."""
+    from harness.providers.anthropic_messages import AnthropicMessagesProvider
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, content=body, headers={"content-type": "text/event-stream"})
+
+    cls = OpenAIChatProvider if kind == "openai" else AnthropicMessagesProvider
+    adapter = cls(
+        name="p",
+        base_url="http://fake.test/v1",
+        model="m",
+        client=httpx.Client(transport=httpx.MockTransport(handler)),
+    )
+    outcome = adapter.complete(CompletionRequest(messages=REQUEST.messages, stream=True), timeout=5)
+    assert outcome.kind is OutcomeKind.UNKNOWN and outcome.reason == "stream_malformed"
