@@ -179,12 +179,14 @@ def _root_extra(error: Any) -> bool:
 
 
 def schema_messages(contract: Contract, value: Any) -> list[str]:
+    """Schema violations, except extra top-level keys when the `no_extra_keys` check
+    reports those itself (it names each key); a schema error is never dropped unheard."""
     validator = contract.validator
     if validator.is_valid(value):
         return []
     out = []
     for error in validator.iter_errors(value):
-        if _root_extra(error):
+        if not contract.allow_extra_keys and _root_extra(error):
             continue
         where = format_pointer(list(error.absolute_path)) or "/"
         out.append(f"{where}: {error.message}")

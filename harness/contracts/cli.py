@@ -371,6 +371,17 @@ def verify(
             configs, _ = provider_configs(config_path)
             configured = configs.get(provider_name)
             captures = read_captures(offline_path)
+            captured = captures.model or next(
+                (r.model for r in captures.responses if r.model), None
+            )
+            configured_model = configured.model if configured is not None else None
+            if model is None and captured and configured_model and captured != configured_model:
+                click.echo(
+                    f"note: {offline_path} holds outputs of {captured!r}; {provider_name} is "
+                    f"configured with {configured_model!r}, so the gate will answer "
+                    "model_changed until that model is verified",
+                    err=True,
+                )
             verification = verify_offline(
                 found,
                 captures,
@@ -378,7 +389,7 @@ def verify(
                 kind=kind
                 or captures.kind
                 or (configured.kind.value if configured is not None else None),
-                model=model or (configured.model if configured is not None else None),
+                model=model or (None if captured else configured_model),
                 tokenizer=local_tokenizer,
                 file=offline_path,
             )

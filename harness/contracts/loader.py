@@ -209,11 +209,12 @@ class _Builder:
                 "allows extra top-level keys but output.allow_extra_keys is false;"
                 " remove it or set allow_extra_keys: true",
             )
-        if allow and additional is False:
-            self.problem(
-                "output.allow_extra_keys",
-                "is true but output.schema sets additionalProperties: false",
-            )
+        for keyword in ("additionalProperties", "unevaluatedProperties"):
+            if allow and schema.get(keyword, MISSING) is False:
+                self.problem(
+                    "output.allow_extra_keys",
+                    f"is true but output.schema sets {keyword}: false",
+                )
 
     def variables(self) -> dict[str, Variable]:
         prompt = self.data["prompt"]
@@ -492,7 +493,12 @@ def parse_contract(text: str, *, file: str = "<string>", suffix: str = ".yaml") 
     if not isinstance(data, dict):
         what = "empty" if data is None else f"a {json_type(data)}"
         raise load_error([Problem(file, "", f"a contract must be a mapping, not {what}")])
-    found = problems(non_json(data))
+    try:
+        found = problems(non_json(data))
+    except RecursionError:  # e.g. a YAML anchor that contains itself: `a: &a [*a]`
+        raise load_error(
+            [Problem(file, "", "nested too deeply (a self-referencing anchor?)")]
+        ) from None
     if found:
         raise load_error(found)
     found = problems(_schema_problems(data))

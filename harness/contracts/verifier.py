@@ -211,7 +211,9 @@ def verify_offline(
     """Check captured responses without calling a provider.
 
     Token counts come from the capture file where it recorded them (the provider's own
-    count), else from the local tokenizer. Raises CaptureError when the file does not
+    count), else from the local tokenizer. The verdict names the model the capture came
+    from; `model`, when given, must agree with it (it is used only when the capture
+    does not say). Raises CaptureError when the file does not
     answer exactly this contract's samples and repeats.
     """
     provider = provider or captures.provider
@@ -233,7 +235,12 @@ def verify_offline(
     check_coverage(captures, contract, by_sample, file=file)
     order = {sample.id: index for index, sample in enumerate(contract.samples)}
     responses = sorted(captures.responses, key=lambda r: (order.get(r.sample, -1), r.repeat))
-    found_model = model or captures.model or next((r.model for r in responses if r.model), None)
+    # The verdict is for the model that produced these outputs, never for whatever the
+    # provider is configured with today: the gate's model_changed check relies on it.
+    captured = captures.model or next((r.model for r in responses if r.model), None)
+    if model is not None and captured is not None and model != captured:
+        raise ContractError(f"{file}: holds outputs of model {captured!r}, not {model!r}")
+    found_model = captured or model
     return Verification(
         contract=contract,
         provider=provider,

@@ -378,3 +378,27 @@ def test_a_crashing_adapter_exits_2_not_1(env, script) -> None:
     result = CliRunner().invoke(main, ["contracts", "verify", "mini", "--provider", "fallback"])
     assert result.exit_code == 2
     assert "internal error: RuntimeError: adapter bug" in result.output
+
+
+def test_offline_verdict_names_the_model_that_produced_the_capture(
+    env, script, tmp_path: Path
+) -> None:
+    """A capture of an old model must not verify the model configured today."""
+    script("fallback", mini_replies(mini_contract()))
+    capture = tmp_path / "fallback.captures.json"
+    assert run("verify", "mini", "--provider", "fallback", "--capture", str(capture)).exit_code == 0
+    data = json.loads(capture.read_text())
+    data["model"] = "old-model-v0"
+    for response in data["responses"]:
+        response["model"] = "old-model-v0"
+    capture.write_text(json.dumps(data))
+    offline = run("verify", "mini", "--provider", "fallback", "--offline", str(capture), "--json")
+    assert offline.exit_code == 0, offline.output
+    assert json.loads(offline.stdout)["verdicts"][0]["model"] == "old-model-v0"
+    assert "model_changed" in offline.stderr  # the note says what the gate will answer
+    gate = run("gate", "--contract", "mini", "--to", "fallback")
+    assert gate.exit_code == 1 and "model_changed" in gate.output
+    mismatch = run(
+        "verify", "mini", "--provider", "fallback", "--offline", str(capture), "--model", "memory-1"
+    )
+    assert mismatch.exit_code == 2 and "old-model-v0" in mismatch.output

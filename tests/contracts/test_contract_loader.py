@@ -203,6 +203,14 @@ MALFORMED = [
         ["output.allow_extra_keys: is true but output.schema sets additionalProperties: false"],
     ),
     (
+        "extra keys allowed but unevaluated properties forbidden",
+        lambda t: t.replace("  schema:\n", "  allow_extra_keys: true\n  schema:\n").replace(
+            "required: [ref, label, score]",
+            "required: [ref, label, score]\n    unevaluatedProperties: false",
+        ),
+        ["output.allow_extra_keys: is true but output.schema sets unevaluatedProperties: false"],
+    ),
+    (
         "compare on an object",
         lambda t: t.replace(
             "    echo_input: ref\n",
@@ -299,3 +307,11 @@ def test_registry_lookup(bundled: ContractRegistry, tmp_path: Path) -> None:
 
 def test_bundled_directory_is_where_the_tests_look() -> None:
     assert (BUNDLED / "ticket-triage.yaml").is_file()
+
+
+def test_a_self_referencing_anchor_is_a_load_error_not_a_traceback() -> None:
+    from harness.contracts.loader import parse_contract
+    from harness.errors import ContractLoadError
+
+    with pytest.raises(ContractLoadError, match="nested too deeply"):
+        parse_contract("a: &a [*a]\n", file="loop.yaml")
