@@ -101,7 +101,7 @@ class ScriptBook:
         behaviours = [Behaviour.parse(b, field=f"behaviours[{i}]") for i, b in enumerate(raw)]
         then = Behaviour.parse(data["then"], field="then") if data.get("then") else None
         api = data.get("api")
-        if api is not None and api not in {a.value for a in Api}:
+        if api is not None and (not isinstance(api, str) or api not in {a.value for a in Api}):
             raise InvalidInput("api", f"must be one of {[a.value for a in Api]}")
         for key in ("model", "attempt_id"):
             if data.get(key) is not None and not isinstance(data[key], str):

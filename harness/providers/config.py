@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
+
 from harness.config import read_config_file
 from harness.errors import ConfigError, ProviderConfigError
 
@@ -183,6 +185,11 @@ def _url(entry: Mapping[str, Any], key: str, where: str, source: str) -> str | N
         return None
     if not isinstance(value, str) or not _URL.match(value):
         raise _fail(source, f"{where}.{key}", "must be an http(s) URL")
+    try:
+        if not httpx.URL(value).host:
+            raise httpx.InvalidURL("no host")
+    except httpx.InvalidURL as exc:
+        raise _fail(source, f"{where}.{key}", f"is not a valid URL ({exc})") from None
     return value
 
 

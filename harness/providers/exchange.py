@@ -71,15 +71,15 @@ def _signal_for(exc: httpx.HTTPError, stage: Stage) -> Signal:
 
 
 @contextmanager
-def transport_errors(stage: Stage, *, request_id: str | None = None) -> Iterator[None]:
+def transport_errors(stage: Stage) -> Iterator[None]:
     try:
         yield
     except httpx.InvalidURL as exc:
-        raise Failure(Signal.NOT_SENT, f"invalid URL: {exc}", request_id=request_id) from None
+        raise Failure(Signal.NOT_SENT, f"invalid URL: {exc}") from None
     except httpx.HTTPError as exc:
         signal = _signal_for(exc, stage)
         detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-        raise Failure(signal, detail, request_id=request_id) from None
+        raise Failure(signal, detail) from None
 
 
 def retry_after_seconds(headers: Mapping[str, str], *, now: float | None = None) -> float | None:

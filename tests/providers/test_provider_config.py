@@ -102,6 +102,7 @@ ENTRY = {"name": "p", "kind": "openai", "model": "m"}
         ([{**ENTRY, "name": ""}], "providers[0].name", "non-empty string"),
         ([{**ENTRY, "kind": "openai_compatible"}], "providers[0].base_url", "is required"),
         ([{**ENTRY, "base_url": "ftp://x"}], "providers[0].base_url", "http(s) URL"),
+        ([{**ENTRY, "base_url": "http://[::1"}], "providers[0].base_url", "not a valid URL"),
         ([{**ENTRY, "timeout": 0}], "providers[0].timeout", "positive number"),
         ([{**ENTRY, "timeout": "30s"}], "providers[0].timeout", "positive number"),
         ([{**ENTRY, "connect_timeout": True}], "providers[0].connect_timeout", "positive"),
