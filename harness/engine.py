@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy.engine import Connection
@@ -357,26 +357,7 @@ class Engine:
         now = self.clock.now()
         with self.db.write() as conn:
             attempt = self._attempt(conn, attempt_id, lock=True)
-            moved = q.transition_attempt(
-                conn, attempt_id, AttemptEvent.FAIL, now=now, outcome=outcome, error=error
-            )
-            if moved is None:
-                raise InvalidTransition(
-                    f"attempt {attempt_id} is {attempt.state.value}: it cannot fail"
-                    + (" without a resolution" if attempt.state is AttemptState.UNKNOWN else ""),
-                    attempt_id=attempt_id,
-                )
-            q.insert_event(
-                conn,
-                attempt.job_id,
-                "attempt_failed",
-                now=now,
-                attempt_id=attempt_id,
-                actor=actor,
-                detail={"error": error, "outcome": outcome},
-            )
-            q.refresh_job_status(conn, attempt.job_id, now=now)
-            return moved
+            return self._fail(conn, attempt, error=error, outcome=outcome, actor=actor, now=now)
 
     def record_not_executed(self, attempt_id: int, *, error: str, actor: str) -> Attempt:
         """The provider answered that it did not execute (429, 4xx...): fail a live
@@ -386,50 +367,48 @@ class Engine:
         with self.db.write() as conn:
             attempt = self._attempt(conn, attempt_id, lock=True)
             if attempt.state is AttemptState.UNKNOWN:
-                reason = f"provider answered: {error}"
-                q.insert_event(
+                return self._resolve(
                     conn,
-                    attempt.job_id,
-                    "resolved",
-                    now=now,
-                    attempt_id=attempt_id,
+                    attempt,
+                    outcome="failed",
+                    reason=f"provider answered: {error}",
                     actor=actor,
-                    detail={"outcome": "failed", "reason": reason},
-                )
-                moved = q.transition_attempt(
-                    conn,
-                    attempt_id,
-                    AttemptEvent.RESOLVE_FAILED,
                     now=now,
-                    outcome="not_executed",
-                    error=reason,
                 )
-            else:
-                moved = q.transition_attempt(
-                    conn,
-                    attempt_id,
-                    AttemptEvent.FAIL,
-                    now=now,
-                    outcome="not_executed",
-                    error=error,
-                )
-                if moved is not None:
-                    q.insert_event(
-                        conn,
-                        attempt.job_id,
-                        "attempt_failed",
-                        now=now,
-                        attempt_id=attempt_id,
-                        actor=actor,
-                        detail={"error": error, "outcome": "not_executed"},
-                    )
-            if moved is None:
-                raise InvalidTransition(
-                    f"attempt {attempt_id} is {attempt.state.value}: too late for its failure",
-                    attempt_id=attempt_id,
-                )
-            q.refresh_job_status(conn, attempt.job_id, now=now)
-            return moved
+            return self._fail(
+                conn, attempt, error=error, outcome="not_executed", actor=actor, now=now
+            )
+
+    def _fail(
+        self,
+        conn: Connection,
+        attempt: Attempt,
+        *,
+        error: str,
+        outcome: str,
+        actor: str,
+        now: datetime,
+    ) -> Attempt:
+        moved = q.transition_attempt(
+            conn, attempt.id, AttemptEvent.FAIL, now=now, outcome=outcome, error=error
+        )
+        if moved is None:
+            raise InvalidTransition(
+                f"attempt {attempt.id} is {attempt.state.value}: it cannot fail"
+                + (" without a resolution" if attempt.state is AttemptState.UNKNOWN else ""),
+                attempt_id=attempt.id,
+            )
+        q.insert_event(
+            conn,
+            attempt.job_id,
+            "attempt_failed",
+            now=now,
+            attempt_id=attempt.id,
+            actor=actor,
+            detail={"error": error, "outcome": outcome},
+        )
+        q.refresh_job_status(conn, attempt.job_id, now=now)
+        return moved
 
     def complete_attempt(
         self, attempt_id: int, result: Any, *, provider_request_id: str | None = None
@@ -443,7 +422,13 @@ class Engine:
             return self._complete(conn, attempt, result, provider_request_id, now=now)
 
     def _complete(
-        self, conn: Any, attempt: Attempt, result: Any, provider_request_id: str | None, *, now: Any
+        self,
+        conn: Connection,
+        attempt: Attempt,
+        result: Any,
+        provider_request_id: str | None,
+        *,
+        now: datetime,
     ) -> Completion:
         job_id = attempt.job_id
         version = q.complete_job(
@@ -454,31 +439,20 @@ class Engine:
             result=result,
             now=now,
         )
+        finished = {
+            "outcome": "executed",
+            "raw_result": result,
+            "provider_request_id": provider_request_id or attempt.provider_request_id,
+        }
         if version is not None:
-            won = q.transition_attempt(
-                conn,
-                attempt.id,
-                AttemptEvent.SUCCEED,
-                now=now,
-                outcome="executed",
-                raw_result=result,
-                provider_request_id=provider_request_id or attempt.provider_request_id,
-            )
+            won = q.transition_attempt(conn, attempt.id, AttemptEvent.SUCCEED, now=now, **finished)
             assert won is not None  # the CAS checked the attempt was live
             q.insert_event(
                 conn, job_id, "won", now=now, attempt_id=attempt.id, detail={"version": version}
             )
             return Completion(won=True, job=self._job(conn, job_id), attempt=won, reason="won")
         job = self._job(conn, job_id)
-        lost = q.transition_attempt(
-            conn,
-            attempt.id,
-            AttemptEvent.SUPERSEDE,
-            now=now,
-            outcome="executed",
-            raw_result=result,
-            provider_request_id=provider_request_id or attempt.provider_request_id,
-        )
+        lost = q.transition_attempt(conn, attempt.id, AttemptEvent.SUPERSEDE, now=now, **finished)
         if lost is None:  # already finished (cancelled, superseded...): keep the payload
             q.keep_late_result(conn, attempt.id, result)
             reason = "attempt_finished"
@@ -530,30 +504,51 @@ class Engine:
                     f"attempt {attempt_id} is {attempt.state.value}, not unknown",
                     attempt_id=attempt_id,
                 )
-            q.insert_event(
+            return self._resolve(
                 conn,
-                attempt.job_id,
-                "resolved",
-                now=now,
-                attempt_id=attempt_id,
-                actor=actor,
-                detail={"outcome": outcome, "reason": reason},
-            )
-            if outcome == "succeeded":
-                return self._complete(conn, attempt, result, None, now=now).attempt
-            event = AttemptEvent.RESOLVE_FAILED if outcome == "failed" else AttemptEvent.CANCEL
-            moved = q.transition_attempt(
-                conn,
-                attempt_id,
-                event,
-                now=now,
-                only_from=[AttemptState.UNKNOWN],
+                attempt,
                 outcome=outcome,
-                error=f"resolved by {actor}: {reason}",
+                reason=reason,
+                actor=actor,
+                now=now,
+                result=result,
             )
-            assert moved is not None  # locked and checked unknown above
-            q.refresh_job_status(conn, attempt.job_id, now=now)
-            return moved
+
+    def _resolve(
+        self,
+        conn: Connection,
+        attempt: Attempt,
+        *,
+        outcome: str,
+        reason: str,
+        actor: str,
+        now: datetime,
+        result: Any = None,
+    ) -> Attempt:
+        q.insert_event(
+            conn,
+            attempt.job_id,
+            "resolved",
+            now=now,
+            attempt_id=attempt.id,
+            actor=actor,
+            detail={"outcome": outcome, "reason": reason},
+        )
+        if outcome == "succeeded":
+            return self._complete(conn, attempt, result, None, now=now).attempt
+        event = AttemptEvent.RESOLVE_FAILED if outcome == "failed" else AttemptEvent.CANCEL
+        moved = q.transition_attempt(
+            conn,
+            attempt.id,
+            event,
+            now=now,
+            only_from=[AttemptState.UNKNOWN],
+            outcome=outcome,
+            error=f"resolved by {actor}: {reason}",
+        )
+        assert moved is not None  # the caller locked the job and saw the attempt unknown
+        q.refresh_job_status(conn, attempt.job_id, now=now)
+        return moved
 
     def cancel_attempt(self, attempt_id: int, *, actor: str, reason: str) -> Attempt:
         """Cancel a live attempt out of band; its late result is fenced off (I6)."""
@@ -601,17 +596,17 @@ class Engine:
 
     # -- helpers -------------------------------------------------------------------------
 
-    def _lock(self, conn: Any, job_id: int) -> None:
+    def _lock(self, conn: Connection, job_id: int) -> None:
         if not q.lock_job(conn, job_id):
             raise NotFound(f"no job {job_id}", job_id=job_id)
 
-    def _job(self, conn: Any, job_id: int) -> Job:
+    def _job(self, conn: Connection, job_id: int) -> Job:
         job = q.get_job(conn, job_id)
         if job is None:
             raise NotFound(f"no job {job_id}", job_id=job_id)
         return job
 
-    def _attempt(self, conn: Any, attempt_id: int, *, lock: bool = False) -> Attempt:
+    def _attempt(self, conn: Connection, attempt_id: int, *, lock: bool = False) -> Attempt:
         attempt = q.get_attempt(conn, attempt_id)
         if attempt is None:
             raise NotFound(f"no attempt {attempt_id}", attempt_id=attempt_id)
