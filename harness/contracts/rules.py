@@ -32,6 +32,7 @@ missing path is a load error, not a surprise during verification.
 
 from __future__ import annotations
 
+import abc
 import math
 import re
 from collections.abc import Mapping
@@ -95,7 +96,7 @@ class Condition:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Rule:
+class Rule(abc.ABC):
     id: str
     description: str = ""
     when: Condition | None = None
@@ -110,8 +111,8 @@ class Rule:
             return []
         return self._violations(output, sample_input)
 
-    def _violations(self, output: Any, sample_input: Mapping[str, Any]) -> list[str]:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def _violations(self, output: Any, sample_input: Mapping[str, Any]) -> list[str]: ...
 
     def paths(self) -> tuple[tuple[str, Pointer], ...]:
         """``(field, pointer)`` for every path the rule names, for load-time checks."""
@@ -120,8 +121,8 @@ class Rule:
             own = (*own, ("when.path", self.when.path))
         return own
 
-    def _paths(self) -> tuple[tuple[str, Pointer], ...]:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def _paths(self) -> tuple[tuple[str, Pointer], ...]: ...
 
 
 @dataclass(frozen=True, kw_only=True)
