@@ -130,7 +130,7 @@ def bench(label: str, url: str | None, n: int, clients: int, tmp: Path) -> dict:
         [
             sys.executable,
             "-m",
-            "harness.cli",
+            "harness.cli.main",
             "serve",
             "--no-worker",
             "--db",

@@ -19,10 +19,10 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from harness.clock import SystemClock
+from harness.core.clock import SystemClock
+from harness.core.gate import AllowAllGate
+from harness.core.models import Intent
 from harness.engine import Engine
-from harness.gate import AllowAllGate
-from harness.models import Intent
 from harness.store.database import Database
 
 RAW_INSERT = """

@@ -4,7 +4,7 @@
 when something waits on it, so a scenario runner can replay a 30 s hang in microseconds:
 a wait advances the virtual clock by its timeout instead of blocking. It can share a
 clock with the engine: pass any object with ``now() -> datetime`` and
-``advance(seconds)`` (e.g. `harness.clock.VirtualClock`).
+``advance(seconds)`` (e.g. `harness.core.clock.VirtualClock`).
 
 `Releaser` is what hung requests wait on; releasing it (at test teardown or server
 shutdown) ends every hang at once, so servers stop fast and no test sleeps.

@@ -3,7 +3,11 @@
 The public face; everything else is importable from its module but may change.
 """
 
-from harness.clock import Clock, SystemClock, VirtualClock
+from harness.core.clock import Clock, SystemClock, VirtualClock
+from harness.core.gate import AllowAllGate, BaseGate, GateDecision, StaticGate
+from harness.core.invariants import Violation, check_invariants
+from harness.core.models import Attempt, Completion, Created, Event, Intent, Job, Policy, Verdict
+from harness.core.states import AttemptState, JobState
 from harness.engine import Engine
 from harness.errors import (
     AttemptRefused,
@@ -23,10 +27,6 @@ from harness.errors import (
     SchemaError,
     StoreError,
 )
-from harness.gate import AllowAllGate, BaseGate, GateDecision, StaticGate
-from harness.invariants import Violation, check_invariants
-from harness.models import Attempt, Completion, Created, Event, Intent, Job, Policy, Verdict
-from harness.states import AttemptState, JobState
 from harness.store.database import DEFAULT_DATABASE_URL, Database
 
 __all__ = [

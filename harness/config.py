@@ -25,10 +25,10 @@ from typing import Any
 
 import yaml
 
+from harness.core.limits import DEFAULT_MAX_BODY_BYTES
+from harness.core.models import Policy
 from harness.errors import ConfigError, InvalidIntent
-from harness.models import Policy
 
-DEFAULT_MAX_BODY_BYTES = 64 * 1024
 BUILTIN_PROVIDERS = ("primary", "fallback")
 TOKENS_ENV = "HARNESS_API_TOKENS"
 KNOWN_KEYS = {

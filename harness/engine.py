@@ -2,8 +2,8 @@
 
 Every operation is one transaction whose guarantee is held by the database (a unique
 constraint, a partial unique index, a conditional UPDATE), never by a read followed by
-a write in Python. Decisions come from `harness.states`; time comes from the injected
-clock; races are forced at the named `harness.faults` points.
+a write in Python. Decisions come from `harness.core.states`; time comes from the injected
+clock; races are forced at the named `harness.core.faults` points.
 """
 
 from __future__ import annotations
@@ -15,8 +15,18 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
-from harness import faults as fp
-from harness.clock import Clock, SystemClock
+from harness.core import faults as fp
+from harness.core.clock import Clock, SystemClock
+from harness.core.faults import FaultPoints
+from harness.core.gate import BaseGate
+from harness.core.models import Attempt, Completion, Created, Event, Intent, Job
+from harness.core.states import (
+    FINISHED_JOB_STATES,
+    AttemptEvent,
+    AttemptState,
+    JobEvent,
+    JobState,
+)
 from harness.errors import (
     AttemptRefused,
     IdempotencyConflict,
@@ -24,16 +34,6 @@ from harness.errors import (
     InvalidIntent,
     InvalidTransition,
     NotFound,
-)
-from harness.faults import FaultPoints
-from harness.gate import BaseGate
-from harness.models import Attempt, Completion, Created, Event, Intent, Job
-from harness.states import (
-    FINISHED_JOB_STATES,
-    AttemptEvent,
-    AttemptState,
-    JobEvent,
-    JobState,
 )
 from harness.store import queries as q
 from harness.store.database import Database

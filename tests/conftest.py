@@ -13,9 +13,9 @@ from collections.abc import Iterator
 import pytest
 import sqlalchemy as sa
 
-from harness.clock import VirtualClock
+from harness.core.clock import VirtualClock
+from harness.core.gate import AllowAllGate
 from harness.engine import Engine
-from harness.gate import AllowAllGate
 from harness.store.database import Database, normalise_url
 from harness.store.tables import metadata
 

@@ -10,16 +10,16 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
-from harness.api import create_app
+from harness.api.app import create_app
 from harness.config import ServiceConfig
+from harness.core.gate import AllowAllGate, StaticGate
+from harness.core.models import Policy
 from harness.engine import Engine
-from harness.gate import AllowAllGate, StaticGate
-from harness.models import Policy
 from harness.providers.base import OutcomeKind
-from harness.scheduler import ThreadScheduler
+from harness.runtime.scheduler import ThreadScheduler
+from harness.runtime.worker import Worker
 from harness.store.database import Database
 from harness.store.tables import attempts, events, jobs
-from harness.worker import Worker
 from tests.live import serve
 from tests.scripted import ScriptedProvider, Step
 
@@ -223,9 +223,9 @@ def test_verdict_gate_reasons_reach_the_fallback_button(service: Service, db: Da
     passing, fresh verdict at the contract's current hash lets the fallback start."""
     from datetime import timedelta
 
-    from harness.clock import VirtualClock
     from harness.contracts.gate import VerdictGate
     from harness.contracts.registry import load_registry
+    from harness.core.clock import VirtualClock
     from harness.store import queries
 
     registry = load_registry("contracts")

@@ -16,17 +16,17 @@ import pytest
 import sqlalchemy as sa
 
 from fake_providers import FakeProviders, FakeServer
-from harness.api import create_app
-from harness.clock import VirtualClock
+from harness.api.app import create_app
 from harness.config import ServiceConfig
+from harness.core.clock import VirtualClock
+from harness.core.gate import AllowAllGate
+from harness.core.models import Policy
 from harness.engine import Engine
-from harness.gate import AllowAllGate
-from harness.models import Policy
 from harness.providers.build import builtin_fake_providers
-from harness.scheduler import ManualScheduler, SteppedTime, ThreadScheduler
+from harness.runtime.scheduler import ManualScheduler, SteppedTime, ThreadScheduler
+from harness.runtime.worker import Worker
 from harness.store.database import Database
 from harness.store.tables import jobs
-from harness.worker import Worker
 from tests.live import double_click, serve
 from tests.test_api import ALICE, BODY
 
@@ -148,7 +148,7 @@ def test_hedged_fallback_wins_and_the_late_primary_is_discarded(live: Live) -> N
 
 def _harness(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "harness.cli", *args],
+        [sys.executable, "-m", "harness", *args],
         env={**os.environ, **(env or {})},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,

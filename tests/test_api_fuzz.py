@@ -12,15 +12,15 @@ import sqlalchemy as sa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.api import create_app
-from harness.clock import VirtualClock
+from harness.api.app import create_app
 from harness.config import ServiceConfig
+from harness.core.clock import VirtualClock
+from harness.core.gate import AllowAllGate
 from harness.engine import Engine
-from harness.gate import AllowAllGate
-from harness.scheduler import Timer
+from harness.runtime.scheduler import Timer
+from harness.runtime.worker import Worker
 from harness.store.database import Database
 from harness.store.tables import attempts, events, jobs
-from harness.worker import Worker
 from tests.live import serve
 from tests.scripted import ScriptedProvider
 

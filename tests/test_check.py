@@ -8,10 +8,10 @@ import jsonschema
 import pytest
 from click.testing import CliRunner
 
-from harness.check import CHECKS, check_database, run_checks, run_mutants
-from harness.cli import main
-from harness.mutants import MUTANTS, applied
-from harness.report import report_schema
+from harness.checks.mutants import MUTANTS, applied
+from harness.checks.report import report_schema
+from harness.checks.stories import CHECKS, check_database, run_checks, run_mutants
+from harness.cli.main import main
 
 
 def test_check_passes_and_writes_valid_reports(tmp_path) -> None:
@@ -44,7 +44,7 @@ def test_every_mutant_is_caught(db_url: str) -> None:
 
 @pytest.mark.parametrize("mutant", MUTANTS, ids=lambda m: m.name)
 def test_a_broken_engine_fails_the_main_job(mutant, monkeypatch) -> None:
-    monkeypatch.setattr("harness.check.WAIT_LIMIT", 1.0)
+    monkeypatch.setattr("harness.checks.stories.WAIT_LIMIT", 1.0)
     with applied(mutant):
         result = CliRunner().invoke(main, ["check"])
     assert result.exit_code == 1, result.output

@@ -5,7 +5,7 @@ import sys
 
 from click.testing import CliRunner
 
-from harness.cli import main
+from harness.cli.main import main
 
 
 def test_db_upgrade_creates_schema_from_env(tmp_path, monkeypatch) -> None:
@@ -33,7 +33,7 @@ def test_unsupported_database_is_a_usage_error(tmp_path) -> None:
 def test_unreachable_postgres_exits_2_without_leaking_password() -> None:
     url = "postgresql://user:s3cret-pw@127.0.0.1:1/db"
     result = subprocess.run(
-        [sys.executable, "-m", "harness.cli", "db", "upgrade", "--db", url],
+        [sys.executable, "-m", "harness", "db", "upgrade", "--db", url],
         capture_output=True,
         text=True,
         timeout=60,

@@ -8,12 +8,12 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import sqlalchemy as sa
 
-from harness import faults
+from harness.core import faults
+from harness.core.gate import StaticGate
+from harness.core.models import Intent, Policy
+from harness.core.states import AttemptState, JobState
 from harness.engine import Engine
 from harness.errors import AttemptRefused, InvalidTransition
-from harness.gate import StaticGate
-from harness.models import Intent, Policy
-from harness.states import AttemptState, JobState
 from harness.store import queries
 from harness.store.database import Database
 from harness.store.tables import attempts
@@ -158,8 +158,8 @@ def test_completion_race_has_exactly_one_winner_every_time(engine: Engine) -> No
 def test_last_writer_wins_mutant_is_caught(engine: Engine, db: Database) -> None:
     """These tests can fail: with the CAS condition removed, the engine lets both
     completions win, and the invariant checker reports I5."""
-    from harness.invariants import check_invariants
-    from harness.mutants import MUTANTS, applied
+    from harness.checks.mutants import MUTANTS, applied
+    from harness.core.invariants import check_invariants
 
     mutant = next(m for m in MUTANTS if m.name == "last_writer_wins")
     job_id = new_job(engine, policy=HEDGED)

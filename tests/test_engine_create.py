@@ -9,12 +9,12 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import sqlalchemy as sa
 
-from harness import faults
-from harness.clock import VirtualClock
+from harness.core import faults
+from harness.core.clock import VirtualClock
+from harness.core.gate import AllowAllGate
+from harness.core.models import Intent
 from harness.engine import Engine
 from harness.errors import IdempotencyConflict, InvalidIntent
-from harness.gate import AllowAllGate
-from harness.models import Intent
 from harness.store.database import Database
 from harness.store.tables import events, jobs
 

@@ -14,13 +14,13 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from harness.clock import VirtualClock
+from harness.core.clock import VirtualClock
+from harness.core.gate import AllowAllGate
+from harness.core.invariants import check_invariants
+from harness.core.models import Intent, Policy
+from harness.core.states import LIVE_ATTEMPT_STATES, AttemptState, JobState
 from harness.engine import Engine
 from harness.errors import AttemptRefused, IdempotencyConflict, InvalidTransition
-from harness.gate import AllowAllGate
-from harness.invariants import check_invariants
-from harness.models import Intent, Policy
-from harness.states import LIVE_ATTEMPT_STATES, AttemptState, JobState
 from harness.store import queries
 from harness.store.database import Database
 from tests.conftest import empty_tables

@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from harness.core.fingerprint import canonical_json, fingerprint
+from harness.core.models import Intent, Policy
 from harness.errors import InvalidIntent
-from harness.fingerprint import canonical_json, fingerprint
-from harness.models import Intent, Policy
 
 # NUL and lone surrogates are refused (see test_non_json_input_is_refused)
 text = st.text(alphabet=st.characters(exclude_characters="\x00", exclude_categories=("Cs",)))

@@ -7,9 +7,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from harness.invariants import check_invariants
-from harness.models import Attempt, Event, Job, Policy
-from harness.states import AttemptState, JobState
+from harness.core.invariants import check_invariants
+from harness.core.models import Attempt, Event, Job, Policy
+from harness.core.states import AttemptState, JobState
 
 T = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -160,7 +160,7 @@ def test_violation_names_job_and_invariant() -> None:
 
 
 def test_every_execution_maps_to_exactly_one_attempt() -> None:
-    from harness.invariants import check_executions
+    from harness.core.invariants import check_executions
 
     jobs = [job(attempt(1, AttemptState.FAILED), attempt(2, AttemptState.SUCCEEDED))]
     assert check_executions(jobs, ["1", "2"]) == []

@@ -7,8 +7,7 @@ import itertools
 
 import pytest
 
-from harness.errors import InvalidTransition
-from harness.states import (
+from harness.core.states import (
     ATTEMPT_TRANSITIONS,
     FINISHED_ATTEMPT_STATES,
     FINISHED_JOB_STATES,
@@ -24,6 +23,7 @@ from harness.states import (
     job_sources,
     open_job_state,
 )
+from harness.errors import InvalidTransition
 
 
 @pytest.mark.parametrize(("state", "event"), list(itertools.product(AttemptState, AttemptEvent)))

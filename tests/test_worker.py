@@ -7,16 +7,16 @@ from collections.abc import Iterator
 
 import pytest
 
-from harness.clock import VirtualClock
+from harness.core.clock import VirtualClock
+from harness.core.gate import AllowAllGate, StaticGate
+from harness.core.models import Intent, Policy
+from harness.core.states import AttemptState, JobState
 from harness.engine import Engine
 from harness.errors import AttemptRefused
-from harness.gate import AllowAllGate, StaticGate
-from harness.models import Intent, Policy
 from harness.providers.base import LookupResult, Outcome, OutcomeKind
-from harness.scheduler import ManualScheduler
-from harness.states import AttemptState, JobState
+from harness.runtime.scheduler import ManualScheduler
+from harness.runtime.worker import Worker, WorkerSettings
 from harness.store.database import Database
-from harness.worker import Worker, WorkerSettings
 from tests.scripted import ScriptedProvider, Step
 
 NOT_EXECUTED = Step(kind=OutcomeKind.NOT_EXECUTED, reason="rate_limited")

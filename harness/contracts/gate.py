@@ -23,10 +23,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from harness.clock import Clock
 from harness.contracts.model import Contract
-from harness.gate import GateDecision
-from harness.models import Verdict
+from harness.core.clock import Clock
+from harness.core.gate import GateDecision
+from harness.core.models import Verdict
 from harness.store import queries
 from harness.store.database import Database
 
@@ -158,7 +158,7 @@ def decide(
 class VerdictGate:
     """The production gate: verdicts from the database, contracts from a registry.
 
-    Implements ``harness.gate.BaseGate``. ``provider_models`` (provider name -> model it
+    Implements ``harness.core.gate.BaseGate``. ``provider_models`` (provider name -> model it
     is configured with) makes a verdict for another model count as ``model_changed``.
     """
 

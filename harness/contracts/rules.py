@@ -50,7 +50,7 @@ from harness.contracts.pointer import (
     resolve,
     select,
 )
-from harness.fingerprint import canonical_json
+from harness.core.fingerprint import canonical_json
 
 COMPARE_OPS = ("<", "<=", "==", "!=", ">=", ">")
 MAX_VALUE_REPR = 60

@@ -25,7 +25,7 @@ JSON_TYPE_NAMES = ["null", "boolean", "integer", "number", "string", "array", "o
 
 CAPTURE_FORMAT = "harness.captures/v1"
 VERDICT_EXPORT_FORMAT = "harness.verdicts/v1"
-GATE_REPORT_FORMAT = "harness.gate/v1"
+GATE_REPORT_FORMAT = "harness.core.gate/v1"
 
 _pointer = {"type": "string", "pattern": POINTER_PATTERN}
 _count = {"type": "integer", "minimum": 0}

@@ -11,7 +11,7 @@ from typing import Any
 
 from harness.contracts.schema import VERDICT_EXPORT_FORMAT
 from harness.contracts.verifier import Verification
-from harness.models import Verdict
+from harness.core.models import Verdict
 from harness.store import queries
 from harness.store.database import Database
 

@@ -2,7 +2,7 @@
 
 Each function runs inside the caller's transaction (`Database.write()`/`read()`) and
 maps rows to the frozen models. State guards come from the pure tables in
-`harness.states`, so a conditional UPDATE touches a row only if the move is allowed.
+`harness.core.states`, so a conditional UPDATE touches a row only if the move is allowed.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, RowMapping
 
-from harness.models import Attempt, Event, Intent, Job, Policy, Verdict
-from harness.states import (
+from harness.core.models import Attempt, Event, Intent, Job, Policy, Verdict
+from harness.core.states import (
     LIVE_ATTEMPT_STATES,
     OPEN_JOB_STATES,
     AttemptEvent,

@@ -23,10 +23,8 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.types import TypeDecorator
 
-from harness.states import LIVE_ATTEMPT_STATES, AttemptState, JobState
-
-MAX_LIVE_ATTEMPTS = 8
-"""Upper bound of any job's hedging policy; the database refuses a live slot beyond it."""
+from harness.core.limits import MAX_LIVE_ATTEMPTS
+from harness.core.states import LIVE_ATTEMPT_STATES, AttemptState, JobState
 
 metadata = MetaData(
     naming_convention={

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from harness.clock import VirtualClock
 from harness.contracts.loader import parse_contract
 from harness.contracts.model import Contract
 from harness.contracts.registry import ContractRegistry
+from harness.core.clock import VirtualClock
 from harness.store.database import Database
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -13,8 +13,7 @@ import pytest
 from click.testing import CliRunner, Result
 from jsonschema import Draft202012Validator
 
-from harness.clock import SystemClock
-from harness.contracts import cli as contracts_cli
+from harness.cli import contracts as contracts_cli
 from harness.contracts.registry import ContractRegistry
 from harness.contracts.schema import (
     CAPTURE_SCHEMA,
@@ -26,6 +25,7 @@ from harness.contracts.schema import (
 from harness.contracts.testing import MemoryProvider
 from harness.contracts.verdicts import record_verdict
 from harness.contracts.verifier import verify_online
+from harness.core.clock import SystemClock
 from harness.providers.base import Outcome, OutcomeKind
 from harness.store.database import Database
 
@@ -79,7 +79,7 @@ def script(monkeypatch):
 
 
 def run(*args: str) -> Result:
-    from harness.cli import main
+    from harness.cli.main import main
 
     return CliRunner().invoke(main, ["contracts", *args], catch_exceptions=False)
 
@@ -372,7 +372,7 @@ def test_a_crashing_adapter_exits_2_not_1(env, script) -> None:
     def crash(request):
         raise RuntimeError("adapter bug")
 
-    from harness.cli import main
+    from harness.cli.main import main
 
     script("fallback", [crash])
     result = CliRunner().invoke(main, ["contracts", "verify", "mini", "--provider", "fallback"])

@@ -211,7 +211,7 @@ def workspace(server: FakeServer, tmp_path: Path, monkeypatch, sqlite_url: str) 
 
 
 def cli(*args: str) -> tuple[int, dict]:
-    from harness.cli import main
+    from harness.cli.main import main
 
     result = CliRunner().invoke(main, ["contracts", "verify", *args, "--json"])
     assert result.exit_code in (0, 1), result.output
@@ -272,7 +272,7 @@ def test_verify_over_http_then_offline_gives_the_same_verdict(
 
 def test_the_cli_as_a_subprocess_over_http(server: FakeServer, workspace: Path) -> None:
     environment = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    command = [sys.executable, "-m", "harness.cli", "contracts"]
+    command = [sys.executable, "-m", "harness", "contracts"]
     done = subprocess.run(
         [*command, "verify", "fake-fit", "--provider", "hallucinating"],
         capture_output=True,

@@ -15,7 +15,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.clock import VirtualClock
 from harness.contracts.gate import (
     DEFAULT_MAX_VERDICT_AGE,
     REASONS,
@@ -27,8 +26,9 @@ from harness.contracts.registry import ContractRegistry
 from harness.contracts.testing import MemoryProvider
 from harness.contracts.verdicts import record_verdict
 from harness.contracts.verifier import verify_online
-from harness.gate import BaseGate, GateDecision
-from harness.models import Verdict
+from harness.core.clock import VirtualClock
+from harness.core.gate import BaseGate, GateDecision
+from harness.core.models import Verdict
 from harness.store.database import Database
 
 from .conftest import MINI, mini_replies

@@ -13,9 +13,9 @@ import openai
 import pytest
 from click.testing import CliRunner
 
-from harness.providers.cli import fake_providers
+from harness.cli.providers import fake_providers
 
-LAUNCH = "from harness.providers.cli import fake_providers; fake_providers(prog_name='fp')"
+LAUNCH = "from harness.cli.providers import fake_providers; fake_providers(prog_name='fp')"
 
 
 def test_help_names_the_urls() -> None:

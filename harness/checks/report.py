@@ -7,8 +7,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from harness.check import Result
-from harness.junit import Case, Suite, write_junit
+from harness.checks.junit import Case, Suite, write_junit
+from harness.checks.stories import Result
 from harness.store.database import Database
 
 
@@ -19,7 +19,6 @@ def report_schema() -> dict[str, Any]:
 
 def gate_links(database: Database, config_path: Path, contracts_dir: Path | None) -> list[dict]:
     """The failover gate's answer for every link of every chain in the configuration."""
-    from harness.clock import SystemClock
     from harness.contracts.chains import (
         allows_contractless_failover,
         check_chains,
@@ -28,6 +27,7 @@ def gate_links(database: Database, config_path: Path, contracts_dir: Path | None
     )
     from harness.contracts.gate import VerdictGate
     from harness.contracts.registry import load_registry
+    from harness.core.clock import SystemClock
 
     data = load_config(config_path)
     registry = load_registry(contracts_dir or "contracts")
@@ -53,7 +53,7 @@ def gate_links(database: Database, config_path: Path, contracts_dir: Path | None
 def check_report(
     run_id: str, results: list[Result], caught: dict[str, list[str]] | None, links: list[dict]
 ) -> dict[str, Any]:
-    from harness.mutants import MUTANTS
+    from harness.checks.mutants import MUTANTS
 
     breaks = {m.name: m.breaks for m in MUTANTS}
     mutants = (
@@ -99,7 +99,7 @@ def write_outputs(
             cases=[
                 Case(
                     name=c["name"],
-                    classname="harness.check",
+                    classname="harness.checks.stories",
                     failure=None if c["passed"] else (c["detail"] or "failed"),
                     details="\n".join(c["violations"]),
                 )
@@ -114,7 +114,7 @@ def write_outputs(
                 cases=[
                     Case(
                         name=m["name"],
-                        classname="harness.mutants",
+                        classname="harness.checks.mutants",
                         failure=None if m["caught_by"] else f"no check caught mutant {m['name']}",
                     )
                     for m in report["mutants"]
@@ -128,7 +128,7 @@ def write_outputs(
                 cases=[
                     Case(
                         name=f"{g['primary']} -> {g['provider']} ({g['contract']})",
-                        classname="harness.gate",
+                        classname="harness.core.gate",
                         failure=None
                         if g["decision"]["allowed"]
                         else f"{g['decision']['reason']}: {g['decision']['detail']}",

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from harness.core.models import Attempt, Job
+from harness.core.states import LIVE_ATTEMPT_STATES, AttemptState, JobState
 from harness.engine import Engine
 from harness.errors import (
     AttemptRefused,
@@ -29,10 +31,8 @@ from harness.errors import (
     InvalidTransition,
     NotFound,
 )
-from harness.models import Attempt, Job
 from harness.providers.base import BaseProvider, CompletionRequest, Message, Outcome, OutcomeKind
-from harness.scheduler import BaseScheduler
-from harness.states import LIVE_ATTEMPT_STATES, AttemptState, JobState
+from harness.runtime.scheduler import BaseScheduler
 
 log = logging.getLogger(__name__)
 

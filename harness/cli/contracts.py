@@ -29,7 +29,7 @@ from typing import Any, NoReturn
 
 import click
 
-from harness.clock import SystemClock
+from harness.checks.junit import Case, Suite, write_junit
 from harness.contracts.captures import read_captures, write_captures
 from harness.contracts.chains import (
     Chain,
@@ -54,9 +54,9 @@ from harness.contracts.template import PROVIDER_KINDS
 from harness.contracts.tokens import DEFAULT_TOKENIZER, TOKENIZERS, get_tokenizer
 from harness.contracts.verdicts import export_verdicts, list_verdicts, record_verdict
 from harness.contracts.verifier import Verification, verify_offline, verify_online
+from harness.core.clock import SystemClock
+from harness.core.models import Verdict
 from harness.errors import ConfigError, HarnessError
-from harness.junit import Case, Suite, write_junit
-from harness.models import Verdict
 from harness.providers.base import BaseProvider
 from harness.store.database import DEFAULT_DATABASE_URL, Database
 

@@ -12,17 +12,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.clock import SystemClock
 from harness.config import ServiceConfig
 from harness.contracts.gate import VerdictGate
 from harness.contracts.registry import ContractRegistry, load_registry
+from harness.core.clock import SystemClock
 from harness.engine import Engine
 from harness.errors import ConfigError
 from harness.providers.base import BaseProvider
-from harness.scheduler import ThreadScheduler
+from harness.runtime.scheduler import ThreadScheduler
+from harness.runtime.worker import Worker, WorkerSettings
 from harness.store.database import Database
 from harness.store.migrations import current, head
-from harness.worker import Worker, WorkerSettings
 
 
 @dataclass

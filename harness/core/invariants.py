@@ -11,8 +11,8 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from harness.models import Event, Job
-from harness.states import FINISHED_JOB_STATES, LIVE_ATTEMPT_STATES, AttemptState, JobState
+from harness.core.models import Event, Job
+from harness.core.states import FINISHED_JOB_STATES, LIVE_ATTEMPT_STATES, AttemptState, JobState
 
 
 @dataclass(frozen=True)

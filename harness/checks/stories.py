@@ -7,7 +7,7 @@ invariant checker (I1-I6) reads the database, and every execution in the fakes' 
 must map to exactly one attempt (I8).
 
 `--mutants` plays every story again against deliberately broken engines
-(`harness.mutants`) and fails unless each mutant is caught by at least one story: a
+(`harness.checks.mutants`) and fails unless each mutant is caught by at least one story: a
 suite that cannot fail proves nothing.
 """
 
@@ -23,18 +23,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fake_providers import FakeProviders
-from harness import faults
+from harness.core import faults
+from harness.core.gate import AllowAllGate
+from harness.core.invariants import check_executions, check_invariants
+from harness.core.limits import MAX_POLICY_SECONDS
+from harness.core.models import Intent, Job, Policy
+from harness.core.states import JobState
 from harness.engine import Engine
 from harness.errors import AttemptRefused, HarnessError, IdempotencyConflict
-from harness.gate import AllowAllGate
-from harness.invariants import check_executions, check_invariants
-from harness.models import MAX_POLICY_SECONDS, Intent, Job, Policy
 from harness.providers.build import builtin_fake_providers
-from harness.scheduler import ManualScheduler, SteppedTime
-from harness.states import JobState
+from harness.runtime.scheduler import ManualScheduler, SteppedTime
+from harness.runtime.worker import Worker
 from harness.store import queries
 from harness.store.database import Database
-from harness.worker import Worker
 
 WAIT_LIMIT = 20.0  # real seconds a story may wait for background work
 MUTANT_WAIT_LIMIT = 3.0  # against a mutant, a story that waits this long has caught it
@@ -357,7 +358,7 @@ def run_mutants(
     The stories first run unmutated under the same (shorter) wait limit and must all
     pass, so that a mutant counts as caught only by a story that fails because of it,
     never by one that is merely slow on a busy machine."""
-    from harness.mutants import MUTANTS, applied
+    from harness.checks.mutants import MUTANTS, applied
 
     baseline = run_checks(database, f"{run_id}:baseline", only, MUTANT_WAIT_LIMIT)
     slow = [r.name for r in baseline if not r.passed]

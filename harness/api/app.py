@@ -23,6 +23,8 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from harness.config import ServiceConfig
+from harness.core.limits import MAX_LIVE_ATTEMPTS, MAX_POLICY_SECONDS
+from harness.core.models import Attempt, Event, Intent, Job, Policy
 from harness.engine import Engine, check_key
 from harness.errors import (
     AttemptRefused,
@@ -32,8 +34,7 @@ from harness.errors import (
     InvalidTransition,
     NotFound,
 )
-from harness.models import MAX_POLICY_SECONDS, Attempt, Event, Intent, Job, Policy
-from harness.worker import Worker
+from harness.runtime.worker import Worker
 
 PROBLEM_BASE = "https://failover-harness.dev/problems/"
 PROBLEM_JSON = "application/problem+json"
@@ -66,7 +67,11 @@ CREATE_JOB_SCHEMA: dict[str, Any] = {
                     "exclusiveMinimum": 0,
                     "maximum": MAX_POLICY_SECONDS,
                 },
-                "max_live_attempts": {"type": "integer", "minimum": 1, "maximum": 8},
+                "max_live_attempts": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": MAX_LIVE_ATTEMPTS,
+                },
                 "hedge_after": {
                     "type": ["number", "null"],
                     "minimum": 0,

@@ -8,13 +8,12 @@ from datetime import datetime
 from functools import cached_property
 from typing import Any
 
+from harness.core.fingerprint import fingerprint
+from harness.core.limits import MAX_LIVE_ATTEMPTS, MAX_NAME_LENGTH, MAX_POLICY_SECONDS
+from harness.core.states import AttemptState, JobState
 from harness.errors import InvalidIntent
-from harness.fingerprint import fingerprint
-from harness.states import AttemptState, JobState
 
 DEFAULT_ATTEMPT_TIMEOUT = 30.0
-MAX_POLICY_SECONDS = 86_400.0  # a day: any timeout or hedge delay beyond is a mistake
-MAX_NAME_LENGTH = 255
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -26,8 +25,6 @@ class Policy:
     hedge_after: float | None = None  # seconds before a hedge attempt may start
 
     def __post_init__(self) -> None:
-        from harness.store.tables import MAX_LIVE_ATTEMPTS
-
         if not _seconds(self.attempt_timeout) or self.attempt_timeout <= 0:
             raise InvalidIntent(
                 f"policy.attempt_timeout must be a number of seconds in (0, {MAX_POLICY_SECONDS:g}]"

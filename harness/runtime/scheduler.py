@@ -18,7 +18,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import timedelta
 from typing import Protocol
 
-from harness.clock import Clock, SystemClock, VirtualClock
+from harness.core.clock import Clock, SystemClock, VirtualClock
 
 log = logging.getLogger(__name__)
 DEFAULT_POOL_SIZE = 32

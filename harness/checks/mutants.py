@@ -16,8 +16,8 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from harness import models
-from harness.states import AttemptEvent, JobEvent
+from harness.core import models
+from harness.core.states import AttemptEvent, JobEvent
 from harness.store import queries
 from harness.store.tables import jobs
 
@@ -99,7 +99,7 @@ def _ignore_idempotency_key() -> dict[tuple[Any, str], Any]:
 
 def _retry_unknown_blindly() -> dict[tuple[Any, str], Any]:
     from harness.providers.base import OutcomeKind
-    from harness.worker import TIMEOUT_SLACK, Worker, build_request
+    from harness.runtime.worker import TIMEOUT_SLACK, Worker, build_request
 
     real = Worker._on_outcome
 

@@ -96,7 +96,7 @@ contracts_option = click.option(
 
 def _service(config_path: Path | None, database_url: str, contracts_dir: Path | None, **kw):
     from harness.config import load_config
-    from harness.service import build_service
+    from harness.runtime.service import build_service
 
     try:
         return build_service(
@@ -131,7 +131,7 @@ def serve(
 
     import uvicorn
 
-    from harness.api import create_app
+    from harness.api.app import create_app
 
     service = _service(config_path, database_url, contracts_dir, worker_name="api-worker")
     config = service.config
@@ -259,8 +259,8 @@ def check(
     import logging
     import uuid
 
-    from harness.check import check_database, run_checks, run_mutants, selected
-    from harness.report import check_report, gate_links, write_outputs
+    from harness.checks.report import check_report, gate_links, write_outputs
+    from harness.checks.stories import check_database, run_checks, run_mutants, selected
 
     logging.getLogger("harness").setLevel(logging.CRITICAL)  # stories fail loudly themselves
     run_id = f"check-{uuid.uuid4().hex[:8]}"
@@ -302,8 +302,8 @@ def check(
 
 
 def _register() -> None:
-    from harness.contracts.cli import contracts
-    from harness.providers.cli import fake_providers
+    from harness.cli.contracts import contracts
+    from harness.cli.providers import fake_providers
 
     main.add_command(contracts)
     main.add_command(fake_providers)

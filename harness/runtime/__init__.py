@@ -1,0 +1,1 @@
+"""Drivers that run the engine: service wiring, the worker and its schedulers."""
