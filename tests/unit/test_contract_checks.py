@@ -20,8 +20,7 @@ from harness.contracts.checks import (
 from harness.contracts.loader import parse_contract
 from harness.contracts.model import Contract
 from harness.contracts.pointer import MISSING
-
-from .conftest import MINI, MINI_GOOD
+from tests.support.contracts import MINI, MINI_GOOD
 
 
 def responses(

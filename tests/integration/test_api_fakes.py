@@ -27,8 +27,8 @@ from harness.runtime.scheduler import ManualScheduler, SteppedTime, ThreadSchedu
 from harness.runtime.worker import Worker
 from harness.store.database import Database
 from harness.store.tables import jobs
-from tests.live import double_click, serve
-from tests.test_api import ALICE, BODY
+from tests.support.api import ALICE, BODY
+from tests.support.live import double_click, serve
 
 pytestmark = pytest.mark.slow
 

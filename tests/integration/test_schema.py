@@ -10,7 +10,7 @@ from alembic.runtime.migration import MigrationContext
 from harness.store.database import Database
 from harness.store.migrations import current, head
 from harness.store.tables import metadata
-from tests.conftest import BACKENDS, empty_tables
+from tests.support.databases import BACKENDS, empty_tables
 
 
 def _where(index: dict) -> str:

@@ -23,7 +23,7 @@ from harness.engine import Engine
 from harness.errors import AttemptRefused, IdempotencyConflict, InvalidTransition
 from harness.store import queries
 from harness.store.database import Database
-from tests.conftest import empty_tables
+from tests.support.databases import empty_tables
 
 POLICIES = [Policy(), Policy(max_live_attempts=2, hedge_after=1), Policy(max_live_attempts=3)]
 

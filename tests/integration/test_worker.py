@@ -17,7 +17,7 @@ from harness.providers.base import LookupResult, Outcome, OutcomeKind
 from harness.runtime.scheduler import ManualScheduler
 from harness.runtime.worker import Worker, WorkerSettings
 from harness.store.database import Database
-from tests.scripted import ScriptedProvider, Step
+from tests.support.scripted import ScriptedProvider, Step
 
 NOT_EXECUTED = Step(kind=OutcomeKind.NOT_EXECUTED, reason="rate_limited")
 UNKNOWN = Step(kind=OutcomeKind.UNKNOWN, reason="timeout_after_send")

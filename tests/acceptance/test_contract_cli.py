@@ -28,8 +28,7 @@ from harness.contracts.verifier import verify_online
 from harness.core.clock import SystemClock
 from harness.providers.base import Outcome, OutcomeKind
 from harness.store.database import Database
-
-from .conftest import BUNDLED, MINI, MINI_GOOD, mini_replies
+from tests.support.contracts import BUNDLED, MINI, MINI_GOOD, mini_replies
 
 
 @pytest.fixture

@@ -21,8 +21,8 @@ from harness.runtime.scheduler import Timer
 from harness.runtime.worker import Worker
 from harness.store.database import Database
 from harness.store.tables import attempts, events, jobs
-from tests.live import serve
-from tests.scripted import ScriptedProvider
+from tests.support.live import serve
+from tests.support.scripted import ScriptedProvider
 
 TOKEN = {"Authorization": "Bearer t"}
 

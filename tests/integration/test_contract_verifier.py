@@ -27,8 +27,7 @@ from harness.contracts.verifier import (
 )
 from harness.errors import ContractError
 from harness.providers.base import Outcome, OutcomeKind
-
-from .conftest import CAPTURES, good_replies, mini_replies
+from tests.support.contracts import CAPTURES, good_replies, mini_replies
 
 
 def test_each_bundled_contract_passes_with_its_example_outputs(bundled: ContractRegistry) -> None:

@@ -13,8 +13,7 @@ import yaml
 from harness.contracts.loader import contract_hash, load_contract, parse_contract
 from harness.contracts.registry import ContractRegistry, UnknownContract
 from harness.errors import ContractError, ContractLoadError
-
-from .conftest import BUNDLED, MINI
+from tests.support.contracts import BUNDLED, MINI
 
 
 def error_of(text: str, tmp_path: Path, name: str = "mini.yaml") -> str:

@@ -20,12 +20,9 @@ from harness.runtime.scheduler import ThreadScheduler
 from harness.runtime.worker import Worker
 from harness.store.database import Database
 from harness.store.tables import attempts, events, jobs
-from tests.live import serve
-from tests.scripted import ScriptedProvider, Step
-
-ALICE = {"Authorization": "Bearer alice-token"}
-BOB = {"Authorization": "Bearer bob-token"}
-BODY = {"operation": "summarise", "input": {"prompt": "hello"}}
+from tests.support.api import ALICE, BOB, BODY
+from tests.support.live import serve
+from tests.support.scripted import ScriptedProvider, Step
 
 
 class Service:

@@ -30,8 +30,7 @@ from harness.core.clock import VirtualClock
 from harness.core.gate import BaseGate, GateDecision
 from harness.core.models import Verdict
 from harness.store.database import Database
-
-from .conftest import MINI, mini_replies
+from tests.support.contracts import MINI, mini_replies
 
 NOW = datetime(2026, 3, 1, tzinfo=UTC)
 CURRENT = parse_contract(MINI)

@@ -38,10 +38,9 @@ from harness.contracts.registry import ContractRegistry
 from harness.contracts.verifier import verify_online
 from harness.providers.build import build_provider
 from harness.providers.config import ProviderConfig, ProviderKind
+from tests.support.contracts import BUNDLED, good_replies
 
-from .conftest import BUNDLED, good_replies
-
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 FIT_TEXT = (DATA / "fake-fit.yaml").read_text()
 RULE_BREAKER = {"ref": "fake", "verdict": "approve", "score": 9, "flagged": False}
 FIT_OK = {"ref": "fake", "verdict": "approve", "score": 1, "flagged": False}

@@ -14,7 +14,6 @@ import pytest
 from harness.contracts.loader import parse_contract
 from harness.contracts.model import Contract
 from harness.contracts.registry import ContractRegistry
-from harness.core.clock import VirtualClock
 from harness.store.database import Database
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -111,11 +110,6 @@ def mini_replies(contract: Contract, **overrides: Any) -> list[str]:
         for _ in range(contract.settings.repeats):
             out.append(json.dumps(overrides.get(sample.id, MINI_GOOD[sample.id])))
     return out
-
-
-@pytest.fixture
-def clock() -> VirtualClock:
-    return VirtualClock()
 
 
 @pytest.fixture
