@@ -15,6 +15,9 @@ from harness.errors import InvalidIntent
 
 DEFAULT_ATTEMPT_TIMEOUT = 30.0
 
+ATTEMPT_HEADER = "X-Harness-Attempt"
+"""The header that carries an attempt's token to a provider (and to the fakes' ledger)."""
+
 
 @dataclass(frozen=True, kw_only=True)
 class Policy:

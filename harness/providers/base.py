@@ -16,9 +16,7 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-ATTEMPT_HEADER = "X-Harness-Attempt"
-"""Header adapters send with the caller's attempt id, so a provider's ledger can map
-every execution to exactly one attempt (I8)."""
+from harness.core.models import ATTEMPT_HEADER as ATTEMPT_HEADER  # re-exported for adapters
 
 
 class OutcomeKind(enum.StrEnum):
