@@ -1,5 +1,5 @@
 """Acceptance 2: every behaviour, through every adapter, in-process and over loopback,
-maps to the right outcome kind; and each provider's table covers every signal.
+maps to the right outcome kind (the tables themselves: tests/unit/test_provider_tables.py).
 
 The expected kinds are written here independently of the adapters' tables. A behaviour
 added to the fakes without a row here fails `test_every_behaviour_has_an_expected_outcome`
@@ -11,8 +11,7 @@ from __future__ import annotations
 import pytest
 
 from fake_providers import BEHAVIOURS, Behaviour, BehaviourName
-from harness.providers import OUTCOME_TABLES, CompletionRequest, Message, OutcomeKind, Signal
-from harness.providers.outcomes import ANTHROPIC_OUTCOMES, OPENAI_OUTCOMES, status_signal
+from harness.providers import CompletionRequest, Message, OutcomeKind, Signal
 
 ADAPTER_KINDS = ("openai", "openai_compatible", "anthropic")
 NOT = OutcomeKind.NOT_EXECUTED
@@ -72,26 +71,6 @@ SHORT_TIMEOUT, LONG_TIMEOUT = 0.3, 10.0
 
 def test_every_behaviour_has_an_expected_outcome() -> None:
     assert set(EXPECTED) == set(BehaviourName)
-
-
-@pytest.mark.parametrize("kind", sorted(OUTCOME_TABLES))
-def test_each_provider_table_covers_every_signal(kind: str) -> None:
-    assert set(OUTCOME_TABLES[kind]) == set(Signal)
-
-
-def test_tables_differ_only_where_the_providers_do() -> None:
-    differ = {s for s in Signal if OPENAI_OUTCOMES[s] is not ANTHROPIC_OUTCOMES[s]}
-    assert differ == {Signal.OVERLOADED}
-    assert ANTHROPIC_OUTCOMES[Signal.OVERLOADED] is NOT
-
-
-@pytest.mark.parametrize(
-    ("status", "signal"),
-    [(400, Signal.BAD_REQUEST), (418, Signal.CLIENT_ERROR), (529, Signal.OVERLOADED),
-     (599, Signal.OTHER_SERVER_ERROR), (302, Signal.UNEXPECTED_STATUS)],
-)  # fmt: skip
-def test_status_signals(status: int, signal: Signal) -> None:
-    assert status_signal(status) is signal
 
 
 def _request(stream: bool, attempt_id: str) -> CompletionRequest:
