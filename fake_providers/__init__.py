@@ -14,6 +14,25 @@ Script faults with ``fakes.script("rate_limit", "success", api="openai")``, over
 ``POST /control/scripts``, or from the request itself with the model name
 ``fake/<behaviour>``. Read what was executed with ``fakes.ledger.entries()`` or
 ``GET /control/ledger``. See docs/providers.md.
+
+Which word means what (the provider type has three names here, each for a reason):
+
+``Api``            the wire format a request speaks, chosen by its route:
+                   ``Api.OPENAI`` (``/openai/...``) or ``Api.ANTHROPIC``
+                   (``/anthropic/...``). Scripts match on it (``script(api=...)``).
+``Dialect``        the object that speaks one `Api`: validates a request as that API
+                   would and renders its bodies, stream events and error bodies
+                   (`OpenAIDialect`, `AnthropicDialect`); ``dialect.api`` is its `Api`.
+``provider_kind``  the ledger field (and control-API filter) holding ``Api.value``; it
+                   carries the harness's word, the provider *kind* of a configuration
+                   (an ``openai_compatible`` provider talks to the ``openai`` fake).
+
+Modules: ``providers`` (`FakeProviders`: state and dispatch), ``wire`` with
+``openai_wire`` and ``anthropic_wire`` (the dialects), ``behaviours`` and ``scripts``
+(what a request gets), ``plans`` (a behaviour as timed steps), ``transport`` and
+``asgi``/``server`` (the two drivers that play the steps), ``control`` and
+``control_client`` (the control API), ``ledger``, ``timing``, ``tokens``, ``content``.
+Of the harness, the fakes import only ``harness.core`` (its clock and constants).
 """
 
 from __future__ import annotations
@@ -30,12 +49,13 @@ from fake_providers.behaviours import (
 from fake_providers.control_client import FakeControlClient
 from fake_providers.errors import FakeProviderError, InvalidInput
 from fake_providers.ledger import Ledger, LedgerEntry
+from fake_providers.providers import ATTEMPT_HEADER, FakeProviders
 from fake_providers.scripts import Script
 from fake_providers.server import FakeServer
-from fake_providers.state import ATTEMPT_HEADER, FakeProviders
-from fake_providers.timing import BaseTime, RealTime, VirtualTime
+from fake_providers.timing import BaseTime, RealTime, Releaser, VirtualTime
+from fake_providers.tokens import count_prompt_tokens
 from fake_providers.transport import FakeTransport, mount_respx
-from fake_providers.wire import Api
+from fake_providers.wire import Api, Dialect
 
 __all__ = [
     "ATTEMPT_HEADER",
@@ -47,6 +67,7 @@ __all__ = [
     "BehaviourName",
     "BehaviourSpec",
     "ConnectionDropped",
+    "Dialect",
     "DropMode",
     "FakeControlClient",
     "FakeProviderError",
@@ -58,8 +79,10 @@ __all__ = [
     "Ledger",
     "LedgerEntry",
     "RealTime",
+    "Releaser",
     "Script",
     "VirtualTime",
+    "count_prompt_tokens",
     "create_app",
     "mount_respx",
 ]

@@ -19,7 +19,7 @@ from typing import Any
 import anyio
 
 from fake_providers.plans import Chunk, Complete, Drop, Exchange, FakeRequest, Head, Pause, Stall
-from fake_providers.state import FakeProviders
+from fake_providers.providers import FakeProviders
 from fake_providers.timing import Releaser
 
 Scope = MutableMapping[str, Any]

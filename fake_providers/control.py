@@ -24,16 +24,34 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 from urllib.parse import parse_qsl
 
 from fake_providers.behaviours import BEHAVIOURS
 from fake_providers.errors import InvalidInput
+from fake_providers.ledger import Ledger
 from fake_providers.plans import Exchange, FakeRequest, whole_response
+from fake_providers.scripts import ScriptBook
 from fake_providers.wire import WireResponse, json_body
 
-if TYPE_CHECKING:
-    from fake_providers.state import FakeProviders
+
+class Controlled(Protocol):
+    """What the control API reads and resets: `fake_providers.FakeProviders` is one.
+
+    A protocol rather than an import, so this module depends on the ledger and the
+    scripts only and `fake_providers.providers` can import it without a circle."""
+
+    ledger: Ledger
+    scripts: ScriptBook
+
+    def release(self) -> None:
+        """End every hang and stall now."""
+        ...
+
+    def reset(self) -> None:
+        """Forget scripts and ledger, and release hung requests."""
+        ...
+
 
 _JSON = (("content-type", "application/json"),)
 
@@ -60,11 +78,11 @@ def _json(request: FakeRequest) -> object:
         raise InvalidInput("body", f"is not valid JSON ({exc.msg} at position {exc.pos})") from None
 
 
-def _health(fakes: FakeProviders, request: FakeRequest) -> Exchange:
+def _health(fakes: Controlled, request: FakeRequest) -> Exchange:
     return _reply(200, {"status": "ok"})
 
 
-def _behaviours(fakes: FakeProviders, request: FakeRequest) -> Exchange:
+def _behaviours(fakes: Controlled, request: FakeRequest) -> Exchange:
     table = [
         {
             "behaviour": name.value,
@@ -77,49 +95,49 @@ def _behaviours(fakes: FakeProviders, request: FakeRequest) -> Exchange:
     return _reply(200, {"behaviours": table})
 
 
-def _list_scripts(fakes: FakeProviders, request: FakeRequest) -> Exchange:
+def _list_scripts(fakes: Controlled, request: FakeRequest) -> Exchange:
     return _reply(200, {"scripts": [s.to_json() for s in fakes.scripts.all()]})
 
 
-def _add_script(fakes: FakeProviders, request: FakeRequest) -> Exchange:
+def _add_script(fakes: Controlled, request: FakeRequest) -> Exchange:
     script = fakes.scripts.add_json(_json(request))
     return _reply(201, {"script": script.to_json()})
 
 
-def _clear_scripts(fakes: FakeProviders, request: FakeRequest) -> Exchange:
+def _clear_scripts(fakes: Controlled, request: FakeRequest) -> Exchange:
     fakes.scripts.clear()
     return _reply(200, {"scripts": []})
 
 
-def _ledger(fakes: FakeProviders, request: FakeRequest) -> Exchange:
+def _ledger(fakes: Controlled, request: FakeRequest) -> Exchange:
     filters = _query(request, {"attempt_id", "provider_kind"})
     entries = fakes.ledger.entries(**filters)
     return _reply(200, {"entries": [e.to_json() for e in entries]})
 
 
-def _clear_ledger(fakes: FakeProviders, request: FakeRequest) -> Exchange:
+def _clear_ledger(fakes: Controlled, request: FakeRequest) -> Exchange:
     fakes.ledger.clear()
     return _reply(200, {"entries": []})
 
 
-def _lookup(fakes: FakeProviders, request: FakeRequest) -> Exchange:
+def _lookup(fakes: Controlled, request: FakeRequest) -> Exchange:
     params = _query(request, {"attempt_id", "request_id", "provider_kind"})
     if not params.get("attempt_id") and not params.get("request_id"):
         raise InvalidInput("attempt_id", "give attempt_id or request_id")
     return _reply(200, fakes.ledger.lookup(**params))
 
 
-def _release(fakes: FakeProviders, request: FakeRequest) -> Exchange:
+def _release(fakes: Controlled, request: FakeRequest) -> Exchange:
     fakes.release()
     return _reply(200, {"released": True})
 
 
-def _reset(fakes: FakeProviders, request: FakeRequest) -> Exchange:
+def _reset(fakes: Controlled, request: FakeRequest) -> Exchange:
     fakes.reset()
     return _reply(200, {"reset": True})
 
 
-_Handler = Callable[["FakeProviders", FakeRequest], Exchange]
+_Handler = Callable[[Controlled, FakeRequest], Exchange]
 
 _ENDPOINTS: Mapping[str, Mapping[str, _Handler]] = {
     "/health": {"GET": _health},
@@ -132,7 +150,7 @@ _ENDPOINTS: Mapping[str, Mapping[str, _Handler]] = {
 }
 
 
-def handle_control(fakes: FakeProviders, request: FakeRequest, path: str) -> Exchange:
+def handle_control(fakes: Controlled, request: FakeRequest, path: str) -> Exchange:
     """Answer a control request; `path` is the part after ``/control``."""
     try:
         if path.startswith("/ledger/"):
@@ -149,7 +167,7 @@ def handle_control(fakes: FakeProviders, request: FakeRequest, path: str) -> Exc
         return _reply(400, exc.to_json())
 
 
-def _entry(fakes: FakeProviders, request: FakeRequest, request_id: str) -> Exchange:
+def _entry(fakes: Controlled, request: FakeRequest, request_id: str) -> Exchange:
     if request.method != "GET":
         return _error(405, "method", f"{request.method} not allowed here; use GET")
     entry = fakes.ledger.get(request_id)

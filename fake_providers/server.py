@@ -21,7 +21,7 @@ import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from fake_providers.asgi import TRANSPORT_STATE_KEY, create_app
-from fake_providers.state import ANTHROPIC_PREFIX, CONTROL_PREFIX, OPENAI_PREFIX, FakeProviders
+from fake_providers.providers import ANTHROPIC_PREFIX, CONTROL_PREFIX, OPENAI_PREFIX, FakeProviders
 
 DEFAULT_HOST = "127.0.0.1"
 STARTUP_TIMEOUT = 10.0

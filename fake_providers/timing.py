@@ -1,10 +1,9 @@
-"""Injected time for the fakes: latency, stalls and hangs never read the wall clock directly.
+"""Time and the hang releaser, as the fakes use them.
 
-`RealTime` sleeps for real (the HTTP server, black-box tests). `VirtualTime` moves only
-when something waits on it, so a scenario runner can replay a 30 s hang in microseconds:
-a wait advances the virtual clock by its timeout instead of blocking. It can share a
-clock with the engine: pass any object with ``now() -> datetime`` and
-``advance(seconds)`` (e.g. `harness.core.clock.VirtualClock`).
+Time itself is defined once, in `harness.core.clock`: the fakes take a `BaseTime`
+(`RealTime` for the HTTP server and black-box tests, `VirtualTime` to replay a 30 s hang
+in microseconds, or any other implementation such as the scheduler's `SteppedTime`).
+They are re-exported here so ``fake_providers`` keeps one import path for them.
 
 `Releaser` is what hung requests wait on; releasing it (at test teardown or server
 shutdown) ends every hang at once, so servers stop fast and no test sleeps.
@@ -14,91 +13,17 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import time
-from datetime import UTC, datetime, timedelta
-from typing import Protocol
 
-DEFAULT_VIRTUAL_EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
+from harness.core.clock import BaseTime, RealTime, VirtualTime
 
-
-class BaseTime(Protocol):
-    def now(self) -> float:
-        """Seconds since the Unix epoch."""
-        ...
-
-    def sleep(self, seconds: float) -> None:
-        """Block (or pretend to) for `seconds`."""
-        ...
-
-    def wait(self, event: threading.Event, timeout: float | None) -> bool:
-        """Wait until `event` is set or `timeout` passes; True if it was set."""
-        ...
-
-    async def sleep_async(self, seconds: float) -> None:
-        """`sleep` for the ASGI server."""
-        ...
-
-
-class RealTime:
-    """Wall-clock time."""
-
-    def now(self) -> float:
-        return time.time()
-
-    def sleep(self, seconds: float) -> None:
-        # An Event that nobody sets: an interruptible, lint-clean sleep.
-        threading.Event().wait(seconds)
-
-    def wait(self, event: threading.Event, timeout: float | None) -> bool:
-        return event.wait(timeout)
-
-    async def sleep_async(self, seconds: float) -> None:
-        await asyncio.sleep(seconds)
-
-
-class _OwnClock:
-    def __init__(self, start: datetime) -> None:
-        self._now = start
-        self._lock = threading.Lock()
-
-    def now(self) -> datetime:
-        with self._lock:
-            return self._now
-
-    def advance(self, seconds: float) -> datetime:
-        with self._lock:
-            self._now += timedelta(seconds=seconds)
-            return self._now
-
-
-class VirtualTime:
-    """Time that advances when waited on. Deterministic for a single-threaded driver."""
-
-    def __init__(self, clock: object | None = None) -> None:
-        self.clock = clock if clock is not None else _OwnClock(DEFAULT_VIRTUAL_EPOCH)
-
-    def now(self) -> float:
-        return self.clock.now().timestamp()  # type: ignore[attr-defined]
-
-    def sleep(self, seconds: float) -> None:
-        self.clock.advance(seconds)  # type: ignore[attr-defined]
-
-    def wait(self, event: threading.Event, timeout: float | None) -> bool:
-        if event.is_set():
-            return True
-        if timeout is None:
-            raise RuntimeError(
-                "a fake provider would wait forever in virtual time; give the client a timeout"
-            )
-        self.sleep(timeout)
-        return event.is_set()
-
-    async def sleep_async(self, seconds: float) -> None:
-        self.sleep(seconds)
+__all__ = ["BaseTime", "RealTime", "Releaser", "VirtualTime"]
 
 
 class Releaser:
-    """A one-shot gate that sync and async waiters share; `release()` frees them all."""
+    """A one-shot gate that sync and async waiters share; `release()` frees them all.
+
+    Safe across threads and event loops: a waiter on a loop that has since closed is
+    skipped, and a waiter that arrives after the release returns at once."""
 
     def __init__(self) -> None:
         self.event = threading.Event()

@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 
 from fake_providers.plans import Chunk, Complete, Drop, Exchange, FakeRequest, Head, Pause, Stall
-from fake_providers.state import FakeProviders
+from fake_providers.providers import FakeProviders
 from fake_providers.timing import Releaser
 
 _NO_RESPONSE = "Server disconnected without sending a response."

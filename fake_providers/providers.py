@@ -1,5 +1,6 @@
 """`FakeProviders`: the one state both fakes share (ledger, scripts, time, hang releaser)
-and the dispatcher that turns an HTTP request into an `Exchange` for a driver to play.
+and the dispatcher that turns an HTTP request into an `Exchange` for a driver to play
+(`fake_providers.transport` in-process, `fake_providers.asgi` over a socket).
 
 Routes (one port, both APIs):
 
@@ -31,11 +32,13 @@ from fake_providers.scripts import Script, ScriptBook
 from fake_providers.timing import BaseTime, RealTime, Releaser
 from fake_providers.tokens import count_prompt_tokens
 from fake_providers.wire import Api, Dialect, ErrorKind, Ids, WireError, WireResponse, json_body
+from harness.core import models
 
 log = logging.getLogger("fake_providers")
 
-ATTEMPT_HEADER = "x-harness-attempt"
-"""The caller's attempt id (harness.providers.base.ATTEMPT_HEADER, lower-cased)."""
+ATTEMPT_HEADER = models.ATTEMPT_HEADER.lower()
+"""`harness.core.models.ATTEMPT_HEADER` as the fakes read it: both drivers hand over
+header names lower-cased, as HTTP/2 and ASGI do."""
 RETRY_COUNT_HEADER = "x-stainless-retry-count"
 
 OPENAI_PREFIX = "/openai"
@@ -60,7 +63,14 @@ _ROUTES: Mapping[tuple[str, str], _Route] = {
 
 
 class FakeProviders:
-    """The fakes' shared state. Thread-safe; one instance serves both APIs."""
+    """Both fake APIs behind one object: what they answer, and what they executed.
+
+    One instance serves OpenAI and Anthropic alike, in-process or over a socket. It
+    guarantees that every completion request it parses is recorded in `ledger` before
+    any byte of the answer is played (so a dropped or hung answer is still counted as
+    executed), that each request takes at most one scripted behaviour, and that
+    `release()` ends every current hang. Thread-safe.
+    """
 
     def __init__(self, *, time: BaseTime | None = None) -> None:
         self.time: BaseTime = time if time is not None else RealTime()
