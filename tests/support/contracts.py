@@ -1,11 +1,11 @@
-"""Fixtures of the contract tests: the bundled contracts, their example outputs, a small
-contract written per test, and a real SQLite database in tmp_path."""
+"""Fixtures of the contract tests: the bundled contracts, their example outputs and a
+small contract written per test (databases come from tests/support/databases.py)."""
 
 from __future__ import annotations
 
 import json
 import textwrap
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +14,6 @@ import pytest
 from harness.contracts.loader import parse_contract
 from harness.contracts.model import Contract
 from harness.contracts.registry import ContractRegistry
-from harness.store.database import Database
 
 ROOT = Path(__file__).resolve().parents[2]
 BUNDLED = ROOT / "contracts"
@@ -110,19 +109,3 @@ def mini_replies(contract: Contract, **overrides: Any) -> list[str]:
         for _ in range(contract.settings.repeats):
             out.append(json.dumps(overrides.get(sample.id, MINI_GOOD[sample.id])))
     return out
-
-
-@pytest.fixture
-def sqlite_url(tmp_path: Path) -> str:
-    url = f"sqlite:///{tmp_path / 'verdicts.sqlite3'}"
-    database = Database(url)
-    database.create_schema()
-    database.dispose()
-    return url
-
-
-@pytest.fixture
-def database(sqlite_url: str) -> Iterator[Database]:
-    db = Database(sqlite_url)
-    yield db
-    db.dispose()

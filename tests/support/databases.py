@@ -1,4 +1,5 @@
-"""Fixtures shared by the whole suite: one engine suite across SQLite and PostgreSQL.
+"""The suite's one set of database fixtures: every database is migrated (Alembic, as in
+production), and `db_url`/`db`/`engine` run each test once per backend (BACKENDS).
 
 PostgreSQL comes from HARNESS_TEST_POSTGRES_URL (default: the local server). When it is
 unreachable, its tests are skipped with the reason shown, except under CI (CI set),
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
@@ -65,6 +67,15 @@ def empty_tables(database: Database) -> None:
                 conn.execute(table.delete())
 
 
+def migrated_sqlite_url(directory: Path) -> str:
+    """A new SQLite file in `directory`, brought to head by the migrations."""
+    url = f"sqlite:///{directory / 'harness.sqlite3'}"
+    database = Database(url)
+    database.upgrade()
+    database.dispose()
+    return url
+
+
 @pytest.fixture(params=BACKENDS)
 def db_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> str:
     """A URL of an empty, migrated database, once per backend."""
@@ -74,12 +85,13 @@ def db_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
         empty_tables(database)
         database.dispose()
         return url
-    path = tmp_path_factory.mktemp("db") / "harness.sqlite3"
-    url = f"sqlite:///{path}"
-    database = Database(url)
-    database.upgrade()
-    database.dispose()
-    return url
+    return migrated_sqlite_url(tmp_path_factory.mktemp("db"))
+
+
+@pytest.fixture
+def sqlite_url(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """`db_url` pinned to SQLite, for tests of the CLI's default file database."""
+    return migrated_sqlite_url(tmp_path_factory.mktemp("db"))
 
 
 @pytest.fixture
