@@ -2,8 +2,8 @@
 
 Every operation is one transaction whose guarantee is held by the database (a unique
 constraint, a partial unique index, a conditional UPDATE), never by a read followed by
-a write in Python. Decisions come from `harness.core.states`; time comes from the injected
-clock; races are forced at the named `harness.core.faults` points.
+a write in Python. Decisions come from `harness.core.states`; time comes from the
+injected clock; races are forced at the named `harness.core.faults` points.
 """
 
 from __future__ import annotations
@@ -24,8 +24,14 @@ from harness.core.states import (
     FINISHED_JOB_STATES,
     AttemptEvent,
     AttemptState,
+    DiscardReason,
+    EventKind,
     JobEvent,
     JobState,
+    OutcomeKind,
+    RefusalReason,
+    Resolution,
+    open_job_state,
 )
 from harness.errors import (
     AttemptRefused,
@@ -37,10 +43,9 @@ from harness.errors import (
 )
 from harness.store import queries as q
 from harness.store.database import Database
+from harness.store.tables import LIVE_SLOT_INDEX
 
 IDEMPOTENCY_KEY = re.compile(r"[\x21-\x7e]{1,255}")
-LIVE_SLOT_CONSTRAINT = "uq_attempts_job_id_live_slot"
-RESOLUTIONS = ("succeeded", "failed", "cancelled")
 
 
 def check_key(key: object) -> str:
@@ -56,6 +61,16 @@ def check_owner(owner: object) -> str:
 
 
 class Engine:
+    """Units of work over the store: the only code that changes jobs and attempts.
+
+    Guarantees, each held by the database rather than by this class: one job per
+    `(owner, key)` bound to its fingerprint (I1, I2); at most the policy's number of
+    live attempts (I3); a timeout makes an attempt unknown, never failed, and blocks new
+    attempts until it is resolved (I4); exactly one attempt wins by compare-and-swap and
+    every other result is kept for audit, never written (I5, I6); a fallback starts only
+    through the gate (I7). Every change is recorded as an event in the same transaction.
+    The engine is safe to share between threads and processes."""
+
     def __init__(
         self,
         db: Database,
@@ -86,7 +101,7 @@ class Engine:
                 q.insert_event(
                     conn,
                     job.id,
-                    "created",
+                    EventKind.CREATED,
                     now=now,
                     actor=owner,
                     detail={"fingerprint": fingerprint},
@@ -95,12 +110,12 @@ class Engine:
             existing = q.get_job_by_key(conn, owner=owner, key=key)
             assert existing is not None  # the conflicting row is committed and never deleted
             if existing.fingerprint == fingerprint:
-                q.insert_event(conn, existing.id, "replayed", now=now, actor=owner)
+                q.insert_event(conn, existing.id, EventKind.REPLAYED, now=now, actor=owner)
                 return Created(job=q.get_job(conn, existing.id) or existing, created=False)
             q.insert_event(
                 conn,
                 existing.id,
-                "conflict",
+                EventKind.CONFLICT,
                 now=now,
                 actor=owner,
                 detail={"fingerprint": fingerprint},
@@ -139,14 +154,19 @@ class Engine:
                     q.insert_event(
                         conn,
                         job_id,
-                        "attempt_cancelled",
+                        EventKind.ATTEMPT_CANCELLED,
                         now=now,
                         attempt_id=attempt.id,
                         actor=actor,
                         detail={"reason": reason, "was": attempt.state.value},
                     )
             q.insert_event(
-                conn, job_id, "job_cancelled", now=now, actor=actor, detail={"reason": reason}
+                conn,
+                job_id,
+                EventKind.JOB_CANCELLED,
+                now=now,
+                actor=actor,
+                detail={"reason": reason},
             )
             return self._job(conn, job_id)
 
@@ -162,7 +182,7 @@ class Engine:
                     job_id=job_id,
                 )
             q.insert_event(
-                conn, job_id, "job_failed", now=now, actor=actor, detail={"reason": reason}
+                conn, job_id, EventKind.JOB_FAILED, now=now, actor=actor, detail={"reason": reason}
             )
             return self._job(conn, job_id)
 
@@ -185,10 +205,13 @@ class Engine:
         duplicate start can never run the primary again after a failover began."""
         job = self.get_job(job_id)
         if job.status in FINISHED_JOB_STATES:
-            raise AttemptRefused(f"job {job_id} is {job.status.value}", reason="job_finished")
+            raise AttemptRefused(
+                f"job {job_id} is {job.status.value}", reason=RefusalReason.JOB_FINISHED
+            )
         if provider not in job.providers:
             raise AttemptRefused(
-                f"{provider!r} is not in job {job_id}'s provider chain", reason="unknown_provider"
+                f"{provider!r} is not in job {job_id}'s provider chain",
+                reason=RefusalReason.UNKNOWN_PROVIDER,
             )
         if provider != job.providers[0]:
             self._check_failover(job, provider, actor=actor)
@@ -207,11 +230,11 @@ class Engine:
             try:
                 return self._insert_attempt(job, provider, model, slot, actor=actor, first=first)
             except IntegrityViolation as exc:
-                if exc.constraint != LIVE_SLOT_CONSTRAINT:
+                if exc.constraint != LIVE_SLOT_INDEX:
                     raise
         raise AttemptRefused(
             f"job {job_id} already has {job.policy.max_live_attempts} live attempt(s)",
-            reason="live_attempt",
+            reason=RefusalReason.LIVE_ATTEMPT,
         )
 
     def _check_failover(self, job: Job, provider: str, *, actor: str) -> None:
@@ -223,7 +246,7 @@ class Engine:
             q.insert_event(
                 conn,
                 job.id,
-                "failover_refused",
+                EventKind.FAILOVER_REFUSED,
                 now=now,
                 actor=actor,
                 detail={"provider": provider, "reason": decision.reason, "detail": decision.detail},
@@ -258,11 +281,15 @@ class Engine:
             if current.status is JobState.BLOCKED_UNKNOWN:
                 raise AttemptRefused(
                     f"job {job.id} waits on an unknown attempt; resolve it first",
-                    reason="unknown_attempt",
+                    reason=RefusalReason.UNKNOWN_ATTEMPT,
                 )
             if first and current.status not in FINISHED_JOB_STATES:
-                raise AttemptRefused(f"job {job.id} was already started", reason="already_started")
-            raise AttemptRefused(f"job {job.id} is {current.status.value}", reason="job_finished")
+                raise AttemptRefused(
+                    f"job {job.id} was already started", reason=RefusalReason.ALREADY_STARTED
+                )
+            raise AttemptRefused(
+                f"job {job.id} is {current.status.value}", reason=RefusalReason.JOB_FINISHED
+            )
         number, version = claim
         attempt = q.insert_attempt(
             conn,
@@ -278,7 +305,7 @@ class Engine:
         q.insert_event(
             conn,
             job.id,
-            "attempt_started",
+            EventKind.ATTEMPT_STARTED,
             now=now,
             attempt_id=attempt.id,
             actor=actor,
@@ -331,7 +358,7 @@ class Engine:
         with self.db.write() as conn:
             attempt = self._attempt(conn, attempt_id, lock=True)
             moved = q.transition_attempt(
-                conn, attempt_id, AttemptEvent.TIME_OUT, now=now, outcome="unknown"
+                conn, attempt_id, AttemptEvent.TIME_OUT, now=now, outcome=OutcomeKind.UNKNOWN
             )
             if moved is None:
                 raise InvalidTransition(
@@ -341,17 +368,22 @@ class Engine:
             q.insert_event(
                 conn,
                 attempt.job_id,
-                "timed_out",
+                EventKind.TIMED_OUT,
                 now=now,
                 attempt_id=attempt_id,
                 actor=actor,
                 detail={"was": attempt.state.value},
             )
-            q.refresh_job_status(conn, attempt.job_id, now=now)
+            self._refresh(conn, attempt.job_id, now=now)
             return moved
 
     def fail_attempt(
-        self, attempt_id: int, *, error: str, outcome: str = "not_executed", actor: str = "engine"
+        self,
+        attempt_id: int,
+        *,
+        error: str,
+        outcome: OutcomeKind = OutcomeKind.NOT_EXECUTED,
+        actor: str = "engine",
     ) -> Attempt:
         """The provider certainly produced no result (e.g. 429, auth error, refused)."""
         now = self.clock.now()
@@ -370,13 +402,13 @@ class Engine:
                 return self._resolve(
                     conn,
                     attempt,
-                    outcome="failed",
+                    resolution=Resolution.FAILED,
                     reason=f"provider answered: {error}",
                     actor=actor,
                     now=now,
                 )
             return self._fail(
-                conn, attempt, error=error, outcome="not_executed", actor=actor, now=now
+                conn, attempt, error=error, outcome=OutcomeKind.NOT_EXECUTED, actor=actor, now=now
             )
 
     def _fail(
@@ -385,7 +417,7 @@ class Engine:
         attempt: Attempt,
         *,
         error: str,
-        outcome: str,
+        outcome: OutcomeKind,
         actor: str,
         now: datetime,
     ) -> Attempt:
@@ -401,13 +433,13 @@ class Engine:
         q.insert_event(
             conn,
             attempt.job_id,
-            "attempt_failed",
+            EventKind.ATTEMPT_FAILED,
             now=now,
             attempt_id=attempt.id,
             actor=actor,
             detail={"error": error, "outcome": outcome},
         )
-        q.refresh_job_status(conn, attempt.job_id, now=now)
+        self._refresh(conn, attempt.job_id, now=now)
         return moved
 
     def complete_attempt(
@@ -429,6 +461,7 @@ class Engine:
         provider_request_id: str | None,
         *,
         now: datetime,
+        resolution: Resolution | None = None,
     ) -> Completion:
         job_id = attempt.job_id
         version = q.complete_job(
@@ -440,30 +473,36 @@ class Engine:
             now=now,
         )
         finished = {
-            "outcome": "executed",
+            "outcome": OutcomeKind.EXECUTED,
             "raw_result": result,
             "provider_request_id": provider_request_id or attempt.provider_request_id,
+            "resolution": resolution,
         }
         if version is not None:
             won = q.transition_attempt(conn, attempt.id, AttemptEvent.SUCCEED, now=now, **finished)
             assert won is not None  # the CAS checked the attempt was live
             q.insert_event(
-                conn, job_id, "won", now=now, attempt_id=attempt.id, detail={"version": version}
+                conn,
+                job_id,
+                EventKind.WON,
+                now=now,
+                attempt_id=attempt.id,
+                detail={"version": version},
             )
-            return Completion(won=True, job=self._job(conn, job_id), attempt=won, reason="won")
+            return Completion(won=True, job=self._job(conn, job_id), attempt=won, reason=None)
         job = self._job(conn, job_id)
         lost = q.transition_attempt(conn, attempt.id, AttemptEvent.SUPERSEDE, now=now, **finished)
         if lost is None:  # already finished (cancelled, superseded...): keep the payload
             q.keep_late_result(conn, attempt.id, result)
-            reason = "attempt_finished"
+            reason = DiscardReason.ATTEMPT_FINISHED
         elif job.completed_by is not None:
-            reason = "job_completed"
+            reason = DiscardReason.JOB_COMPLETED
         else:
-            reason = "job_finished"
+            reason = DiscardReason.JOB_FINISHED
         q.insert_event(
             conn,
             job_id,
-            "discarded_late_result",
+            EventKind.DISCARDED_LATE_RESULT,
             now=now,
             attempt_id=attempt.id,
             detail={
@@ -473,7 +512,7 @@ class Engine:
                 "completed_by": job.completed_by,
             },
         )
-        q.refresh_job_status(conn, job_id, now=now)
+        self._refresh(conn, job_id, now=now)
         final = lost or self._attempt(conn, attempt.id)
         return Completion(won=False, job=self._job(conn, job_id), attempt=final, reason=reason)
 
@@ -481,20 +520,25 @@ class Engine:
         self,
         attempt_id: int,
         *,
-        outcome: str,
+        resolution: Resolution | str,
         reason: str,
         actor: str,
         result: Any = None,
     ) -> Attempt:
         """Resolve an unknown attempt from provider evidence or an out-of-band decision.
 
-        outcome "failed": it did not execute; "cancelled": given up on out of band;
-        "succeeded": the provider's result (with `result`), which then competes by CAS."""
-        if outcome not in RESOLUTIONS:
-            raise InvalidIntent(f"outcome must be one of {', '.join(RESOLUTIONS)}")
+        FAILED: it did not execute; CANCELLED: given up on out of band (it may have
+        executed); SUCCEEDED: the provider's result (`result`), which then competes by
+        CAS. Recorded with who and why."""
+        try:
+            resolution = Resolution(resolution)
+        except ValueError:
+            raise InvalidIntent(
+                f"outcome must be one of {', '.join(r.value for r in Resolution)}"
+            ) from None
         if not reason or not actor:
             raise InvalidIntent("a resolution needs a reason and an actor")
-        if outcome == "succeeded" and result is None:
+        if resolution is Resolution.SUCCEEDED and result is None:
             raise InvalidIntent("a succeeded resolution needs the result")
         now = self.clock.now()
         with self.db.write() as conn:
@@ -507,7 +551,7 @@ class Engine:
             return self._resolve(
                 conn,
                 attempt,
-                outcome=outcome,
+                resolution=resolution,
                 reason=reason,
                 actor=actor,
                 now=now,
@@ -519,7 +563,7 @@ class Engine:
         conn: Connection,
         attempt: Attempt,
         *,
-        outcome: str,
+        resolution: Resolution,
         reason: str,
         actor: str,
         now: datetime,
@@ -528,26 +572,30 @@ class Engine:
         q.insert_event(
             conn,
             attempt.job_id,
-            "resolved",
+            EventKind.RESOLVED,
             now=now,
             attempt_id=attempt.id,
             actor=actor,
-            detail={"outcome": outcome, "reason": reason},
+            detail={"outcome": resolution.value, "reason": reason},
         )
-        if outcome == "succeeded":
-            return self._complete(conn, attempt, result, None, now=now).attempt
-        event = AttemptEvent.RESOLVE_FAILED if outcome == "failed" else AttemptEvent.CANCEL
+        if resolution is Resolution.SUCCEEDED:
+            return self._complete(
+                conn, attempt, result, None, now=now, resolution=resolution
+            ).attempt
+        event = (
+            AttemptEvent.RESOLVE_FAILED if resolution is Resolution.FAILED else AttemptEvent.CANCEL
+        )
         moved = q.transition_attempt(
             conn,
             attempt.id,
             event,
             now=now,
             only_from=[AttemptState.UNKNOWN],
-            outcome=outcome,
+            resolution=resolution,
             error=f"resolved by {actor}: {reason}",
         )
         assert moved is not None  # the caller locked the job and saw the attempt unknown
-        q.refresh_job_status(conn, attempt.job_id, now=now)
+        self._refresh(conn, attempt.job_id, now=now)
         return moved
 
     def cancel_attempt(self, attempt_id: int, *, actor: str, reason: str) -> Attempt:
@@ -572,13 +620,13 @@ class Engine:
             q.insert_event(
                 conn,
                 attempt.job_id,
-                "attempt_cancelled",
+                EventKind.ATTEMPT_CANCELLED,
                 now=now,
                 attempt_id=attempt_id,
                 actor=actor,
                 detail={"reason": reason, "was": attempt.state.value},
             )
-            q.refresh_job_status(conn, attempt.job_id, now=now)
+            self._refresh(conn, attempt.job_id, now=now)
             return moved
 
     def attempt(self, attempt_id: int) -> Attempt:
@@ -595,6 +643,12 @@ class Engine:
             return q.expired_attempts(conn, now=now, limit=limit)
 
     # -- helpers -------------------------------------------------------------------------
+
+    def _refresh(self, conn: Connection, job_id: int, *, now: datetime) -> None:
+        """Re-derive an open job's state from its live attempts (`open_job_state`); the
+        caller holds the job's lock, so no attempt moves between the read and the write."""
+        live = q.live_attempt_states(conn, job_id)
+        q.set_open_job_status(conn, job_id, open_job_state(live), now=now)
 
     def _lock(self, conn: Connection, job_id: int) -> None:
         if not q.lock_job(conn, job_id):

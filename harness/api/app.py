@@ -490,7 +490,7 @@ def create_app(
             resolved = await run_in_threadpool(
                 lambda: engine.resolve_unknown(
                     attempt.id,
-                    outcome=body["outcome"],
+                    resolution=body["outcome"],
                     reason=body["reason"],
                     actor=owner,
                     result=body.get("result"),

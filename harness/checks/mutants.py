@@ -2,8 +2,8 @@
 
 `harness check --mutants` plays the stories against each mutant; a mutant that no
 story catches means the suite has a blind spot. A mutant patches one named statement
-in `harness.store.queries` (or the fingerprint, or one worker step) for the length of
-a `with` block.
+in `harness.store.queries` (or the fingerprint, or the worker's public `record_outcome`
+step) for the length of a `with` block.
 """
 
 from __future__ import annotations
@@ -17,7 +17,9 @@ from typing import Any
 import sqlalchemy as sa
 
 from harness.core import models
-from harness.core.states import AttemptEvent, JobEvent
+from harness.core.failover import build_request
+from harness.core.states import AttemptEvent, JobEvent, OutcomeKind
+from harness.runtime.worker import TIMEOUT_SLACK, Worker
 from harness.store import queries
 from harness.store.tables import jobs
 
@@ -98,10 +100,7 @@ def _ignore_idempotency_key() -> dict[tuple[Any, str], Any]:
 
 
 def _retry_unknown_blindly() -> dict[tuple[Any, str], Any]:
-    from harness.providers.base import OutcomeKind
-    from harness.runtime.worker import TIMEOUT_SLACK, Worker, build_request
-
-    real = Worker._on_outcome
+    real = Worker.record_outcome
 
     def on_outcome(self: Worker, attempt: Any, outcome: Any) -> None:
         if outcome.kind is OutcomeKind.UNKNOWN:  # "it probably failed": just send it again
@@ -111,7 +110,7 @@ def _retry_unknown_blindly() -> dict[tuple[Any, str], Any]:
             )
         real(self, attempt, outcome)
 
-    return {(Worker, "_on_outcome"): on_outcome}
+    return {(Worker, "record_outcome"): on_outcome}
 
 
 MUTANTS: tuple[Mutant, ...] = (

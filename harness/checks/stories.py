@@ -164,7 +164,7 @@ def timeout_is_unknown(stage: Stage) -> None:
         raise CheckFailed("the fallback started while the primary was unknown")
     stage.engine.resolve_unknown(
         job.attempts[0].id,
-        outcome="failed",
+        resolution="failed",
         reason="provider confirmed it never ran",
         actor="oncall",
     )

@@ -7,18 +7,36 @@ for jobs without a contract.
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 from typing import Protocol
 
 
+class GateReason(enum.StrEnum):
+    """Every answer a gate gives; all but ALLOWED refuse the failover."""
+
+    ALLOWED = "allowed"
+    NO_CONTRACT = "no_contract"  # the job declares none and policy refuses that
+    UNKNOWN_CONTRACT = "unknown_contract"  # the job names a contract nobody loaded
+    NO_VERDICT = "no_verdict"  # the provider was never verified for the contract
+    CONTRACT_CHANGED = "contract_changed"  # verified, but at another contract hash
+    FAILED_VERDICT = "failed_verdict"  # the newest verdict failed
+    MODEL_CHANGED = "model_changed"  # verified with another model than configured
+    STALE_VERDICT = "stale_verdict"  # the verdict is older than the allowed age
+
+
 @dataclass(frozen=True, kw_only=True)
 class GateDecision:
+    """One answer of a gate: allowed or not, why, and a sentence for people."""
+
     allowed: bool
-    reason: str  # "allowed" | "no_contract" | "no_verdict" | "failed_verdict" | "stale_verdict" ...
+    reason: GateReason
     detail: str = ""
 
 
 class BaseGate(Protocol):
+    """What the engine asks before a fallback attempt; a missing answer means no."""
+
     def may_fail_over(self, *, contract: str | None, provider: str) -> GateDecision: ...
 
 
@@ -26,7 +44,7 @@ class AllowAllGate:
     """Allows every failover. Only for tests and jobs that declare no contract."""
 
     def may_fail_over(self, *, contract: str | None, provider: str) -> GateDecision:
-        return GateDecision(allowed=True, reason="allowed", detail="allow-all gate")
+        return GateDecision(allowed=True, reason=GateReason.ALLOWED, detail="allow-all gate")
 
 
 class StaticGate:
@@ -37,7 +55,7 @@ class StaticGate:
 
     def may_fail_over(self, *, contract: str | None, provider: str) -> GateDecision:
         if provider in self.allowed:
-            return GateDecision(allowed=True, reason="allowed")
+            return GateDecision(allowed=True, reason=GateReason.ALLOWED)
         return GateDecision(
-            allowed=False, reason="no_verdict", detail=f"{provider} is not verified"
+            allowed=False, reason=GateReason.NO_VERDICT, detail=f"{provider} is not verified"
         )

@@ -8,16 +8,24 @@ tests, the scenario runner and the simulator all feed it what they read.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from harness.core.models import Event, Job
-from harness.core.states import FINISHED_JOB_STATES, LIVE_ATTEMPT_STATES, AttemptState, JobState
+from harness.core.states import (
+    FINISHED_JOB_STATES,
+    LIVE_ATTEMPT_STATES,
+    AttemptState,
+    EventKind,
+    JobState,
+)
 
 
 @dataclass(frozen=True)
 class Violation:
-    invariant: str  # "I1" .. "I6"
+    """One broken invariant of one job, with a sentence saying what was seen."""
+
+    invariant: str  # "I1" .. "I8"
     job_id: int
     message: str
 
@@ -26,6 +34,7 @@ class Violation:
 
 
 def check_invariants(jobs: Iterable[Job], events: Iterable[Event]) -> list[Violation]:
+    """Every violation of I1 and I3-I6 in a snapshot of jobs (with attempts) and events."""
     jobs = list(jobs)
     by_job: dict[int, list[Event]] = defaultdict(list)
     for event in sorted(events, key=lambda e: e.id):
@@ -37,66 +46,80 @@ def check_invariants(jobs: Iterable[Job], events: Iterable[Event]) -> list[Viola
         if keys[(job.owner, job.idempotency_key)] > 1:
             found.append(Violation("I1", job.id, "two jobs share one (owner, key)"))
         history = by_job[job.id]
-        if [e.kind for e in history].count("created") != 1:
+        if [e.kind for e in history].count(EventKind.CREATED) != 1:
             found.append(Violation("I1", job.id, "not exactly one 'created' event"))
-        found.extend(_check_job(job, history))
+        for check in JOB_CHECKS:
+            found.extend(Violation(inv, job.id, msg) for inv, msg in check(job, history))
     return found
 
 
-def _check_job(job: Job, history: list[Event]) -> list[Violation]:
-    found: list[Violation] = []
+Finding = tuple[str, str]  # (invariant, message)
 
-    def bad(invariant: str, message: str) -> None:
-        found.append(Violation(invariant, job.id, message))
 
+def _live_attempts(job: Job, history: list[Event]) -> Iterator[Finding]:
+    """I3 and I4 on the snapshot: the live-attempt bound, and an unknown attempt shown."""
     live = [a for a in job.attempts if a.state in LIVE_ATTEMPT_STATES]
     if len(live) > job.policy.max_live_attempts:
-        bad("I3", f"{len(live)} live attempts, policy allows {job.policy.max_live_attempts}")
+        yield "I3", f"{len(live)} live attempts, policy allows {job.policy.max_live_attempts}"
     shows_unknown = job.status in (JobState.BLOCKED_UNKNOWN, *FINISHED_JOB_STATES)
     if any(a.state is AttemptState.UNKNOWN for a in live) and not shows_unknown:
-        bad("I4", "an attempt is unknown but the job does not show it")
+        yield "I4", "an attempt is unknown but the job does not show it"
 
-    # I4 over history: no attempt starts while another is unknown; an unknown attempt
-    # ends only by resolution, cancellation or its own result, never by a plain failure.
+
+_ENDS_UNKNOWN = frozenset(
+    {EventKind.ATTEMPT_CANCELLED, EventKind.WON, EventKind.DISCARDED_LATE_RESULT}
+)
+
+
+def _unknown_history(job: Job, history: list[Event]) -> Iterator[Finding]:
+    """I4 over history: no attempt starts while another is unknown; an unknown attempt
+    ends only by resolution, cancellation or its own result, never by a plain failure."""
     unknown: set[int] = set()
-    resolved: set[int] = set()
     for event in history:
-        if event.kind == "timed_out" and event.attempt_id is not None:
+        if event.kind == EventKind.TIMED_OUT and event.attempt_id is not None:
             unknown.add(event.attempt_id)
-        elif event.kind == "attempt_started" and unknown:
-            bad("I4", f"attempt {event.attempt_id} started while {sorted(unknown)} unknown")
-        elif event.kind == "resolved" and event.attempt_id is not None:
-            resolved.add(event.attempt_id)
-            unknown.discard(event.attempt_id)
-        elif event.kind in ("attempt_cancelled", "won", "discarded_late_result"):
-            unknown.discard(event.attempt_id or -1)
-        elif event.kind == "attempt_failed" and event.attempt_id in unknown:
-            bad("I4", f"unknown attempt {event.attempt_id} failed without a resolution")
+        elif event.kind == EventKind.ATTEMPT_STARTED and unknown:
+            yield "I4", f"attempt {event.attempt_id} started while {sorted(unknown)} unknown"
+        elif event.kind == EventKind.RESOLVED or event.kind in _ENDS_UNKNOWN:
+            unknown.discard(event.attempt_id if event.attempt_id is not None else -1)
+        elif event.kind == EventKind.ATTEMPT_FAILED and event.attempt_id in unknown:
+            yield "I4", f"unknown attempt {event.attempt_id} failed without a resolution"
 
-    # I5: one winner, its result is the job's, and it was written once.
+
+def _one_winner(job: Job, history: list[Event]) -> Iterator[Finding]:
+    """I5: one winner, its result is the job's, and it was written once."""
     winners = [a for a in job.attempts if a.state is AttemptState.SUCCEEDED]
-    won_events = [e for e in history if e.kind == "won"]
     if job.status is JobState.SUCCEEDED:
         if len(winners) != 1 or job.completed_by != winners[0].id:
-            bad(
+            yield (
                 "I5",
                 f"succeeded with winners {[a.id for a in winners]}, "
                 f"completed_by {job.completed_by}",
             )
         elif job.result != winners[0].raw_result:
-            bad("I5", "the job's result is not its winner's result")
+            yield "I5", "the job's result is not its winner's result"
     elif winners or job.completed_by is not None or job.result is not None:
-        bad("I5", f"{job.status.value} job has a winner or a result")
-    if len(won_events) > 1:
-        bad("I5", f"{len(won_events)} 'won' events")
+        yield "I5", f"{job.status.value} job has a winner or a result"
+    won_events = sum(1 for e in history if e.kind == EventKind.WON)
+    if won_events > 1:
+        yield "I5", f"{won_events} 'won' events"
 
-    # I6: a cancelled or superseded attempt never becomes the job's result.
+
+def _fencing(job: Job, history: list[Event]) -> Iterator[Finding]:
+    """I6: a cancelled or superseded attempt never becomes the job's result."""
     fenced = {
         a.id for a in job.attempts if a.state in (AttemptState.CANCELLED, AttemptState.SUPERSEDED)
     }
     if job.completed_by in fenced:
-        bad("I6", f"fenced attempt {job.completed_by} is the job's winner")
-    return found
+        yield "I6", f"fenced attempt {job.completed_by} is the job's winner"
+
+
+JOB_CHECKS: tuple[Callable[[Job, list[Event]], Iterator[Finding]], ...] = (
+    _live_attempts,
+    _unknown_history,
+    _one_winner,
+    _fencing,
+)
 
 
 def check_executions(jobs: Iterable[Job], executions: Iterable[str | None]) -> list[Violation]:

@@ -10,13 +10,43 @@ from typing import Any
 
 from harness.core.fingerprint import fingerprint
 from harness.core.limits import MAX_LIVE_ATTEMPTS, MAX_NAME_LENGTH, MAX_POLICY_SECONDS
-from harness.core.states import AttemptState, JobState
+from harness.core.states import (
+    AttemptState,
+    DiscardReason,
+    EventKind,
+    JobState,
+    OutcomeKind,
+    Resolution,
+)
 from harness.errors import InvalidIntent
 
 DEFAULT_ATTEMPT_TIMEOUT = 30.0
 
 ATTEMPT_HEADER = "X-Harness-Attempt"
 """The header that carries an attempt's token to a provider (and to the fakes' ledger)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Message:
+    """One chat message of a provider request."""
+
+    role: str  # "user" | "assistant"
+    content: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class CompletionRequest:
+    """What an attempt asks of a provider, whatever its wire format; every adapter
+    renders it into its own API's request."""
+
+    messages: tuple[Message, ...]
+    system: str | None = None
+    model: str | None = None  # None: the provider's configured model
+    max_tokens: int = 1024
+    temperature: float | None = None
+    json_schema: dict[str, Any] | None = None  # ask for JSON output shaped like this
+    stream: bool = False
+    attempt_id: str | None = None  # sent as ATTEMPT_HEADER
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -47,10 +77,6 @@ class Policy:
                 )
             if self.max_live_attempts < 2:
                 raise InvalidIntent("policy.hedge_after needs max_live_attempts of 2 or more")
-
-    @property
-    def hedging(self) -> bool:
-        return self.max_live_attempts > 1
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -128,6 +154,14 @@ class Intent:
 
 @dataclass(frozen=True, kw_only=True)
 class Attempt:
+    """One try at fulfilling a job against one provider, as the database holds it.
+
+    An attempt only moves along the attempt state table; while it is live it holds a
+    live slot (I3). `outcome` is what the provider did as far as we could tell;
+    `resolution` how an unknown attempt was settled afterwards, and by whom is in the
+    job's events. A superseded or fenced attempt keeps its payload in `raw_result` for
+    audit; it never becomes the job's result (I5, I6)."""
+
     id: int
     job_id: int
     number: int
@@ -140,13 +174,18 @@ class Attempt:
     started_at: datetime
     deadline_at: datetime | None
     finished_at: datetime | None
-    outcome: str | None
+    outcome: OutcomeKind | None
     error: str | None
     raw_result: Any
+    resolution: Resolution | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
 class Job:
+    """The durable record of one intent: `(owner, idempotency_key)` is unique and bound
+    to `fingerprint` (I1, I2). Its result is written once, by the attempt named in
+    `completed_by`, and `version` changes with every state change (the CAS, I5)."""
+
     id: int
     owner: str
     idempotency_key: str
@@ -168,9 +207,12 @@ class Job:
 
 @dataclass(frozen=True, kw_only=True)
 class Event:
+    """One entry of a job's history, written in the same transaction as the change it
+    records: what happened (`kind`), to which attempt, by whom, with what evidence."""
+
     id: int
     job_id: int
-    kind: str
+    kind: EventKind
     attempt_id: int | None
     actor: str | None
     detail: dict[str, Any]
@@ -192,7 +234,7 @@ class Completion:
     won: bool
     job: Job
     attempt: Attempt
-    reason: str  # "won" | "job_completed" | "job_finished" | "attempt_finished"
+    reason: DiscardReason | None  # None: it won
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -1,9 +1,13 @@
-"""The job and attempt state machines: one pure table each, no I/O.
+"""The job and attempt state machines, and every word of the engine's vocabulary.
 
 The engine never decides a move on its own: it asks `attempt_next`/`job_next` for the
 target state, and it asks `attempt_sources`/`job_sources` for the states a move may
 start from, which become the `WHERE state IN (...)` guard of the conditional UPDATE.
 So the table below is both the documentation and the enforcement.
+
+Each vocabulary is one `StrEnum` whose values are the strings the database stores and
+the API shows: states, events, outcome kinds, resolutions and refusal reasons. Engine,
+invariant checker, worker, API and tests import them; no literal is typed twice.
 """
 
 from __future__ import annotations
@@ -137,3 +141,63 @@ def open_job_state(live_attempts: Iterable[AttemptState]) -> JobState:
     if live:
         return JobState.RUNNING
     return JobState.PENDING
+
+
+class OutcomeKind(enum.StrEnum):
+    """What a provider call did, as far as anyone can tell (DESIGN.md, "States")."""
+
+    NOT_EXECUTED = "not_executed"  # the request is over and produced nothing
+    EXECUTED = "executed"  # a complete answer
+    UNKNOWN = "unknown"  # it may have executed, and may still bill
+
+
+class Resolution(enum.StrEnum):
+    """How an unknown attempt was resolved, by provider evidence or an operator."""
+
+    SUCCEEDED = "succeeded"  # the provider's result, which then competes by CAS
+    FAILED = "failed"  # it did not execute
+    CANCELLED = "cancelled"  # given up on out of band; it may have executed
+
+
+class EventKind(enum.StrEnum):
+    """Every kind of entry in a job's history (the `events.kind` column)."""
+
+    CREATED = "created"
+    REPLAYED = "replayed"
+    CONFLICT = "conflict"
+    ATTEMPT_STARTED = "attempt_started"
+    TIMED_OUT = "timed_out"
+    ATTEMPT_FAILED = "attempt_failed"
+    RESOLVED = "resolved"
+    WON = "won"
+    DISCARDED_LATE_RESULT = "discarded_late_result"
+    ATTEMPT_CANCELLED = "attempt_cancelled"
+    JOB_CANCELLED = "job_cancelled"
+    JOB_FAILED = "job_failed"
+    FAILOVER_REFUSED = "failover_refused"
+
+
+class RefusalReason(enum.StrEnum):
+    """Why the engine or worker refused to start an attempt (`AttemptRefused.reason`).
+
+    A refusal by the contract gate carries the gate's own reason (`GateReason`)."""
+
+    LIVE_ATTEMPT = "live_attempt"  # as many attempts are live as the policy allows (I3)
+    UNKNOWN_ATTEMPT = "unknown_attempt"  # an unknown attempt blocks the job (I4)
+    JOB_FINISHED = "job_finished"  # the job already succeeded, failed or was cancelled
+    CHAIN_EXHAUSTED = "chain_exhausted"  # no provider of the chain is left to try
+    ALREADY_STARTED = "already_started"  # a first start arrived after the job began
+    UNKNOWN_PROVIDER = "unknown_provider"  # the provider is not in the job's chain
+
+
+STATE_REFUSALS = frozenset(set(RefusalReason) - {RefusalReason.UNKNOWN_PROVIDER})
+"""Refusals that the job's state causes and that clear with time (HTTP 409); the others
+name a request that can never succeed as made (HTTP 422)."""
+
+
+class DiscardReason(enum.StrEnum):
+    """Why a result offered to a job was discarded rather than written (I5, I6)."""
+
+    ATTEMPT_FINISHED = "attempt_finished"  # the attempt was cancelled or superseded first
+    JOB_COMPLETED = "job_completed"  # another attempt won the CAS
+    JOB_FINISHED = "job_finished"  # the job was cancelled or failed

@@ -12,39 +12,20 @@ maps to one of three kinds (DESIGN.md, "States"):
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
-from harness.core.models import ATTEMPT_HEADER as ATTEMPT_HEADER  # re-exported for adapters
-
-
-class OutcomeKind(enum.StrEnum):
-    NOT_EXECUTED = "not_executed"
-    EXECUTED = "executed"
-    UNKNOWN = "unknown"
-
-
-@dataclass(frozen=True, kw_only=True)
-class Message:
-    role: str  # "user" | "assistant"
-    content: str
-
-
-@dataclass(frozen=True, kw_only=True)
-class CompletionRequest:
-    messages: tuple[Message, ...]
-    system: str | None = None
-    model: str | None = None  # None: the provider's configured model
-    max_tokens: int = 1024
-    temperature: float | None = None
-    json_schema: dict[str, Any] | None = None  # ask for JSON output shaped like this
-    stream: bool = False
-    attempt_id: str | None = None  # sent as ATTEMPT_HEADER
+from harness.core.models import ATTEMPT_HEADER as ATTEMPT_HEADER
+from harness.core.models import CompletionRequest as CompletionRequest
+from harness.core.models import Message as Message
+from harness.core.states import OutcomeKind as OutcomeKind
 
 
 @dataclass(frozen=True, kw_only=True)
 class Outcome:
+    """How one provider call ended, already classified into one of the outcome kinds by
+    the adapter's outcome table; `reason` is the row of that table that matched."""
+
     kind: OutcomeKind
     provider: str
     reason: str  # short machine tag: "ok", "rate_limited", "timeout_after_send", ...
@@ -73,6 +54,9 @@ class LookupResult:
 
 @runtime_checkable
 class BaseProvider(Protocol):
+    """A provider adapter: one request in, one classified `Outcome` out, never an
+    exception for anything the provider did; optionally a lookup by attempt token."""
+
     name: str
     kind: str  # "openai" | "anthropic" | "openai_compatible"
 

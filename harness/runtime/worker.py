@@ -7,14 +7,14 @@ worker killed anywhere leaves at worst a live attempt whose deadline passes; the
 then makes it `unknown` and the reconciler resolves it from provider evidence, never by
 running it again blindly.
 
-Outcome kinds map to engine operations in one place (`_on_outcome`):
+Outcome kinds map to engine operations in one place (`record_outcome`); which provider
+comes next and when to hedge are pure decisions in `harness.core.failover`:
 executed → complete (CAS) · not executed → fail, then the next provider of the chain,
 if the gate allows · unknown → the attempt becomes unknown and the job waits.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 from collections.abc import Mapping
@@ -22,8 +22,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from harness.core.failover import build_request, next_provider, should_hedge
 from harness.core.models import Attempt, Job
-from harness.core.states import LIVE_ATTEMPT_STATES, AttemptState, JobState
+from harness.core.states import AttemptState, JobState, OutcomeKind, RefusalReason, Resolution
 from harness.engine import Engine
 from harness.errors import (
     AttemptRefused,
@@ -31,7 +32,7 @@ from harness.errors import (
     InvalidTransition,
     NotFound,
 )
-from harness.providers.base import BaseProvider, CompletionRequest, Message, Outcome, OutcomeKind
+from harness.providers.base import BaseProvider, Outcome
 from harness.runtime.scheduler import BaseScheduler
 
 log = logging.getLogger(__name__)
@@ -54,35 +55,6 @@ class WorkerSettings:
     claim_batch: int = 20
 
 
-def build_request(job: Job, attempt: Attempt) -> CompletionRequest:
-    """The provider request for a job's input.
-
-    `input.messages` ([{role, content}]) with optional `system`, `max_tokens` and
-    `temperature`; or `input.prompt` (one user message); otherwise the input's JSON
-    becomes the user message and the operation the system prompt."""
-    data = job.input if isinstance(job.input, dict) else {}
-    if isinstance(data.get("messages"), list):
-        messages = tuple(
-            Message(role=str(m.get("role", "user")), content=str(m.get("content", "")))
-            for m in data["messages"]
-            if isinstance(m, dict)
-        )
-    elif isinstance(data.get("prompt"), str):
-        messages = (Message(role="user", content=data["prompt"]),)
-    else:
-        messages = (Message(role="user", content=json.dumps(job.input, sort_keys=True)),)
-    system = data.get("system") if isinstance(data.get("system"), str) else None
-    max_tokens = data.get("max_tokens")
-    temperature = data.get("temperature")
-    return CompletionRequest(
-        messages=messages,
-        system=system if system is not None else f"operation: {job.operation}",
-        max_tokens=max_tokens if isinstance(max_tokens, int) and max_tokens > 0 else 1024,
-        temperature=temperature if isinstance(temperature, int | float) else None,
-        attempt_id=str(attempt.id),
-    )
-
-
 def result_of(outcome: Outcome) -> dict[str, Any]:
     """What an executed outcome stores as the attempt's (and maybe the job's) result."""
     return {
@@ -96,6 +68,13 @@ def result_of(outcome: Outcome) -> dict[str, Any]:
 
 
 class Worker:
+    """Runs attempts: sends each to its provider, arms its deadline and hedge timer,
+    records the outcome, fails over along the chain, and in the background claims
+    unstarted jobs, sweeps expired attempts and reconciles unknown ones.
+
+    It holds no guarantee of its own (every step is an engine operation the database
+    may refuse), so any number of workers may run against one database."""
+
     def __init__(
         self,
         engine: Engine,
@@ -121,7 +100,7 @@ class Worker:
         try:
             return self._launch(job, job.providers[0], first=True)
         except AttemptRefused as refused:
-            if refused.reason == "already_started":
+            if refused.reason is RefusalReason.ALREADY_STARTED:
                 return None
             raise
 
@@ -131,10 +110,10 @@ class Worker:
         Refused (AttemptRefused) while an attempt is live or unknown, or when the gate
         says no; the engine decides both."""
         job = self.engine.get_job(job_id)
-        target = provider or self._next_provider(job)
+        target = provider or next_provider(job)
         if target is None:
             raise AttemptRefused(
-                f"job {job_id} has no provider left to try", reason="chain_exhausted"
+                f"job {job_id} has no provider left to try", reason=RefusalReason.CHAIN_EXHAUSTED
             )
         return self._launch(job, target, actor=actor)
 
@@ -173,7 +152,7 @@ class Worker:
             if self.engine.attempt(attempt.id).state is AttemptState.UNKNOWN:
                 self.engine.resolve_unknown(
                     attempt.id,
-                    outcome="failed",
+                    resolution=Resolution.FAILED,
                     actor=self.settings.name,
                     reason="never sent: its deadline passed before the request went out",
                 )
@@ -182,9 +161,11 @@ class Worker:
         outcome = adapter.complete(
             build_request(job, attempt), timeout=job.policy.attempt_timeout + TIMEOUT_SLACK
         )
-        self._on_outcome(attempt, outcome)
+        self.record_outcome(attempt, outcome)
 
-    def _on_outcome(self, attempt: Attempt, outcome: Outcome) -> None:
+    def record_outcome(self, attempt: Attempt, outcome: Outcome) -> None:
+        """Carry out what an outcome kind means for its attempt (the one place that maps
+        outcome kinds to engine operations)."""
         try:
             if outcome.kind is OutcomeKind.EXECUTED:
                 self.engine.complete_attempt(
@@ -211,7 +192,7 @@ class Worker:
         job = self.engine.get_job(job_id)
         if job.status is not JobState.PENDING:
             return  # another attempt is live, or the job is finished
-        target = self._next_provider(job)
+        target = next_provider(job)
         if target is None:
             try:
                 self.engine.fail_job(
@@ -225,15 +206,6 @@ class Worker:
         except AttemptRefused as refused:
             log.info("job %s not failed over to %s: %s", job_id, target, refused.reason)
 
-    def _next_provider(self, job: Job) -> str | None:
-        """The first provider of the chain after the last one tried (no wrap-around)."""
-        if not job.attempts:
-            return job.providers[0]
-        last = job.attempts[-1].provider
-        position = job.providers.index(last) if last in job.providers else -1
-        rest = job.providers[position + 1 :]
-        return rest[0] if rest else None
-
     def _on_deadline(self, attempt_id: int) -> None:
         try:
             self.engine.record_timeout(attempt_id, actor=self.settings.name)
@@ -242,12 +214,10 @@ class Worker:
 
     def _on_hedge(self, job_id: int) -> None:
         job = self.engine.get_job(job_id)
-        live = [a for a in job.attempts if a.state in LIVE_ATTEMPT_STATES]
-        if job.status is not JobState.RUNNING or len(live) >= job.policy.max_live_attempts:
+        if not should_hedge(job):
             return
-        target = self._next_provider(job)
-        if target is None:
-            return
+        target = next_provider(job)
+        assert target is not None  # should_hedge checked there is one
         try:
             self._launch(job, target)
         except AttemptRefused as refused:
@@ -302,7 +272,7 @@ class Worker:
             if found.kind is OutcomeKind.EXECUTED:
                 self.engine.resolve_unknown(
                     attempt.id,
-                    outcome="succeeded",
+                    resolution=Resolution.SUCCEEDED,
                     result=result_of(found),
                     actor=actor,
                     reason="provider lookup: finished with a result",
@@ -310,7 +280,7 @@ class Worker:
                 return True
             self.engine.resolve_unknown(
                 attempt.id,
-                outcome="failed",
+                resolution=Resolution.FAILED,
                 actor=actor,
                 reason=f"provider lookup: finished without a result ({found.reason})",
             )
@@ -323,7 +293,7 @@ class Worker:
         # late answer, and the record says what we do not know.
         self.engine.resolve_unknown(
             attempt.id,
-            outcome="cancelled",
+            resolution=Resolution.CANCELLED,
             actor=actor,
             reason=f"abandoned: no evidence after the provider's maximum runtime of "
             f"{limit:g} s; it may have executed",

@@ -19,7 +19,9 @@ import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine, make_url
 
-from harness.errors import ConfigError, IntegrityViolation, SchemaError, StoreError
+from harness.errors import ConfigError, StoreError
+from harness.store import migrations
+from harness.store.boundary import translate_errors
 from harness.store.tables import metadata
 
 DEFAULT_DATABASE_URL = "sqlite:///harness.sqlite3"
@@ -93,41 +95,12 @@ def create_engine(url: str, *, pool_size: int = 10) -> Engine:
     )
 
 
-def _constraint_name(exc: sa.exc.IntegrityError) -> str:
-    orig = exc.orig
-    diag = getattr(orig, "diag", None)
-    if diag is not None and getattr(diag, "constraint_name", None):
-        return str(diag.constraint_name)
-    text = str(orig)
-    match = re.search(r"UNIQUE constraint failed: (\w+)\.(\w+)(?:, \w+\.(\w+))*", text)
-    if match:
-        columns = re.findall(r"\w+\.(\w+)", text.split(":", 1)[1])
-        return f"uq_{match.group(1)}_{'_'.join(columns)}"
-    match = re.search(r"CHECK constraint failed: (\w+)", text)
-    if match:
-        return match.group(1)
-    return "unknown"
-
-
-@contextmanager
-def translate_errors() -> Iterator[None]:
-    """The one boundary where SQLAlchemy errors become harness errors."""
-    try:
-        yield
-    except sa.exc.IntegrityError as exc:
-        name = _constraint_name(exc)
-        raise IntegrityViolation(f"constraint {name} refused the write", constraint=name) from None
-    except (sa.exc.OperationalError, sa.exc.ProgrammingError, sa.exc.DataError) as exc:
-        text = str(exc.orig)
-        if "no such table" in text or ("does not exist" in text and "relation" in text):
-            raise SchemaError() from None
-        raise StoreError(
-            f"database error: {type(exc.orig).__name__}: {text.splitlines()[0]}"
-        ) from None
-
-
 class Database:
-    """One database: its engine and its units of work."""
+    """One database: its engine and its units of work.
+
+    `write()` is one transaction that takes the write lock up front on SQLite and is
+    committed or rolled back whole; `read()` is a read transaction. Both translate
+    driver errors, so nothing above the store sees SQLAlchemy's exceptions."""
 
     def __init__(self, url: str = DEFAULT_DATABASE_URL, *, pool_size: int = 10) -> None:
         self.url = normalise_url(url)
@@ -163,9 +136,7 @@ class Database:
             metadata.create_all(self.engine)
 
     def upgrade(self, revision: str = "head") -> None:
-        from harness.store.migrations import upgrade
-
-        upgrade(self, revision)
+        migrations.upgrade(self, revision)
 
     def dispose(self) -> None:
         self.engine.dispose()

@@ -7,6 +7,7 @@ maps rows to the frozen models. State guards come from the pure tables in
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
@@ -21,8 +22,11 @@ from harness.core.states import (
     OPEN_JOB_STATES,
     AttemptEvent,
     AttemptState,
+    EventKind,
     JobEvent,
     JobState,
+    OutcomeKind,
+    Resolution,
     attempt_next,
     attempt_sources,
     job_next,
@@ -47,9 +51,10 @@ def _attempt(row: RowMapping) -> Attempt:
         started_at=row["started_at"],
         deadline_at=row["deadline_at"],
         finished_at=row["finished_at"],
-        outcome=row["outcome"],
+        outcome=OutcomeKind(row["outcome"]) if row["outcome"] is not None else None,
         error=row["error"],
         raw_result=row["raw_result"],
+        resolution=Resolution(row["resolution"]) if row["resolution"] is not None else None,
     )
 
 
@@ -79,7 +84,7 @@ def _event(row: RowMapping) -> Event:
     return Event(
         id=row["id"],
         job_id=row["job_id"],
-        kind=row["kind"],
+        kind=EventKind(row["kind"]),
         attempt_id=row["attempt_id"],
         actor=row["actor"],
         detail=row["detail"],
@@ -248,25 +253,25 @@ def finish_job(conn: Connection, job_id: int, event: JobEvent, *, now: datetime)
     return result.rowcount == 1
 
 
-def refresh_job_status(conn: Connection, job_id: int, *, now: datetime) -> None:
-    """Derive an open job's state from its live attempts (`states.open_job_state`)."""
-
-    def has(states: Iterable[AttemptState]) -> Any:
-        return (
-            sa.select(attempts.c.id)
-            .where(attempts.c.job_id == job_id, attempts.c.state.in_(sorted(states)))
-            .exists()
+def live_attempt_states(conn: Connection, job_id: int) -> list[AttemptState]:
+    """The states of a job's live attempts (the input of `states.open_job_state`)."""
+    rows = conn.execute(
+        sa.select(attempts.c.state).where(
+            attempts.c.job_id == job_id, attempts.c.state.in_(sorted(LIVE_ATTEMPT_STATES))
         )
-
-    status = sa.case(
-        (has([AttemptState.UNKNOWN]), JobState.BLOCKED_UNKNOWN.value),
-        (has([AttemptState.STARTING, AttemptState.RUNNING]), JobState.RUNNING.value),
-        else_=JobState.PENDING.value,
     )
+    return [AttemptState(state) for (state,) in rows]
+
+
+def set_open_job_status(conn: Connection, job_id: int, status: JobState, *, now: datetime) -> None:
+    """Write an open job's derived state; a finished job is never touched."""
     conn.execute(
         sa.update(jobs)
-        .where(jobs.c.id == job_id, jobs.c.status.in_(sorted(OPEN_JOB_STATES)))
-        .values(status=status, updated_at=now)
+        .where(
+            jobs.c.id == job_id,
+            jobs.c.status.in_(sorted(OPEN_JOB_STATES)),
+        )
+        .values(status=status.value, updated_at=now)
     )
 
 
@@ -342,7 +347,11 @@ def transition_attempt(
     if only_from is not None:
         sources = sources & frozenset(only_from)
     target = attempt_next(next(iter(sources)), event)
-    changes: dict[str, Any] = {"state": target.value, **values}
+    # Enum members are stored as their values (drivers may adapt an Enum by its name).
+    changes: dict[str, Any] = {
+        "state": target.value,
+        **{k: v.value if isinstance(v, enum.Enum) else v for k, v in values.items()},
+    }
     if target not in LIVE_ATTEMPT_STATES:
         changes.update(live_slot=None, finished_at=now)
     row = (
@@ -410,7 +419,7 @@ def new_job_ids(conn: Connection, *, limit: int) -> list[int]:
 def insert_event(
     conn: Connection,
     job_id: int,
-    kind: str,
+    kind: EventKind,
     *,
     now: datetime,
     attempt_id: int | None = None,
@@ -421,7 +430,7 @@ def insert_event(
         _INSERT_EVENT,
         {
             "job_id": job_id,
-            "kind": kind,
+            "kind": kind.value,
             "attempt_id": attempt_id,
             "actor": actor,
             "detail": detail or {},

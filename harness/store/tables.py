@@ -112,6 +112,7 @@ attempts = Table(
     Column("outcome", String(32), nullable=True),
     Column("error", Text, nullable=True),
     Column("raw_result", Json, nullable=True),
+    Column("resolution", String(16), nullable=True),
     UniqueConstraint("job_id", "number"),
     CheckConstraint(_in("state", sorted(AttemptState)), name="state"),
     # A live attempt always holds a slot; a finished one never does.
@@ -125,10 +126,13 @@ attempts = Table(
     ),
 )
 
-# I3, enforced by the database: two live attempts of one job can never share a slot.
-# Without hedging every attempt asks for slot 0, so at most one is live.
+LIVE_SLOT_INDEX = "uq_attempts_job_id_live_slot"
+"""I3, enforced by the database: two live attempts of one job can never share a slot.
+Without hedging every attempt asks for slot 0, so at most one is live. The engine
+recognises a refused start by this name."""
+
 live_slot_index = Index(
-    "uq_attempts_job_id_live_slot",
+    LIVE_SLOT_INDEX,
     attempts.c.job_id,
     attempts.c.live_slot,
     unique=True,

@@ -61,7 +61,7 @@ def test_timeout_is_unknown_and_blocks_until_resolved(engine: Engine) -> None:
         engine.fail_attempt(first.id, error="gave up")
 
     resolved = engine.resolve_unknown(
-        first.id, outcome="failed", reason="provider says 404", actor="oncall@example.com"
+        first.id, resolution="failed", reason="provider says 404", actor="oncall@example.com"
     )
     assert resolved.state is AttemptState.FAILED
     assert engine.get_job(job_id).status is JobState.PENDING
@@ -101,7 +101,7 @@ def test_unknown_attempt_resolved_with_evidence_can_win(engine: Engine) -> None:
     engine.record_timeout(first.id)
     attempt = engine.resolve_unknown(
         first.id,
-        outcome="succeeded",
+        resolution="succeeded",
         reason="lookup found it",
         actor="reconciler",
         result={"answer": 42},

@@ -119,7 +119,7 @@ def engine_machine(db: Database) -> type[RuleBasedStateMachine]:
             try:
                 self.engine.resolve_unknown(
                     attempt_id,
-                    outcome=outcome,
+                    resolution=outcome,
                     reason="test",
                     actor="machine",
                     result={"resolved": attempt_id},

@@ -111,7 +111,7 @@ def test_unknown_outcome_blocks_until_resolved(worker, scheduler, primary, fallb
     assert fallback.calls == []
     first = worker.engine.get_job(job_id).attempts[0]
     worker.engine.resolve_unknown(
-        first.id, outcome="failed", reason="support ticket", actor="alice"
+        first.id, resolution="failed", reason="support ticket", actor="alice"
     )
     worker.fallback(job_id, actor="alice")
     scheduler.wait_idle()

@@ -3,15 +3,23 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+import sqlalchemy as sa
 from alembic import command
 from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
 
-if TYPE_CHECKING:
-    from harness.store.database import Database
+from harness.store.boundary import translate_errors
 
 HERE = Path(__file__).parent
+
+
+class Database(Protocol):
+    """What a migration needs of a database: its SQLAlchemy engine."""
+
+    engine: sa.Engine
 
 
 def alembic_config(db: Database) -> Config:
@@ -22,24 +30,16 @@ def alembic_config(db: Database) -> Config:
 
 
 def upgrade(db: Database, revision: str = "head") -> None:
-    from harness.store.database import translate_errors
-
     with translate_errors():
         command.upgrade(alembic_config(db), revision)
 
 
 def current(db: Database) -> str | None:
-    from alembic.runtime.migration import MigrationContext
-
-    from harness.store.database import translate_errors
-
     with translate_errors(), db.engine.connect() as conn:
         return MigrationContext.configure(conn).get_current_revision()
 
 
 def head() -> str | None:
-    from alembic.script import ScriptDirectory
-
     return ScriptDirectory.from_config(alembic_config_for_scripts()).get_current_head()
 
 
