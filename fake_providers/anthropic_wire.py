@@ -76,46 +76,67 @@ def _content_text(content: object, where: str) -> str:
     return "".join(parts)
 
 
+def _body_object(body: bytes, *, counting: bool) -> dict[str, Any]:
+    """The JSON body, with every required field present and a usable model name."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        raise _invalid("There was an error parsing the body of your request as JSON.") from None
+    if not isinstance(data, dict):
+        raise _invalid("Input should be a valid dictionary")
+    required = ("model", "messages") if counting else ("model", "messages", "max_tokens")
+    for key in required:
+        if key not in data:
+            raise _invalid(f"{key}: Field required")
+    if not isinstance(data["model"], str) or not data["model"]:
+        raise _invalid("model: Input should be a valid string")
+    return data
+
+
+def _texts(data: Mapping[str, Any]) -> tuple[str, ...]:
+    """The system prompt (when given) and every message's text, in order."""
+    messages = data["messages"]
+    if not isinstance(messages, list):
+        raise _invalid("messages: Input should be a valid list")
+    if not messages:
+        raise _invalid("messages: at least one message is required")
+    texts = []
+    system = data.get("system")
+    if system is not None:
+        texts.append(_content_text(system, "system"))
+    texts.extend(_message(message, i) for i, message in enumerate(messages))
+    return tuple(texts)
+
+
+def _message(message: object, i: int) -> str:
+    if not isinstance(message, dict):
+        raise _invalid(f"messages.{i}: Input should be a valid dictionary")
+    for key in ("role", "content"):
+        if key not in message:
+            raise _invalid(f"messages.{i}.{key}: Field required")
+    if message["role"] not in ("user", "assistant"):
+        raise _invalid(f"messages.{i}.role: Input should be 'user' or 'assistant'")
+    return _content_text(message["content"], f"messages.{i}.content")
+
+
 class AnthropicDialect:
+    """Anthropic Messages as the real API speaks it (`Dialect` for `Api.ANTHROPIC`).
+
+    Refuses what the API refuses, with its status, error type and words, and renders
+    bodies, named SSE events and ``request-id`` headers the anthropic SDK accepts."""
+
     stream_error_kind = ErrorKind.OVERLOADED  # what an error event after HTTP 200 reports
     api = Api.ANTHROPIC
 
     def parse(self, headers: Mapping[str, str], body: bytes, *, counting: bool) -> ParsedRequest:
+        # Each helper raises the error the real API gives first, so the order is the API's.
         if not headers.get(VERSION_HEADER):
             raise _invalid(f"{VERSION_HEADER}: header is required")
-        try:
-            data = json.loads(body)
-        except ValueError:
-            raise _invalid("There was an error parsing the body of your request as JSON.") from None
-        if not isinstance(data, dict):
-            raise _invalid("Input should be a valid dictionary")
-        required = ("model", "messages") if counting else ("model", "messages", "max_tokens")
-        for key in required:
-            if key not in data:
-                raise _invalid(f"{key}: Field required")
-        if not isinstance(data["model"], str) or not data["model"]:
-            raise _invalid("model: Input should be a valid string")
+        data = _body_object(body, counting=counting)
         max_tokens = data.get("max_tokens")
         if not counting and (not is_int(max_tokens) or max_tokens < 1):
             raise _invalid("max_tokens: Input should be a valid integer greater than 0")
-        messages = data["messages"]
-        if not isinstance(messages, list):
-            raise _invalid("messages: Input should be a valid list")
-        if not messages:
-            raise _invalid("messages: at least one message is required")
-        texts = []
-        system = data.get("system")
-        if system is not None:
-            texts.append(_content_text(system, "system"))
-        for i, message in enumerate(messages):
-            if not isinstance(message, dict):
-                raise _invalid(f"messages.{i}: Input should be a valid dictionary")
-            for key in ("role", "content"):
-                if key not in message:
-                    raise _invalid(f"messages.{i}.{key}: Field required")
-            if message["role"] not in ("user", "assistant"):
-                raise _invalid(f"messages.{i}.role: Input should be 'user' or 'assistant'")
-            texts.append(_content_text(message["content"], f"messages.{i}.content"))
+        texts = _texts(data)
         stream = data.get("stream", False)
         if not isinstance(stream, bool):
             raise _invalid("stream: Input should be a valid boolean")
@@ -123,7 +144,7 @@ class AnthropicDialect:
         return ParsedRequest(
             api=self.api,
             model=data["model"],
-            texts=tuple(texts),
+            texts=texts,
             max_tokens=max_tokens,
             stream=stream and not counting,
             schema=schema,

@@ -116,81 +116,115 @@ def _message_text(content: object, param: str) -> str:
     raise _wrong_type(param, "one of a string or array of objects", content)
 
 
+def _body_object(body: bytes) -> dict[str, Any]:
+    try:
+        data = json.loads(body)
+    except ValueError:
+        raise _invalid(_UNPARSEABLE) from None
+    if not isinstance(data, dict):
+        raise _invalid(_UNPARSEABLE)
+    return data
+
+
+def _model(data: Mapping[str, Any]) -> str:
+    model = data.get("model")
+    if not isinstance(model, str) or not model:
+        raise _invalid("you must provide a model parameter")
+    return model
+
+
+def _texts(data: Mapping[str, Any]) -> tuple[str, ...]:
+    """The text of every message, in order; refuses what the API refuses."""
+    if "messages" not in data:
+        raise _missing("messages")
+    messages = data["messages"]
+    if not isinstance(messages, list):
+        raise _wrong_type("messages", "an array of objects", messages)
+    if not messages:
+        raise _invalid(
+            "Invalid 'messages': empty array. Expected an array with minimum length 1, "
+            "but got an empty array instead.",
+            "messages",
+            "empty_array",
+        )
+    return tuple(_message(message, f"messages[{i}]") for i, message in enumerate(messages))
+
+
+def _message(message: object, where: str) -> str:
+    if not isinstance(message, dict):
+        raise _wrong_type(where, "an object", message)
+    if "role" not in message:
+        raise _missing(f"{where}.role")
+    if message["role"] not in ROLES:
+        supported = ", ".join(f"'{r}'" for r in ROLES)
+        raise _invalid(
+            f"Invalid value: '{message['role']}'. Supported values are: {supported}.",
+            f"{where}.role",
+            "invalid_value",
+        )
+    return _message_text(message.get("content"), f"{where}.content")
+
+
+def _max_tokens(data: Mapping[str, Any]) -> int | None:
+    """The output limit; when both spellings are given, the legacy ``max_tokens`` wins."""
+    max_tokens = None
+    for key in ("max_completion_tokens", "max_tokens"):
+        value = data.get(key)
+        if value is None:
+            continue
+        if not is_int(value):
+            raise _wrong_type(key, "an integer", value)
+        if value < 1:
+            raise _invalid(
+                f"Invalid '{key}': integer below minimum value. Expected a value >= 1, "
+                f"but got {value} instead.",
+                key,
+                "integer_below_min_value",
+            )
+        max_tokens = value
+    return max_tokens
+
+
+def _stream(data: Mapping[str, Any]) -> tuple[bool, dict[str, Any] | None]:
+    """``stream`` and ``stream_options``, which only a streaming request may carry."""
+    stream = data.get("stream", False)
+    if not isinstance(stream, bool) and stream is not None:
+        raise _wrong_type("stream", "a boolean", stream)
+    options = data.get("stream_options")
+    if options is not None and not stream:
+        raise _invalid(
+            "The 'stream_options' parameter is only allowed when 'stream' is enabled.",
+            "stream_options",
+            "invalid_value",
+        )
+    if options is not None and not isinstance(options, dict):
+        raise _wrong_type("stream_options", "an object", options)
+    return bool(stream), options
+
+
 class OpenAIDialect:
+    """OpenAI Chat Completions as the real API speaks it (`Dialect` for `Api.OPENAI`).
+
+    Refuses what the API refuses, with its status, error type, ``param`` and ``code``,
+    and renders bodies, SSE chunks (with ``data: [DONE]``) the openai SDK accepts."""
+
     stream_error_kind = ErrorKind.SERVER_ERROR  # what an error event after HTTP 200 reports
     api = Api.OPENAI
 
     def parse(self, headers: Mapping[str, str], body: bytes, *, counting: bool) -> ParsedRequest:
-        try:
-            data = json.loads(body)
-        except ValueError:
-            raise _invalid(_UNPARSEABLE) from None
-        if not isinstance(data, dict):
-            raise _invalid(_UNPARSEABLE)
-        model = data.get("model")
-        if not isinstance(model, str) or not model:
-            raise _invalid("you must provide a model parameter")
-        if "messages" not in data:
-            raise _missing("messages")
-        messages = data["messages"]
-        if not isinstance(messages, list):
-            raise _wrong_type("messages", "an array of objects", messages)
-        if not messages:
-            raise _invalid(
-                "Invalid 'messages': empty array. Expected an array with minimum length 1, "
-                "but got an empty array instead.",
-                "messages",
-                "empty_array",
-            )
-        texts = []
-        for i, message in enumerate(messages):
-            where = f"messages[{i}]"
-            if not isinstance(message, dict):
-                raise _wrong_type(where, "an object", message)
-            if "role" not in message:
-                raise _missing(f"{where}.role")
-            if message["role"] not in ROLES:
-                supported = ", ".join(f"'{r}'" for r in ROLES)
-                raise _invalid(
-                    f"Invalid value: '{message['role']}'. Supported values are: {supported}.",
-                    f"{where}.role",
-                    "invalid_value",
-                )
-            texts.append(_message_text(message.get("content"), f"{where}.content"))
-        max_tokens = None
-        for key in ("max_completion_tokens", "max_tokens"):
-            value = data.get(key)
-            if value is None:
-                continue
-            if not is_int(value):
-                raise _wrong_type(key, "an integer", value)
-            if value < 1:
-                raise _invalid(
-                    f"Invalid '{key}': integer below minimum value. Expected a value >= 1, "
-                    f"but got {value} instead.",
-                    key,
-                    "integer_below_min_value",
-                )
-            max_tokens = value
-        stream = data.get("stream", False)
-        if not isinstance(stream, bool) and stream is not None:
-            raise _wrong_type("stream", "a boolean", stream)
-        options = data.get("stream_options")
-        if options is not None and not stream:
-            raise _invalid(
-                "The 'stream_options' parameter is only allowed when 'stream' is enabled.",
-                "stream_options",
-                "invalid_value",
-            )
-        if options is not None and not isinstance(options, dict):
-            raise _wrong_type("stream_options", "an object", options)
+        # Each helper raises the error the real API gives first, so the order is the API's.
+        data = _body_object(body)
+        model = _model(data)
+        texts = _texts(data)
+        max_tokens = _max_tokens(data)
+        stream, options = _stream(data)
         schema, json_mode = self._response_format(data.get("response_format"))
         return ParsedRequest(
             api=self.api,
             model=model,
-            texts=tuple(texts),
+            texts=texts,
             max_tokens=max_tokens,
-            stream=bool(stream),
+            stream=stream,
             include_usage=bool(options and options.get("include_usage")),
             schema=schema,
             json_mode=json_mode,
