@@ -2,7 +2,7 @@
 """Set up and run the project with nothing but Python 3.11+.
 
     python3 dev.py check [ARGS]   the main job: `harness check` on SQLite and the fakes
-    python3 dev.py test [ARGS]    lint, then the whole test suite (SQLite and PostgreSQL)
+    python3 dev.py test [ARGS]    lint (ruff, layers, complexity), then the whole test suite
     python3 dev.py bench          the benchmarks, each printing ratios to a baseline
 
 Each command first makes `.venv` (if missing) and installs the project into it (again
@@ -48,12 +48,40 @@ def run(*args: str) -> int:
     return subprocess.run(list(args), cwd=ROOT).returncode
 
 
-def test(extra: list[str]) -> int:
-    for lint in (["check", "."], ["format", "--check", "."]):
-        code = run(str(BIN / "ruff"), *lint)
+def complexity() -> int:
+    """Fails on any function of radon rank D or worse (cyclomatic complexity > 20)."""
+    found = subprocess.run(
+        [str(BIN / "radon"), "cc", "-s", "-n", "D", "harness", "fake_providers"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    if found.returncode or found.stdout.strip():
+        print(found.stdout + found.stderr, file=sys.stderr)
+        return 1
+    return 0
+
+
+def lint() -> int:
+    """ruff, the layer contracts (import-linter) and the complexity bound."""
+    checks = {
+        "ruff check": lambda: run(str(BIN / "ruff"), "check", "."),
+        "ruff format": lambda: run(str(BIN / "ruff"), "format", "--check", "."),
+        "lint-imports": lambda: run(str(BIN / "lint-imports")),
+        "radon cc": complexity,
+    }
+    for name, check in checks.items():
+        code = check()
         if code:
-            print(f"dev.py: ruff {lint[0]} failed", file=sys.stderr)
+            print(f"dev.py: {name} failed", file=sys.stderr)
             return code
+    return 0
+
+
+def test(extra: list[str]) -> int:
+    code = lint()
+    if code:
+        return code
     code = run(str(PYTHON), "-m", "pytest", *extra)
     if code == 5:
         print("dev.py: pytest collected no tests; that is a failure here", file=sys.stderr)
