@@ -1,16 +1,39 @@
 """failover-harness: one job per intent, proven.
 
 The public face; everything else is importable from its module but may change.
+The layout (each package's docstring says more):
+
+    harness.core       pure decisions: states and vocabularies, models, fingerprint,
+                       invariants, clock, fault points, limits, failover policy, gate
+    harness.store      tables, named statements, transactions, migrations
+    harness.engine     units of work over core + store
+    harness.providers  provider adapters and their outcome tables
+    harness.contracts  output contracts, verification, verdicts, the verdict gate
+    harness.config     the service configuration file, read once
+    harness.runtime    service wiring, the worker and its schedulers
+    harness.api        the HTTP API
+    harness.checks     `harness check`: stories, mutants, reports
+    harness.cli        the `harness` command line
 """
 
 from harness.core.clock import Clock, SystemClock, VirtualClock
-from harness.core.gate import AllowAllGate, BaseGate, GateDecision, StaticGate
+from harness.core.gate import AllowAllGate, BaseGate, GateDecision, GateReason, StaticGate
 from harness.core.invariants import Violation, check_invariants
 from harness.core.models import Attempt, Completion, Created, Event, Intent, Job, Policy, Verdict
-from harness.core.states import AttemptState, JobState
+from harness.core.states import (
+    AttemptState,
+    DiscardReason,
+    EventKind,
+    JobState,
+    OutcomeKind,
+    RefusalReason,
+    Resolution,
+)
 from harness.engine import Engine
 from harness.errors import (
     AttemptRefused,
+    CaptureError,
+    CheckFailed,
     ConfigError,
     ContractError,
     ContractLoadError,
@@ -23,9 +46,10 @@ from harness.errors import (
     NotFound,
     ProviderConfigError,
     ProviderError,
-    ScenarioError,
     SchemaError,
     StoreError,
+    UnknownContract,
+    VerificationAborted,
 )
 from harness.store.database import DEFAULT_DATABASE_URL, Database
 
@@ -36,6 +60,8 @@ __all__ = [
     "AttemptRefused",
     "AttemptState",
     "BaseGate",
+    "CaptureError",
+    "CheckFailed",
     "Clock",
     "Completion",
     "ConfigError",
@@ -43,10 +69,13 @@ __all__ = [
     "ContractLoadError",
     "Created",
     "Database",
+    "DiscardReason",
     "Engine",
     "EngineError",
     "Event",
+    "EventKind",
     "GateDecision",
+    "GateReason",
     "HarnessError",
     "IdempotencyConflict",
     "IntegrityViolation",
@@ -56,15 +85,19 @@ __all__ = [
     "Job",
     "JobState",
     "NotFound",
+    "OutcomeKind",
     "Policy",
     "ProviderConfigError",
     "ProviderError",
-    "ScenarioError",
+    "RefusalReason",
+    "Resolution",
     "SchemaError",
     "StaticGate",
     "StoreError",
     "SystemClock",
+    "UnknownContract",
     "Verdict",
+    "VerificationAborted",
     "Violation",
     "VirtualClock",
     "check_invariants",

@@ -12,10 +12,13 @@
     │   ├── AttemptRefused           a new attempt may not start now (I3, I4, I7)
     │   └── InvalidTransition        the state machine forbids this move
     ├── ProviderError                provider adapters and their configuration
-    │   └── ProviderConfigError      a provider config file or entry is malformed
+    │   ├── ProviderConfigError      a provider config file or entry is malformed
+    │   └── VerificationAborted      a verification call did not execute
     ├── ContractError                contract files, verification, the gate
-    │   └── ContractLoadError        a contract file is malformed
-    └── ScenarioError                scenario files and runs
+    │   ├── ContractLoadError        a contract file is malformed
+    │   ├── UnknownContract          no contract has this name (also a KeyError)
+    │   └── CaptureError             a capture file is malformed
+    └── CheckFailed                  a guarantee did not hold in `harness check`
 
 Each class's docstring is its default message. Messages never carry secrets: provider
 API keys are read from the environment at the edge and never formatted into an error.
@@ -97,5 +100,20 @@ class ContractLoadError(ContractError):
     """Invalid contract file."""
 
 
-class ScenarioError(HarnessError):
-    """Scenario error."""
+class VerificationAborted(ProviderError):
+    """The provider could not be verified: a call did not execute."""
+
+
+class UnknownContract(ContractError, KeyError):
+    """No contract has this name."""
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class CaptureError(ContractError):
+    """Invalid capture file."""
+
+
+class CheckFailed(HarnessError):
+    """A guarantee did not hold."""

@@ -30,7 +30,7 @@ from harness.core.limits import MAX_POLICY_SECONDS
 from harness.core.models import Intent, Job, Policy
 from harness.core.states import JobState
 from harness.engine import Engine
-from harness.errors import AttemptRefused, HarnessError, IdempotencyConflict
+from harness.errors import AttemptRefused, CheckFailed, HarnessError, IdempotencyConflict
 from harness.providers.build import builtin_fake_providers
 from harness.runtime.scheduler import ManualScheduler, SteppedTime
 from harness.runtime.worker import Worker
@@ -39,10 +39,6 @@ from harness.store.database import Database
 
 WAIT_LIMIT = 20.0  # real seconds a story may wait for background work
 MUTANT_WAIT_LIMIT = 3.0  # against a mutant, a story that waits this long has caught it
-
-
-class CheckFailed(HarnessError):
-    """A guarantee did not hold."""
 
 
 @dataclass

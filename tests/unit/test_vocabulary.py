@@ -1,0 +1,91 @@
+"""Every domain word is one enum member: the state tables produce only enum members, and
+the engine, worker and invariant checker never spell a vocabulary value as a literal."""
+
+from __future__ import annotations
+
+import ast
+import itertools
+from pathlib import Path
+
+import pytest
+
+from harness.core import states
+from harness.core.gate import GateReason
+from harness.core.states import (
+    ATTEMPT_TRANSITIONS,
+    JOB_TRANSITIONS,
+    LIVE_ATTEMPT_STATES,
+    AttemptState,
+    DiscardReason,
+    EventKind,
+    JobState,
+    OutcomeKind,
+    RefusalReason,
+    Resolution,
+    open_job_state,
+)
+
+HARNESS = Path(states.__file__).resolve().parents[1]
+VOCABULARIES = (EventKind, OutcomeKind, Resolution, RefusalReason, DiscardReason, GateReason)
+DECIDERS = ("engine.py", "runtime/worker.py", "core/invariants.py", "core/failover.py")
+
+
+def test_state_tables_produce_only_enum_members() -> None:
+    for (source, event), target in ATTEMPT_TRANSITIONS.items():
+        assert type(source) is AttemptState and type(target) is AttemptState
+        assert type(event) is states.AttemptEvent
+    for (source, event), target in JOB_TRANSITIONS.items():
+        assert type(source) is JobState and type(target) is JobState
+        assert type(event) is states.JobEvent
+    for size in range(4):
+        for live in itertools.combinations_with_replacement(sorted(LIVE_ATTEMPT_STATES), size):
+            assert type(open_job_state(live)) is JobState
+
+
+def test_vocabulary_values_are_unique_within_each_enum() -> None:
+    for vocabulary in VOCABULARIES:
+        values = [member.value for member in vocabulary]
+        assert len(values) == len(set(values)), vocabulary.__name__
+
+
+def _literals(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text())
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    return {
+        node.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+        if id(node) not in docstrings
+    }
+
+
+@pytest.mark.parametrize("module", DECIDERS)
+def test_deciders_never_spell_a_vocabulary_value(module: str) -> None:
+    words = {member.value: type(member).__name__ for v in VOCABULARIES for member in v}
+    spelled = {lit: words[lit] for lit in _literals(HARNESS / module) if lit in words}
+    assert not spelled, f"{module} spells enum values as literals: {spelled}"
+
+
+def test_every_event_the_engine_writes_is_an_event_kind() -> None:
+    tree = ast.parse((HARNESS / "engine.py").read_text())
+    calls = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "insert_event"
+    ]
+    assert calls
+    for call in calls:
+        kind = call.args[2]
+        assert isinstance(kind, ast.Attribute) and ast.unparse(kind.value) == "EventKind", (
+            ast.unparse(call)
+        )
+        assert kind.attr in EventKind.__members__
