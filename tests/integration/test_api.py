@@ -22,6 +22,7 @@ from harness.store.database import Database
 from harness.store.tables import attempts, events, jobs
 from tests.support.api import ALICE, BOB, BODY
 from tests.support.live import serve
+from tests.support.polling import wait_until
 from tests.support.scripted import ScriptedProvider, Step
 
 
@@ -41,13 +42,12 @@ class Service:
         )
 
     def wait_for(self, job_id: int, condition) -> dict:
-        deadline = threading.Event()
-        for _ in range(1000):
-            job = self.client.get(f"/v1/jobs/{job_id}", headers=ALICE).json()
-            if condition(job):
-                return job
-            deadline.wait(0.01)
-        raise AssertionError(f"job never reached the condition: {job}")
+        return wait_until(
+            lambda: self.client.get(f"/v1/jobs/{job_id}", headers=ALICE).json(),
+            holds=condition,
+            timeout=20,
+            what=f"job {job_id} to reach the condition",
+        )
 
     def counts(self) -> tuple[int, int, int]:
         with self.db.read() as conn:
@@ -232,11 +232,12 @@ def test_verdict_gate_reasons_reach_the_fallback_button(service: Service, db: Da
     service.providers["primary"].steps = [Step(kind=OutcomeKind.NOT_EXECUTED, reason="auth")]
     job_id = service.post("k1", {**BODY, "contract": "ticket-triage"}).json()["id"]
     service.wait_for(job_id, lambda j: j["attempts"] and j["attempts"][0]["state"] == "failed")
-    for _ in range(1000):  # the worker's own failover is refused before any click
-        events = service.client.get(f"/v1/jobs/{job_id}/events", headers=ALICE).json()
-        if any(e["kind"] == "failover_refused" for e in events["events"]):
-            break
-        threading.Event().wait(0.01)
+    wait_until(  # the worker's own failover is refused before any click
+        lambda: service.client.get(f"/v1/jobs/{job_id}/events", headers=ALICE).json()["events"],
+        holds=lambda events: any(e["kind"] == "failover_refused" for e in events),
+        timeout=20,
+        what=f"the worker's failover_refused event on job {job_id}",
+    )
 
     def verdict(*, passed: bool, age_days: float, contract_hash: str = contract.hash) -> None:
         with db.write() as conn:

@@ -8,7 +8,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 
 import httpx
@@ -29,6 +28,7 @@ from harness.store.database import Database
 from harness.store.tables import jobs
 from tests.support.api import ALICE, BODY
 from tests.support.live import double_click, serve
+from tests.support.polling import wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -49,13 +49,12 @@ class Live:
         return self.client.get(f"/v1/jobs/{job_id}").json()
 
     def wait_for(self, job_id: int, condition, seconds: float = 20) -> dict:
-        deadline = time.monotonic() + seconds
-        while True:
-            job = self.job(job_id)
-            if condition(job):
-                return job
-            assert time.monotonic() < deadline, f"condition never held: {job}"
-            time.sleep(0.01)
+        return wait_until(
+            lambda: self.job(job_id),
+            holds=condition,
+            timeout=seconds,
+            what=f"job {job_id} to reach the condition",
+        )
 
     def ledger(self) -> list[tuple[str, bool]]:
         return [(e.provider_kind, e.delivered) for e in self.fakes.ledger.entries()]
@@ -156,6 +155,12 @@ def _harness(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen:
     )
 
 
+def alive(process: subprocess.Popen) -> bool:
+    """True while `process` runs; once it has exited, fails the test with its stderr."""
+    assert process.poll() is None, process.stderr.read()
+    return True
+
+
 def test_worker_killed_mid_attempt_is_recovered_by_lookup_not_rerun(db_url, tmp_path) -> None:
     fakes = FakeProviders()
     with FakeServer(fakes) as server:
@@ -213,11 +218,11 @@ def test_worker_killed_mid_attempt_is_recovered_by_lookup_not_rerun(db_url, tmp_
             )
             first = _harness(*args)
             try:
-                deadline = time.monotonic() + 30
-                while not fakes.ledger.entries():  # the provider has the request: kill now
-                    assert first.poll() is None, first.stderr.read()
-                    assert time.monotonic() < deadline, "the worker never sent the request"
-                    time.sleep(0.01)
+                wait_until(  # the provider has the request: kill now
+                    lambda: alive(first) and fakes.ledger.entries(),
+                    timeout=30,
+                    what="the first worker to send the request",
+                )
             finally:
                 os.kill(first.pid, signal.SIGKILL)
                 first.wait(10)
@@ -226,11 +231,13 @@ def test_worker_killed_mid_attempt_is_recovered_by_lookup_not_rerun(db_url, tmp_
 
             second = _harness(*args)
             try:
-                deadline = time.monotonic() + 30
-                while (job := client.get(f"/v1/jobs/{job_id}").json())["status"] != "succeeded":
-                    assert second.poll() is None, second.stderr.read()
-                    assert time.monotonic() < deadline, job
-                    time.sleep(0.05)
+                job = wait_until(
+                    lambda: alive(second) and client.get(f"/v1/jobs/{job_id}").json(),
+                    holds=lambda job: job["status"] == "succeeded",
+                    timeout=30,
+                    what=f"the second worker to finish job {job_id}",
+                    interval=0.05,
+                )
             finally:
                 second.terminate()
                 second.wait(10)

@@ -17,6 +17,7 @@ from harness.providers.base import LookupResult, Outcome, OutcomeKind
 from harness.runtime.scheduler import ManualScheduler
 from harness.runtime.worker import Worker, WorkerSettings
 from harness.store.database import Database
+from tests.support.polling import wait_until
 from tests.support.scripted import ScriptedProvider, Step
 
 NOT_EXECUTED = Step(kind=OutcomeKind.NOT_EXECUTED, reason="rate_limited")
@@ -149,7 +150,12 @@ def test_hedged_fallback_wins_and_the_late_primary_is_discarded(
     assert fallback.started.wait(10)
     scheduler.advance(5)  # t=15: the fallback answers
     fallback_done.set()
-    _wait_for(lambda: worker.engine.get_job(job_id).status is JobState.SUCCEEDED)
+    wait_until(
+        lambda: worker.engine.get_job(job_id).status,
+        holds=lambda status: status is JobState.SUCCEEDED,
+        timeout=10,
+        what=f"job {job_id} to succeed",
+    )
     result = worker.engine.get_job(job_id).result
     assert result["provider"] == "fallback"
     scheduler.advance(15)  # t=30: the primary answers, late
@@ -211,15 +217,6 @@ def test_sweep_and_claim_recover_after_a_crash(worker, scheduler, primary) -> No
     assert worker.sweep() == 1
     assert worker.engine.attempt(attempt.id).state is AttemptState.UNKNOWN
     assert len(primary.calls) == 1  # the crashed attempt was never re-run
-
-
-def _wait_for(condition, timeout: float = 10) -> None:
-    import time
-
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "condition never held"
-        time.sleep(0.005)
 
 
 def test_a_failing_lookup_is_no_evidence_and_does_not_stop_the_round(

@@ -13,6 +13,8 @@ from typing import Any
 import httpx
 import uvicorn
 
+from tests.support.polling import wait_until
+
 
 @contextmanager
 def serve(app: Any) -> Iterator[str]:
@@ -32,11 +34,7 @@ def serve(app: Any) -> Iterator[str]:
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
-    for _ in range(500):
-        if server.started:
-            break
-        threading.Event().wait(0.01)
-    assert server.started, "server did not start"
+    wait_until(lambda: server.started, timeout=10, what="the uvicorn server to start")
     try:
         yield f"http://127.0.0.1:{port}"
     finally:
