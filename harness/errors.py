@@ -13,6 +13,7 @@
     │   └── InvalidTransition        the state machine forbids this move
     ├── ProviderError                provider adapters and their configuration
     │   ├── ProviderConfigError      a provider config file or entry is malformed
+    │   ├── CallFailed               a call ended without an answer (inside adapters)
     │   └── VerificationAborted      a verification call did not execute
     ├── ContractError                contract files, verification, the gate
     │   ├── ContractLoadError        a contract file is malformed

@@ -2,7 +2,7 @@
 
 `check_invariants(jobs, events)` takes every job (with its attempts) and every event,
 and returns the violations it finds, each naming the invariant. No I/O: the stateful
-tests, the scenario runner and the simulator all feed it what they read.
+tests and `harness check` feed it what they read.
 """
 
 from __future__ import annotations

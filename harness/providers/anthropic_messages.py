@@ -17,7 +17,7 @@ import httpx
 
 from harness.errors import ProviderError
 from harness.providers.base import CompletionRequest
-from harness.providers.exchange import Failure
+from harness.providers.exchange import CallFailed
 from harness.providers.http_provider import Answer, BaseHttpProvider, BaseStreamReader
 from harness.providers.outcomes import Signal
 from harness.providers.sse import Event
@@ -84,15 +84,15 @@ class AnthropicMessagesProvider(BaseHttpProvider):
 
     def _parse(self, data: Any) -> Answer:
         if not isinstance(data, dict):
-            raise Failure(Signal.MALFORMED_BODY, "the body is not a JSON object")
+            raise CallFailed(Signal.MALFORMED_BODY, "the body is not a JSON object")
         if data.get("type") == "error":
-            raise Failure(Signal.ERROR_AFTER_OK, f"error in a 2xx body: {_message(data)}")
+            raise CallFailed(Signal.ERROR_AFTER_OK, f"error in a 2xx body: {_message(data)}")
         content = data.get("content")
         stop = data.get("stop_reason")
         if data.get("type") != "message" or not isinstance(content, list):
-            raise Failure(Signal.MALFORMED_BODY, "the body is not a message")
+            raise CallFailed(Signal.MALFORMED_BODY, "the body is not a message")
         if not isinstance(stop, str):
-            raise Failure(Signal.MALFORMED_BODY, "the message has no stop_reason")
+            raise CallFailed(Signal.MALFORMED_BODY, "the message has no stop_reason")
         texts = [
             b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"
         ]
@@ -149,12 +149,14 @@ class _EventReader(BaseStreamReader):
         try:
             data = json.loads(event.data)
         except ValueError:
-            raise Failure(Signal.STREAM_MALFORMED, f"a {event.event} event is not JSON") from None
+            raise CallFailed(
+                Signal.STREAM_MALFORMED, f"a {event.event} event is not JSON"
+            ) from None
         if not isinstance(data, dict):
-            raise Failure(Signal.STREAM_MALFORMED, f"a {event.event} event is not an object")
+            raise CallFailed(Signal.STREAM_MALFORMED, f"a {event.event} event is not an object")
         kind = data.get("type", event.event)
         if kind == "error":
-            raise Failure(Signal.ERROR_AFTER_OK, f"error event in the stream: {_message(data)}")
+            raise CallFailed(Signal.ERROR_AFTER_OK, f"error event in the stream: {_message(data)}")
         if kind == "message_start":
             message = data.get("message") or {}
             self.model = message.get("model")

@@ -17,15 +17,18 @@ from contextlib import contextmanager
 
 import httpx
 
+from harness.errors import ProviderError
 from harness.providers.outcomes import Signal
 
 
-class Stage(enum.Enum):
+class ExchangeStage(enum.Enum):
+    """How far an HTTP exchange got; it decides what a transport error means."""
+
     REQUEST = "request"  # sending, and waiting for the response head
     BODY = "body"  # a 2xx head arrived; reading the answer
 
 
-class Failure(Exception):
+class CallFailed(ProviderError):
     """A call that ended without an answer; the adapter turns it into an Outcome.
 
     `detail` is shown to users: it must never carry a secret (adapters redact it)."""
@@ -44,14 +47,14 @@ class Failure(Exception):
         self.status_code = status_code
         self.request_id = request_id
         self.retry_after = retry_after
-        super().__init__(f"{signal.value}: {detail}")
+        super().__init__(f"{signal.value}: {detail}", signal=signal)
 
 
 _NEVER_SENT = (httpx.UnsupportedProtocol, httpx.LocalProtocolError, httpx.ProxyError)
 
 
-def _signal_for(exc: httpx.HTTPError, stage: Stage) -> Signal:
-    before_head = stage is Stage.REQUEST
+def _signal_for(exc: httpx.HTTPError, stage: ExchangeStage) -> Signal:
+    before_head = stage is ExchangeStage.REQUEST
     if isinstance(exc, httpx.ConnectTimeout):
         return Signal.CONNECT_TIMEOUT
     if isinstance(exc, httpx.ConnectError):
@@ -71,15 +74,15 @@ def _signal_for(exc: httpx.HTTPError, stage: Stage) -> Signal:
 
 
 @contextmanager
-def transport_errors(stage: Stage) -> Iterator[None]:
+def transport_errors(stage: ExchangeStage) -> Iterator[None]:
     try:
         yield
     except httpx.InvalidURL as exc:
-        raise Failure(Signal.NOT_SENT, f"invalid URL: {exc}") from None
+        raise CallFailed(Signal.NOT_SENT, f"invalid URL: {exc}") from None
     except httpx.HTTPError as exc:
         signal = _signal_for(exc, stage)
         detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-        raise Failure(signal, detail) from None
+        raise CallFailed(signal, detail) from None
 
 
 def retry_after_seconds(headers: Mapping[str, str], *, now: float | None = None) -> float | None:

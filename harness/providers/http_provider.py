@@ -26,7 +26,12 @@ from harness.providers.base import (
     Outcome,
     OutcomeKind,
 )
-from harness.providers.exchange import Failure, Stage, retry_after_seconds, transport_errors
+from harness.providers.exchange import (
+    CallFailed,
+    ExchangeStage,
+    retry_after_seconds,
+    transport_errors,
+)
 from harness.providers.outcomes import OUTCOME_TABLES, Signal, status_signal
 from harness.providers.secrets import Secret
 from harness.providers.sse import Event, iter_events
@@ -68,9 +73,11 @@ class BaseStreamReader(abc.ABC):
 
     def answer(self) -> Answer:
         if not self.done:
-            raise Failure(Signal.STREAM_INCOMPLETE, f"the stream ended without {self.terminator}")
+            raise CallFailed(
+                Signal.STREAM_INCOMPLETE, f"the stream ended without {self.terminator}"
+            )
         if self.finish is None:
-            raise Failure(Signal.STREAM_INCOMPLETE, "the stream ended without a finish reason")
+            raise CallFailed(Signal.STREAM_INCOMPLETE, "the stream ended without a finish reason")
         return Answer(
             text="".join(self.parts),
             finish_reason=self.finish_reasons.get(self.finish, self.finish),
@@ -134,7 +141,7 @@ class BaseHttpProvider(abc.ABC):
 
     @abc.abstractmethod
     def _parse(self, data: Any) -> Answer:
-        """A whole answer from a 2xx body; raise Failure if it is not one."""
+        """A whole answer from a 2xx body; raise CallFailed if it is not one."""
 
     @abc.abstractmethod
     def _stream_reader(self) -> BaseStreamReader: ...
@@ -153,7 +160,7 @@ class BaseHttpProvider(abc.ABC):
             timeout = min(timeout, self.timeout)
         try:
             answer, request_id = self._exchange(request, timeout)
-        except Failure as failure:
+        except CallFailed as failure:
             outcome = self._failed(failure)
         else:
             outcome = self._executed(answer, request_id)
@@ -179,7 +186,7 @@ class BaseHttpProvider(abc.ABC):
             status_code=200,
         )
 
-    def _failed(self, failure: Failure) -> Outcome:
+    def _failed(self, failure: CallFailed) -> Outcome:
         detail = self._api_key.redact(failure.detail)[:ERROR_DETAIL_LIMIT]
         return Outcome(
             kind=self.outcomes[failure.signal],
@@ -205,7 +212,7 @@ class BaseHttpProvider(abc.ABC):
 
     def _exchange(self, request: CompletionRequest, timeout: float) -> tuple[Answer, str | None]:
         deadline = self._monotonic() + timeout
-        with transport_errors(Stage.REQUEST):
+        with transport_errors(ExchangeStage.REQUEST):
             http_request = self._client.build_request(
                 "POST",
                 self._url(),
@@ -224,16 +231,16 @@ class BaseHttpProvider(abc.ABC):
             try:
                 data = json.loads(self._read_body(response, deadline))
             except ValueError:
-                raise Failure(Signal.MALFORMED_BODY, "the 2xx body is not JSON") from None
+                raise CallFailed(Signal.MALFORMED_BODY, "the 2xx body is not JSON") from None
             return self._parse(data), request_id
-        except Failure as failure:
+        except CallFailed as failure:
             failure.request_id = failure.request_id or request_id
             raise
         except (AttributeError, TypeError, KeyError, IndexError) as exc:
             # JSON of the wrong shape (a string where an object belongs...): the provider
             # answered something, but not an answer. Never a success, never "not executed".
             signal = Signal.STREAM_MALFORMED if request.stream else Signal.MALFORMED_BODY
-            raise Failure(
+            raise CallFailed(
                 signal,
                 f"the answer has the wrong shape ({type(exc).__name__})",
                 request_id=request_id,
@@ -243,7 +250,7 @@ class BaseHttpProvider(abc.ABC):
 
     def _read_body(self, response: httpx.Response, deadline: float) -> bytes:
         chunks = []
-        with transport_errors(Stage.BODY):
+        with transport_errors(ExchangeStage.BODY):
             for chunk in response.iter_bytes():
                 chunks.append(chunk)
                 self._check_deadline(deadline)
@@ -253,7 +260,7 @@ class BaseHttpProvider(abc.ABC):
         reader = self._stream_reader()
 
         def lines() -> Iterator[str]:
-            with transport_errors(Stage.BODY):
+            with transport_errors(ExchangeStage.BODY):
                 for line in response.iter_lines():
                     self._check_deadline(deadline)
                     yield line
@@ -264,20 +271,20 @@ class BaseHttpProvider(abc.ABC):
 
     def _check_deadline(self, deadline: float) -> None:
         if self._monotonic() > deadline:
-            raise Failure(
+            raise CallFailed(
                 Signal.DEADLINE_EXCEEDED, "the answer did not finish within the call's timeout"
             )
 
-    def _status_failure(self, response: httpx.Response, deadline: float) -> Failure:
+    def _status_failure(self, response: httpx.Response, deadline: float) -> CallFailed:
         signal = status_signal(response.status_code)
         body: Any = None
         try:
             body = json.loads(self._read_body(response, deadline))
-        except (Failure, ValueError):
+        except (CallFailed, ValueError):
             pass  # the status alone decides; the body only sharpens it
         signal = self._refine(signal, body)
         message = self._error_message(body) or response.reason_phrase
-        return Failure(
+        return CallFailed(
             signal,
             f"HTTP {response.status_code}: {message}",
             status_code=response.status_code,
@@ -329,7 +336,7 @@ class BaseHttpProvider(abc.ABC):
         if data.get("billed") and data.get("status_code") == 200 and response is not None:
             try:
                 answer = self._parse(response)
-            except Failure:
+            except CallFailed:
                 pass
             else:
                 outcome = self._executed(answer, request_id)

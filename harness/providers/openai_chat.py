@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from harness.providers.base import CompletionRequest
-from harness.providers.exchange import Failure
+from harness.providers.exchange import CallFailed
 from harness.providers.http_provider import Answer, BaseHttpProvider, BaseStreamReader
 from harness.providers.outcomes import Signal
 from harness.providers.sse import Event
@@ -39,8 +39,8 @@ def _usage(raw: object) -> dict[str, int]:
     return usage
 
 
-def _malformed(what: str) -> Failure:
-    return Failure(Signal.MALFORMED_BODY, what)
+def _malformed(what: str) -> CallFailed:
+    return CallFailed(Signal.MALFORMED_BODY, what)
 
 
 class OpenAIChatProvider(BaseHttpProvider):
@@ -82,7 +82,7 @@ class OpenAIChatProvider(BaseHttpProvider):
         if not isinstance(data, dict):
             raise _malformed("the body is not a JSON object")
         if "error" in data:
-            raise Failure(Signal.ERROR_AFTER_OK, f"error in a 2xx body: {_message(data)}")
+            raise CallFailed(Signal.ERROR_AFTER_OK, f"error in a 2xx body: {_message(data)}")
         choices = data.get("choices")
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
             raise _malformed("no choices in the answer")
@@ -136,11 +136,11 @@ class _ChunkReader(BaseStreamReader):
         try:
             chunk = json.loads(event.data)
         except ValueError:
-            raise Failure(Signal.STREAM_MALFORMED, "a stream chunk is not JSON") from None
+            raise CallFailed(Signal.STREAM_MALFORMED, "a stream chunk is not JSON") from None
         if not isinstance(chunk, dict):
-            raise Failure(Signal.STREAM_MALFORMED, "a stream chunk is not a JSON object")
+            raise CallFailed(Signal.STREAM_MALFORMED, "a stream chunk is not a JSON object")
         if "error" in chunk:
-            raise Failure(Signal.ERROR_AFTER_OK, f"error event in the stream: {_message(chunk)}")
+            raise CallFailed(Signal.ERROR_AFTER_OK, f"error event in the stream: {_message(chunk)}")
         self.model = chunk.get("model") or self.model
         if chunk.get("usage"):
             self.usage = _usage(chunk["usage"])
