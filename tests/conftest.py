@@ -1,6 +1,6 @@
-"""The suite's fixtures, one set for every kind of test (tests/support/).
+"""The suite's fixtures, one set for every kind of test (tests/support/; tests/README.md).
 
-unit/         pure core, contract rules, fake plans: no database, no network
+unit/         pure core, contract rules, outcome tables: no database, no network (enforced)
 integration/  store, engine, worker, API and adapters on SQLite and PostgreSQL
 acceptance/   the CLI, in process and as a subprocess
 fakes/        the fake providers' own tests, and the official SDKs against them
