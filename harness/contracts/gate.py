@@ -95,39 +95,18 @@ def decide(
     ``expected_model``: the model ``provider`` is configured with now, when known.
     """
     if contract_name is None:
-        if allow_without_contract:
-            return GateCheck(
-                decision=GateDecision(
-                    allowed=True, reason=ALLOWED, detail="the job declares no contract"
-                )
-            )
-        return _refuse(NO_CONTRACT, f"the job declares no contract, so {provider} is unproven")
+        return _without_contract(provider, allow_without_contract)
     if contract is None:
         return _refuse(UNKNOWN_CONTRACT, f"no contract named {contract_name!r} is loaded")
     mine = [v for v in verdicts if v.contract_name == contract_name and v.provider == provider]
     current = [v for v in mine if v.contract_hash == contract.hash]
     if not current:
-        if not mine:
-            return _refuse(NO_VERDICT, f"{provider} was never verified against {contract_name}")
-        latest_other = max(mine, key=lambda v: (v.created_at, v.id))
-        return _refuse(
-            CONTRACT_CHANGED,
-            f"{provider}'s verdicts are for other versions of {contract_name}"
-            f" (latest #{latest_other.id} for {latest_other.contract_hash[:12]});"
-            f" the contract is now {contract.short_hash}",
-            latest_other,
-        )
-    latest = max(current, key=lambda v: (v.created_at, v.id))
+        return _no_current_verdict(contract_name, contract, provider, mine)
+    latest = _latest(current)
     if not latest.passed:
-        failed = sorted(
-            name
-            for name, check in (latest.checks or {}).items()
-            if isinstance(check, Mapping) and check.get("passed") is False
-        )
-        which = f": {', '.join(failed)}" if failed else ""
         return _refuse(
             FAILED_VERDICT,
-            f"{provider} failed {contract_name} (verdict #{latest.id}){which}",
+            f"{provider} failed {contract_name} (verdict #{latest.id}){_failed_checks(latest)}",
             latest,
         )
     if expected_model is not None and latest.model != expected_model:
@@ -137,7 +116,50 @@ def decide(
             f" now uses {expected_model!r}",
             latest,
         )
-    age = now - latest.created_at
+    return _by_age(latest, now - latest.created_at, max_age)
+
+
+def _latest(verdicts: Sequence[Verdict]) -> Verdict:
+    return max(verdicts, key=lambda v: (v.created_at, v.id))
+
+
+def _without_contract(provider: str, allowed: bool) -> GateCheck:
+    if allowed:
+        return GateCheck(
+            decision=GateDecision(
+                allowed=True, reason=ALLOWED, detail="the job declares no contract"
+            )
+        )
+    return _refuse(NO_CONTRACT, f"the job declares no contract, so {provider} is unproven")
+
+
+def _no_current_verdict(
+    contract_name: str, contract: Contract, provider: str, mine: Sequence[Verdict]
+) -> GateCheck:
+    """Never verified, or verified only against other versions of the contract."""
+    if not mine:
+        return _refuse(NO_VERDICT, f"{provider} was never verified against {contract_name}")
+    latest_other = _latest(mine)
+    return _refuse(
+        CONTRACT_CHANGED,
+        f"{provider}'s verdicts are for other versions of {contract_name}"
+        f" (latest #{latest_other.id} for {latest_other.contract_hash[:12]});"
+        f" the contract is now {contract.short_hash}",
+        latest_other,
+    )
+
+
+def _failed_checks(verdict: Verdict) -> str:
+    """``": schema, stability"``: the checks a failed verdict failed, or "" if unrecorded."""
+    failed = sorted(
+        name
+        for name, check in (verdict.checks or {}).items()
+        if isinstance(check, Mapping) and check.get("passed") is False
+    )
+    return f": {', '.join(failed)}" if failed else ""
+
+
+def _by_age(latest: Verdict, age: timedelta, max_age: timedelta) -> GateCheck:
     if age > max_age:
         return _refuse(
             STALE_VERDICT,

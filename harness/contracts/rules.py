@@ -35,7 +35,7 @@ from __future__ import annotations
 import abc
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -97,6 +97,13 @@ class Condition:
 
 @dataclass(frozen=True, kw_only=True)
 class Rule(abc.ABC):
+    """A business rule: a declarative assertion about an output, checked as pure data.
+
+    ``violations`` lists every way an output breaks it (empty when it holds, or when
+    ``when`` does not apply); ``paths`` names each path it reads, so the loader can refuse
+    a rule whose path the output schema does not declare.
+    """
+
     id: str
     description: str = ""
     when: Condition | None = None
@@ -127,6 +134,12 @@ class Rule(abc.ABC):
 
 @dataclass(frozen=True, kw_only=True)
 class PathRule(Rule):
+    """Constraints on every value a path selects (see the module docstring).
+
+    A value that breaks several constraints gets one message per constraint, in the
+    order the fields are declared here; ``unique`` is judged last, over all values.
+    """
+
     path: Pointer
     optional: bool = False
     enum: tuple[Any, ...] | None = None
@@ -169,57 +182,127 @@ class PathRule(Rule):
         return out
 
     def _value(self, value: Any, sample_input: Mapping[str, Any]) -> list[str]:
-        problems: list[str] = []
+        """Every constraint ``value`` breaks, in the order the constraints are documented."""
         kind = json_type(value)
-        if self.enum is not None and not any(json_equal(value, e) for e in self.enum):
-            problems.append(f"{show(value)} is not one of {show(list(self.enum))}")
-        if self.equals is not MISSING and not json_equal(value, self.equals):
-            problems.append(f"{show(value)} is not {show(self.equals)}")
-        if self.min_length is not None or self.max_length is not None:
-            if kind in ("string", "array", "object"):
-                size = len(value)
-                unit = {"string": "characters", "array": "items", "object": "keys"}[kind]
-                if self.min_length is not None and size < self.min_length:
-                    problems.append(f"has {size} {unit}, fewer than {self.min_length}")
-                if self.max_length is not None and size > self.max_length:
-                    problems.append(f"has {size} {unit}, more than {self.max_length}")
-            else:
-                problems.append(f"{show(value)} has no length ({kind})")
-        if self.min_words is not None or self.max_words is not None:
-            if isinstance(value, str):
-                words = _words(value)
-                if self.min_words is not None and words < self.min_words:
-                    problems.append(f"has {words} words, fewer than {self.min_words}")
-                if self.max_words is not None and words > self.max_words:
-                    problems.append(f"has {words} words, more than {self.max_words}")
-            else:
-                problems.append(f"{show(value)} is not a string of words ({kind})")
-        if self.minimum is not None or self.maximum is not None:
-            if is_number(value) and math.isfinite(value):
-                if self.minimum is not None and value < self.minimum:
-                    problems.append(f"{show(value)} is below the minimum {show(self.minimum)}")
-                if self.maximum is not None and value > self.maximum:
-                    problems.append(f"{show(value)} is above the maximum {show(self.maximum)}")
-            else:
-                problems.append(f"{show(value)} is not a number ({kind})")
-        if self.pattern is not None:
-            if not isinstance(value, str):
-                problems.append(f"{show(value)} is not a string ({kind})")
-            elif not self.pattern.search(value):
-                problems.append(f"{show(value)} does not match {self.pattern.pattern!r}")
-        if self.echo_input is not None:
-            expected = sample_input.get(self.echo_input, MISSING)
-            if expected is MISSING or not json_equal(value, expected):
-                problems.append(
-                    f"{show(value)} does not echo input {self.echo_input} = {show(expected)}"
-                )
-        if self.quoted_from_input is not None:
-            source = sample_input.get(self.quoted_from_input)
-            if not isinstance(value, str):
-                problems.append(f"{show(value)} is not a string ({kind})")
-            elif not isinstance(source, str) or _squash(value) not in _squash(source):
-                problems.append(f"{show(value)} does not occur in input {self.quoted_from_input}")
-        return problems
+        return [
+            problem for check in _VALUE_CHECKS for problem in check(self, value, kind, sample_input)
+        ]
+
+
+# One function per path-rule constraint: (rule, value, its JSON type, the sample's input)
+# -> problems. Each returns nothing when its constraint is not set.
+_ValueCheck = Callable[[PathRule, Any, str, Mapping[str, Any]], list[str]]
+
+
+def _bounds(size: int, unit: str, low: int | None, high: int | None) -> list[str]:
+    problems = []
+    if low is not None and size < low:
+        problems.append(f"has {size} {unit}, fewer than {low}")
+    if high is not None and size > high:
+        problems.append(f"has {size} {unit}, more than {high}")
+    return problems
+
+
+def _check_enum(
+    rule: PathRule, value: Any, kind: str, sample_input: Mapping[str, Any]
+) -> list[str]:
+    if rule.enum is None or any(json_equal(value, e) for e in rule.enum):
+        return []
+    return [f"{show(value)} is not one of {show(list(rule.enum))}"]
+
+
+def _check_equals(
+    rule: PathRule, value: Any, kind: str, sample_input: Mapping[str, Any]
+) -> list[str]:
+    if rule.equals is MISSING or json_equal(value, rule.equals):
+        return []
+    return [f"{show(value)} is not {show(rule.equals)}"]
+
+
+_LENGTH_UNITS = {"string": "characters", "array": "items", "object": "keys"}
+
+
+def _check_length(
+    rule: PathRule, value: Any, kind: str, sample_input: Mapping[str, Any]
+) -> list[str]:
+    if rule.min_length is None and rule.max_length is None:
+        return []
+    if kind not in _LENGTH_UNITS:
+        return [f"{show(value)} has no length ({kind})"]
+    return _bounds(len(value), _LENGTH_UNITS[kind], rule.min_length, rule.max_length)
+
+
+def _check_words(
+    rule: PathRule, value: Any, kind: str, sample_input: Mapping[str, Any]
+) -> list[str]:
+    if rule.min_words is None and rule.max_words is None:
+        return []
+    if not isinstance(value, str):
+        return [f"{show(value)} is not a string of words ({kind})"]
+    return _bounds(_words(value), "words", rule.min_words, rule.max_words)
+
+
+def _check_range(
+    rule: PathRule, value: Any, kind: str, sample_input: Mapping[str, Any]
+) -> list[str]:
+    if rule.minimum is None and rule.maximum is None:
+        return []
+    if not (is_number(value) and math.isfinite(value)):
+        return [f"{show(value)} is not a number ({kind})"]
+    problems = []
+    if rule.minimum is not None and value < rule.minimum:
+        problems.append(f"{show(value)} is below the minimum {show(rule.minimum)}")
+    if rule.maximum is not None and value > rule.maximum:
+        problems.append(f"{show(value)} is above the maximum {show(rule.maximum)}")
+    return problems
+
+
+def _check_pattern(
+    rule: PathRule, value: Any, kind: str, sample_input: Mapping[str, Any]
+) -> list[str]:
+    if rule.pattern is None:
+        return []
+    if not isinstance(value, str):
+        return [f"{show(value)} is not a string ({kind})"]
+    if not rule.pattern.search(value):
+        return [f"{show(value)} does not match {rule.pattern.pattern!r}"]
+    return []
+
+
+def _check_echo(
+    rule: PathRule, value: Any, kind: str, sample_input: Mapping[str, Any]
+) -> list[str]:
+    if rule.echo_input is None:
+        return []
+    expected = sample_input.get(rule.echo_input, MISSING)
+    if expected is not MISSING and json_equal(value, expected):
+        return []
+    return [f"{show(value)} does not echo input {rule.echo_input} = {show(expected)}"]
+
+
+def _check_quoted(
+    rule: PathRule, value: Any, kind: str, sample_input: Mapping[str, Any]
+) -> list[str]:
+    if rule.quoted_from_input is None:
+        return []
+    source = sample_input.get(rule.quoted_from_input)
+    if not isinstance(value, str):
+        return [f"{show(value)} is not a string ({kind})"]
+    if not isinstance(source, str) or _squash(value) not in _squash(source):
+        return [f"{show(value)} does not occur in input {rule.quoted_from_input}"]
+    return []
+
+
+_VALUE_CHECKS: tuple[_ValueCheck, ...] = (
+    _check_enum,
+    _check_equals,
+    _check_length,
+    _check_words,
+    _check_range,
+    _check_pattern,
+    _check_echo,
+    _check_quoted,
+)
 
 
 def _ordered(left: Any, op: str, right: Any) -> bool:
@@ -238,6 +321,8 @@ def _ordered(left: Any, op: str, right: Any) -> bool:
 
 @dataclass(frozen=True, kw_only=True)
 class CompareRule(Rule):
+    """A relation between two fields of the output, or a field and a literal."""
+
     left: Pointer
     op: str
     right: Pointer | None = None
@@ -279,6 +364,8 @@ class CompareRule(Rule):
 
 @dataclass(frozen=True, kw_only=True)
 class SumRule(Rule):
+    """The numbers some paths select add up to another field, within ``tolerance``."""
+
     of: tuple[Pointer, ...]
     equals: Pointer
     tolerance: float = 0.0

@@ -53,48 +53,55 @@ def _branches(root: dict[str, Any], schema: Any) -> list[Any]:
 
 
 def _children(root: dict[str, Any], schema: Any, segment: str) -> list[Any]:
+    """The subschemas a value one ``segment`` below ``schema`` may match."""
     found: list[Any] = []
     for branch in _branches(root, schema):
-        if not isinstance(branch, dict):
-            continue
-        properties = branch.get("properties") or {}
-        patterns = branch.get("patternProperties") or {}
-        additional = branch.get("additionalProperties")
-        if segment == WILDCARD:
-            found.extend(properties.values())
-            found.extend(patterns.values())
-            if isinstance(additional, dict):
-                found.append(additional)
-        else:
-            if segment in properties:
-                found.append(properties[segment])
-            for pattern, sub in patterns.items():
-                try:
-                    if re.search(pattern, segment):
-                        found.append(sub)
-                except re.error:
-                    continue
-            if isinstance(additional, dict) and segment not in properties:
-                found.append(additional)
-        is_index = (
-            segment == WILDCARD
-            or segment == "0"
-            or (segment.isdigit() and not segment.startswith("0"))
-        )
-        if is_index:
-            prefix = branch.get("prefixItems") or []
-            items = branch.get("items")
-            if segment == WILDCARD:
-                found.extend(prefix)
-                if isinstance(items, dict):
-                    found.append(items)
-            else:
-                index = int(segment)
-                if index < len(prefix):
-                    found.append(prefix[index])
-                elif isinstance(items, dict):
-                    found.append(items)
+        if isinstance(branch, dict):
+            found.extend(_member_schemas(branch, segment))
+            if _is_index(segment):
+                found.extend(_item_schemas(branch, segment))
     return found
+
+
+def _is_index(segment: str) -> bool:
+    """``*`` or a canonical array index: ``0`` or digits without a leading zero."""
+    return segment in (WILDCARD, "0") or (segment.isdigit() and not segment.startswith("0"))
+
+
+def _member_schemas(branch: dict[str, Any], segment: str) -> list[Any]:
+    """Object members: ``properties``, matching ``patternProperties``, schema-valued
+    ``additionalProperties``; every one of them for ``*``."""
+    properties = branch.get("properties") or {}
+    patterns = branch.get("patternProperties") or {}
+    additional = branch.get("additionalProperties")
+    if segment == WILDCARD:
+        found = [*properties.values(), *patterns.values()]
+    else:
+        found = [properties[segment]] if segment in properties else []
+        found.extend(sub for pattern, sub in patterns.items() if _matches(pattern, segment))
+    if isinstance(additional, dict) and (segment == WILDCARD or segment not in properties):
+        found.append(additional)
+    return found
+
+
+def _matches(pattern: str, segment: str) -> bool:
+    # A pattern that does not compile declares no member, rather than failing the load here.
+    try:
+        return re.search(pattern, segment) is not None
+    except re.error:
+        return False
+
+
+def _item_schemas(branch: dict[str, Any], segment: str) -> list[Any]:
+    """Array items: ``prefixItems`` by position, then a schema-valued ``items``."""
+    prefix = branch.get("prefixItems") or []
+    items = branch.get("items")
+    if segment == WILDCARD:
+        return [*prefix, items] if isinstance(items, dict) else list(prefix)
+    index = int(segment)
+    if index < len(prefix):
+        return [prefix[index]]
+    return [items] if isinstance(items, dict) else []
 
 
 def schema_types(root: dict[str, Any], schema: Any) -> frozenset[str] | None:
