@@ -30,17 +30,19 @@ from harness.contracts.checks import PromptCount, Response
 from harness.contracts.model import Contract
 from harness.contracts.schema import CAPTURE_FORMAT, CAPTURE_SCHEMA
 from harness.contracts.source import field_name
-from harness.errors import ContractError
+from harness.errors import CaptureError
 
 _VALIDATOR = Draft202012Validator(CAPTURE_SCHEMA)
 
 
-class CaptureError(ContractError):
-    """Invalid capture file."""
-
-
 @dataclass(frozen=True, kw_only=True)
 class Captures:
+    """A capture file's content: one provider's responses to a contract's samples.
+
+    ``to_dict`` writes the ``harness.captures/v1`` format that `parse_captures` reads
+    back; verifying it offline gives the checks the online run gave.
+    """
+
     contract: str
     contract_hash: str | None
     provider: str | None
@@ -132,6 +134,22 @@ def check_coverage(
     captures: Captures, contract: Contract, prompts: Mapping[str, PromptCount], *, file: str
 ) -> None:
     """Refuse captures that do not answer exactly this contract's samples and repeats."""
+    problems = _identity_problems(captures, contract)
+    response_problems, seen = _response_problems(captures, contract)
+    problems.extend(response_problems)
+    samples = {s.id for s in contract.samples}
+    problems.extend(
+        f"prompts[{index}].sample: {prompt.sample!r} is not a sample"
+        for index, prompt in enumerate(captures.prompts)
+        if prompt.sample not in samples
+    )
+    problems.extend(_missing_repeats(contract, prompts, seen))
+    if problems:
+        raise CaptureError("\n".join(f"{file}: {p}" for p in problems), file=file)
+
+
+def _identity_problems(captures: Captures, contract: Contract) -> list[str]:
+    """Captured for another contract, or for another version of this one."""
     problems: list[str] = []
     if captures.contract != contract.name:
         problems.append(f"contract: captured for {captures.contract!r}, not {contract.name!r}")
@@ -140,8 +158,17 @@ def check_coverage(
             f"contract_hash: captured for contract version {captures.contract_hash[:12]},"
             f" but {contract.name} is now {contract.short_hash}; capture again"
         )
+    return problems
+
+
+def _response_problems(
+    captures: Captures, contract: Contract
+) -> tuple[list[str], dict[tuple[str, int], int]]:
+    """Responses for unknown samples, repeats out of range or twice; and the index of the
+    first response seen for each ``(sample, repeat)``."""
     repeats = contract.settings.repeats
     samples = {s.id for s in contract.samples}
+    problems: list[str] = []
     seen: dict[tuple[str, int], int] = {}
     for index, response in enumerate(captures.responses):
         key = (response.sample, response.repeat)
@@ -155,22 +182,27 @@ def check_coverage(
         elif key in seen:
             problems.append(f"{where}: repeats responses[{seen[key]}] (same sample and repeat)")
         seen.setdefault(key, index)
-    for index, prompt in enumerate(captures.prompts):
-        if prompt.sample not in samples:
-            problems.append(f"prompts[{index}].sample: {prompt.sample!r} is not a sample")
+    return problems, seen
+
+
+def _missing_repeats(
+    contract: Contract, prompts: Mapping[str, PromptCount], seen: Mapping[tuple[str, int], int]
+) -> list[str]:
+    """Samples lacking a repeat; a sample over its token budget may lack them all, since
+    the verifier never sends a prompt that does not fit."""
     repeats_of: dict[str, set[int]] = {}
     for sample_id, repeat in seen:
         repeats_of.setdefault(sample_id, set()).add(repeat)
+    problems = []
     for sample in contract.samples:
         have = repeats_of.get(sample.id, set())
         count = prompts.get(sample.id)
         over = count is not None and count.tokens > contract.settings.token_budget
         if not have and over:
             continue
-        missing = [r for r in range(repeats) if r not in have]
+        missing = [r for r in range(contract.settings.repeats) if r not in have]
         if missing:
             problems.append(
                 f"responses: sample {sample.id!r} lacks repeat {', '.join(map(str, missing))}"
             )
-    if problems:
-        raise CaptureError("\n".join(f"{file}: {p}" for p in problems), file=file)
+    return problems

@@ -63,7 +63,13 @@ class PromptCount:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Failure:
+class CheckFailure:
+    """One way one response (or sample) failed one check, as a report shows it.
+
+    ``repeat`` is None when the check judges a sample as a whole (token budget,
+    stability); ``message`` joins at most MAX_MESSAGES_PER_ITEM messages and says how
+    many more there were."""
+
     sample: str | None
     repeat: int | None
     message: str
@@ -74,12 +80,18 @@ class Failure:
 
 @dataclass(frozen=True, kw_only=True)
 class CheckResult:
+    """The outcome of one check over a whole verification, as verdicts store it.
+
+    ``to_dict``/``from_dict`` round-trip the stored form; ``failures`` keeps the first
+    MAX_FAILURES_KEPT, while ``failed`` counts them all. Only ``fail`` fails a verdict:
+    a skipped check (nothing to evaluate) does not."""
+
     name: str
     status: Status
     evaluated: int  # responses (or samples) the check looked at
     failed: int  # how many of those failed
     detail: str
-    failures: tuple[Failure, ...] = ()  # the first MAX_FAILURES_KEPT
+    failures: tuple[CheckFailure, ...] = ()  # the first MAX_FAILURES_KEPT
 
     @property
     def passed(self) -> bool:
@@ -104,7 +116,7 @@ class CheckResult:
             failed=int(data.get("failed", 0)),
             detail=str(data.get("detail", "")),
             failures=tuple(
-                Failure(sample=f.get("sample"), repeat=f.get("repeat"), message=f["message"])
+                CheckFailure(sample=f.get("sample"), repeat=f.get("repeat"), message=f["message"])
                 for f in data.get("failures") or ()
             ),
         )
@@ -118,7 +130,7 @@ class _Tally:
     unit: str = "responses"
     evaluated: int = 0
     failed: int = 0
-    failures: list[Failure] = field(default_factory=list)
+    failures: list[CheckFailure] = field(default_factory=list)
     skip_reason: str = ""
 
     def ok(self) -> None:
@@ -131,7 +143,9 @@ class _Tally:
             shown = list(messages[:MAX_MESSAGES_PER_ITEM])
             if len(messages) > MAX_MESSAGES_PER_ITEM:
                 shown.append(f"and {len(messages) - MAX_MESSAGES_PER_ITEM} more")
-            self.failures.append(Failure(sample=sample, repeat=repeat, message="; ".join(shown)))
+            self.failures.append(
+                CheckFailure(sample=sample, repeat=repeat, message="; ".join(shown))
+            )
 
     def result(self) -> CheckResult:
         if self.failed:
@@ -233,129 +247,175 @@ def evaluate(
     ``prompts`` has one count per sample. A sample over its token budget may have no
     responses (the verifier does not send a prompt that does not fit).
     """
-    samples: dict[str, Sample] = {s.id: s for s in contract.samples}
+    budget = _token_budget(contract, prompts)
+    walk = _ResponseChecks(contract)
+    for response in _in_contract_order(contract, responses):
+        walk.check(response)
+    return (budget.result(), *walk.results(), _stability(contract, walk.forms).result())
+
+
+def _token_budget(contract: Contract, prompts: Mapping[str, PromptCount]) -> _Tally:
     budget = _Tally("token_budget", unit="samples")
+    budget.skip_reason = "no prompt was counted"
+    limit = contract.settings.token_budget
     for sample in contract.samples:
         count = prompts.get(sample.id)
         if count is None:
             continue
-        if count.tokens > contract.settings.token_budget:
+        if count.tokens > limit:
             budget.fail(
                 sample.id,
                 None,
                 [
                     f"the prompt takes {count.tokens} tokens ({count.counter}),"
-                    f" over the budget of {contract.settings.token_budget}"
+                    f" over the budget of {limit}"
                 ],
             )
         else:
             budget.ok()
-    budget.skip_reason = "no prompt was counted"
+    return budget
 
-    finish = _Tally("finish_reason")
-    parsed_json = _Tally("json")
-    schema = _Tally("schema")
-    extras = _Tally("no_extra_keys")
-    if contract.allow_extra_keys:
-        extras.skip_reason = "the contract allows extra top-level keys"
-    rules = [_Tally(rule.check_name) for rule in contract.rules]
-    expected = _Tally("expected")
-    expected.skip_reason = "no sample states expected values"
-    stability_forms: dict[str, list[tuple[int, Any]]] = {}
 
-    order = {sample_id: index for index, sample_id in enumerate(samples)}
+def _in_contract_order(contract: Contract, responses: Sequence[Response]) -> list[Response]:
+    """Report order follows the contract, whatever order the responses came in."""
+    order = {sample.id: index for index, sample in enumerate(contract.samples)}
     unknown = [r.sample for r in responses if r.sample not in order]
     if unknown:
         raise ValueError(f"response for unknown sample {unknown[0]!r}")
-    # Report order follows the contract, whatever order the responses came in.
-    for response in sorted(responses, key=lambda r: (order[r.sample], r.repeat)):
-        sample = samples.get(response.sample)
-        assert sample is not None
+    return sorted(responses, key=lambda r: (order[r.sample], r.repeat))
+
+
+# A response's form for the stability check: ("json", value minus ignored paths) when it
+# parsed, else ("text", its raw text), so two unparseable repeats still compare.
+_Form = tuple[str, Any]
+
+
+class _ResponseChecks:
+    """The per-response checks, tallied while the responses are walked in report order."""
+
+    def __init__(self, contract: Contract) -> None:
+        self.contract = contract
+        self.samples: dict[str, Sample] = {s.id: s for s in contract.samples}
+        self.finish = _Tally("finish_reason")
+        self.json = _Tally("json")
+        self.schema = _Tally("schema")
+        self.extras = _Tally("no_extra_keys")
+        if contract.allow_extra_keys:
+            self.extras.skip_reason = "the contract allows extra top-level keys"
+        self.rules = [_Tally(rule.check_name) for rule in contract.rules]
+        self.expected = _Tally("expected")
+        self.expected.skip_reason = "no sample states expected values"
+        self.forms: dict[str, list[tuple[int, _Form]]] = {}
+
+    def results(self) -> tuple[CheckResult, ...]:
+        return (
+            self.finish.result(),
+            self.json.result(),
+            self.schema.result(),
+            self.extras.result(),
+            *(tally.result() for tally in self.rules),
+            self.expected.result(),
+        )
+
+    def check(self, response: Response) -> None:
         where = (response.sample, response.repeat)
-        if response.finish_reason == FINISH_OK:
-            finish.ok()
-        elif response.finish_reason == "length":
-            finish.fail(
+        self._finish_reason(response, where)
+        value, why = parse_json(response.text)
+        if why is not None:
+            # Nothing below can judge unparsed text; only stability still compares it.
+            self.json.fail(*where, [why])
+            self._keep_form(response, ("text", response.text))
+            return
+        self.json.ok()
+        _tally(self.schema, where, schema_messages(self.contract, value))
+        if not self.contract.allow_extra_keys and isinstance(value, dict):
+            found = extra_keys(self.contract, value)
+            _tally(self.extras, where, [f"unexpected top-level key {key!r}" for key in found])
+        sample = self.samples[response.sample]
+        for rule, tally in zip(self.contract.rules, self.rules, strict=True):
+            _tally(tally, where, rule.violations(value, sample.input))
+        if sample.expected:
+            _tally(self.expected, where, _unexpected_values(sample, value))
+        form = value
+        for pointer in self.contract.settings.stability_ignore:
+            form = remove(form, pointer)
+        self._keep_form(response, ("json", form))
+
+    def _finish_reason(self, response: Response, where: tuple[str, int]) -> None:
+        reason = response.finish_reason
+        if reason == FINISH_OK:
+            self.finish.ok()
+        elif reason == "length":
+            self.finish.fail(
                 *where,
                 [
                     "truncated: finish_reason is 'length'"
-                    f" (max_output_tokens {contract.settings.max_output_tokens})"
+                    f" (max_output_tokens {self.contract.settings.max_output_tokens})"
                 ],
             )
-        elif response.finish_reason is None:
-            finish.fail(*where, ["the provider reported no finish reason"])
+        elif reason is None:
+            self.finish.fail(*where, ["the provider reported no finish reason"])
         else:
-            finish.fail(*where, [f"finish_reason is {response.finish_reason!r}, not 'stop'"])
+            self.finish.fail(*where, [f"finish_reason is {reason!r}, not 'stop'"])
 
-        value, why = parse_json(response.text)
-        if why is not None:
-            parsed_json.fail(*where, [why])
-            stability_forms.setdefault(response.sample, []).append(
-                (response.repeat, ("text", response.text))
-            )
-            continue
-        parsed_json.ok()
+    def _keep_form(self, response: Response, form: _Form) -> None:
+        self.forms.setdefault(response.sample, []).append((response.repeat, form))
 
-        problems = schema_messages(contract, value)
-        (schema.fail(*where, problems) if problems else schema.ok())
 
-        if not contract.allow_extra_keys and isinstance(value, dict):
-            found = extra_keys(contract, value)
-            if found:
-                extras.fail(*where, [f"unexpected top-level key {key!r}" for key in found])
-            else:
-                extras.ok()
+def _tally(tally: _Tally, where: tuple[str, int], messages: Sequence[str]) -> None:
+    if messages:
+        tally.fail(*where, messages)
+    else:
+        tally.ok()
 
-        for rule, tally in zip(contract.rules, rules, strict=True):
-            violations = rule.violations(value, sample.input)
-            (tally.fail(*where, violations) if violations else tally.ok())
 
-        if sample.expected:
-            wrong = []
-            for pointer, want in sample.expected:
-                got = get(value, pointer)
-                if got is MISSING or not json_equal(got, want):
-                    wrong.append(f"{pointer.text} is {_shown(got)}, expected {show(want)}")
-            (expected.fail(*where, wrong) if wrong else expected.ok())
+def _unexpected_values(sample: Sample, value: Any) -> list[str]:
+    wrong = []
+    for pointer, want in sample.expected:
+        got = get(value, pointer)
+        if got is MISSING or not json_equal(got, want):
+            wrong.append(f"{pointer.text} is {_shown(got)}, expected {show(want)}")
+    return wrong
 
-        form = value
-        for pointer in contract.settings.stability_ignore:
-            form = remove(form, pointer)
-        stability_forms.setdefault(response.sample, []).append((response.repeat, ("json", form)))
 
+def _stability(
+    contract: Contract, forms_by_sample: Mapping[str, list[tuple[int, _Form]]]
+) -> _Tally:
     stability = _Tally("stability", unit="samples")
     if contract.settings.repeats < 2:
         stability.skip_reason = "repeats is 1: stability is not measured"
     else:
         stability.skip_reason = "no sample has two responses"
-    for sample_id, forms in stability_forms.items():
+    for sample_id, forms in forms_by_sample.items():
         if len(forms) < 2:
             continue
-        forms.sort(key=lambda item: item[0])
-        base_repeat, base = forms[0]
-        messages = []
-        for repeat, form in forms[1:]:
-            if form[0] == base[0] and (
-                json_equal(form[1], base[1]) if form[0] == "json" else form[1] == base[1]
-            ):
-                continue
-            if form[0] == base[0] == "json":
-                at, left, right = first_difference(base[1], form[1])
-                messages.append(
-                    f"repeat {repeat} differs from repeat {base_repeat} at {at}:"
-                    f" {_shown(right)} vs {_shown(left)}"
-                )
-            else:
-                messages.append(f"repeat {repeat} differs from repeat {base_repeat}")
-        (stability.fail(sample_id, None, messages) if messages else stability.ok())
+        messages = _instability(sorted(forms, key=lambda item: item[0]))
+        if messages:
+            stability.fail(sample_id, None, messages)
+        else:
+            stability.ok()
+    return stability
 
-    return (
-        budget.result(),
-        finish.result(),
-        parsed_json.result(),
-        schema.result(),
-        extras.result(),
-        *(tally.result() for tally in rules),
-        expected.result(),
-        stability.result(),
-    )
+
+def _instability(forms: Sequence[tuple[int, _Form]]) -> list[str]:
+    """How each later repeat differs from the first; empty when all agree."""
+    base_repeat, base = forms[0]
+    messages = []
+    for repeat, form in forms[1:]:
+        if _same_form(form, base):
+            continue
+        if form[0] == base[0] == "json":
+            at, left, right = first_difference(base[1], form[1])
+            messages.append(
+                f"repeat {repeat} differs from repeat {base_repeat} at {at}:"
+                f" {_shown(right)} vs {_shown(left)}"
+            )
+        else:
+            messages.append(f"repeat {repeat} differs from repeat {base_repeat}")
+    return messages
+
+
+def _same_form(form: _Form, base: _Form) -> bool:
+    if form[0] != base[0]:
+        return False
+    return json_equal(form[1], base[1]) if form[0] == "json" else form[1] == base[1]

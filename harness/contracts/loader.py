@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -56,7 +56,7 @@ from harness.contracts.rules import (
 from harness.contracts.schema import CONTRACT_SCHEMA
 from harness.contracts.schemapath import PathNotDeclared, declared_types, schema_types
 from harness.contracts.source import (
-    Problem,
+    FileProblem,
     field_name,
     line_of,
     load_error,
@@ -265,42 +265,16 @@ class _Builder:
     def check_rule(
         self, rule: Rule, raw: dict[str, Any], field: str, variables: Mapping[str, Variable]
     ) -> None:
+        """Every path the rule names is declared, with a type the rule can apply to."""
         types: dict[str, frozenset[str] | None] = {}
         for sub, pointer in rule.paths():
             types[sub] = self.path_types(pointer, f"{field}.{sub}")
         if isinstance(rule, PathRule):
-            for name in ("echo_input", "quoted_from_input"):
-                var = raw.get(name)
-                if var is not None and var not in variables:
-                    raise _FieldProblem(
-                        f"{field}.{name}", f"{var!r} is not a variable of prompt.variables"
-                    )
-            found = types.get("path")
-            for constraint, applies in _CONSTRAINT_TYPES.items():
-                if constraint in raw and applies and found is not None and not (found & applies):
-                    raise _FieldProblem(
-                        f"{field}.{constraint}",
-                        f"applies to {'/'.join(sorted(applies))} values, but the output schema"
-                        f" says {rule.path.text} is {'/'.join(sorted(found))}",
-                    )
+            _check_path_rule(rule, raw, field, variables, types)
         elif isinstance(rule, CompareRule) and rule.op not in ("==", "!="):
-            for sub in ("compare.left", "compare.right"):
-                found = types.get(sub)
-                if found is not None and not (found & _ORDERABLE):
-                    raise _FieldProblem(
-                        f"{field}.{sub}",
-                        f"{rule.op!r} orders numbers or strings, but the output schema says"
-                        f" this path is {'/'.join(sorted(found))}",
-                    )
+            _check_ordered(rule, field, types)
         elif isinstance(rule, SumRule):
-            for sub in ("sum.of", "sum.equals"):
-                found = types.get(sub)
-                if found is not None and not (found & _NUMERIC):
-                    raise _FieldProblem(
-                        f"{field}.{sub}",
-                        f"sums need numbers, but the output schema says this path is"
-                        f" {'/'.join(sorted(found))}",
-                    )
+            _check_summed(field, types)
 
     def samples(self, variables: Mapping[str, Variable]) -> list[Sample]:
         out: list[Sample] = []
@@ -367,6 +341,51 @@ class _Builder:
         )
 
 
+def _check_path_rule(
+    rule: PathRule,
+    raw: dict[str, Any],
+    field: str,
+    variables: Mapping[str, Variable],
+    types: Mapping[str, frozenset[str] | None],
+) -> None:
+    for name in ("echo_input", "quoted_from_input"):
+        var = raw.get(name)
+        if var is not None and var not in variables:
+            raise _FieldProblem(f"{field}.{name}", f"{var!r} is not a variable of prompt.variables")
+    found = types.get("path")
+    for constraint, applies in _CONSTRAINT_TYPES.items():
+        if constraint in raw and applies and found is not None and not (found & applies):
+            raise _FieldProblem(
+                f"{field}.{constraint}",
+                f"applies to {'/'.join(sorted(applies))} values, but the output schema"
+                f" says {rule.path.text} is {'/'.join(sorted(found))}",
+            )
+
+
+def _check_ordered(
+    rule: CompareRule, field: str, types: Mapping[str, frozenset[str] | None]
+) -> None:
+    for sub in ("compare.left", "compare.right"):
+        found = types.get(sub)
+        if found is not None and not (found & _ORDERABLE):
+            raise _FieldProblem(
+                f"{field}.{sub}",
+                f"{rule.op!r} orders numbers or strings, but the output schema says"
+                f" this path is {'/'.join(sorted(found))}",
+            )
+
+
+def _check_summed(field: str, types: Mapping[str, frozenset[str] | None]) -> None:
+    for sub in ("sum.of", "sum.equals"):
+        found = types.get(sub)
+        if found is not None and not (found & _NUMERIC):
+            raise _FieldProblem(
+                f"{field}.{sub}",
+                f"sums need numbers, but the output schema says this path is"
+                f" {'/'.join(sorted(found))}",
+            )
+
+
 def _has_type(value: Any, expected: str) -> bool:
     found = json_type(value)
     return found == expected or (expected == "number" and found == "integer")
@@ -376,7 +395,7 @@ _PATH_CONSTRAINTS = tuple(_CONSTRAINT_TYPES)
 
 
 def _parse_rule(raw: dict[str, Any], field: str) -> Rule:
-    kinds = [k for k in ("path", "compare", "sum") if k in raw]
+    kinds = [k for k in _RULE_PARSERS if k in raw]
     if len(kinds) != 1:
         found = f"found {' and '.join(kinds)}" if kinds else "found none"
         raise _FieldProblem(field, f"needs exactly one of path, compare, sum ({found})")
@@ -389,50 +408,51 @@ def _parse_rule(raw: dict[str, Any], field: str) -> Rule:
         "description": raw.get("description", ""),
         "when": _parse_condition(raw["when"], f"{field}.when") if "when" in raw else None,
     }
-    if kind == "compare":
-        spec = raw["compare"]
-        has_right, has_value = "right" in spec, "right_value" in spec
-        if has_right == has_value:
-            raise _FieldProblem(f"{field}.compare", "needs exactly one of right, right_value")
-        return CompareRule(
-            **common,
-            left=_pointer(spec["left"], f"{field}.compare.left", wildcard=False),
-            op=spec["op"],
-            right=_pointer(spec["right"], f"{field}.compare.right", wildcard=False)
-            if has_right
-            else None,
-            right_value=spec.get("right_value", MISSING),
-            optional=spec.get("optional", False),
-        )
-    if kind == "sum":
-        spec = raw["sum"]
-        return SumRule(
-            **common,
-            of=tuple(
-                _pointer(text, f"{field}.sum.of")
-                for text in ([spec["of"]] if isinstance(spec["of"], str) else spec["of"])
-            ),
-            equals=_pointer(spec["equals"], f"{field}.sum.equals", wildcard=False),
-            tolerance=float(spec.get("tolerance", 0.0)),
-        )
-    constraints = [k for k in _PATH_CONSTRAINTS if k in raw]
-    if not constraints:
+    return _RULE_PARSERS[kind](raw, field, common)
+
+
+def _parse_compare_rule(raw: dict[str, Any], field: str, common: dict[str, Any]) -> Rule:
+    spec = raw["compare"]
+    has_right, has_value = "right" in spec, "right_value" in spec
+    if has_right == has_value:
+        raise _FieldProblem(f"{field}.compare", "needs exactly one of right, right_value")
+    return CompareRule(
+        **common,
+        left=_pointer(spec["left"], f"{field}.compare.left", wildcard=False),
+        op=spec["op"],
+        right=_pointer(spec["right"], f"{field}.compare.right", wildcard=False)
+        if has_right
+        else None,
+        right_value=spec.get("right_value", MISSING),
+        optional=spec.get("optional", False),
+    )
+
+
+def _parse_sum_rule(raw: dict[str, Any], field: str, common: dict[str, Any]) -> Rule:
+    spec = raw["sum"]
+    return SumRule(
+        **common,
+        of=tuple(
+            _pointer(text, f"{field}.sum.of")
+            for text in ([spec["of"]] if isinstance(spec["of"], str) else spec["of"])
+        ),
+        equals=_pointer(spec["equals"], f"{field}.sum.equals", wildcard=False),
+        tolerance=float(spec.get("tolerance", 0.0)),
+    )
+
+
+_BOUND_PAIRS = (("min_length", "max_length"), ("min_words", "max_words"), ("minimum", "maximum"))
+
+
+def _parse_path_rule(raw: dict[str, Any], field: str, common: dict[str, Any]) -> Rule:
+    if not any(k in raw for k in _PATH_CONSTRAINTS):
         raise _FieldProblem(
             field, f"a path rule needs at least one of: {', '.join(_PATH_CONSTRAINTS)}"
         )
-    for low, high in (
-        ("min_length", "max_length"),
-        ("min_words", "max_words"),
-        ("minimum", "maximum"),
-    ):
+    for low, high in _BOUND_PAIRS:
         if low in raw and high in raw and raw[low] > raw[high]:
             raise _FieldProblem(f"{field}.{low}", f"{raw[low]} is greater than {high} {raw[high]}")
-    pattern = None
-    if "pattern" in raw:
-        try:
-            pattern = re.compile(raw["pattern"])
-        except re.error as exc:
-            raise _FieldProblem(f"{field}.pattern", f"not a regular expression: {exc}") from None
+    pattern = _compile_pattern(raw["pattern"], f"{field}.pattern") if "pattern" in raw else None
     return PathRule(
         **common,
         path=_pointer(raw["path"], f"{field}.path"),
@@ -450,6 +470,21 @@ def _parse_rule(raw: dict[str, Any], field: str) -> Rule:
         echo_input=raw.get("echo_input"),
         quoted_from_input=raw.get("quoted_from_input"),
     )
+
+
+def _compile_pattern(text: str, field: str) -> re.Pattern[str]:
+    try:
+        return re.compile(text)
+    except re.error as exc:
+        raise _FieldProblem(field, f"not a regular expression: {exc}") from None
+
+
+# One parser per rule kind, in the order a "needs exactly one of" message names them.
+_RULE_PARSERS: Mapping[str, Callable[[dict[str, Any], str, dict[str, Any]], Rule]] = {
+    "path": _parse_path_rule,
+    "compare": _parse_compare_rule,
+    "sum": _parse_sum_rule,
+}
 
 
 def _parse_condition(raw: dict[str, Any], field: str) -> Condition:
@@ -480,24 +515,24 @@ def parse_contract(text: str, *, file: str = "<string>", suffix: str = ".yaml") 
     parsed = parse_source(text, file, suffix)
     data = parsed.data
 
-    def problems(found: Iterable[tuple[tuple[Any, ...] | str, str]]) -> list[Problem]:
+    def problems(found: Iterable[tuple[tuple[Any, ...] | str, str]]) -> list[FileProblem]:
         out = []
         for path, message in found:
             if isinstance(path, str):
                 parts = split_field(path)
-                out.append(Problem(file, path, message, line_of(parsed.node, parts)))
+                out.append(FileProblem(file, path, message, line_of(parsed.node, parts)))
             else:
-                out.append(Problem(file, field_name(path), message, line_of(parsed.node, path)))
+                out.append(FileProblem(file, field_name(path), message, line_of(parsed.node, path)))
         return out
 
     if not isinstance(data, dict):
         what = "empty" if data is None else f"a {json_type(data)}"
-        raise load_error([Problem(file, "", f"a contract must be a mapping, not {what}")])
+        raise load_error([FileProblem(file, "", f"a contract must be a mapping, not {what}")])
     try:
         found = problems(non_json(data))
     except RecursionError:  # e.g. a YAML anchor that contains itself: `a: &a [*a]`
         raise load_error(
-            [Problem(file, "", "nested too deeply (a self-referencing anchor?)")]
+            [FileProblem(file, "", "nested too deeply (a self-referencing anchor?)")]
         ) from None
     if found:
         raise load_error(found)
@@ -518,14 +553,14 @@ def load_contract(path: str | Path) -> Contract:
     try:
         raw = path.read_bytes()
     except OSError as exc:
-        raise load_error([Problem(file, "", f"cannot read: {exc.strerror or exc}")]) from None
+        raise load_error([FileProblem(file, "", f"cannot read: {exc.strerror or exc}")]) from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise load_error([Problem(file, "", f"not UTF-8 (byte {exc.start})")]) from None
+        raise load_error([FileProblem(file, "", f"not UTF-8 (byte {exc.start})")]) from None
     suffix = path.suffix.lower()
     if suffix not in CONTRACT_SUFFIXES:
         raise load_error(
-            [Problem(file, "", f"a contract file ends in {', '.join(CONTRACT_SUFFIXES)}")]
+            [FileProblem(file, "", f"a contract file ends in {', '.join(CONTRACT_SUFFIXES)}")]
         )
     return parse_contract(text, file=file, suffix=suffix)

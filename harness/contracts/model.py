@@ -23,6 +23,8 @@ DEFAULT_TIMEOUT_SECONDS = 60.0
 
 @dataclass(frozen=True, kw_only=True)
 class Variable:
+    """A placeholder of the prompt template that every sample must fill."""
+
     name: str
     description: str = ""
     type: str | None = None  # the JSON type sample inputs must have; None: any
@@ -30,6 +32,8 @@ class Variable:
 
 @dataclass(frozen=True, kw_only=True)
 class Sample:
+    """One real input to verify with, and the values its output must hold."""
+
     id: str
     input: Mapping[str, Any]
     expected: tuple[tuple[Pointer, Any], ...] = ()  # (path, value) the output must hold
@@ -38,6 +42,10 @@ class Sample:
 
 @dataclass(frozen=True, kw_only=True)
 class Settings:
+    """How a contract is verified: the prompt's token budget, the call parameters and how
+    many times each sample is repeated to measure stability.
+    """
+
     token_budget: int  # most input tokens the rendered prompt may take, per provider
     temperature: float = DEFAULT_TEMPERATURE
     repeats: int = DEFAULT_REPEATS  # calls per sample; >1 checks stability

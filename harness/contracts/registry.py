@@ -13,18 +13,11 @@ from pathlib import Path
 
 from harness.contracts.loader import CONTRACT_SUFFIXES, load_contract
 from harness.contracts.model import Contract
-from harness.contracts.source import Problem, load_error
-from harness.errors import ContractError, ContractLoadError
+from harness.contracts.source import FileProblem, load_error
+from harness.errors import ContractLoadError, UnknownContract
 
 DEFAULT_CONTRACTS_DIR = "contracts"
 CONTRACTS_DIR_ENV = "HARNESS_CONTRACTS_DIR"
-
-
-class UnknownContract(ContractError, KeyError):
-    """No contract has this name."""
-
-    def __str__(self) -> str:
-        return self.message
 
 
 class ContractRegistry(Mapping[str, Contract]):
@@ -33,12 +26,12 @@ class ContractRegistry(Mapping[str, Contract]):
     def __init__(self, contracts: Iterable[Contract] = (), *, directory: str | None = None):
         self.directory = directory
         by_name: dict[str, Contract] = {}
-        problems: list[Problem] = []
+        problems: list[FileProblem] = []
         for contract in contracts:
             if contract.name in by_name:
                 first = by_name[contract.name].source or "another contract"
                 problems.append(
-                    Problem(
+                    FileProblem(
                         contract.source or "<contract>",
                         "name",
                         f"{contract.name!r} is already the name of {first}",
@@ -58,9 +51,9 @@ class ContractRegistry(Mapping[str, Contract]):
         """
         path = Path(directory)
         if not path.is_dir():
-            raise load_error([Problem(str(path), "", "is not a directory of contract files")])
+            raise load_error([FileProblem(str(path), "", "is not a directory of contract files")])
         contracts: list[Contract] = []
-        problems: list[Problem] = []
+        problems: list[FileProblem] = []
         for file in sorted(path.iterdir()):
             if not file.is_file() or file.suffix.lower() not in CONTRACT_SUFFIXES:
                 continue
@@ -70,7 +63,7 @@ class ContractRegistry(Mapping[str, Contract]):
                 contracts.append(load_contract(file))
             except ContractLoadError as exc:
                 problems.extend(
-                    getattr(exc, "problems", None) or [Problem(str(file), "", str(exc))]
+                    getattr(exc, "problems", None) or [FileProblem(str(file), "", str(exc))]
                 )
         if problems:
             raise load_error(problems)

@@ -21,8 +21,11 @@ from harness.errors import ContractLoadError
 
 
 @dataclass(frozen=True)
-class Problem:
-    """One thing wrong with one contract file."""
+class FileProblem:
+    """One thing wrong with one contract file, located so an editor can jump to it.
+
+    ``str()`` is the ``FILE:LINE: FIELD: message`` line every load error lists; the line
+    is None when it is unknown (JSON files, or a field the file does not contain)."""
 
     file: str
     field: str  # e.g. "rules[2].path"; "" for the whole file
@@ -36,7 +39,7 @@ class Problem:
         )
 
 
-def load_error(problems: list[Problem]) -> ContractLoadError:
+def load_error(problems: list[FileProblem]) -> ContractLoadError:
     """One ContractLoadError carrying every problem; its message lists them all."""
     lines = [str(p) for p in problems]
     head = lines[0] if len(lines) == 1 else f"{len(lines)} problems in contract files:"
@@ -89,6 +92,8 @@ _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _constru
 
 @dataclass
 class ParsedSource:
+    """A file's data and, for YAML, its node tree, which `line_of` reads line numbers from."""
+
     data: Any
     node: yaml.Node | None  # for line numbers; None for JSON
 
@@ -113,9 +118,11 @@ def parse_source(text: str, file: str, suffix: str) -> ParsedSource:
                 json.loads(text, object_pairs_hook=pairs, parse_constant=constant), None
             )
         except json.JSONDecodeError as exc:
-            raise load_error([Problem(file, "", f"invalid JSON: {exc.msg}", exc.lineno)]) from None
+            raise load_error(
+                [FileProblem(file, "", f"invalid JSON: {exc.msg}", exc.lineno)]
+            ) from None
         except ValueError as exc:
-            raise load_error([Problem(file, "", f"invalid JSON: {exc}")]) from None
+            raise load_error([FileProblem(file, "", f"invalid JSON: {exc}")]) from None
     loader = _Loader(text)
     try:
         node = loader.get_single_node()
@@ -124,9 +131,9 @@ def parse_source(text: str, file: str, suffix: str) -> ParsedSource:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else None
         problem = " ".join(str(part) for part in (exc.context, exc.problem) if part)
-        raise load_error([Problem(file, "", f"invalid YAML: {problem}", line)]) from None
+        raise load_error([FileProblem(file, "", f"invalid YAML: {problem}", line)]) from None
     except yaml.YAMLError as exc:
-        raise load_error([Problem(file, "", f"invalid YAML: {exc}")]) from None
+        raise load_error([FileProblem(file, "", f"invalid YAML: {exc}")]) from None
     finally:
         loader.dispose()
     return ParsedSource(data, node)

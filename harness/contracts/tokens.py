@@ -32,6 +32,12 @@ _PIECES = re.compile(r"[A-Za-z0-9_]+|[^\W\d_A-Za-z]+|\d+|\S")
 
 
 class BaseTokenizer(Protocol):
+    """Counts a rendered prompt's input tokens when the provider has no counting endpoint.
+
+    ``name`` is recorded as the counter of each `PromptCount`, so a verdict says whose
+    count it relied on.
+    """
+
     name: str
 
     def count(self, prompt: RenderedPrompt, kind: str) -> int:

@@ -23,17 +23,16 @@ from harness.contracts.checks import CheckResult, PromptCount, Response, evaluat
 from harness.contracts.model import Contract, Sample
 from harness.contracts.template import PROVIDER_KINDS, RenderedPrompt
 from harness.contracts.tokens import BaseTokenizer, get_tokenizer
-from harness.errors import ContractError, HarnessError, ProviderError
+from harness.errors import ContractError, HarnessError, VerificationAborted
 from harness.providers.base import BaseProvider, CompletionRequest, Message, Outcome
-
-
-class VerificationAborted(ProviderError):
-    """The provider could not be verified: a call did not execute."""
 
 
 @dataclass(frozen=True, kw_only=True)
 class Verification:
-    """Everything one verification found: the checks, and the evidence behind them."""
+    """Everything one verification found: the checks, and the evidence behind them.
+
+    Online and offline runs of the same outputs give equal ``checks``; ``captures()``
+    turns an online run into the file that reproduces it offline."""
 
     contract: Contract
     provider: str
@@ -72,10 +71,11 @@ class Verification:
         )
 
 
-def build_request(
+def sample_request(
     contract: Contract, prompt: RenderedPrompt, *, model: str | None = None
 ) -> CompletionRequest:
-    """The request the verifier sends: the engine's shape, the contract's settings."""
+    """The request the verifier sends for one rendered sample: the engine's shape, the
+    contract's settings."""
     return CompletionRequest(
         messages=(Message(role="user", content=prompt.user),),
         system=prompt.system or None,
@@ -84,6 +84,11 @@ def build_request(
         temperature=contract.settings.temperature,
         json_schema=request_schema(contract),
     )
+
+
+build_request = sample_request
+"""The old name of `sample_request` (it clashed with the worker's), kept while
+tests/unit/test_contract_verifier.py still imports it."""
 
 
 def request_schema(contract: Contract) -> dict[str, Any]:
@@ -114,7 +119,7 @@ def count_prompt(
     prompt = contract.render(sample)
     if provider is not None:
         try:
-            counted = provider.count_tokens(build_request(contract, prompt, model=model))
+            counted = provider.count_tokens(sample_request(contract, prompt, model=model))
         except HarnessError:
             raise
         except Exception as exc:  # an adapter bug must not pass for a verdict
@@ -162,7 +167,7 @@ def verify_online(
         prompts.append(count)
         if count.tokens > contract.settings.token_budget:
             continue  # never sent: the prompt does not fit
-        request = build_request(contract, contract.render(sample), model=model)
+        request = sample_request(contract, contract.render(sample), model=model)
         for repeat in range(contract.settings.repeats):
             outcome = provider.complete(request, timeout=timeout)
             if not outcome.executed:
