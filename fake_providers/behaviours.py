@@ -29,6 +29,10 @@ MODEL_PREFIX = "fake/"
 
 
 class BehaviourName(enum.StrEnum):
+    """Every scripted behaviour a fake can give; values are what scripts, model names
+    (``fake/<name>``) and the ledger use. `BEHAVIOURS` describes each.
+    """
+
     SUCCESS = "success"
     HANG = "hang"
     ACCEPT_THEN_DROP = "accept_then_drop"
@@ -53,12 +57,18 @@ class BehaviourName(enum.StrEnum):
 
 
 class DropMode(enum.StrEnum):
+    """How `accept_then_drop` loses a response it has already worked for."""
+
     RESET = "reset"  # close the connection at once
     HANG = "hang"  # keep the connection open and silent until the caller gives up
 
 
 @dataclass(frozen=True, kw_only=True)
 class BehaviourSpec:
+    """What a behaviour does, whether a real provider would bill it, and which parameters
+    it takes (any other parameter is refused).
+    """
+
     summary: str
     bills: bool  # a real provider would charge for this execution
     params: frozenset[str]

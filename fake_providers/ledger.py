@@ -20,6 +20,12 @@ from typing import Any
 
 @dataclass(frozen=True, kw_only=True)
 class LedgerEntry:
+    """One execution a fake performed (or one request it refused), as tests count them.
+
+    ``finished`` is computed when the entry is read (``completes_at`` against the fakes'
+    time), so a snapshot never changes under its reader.
+    """
+
     request_id: str  # the fake's id, sent back as x-request-id / request-id
     attempt_id: str | None  # from the caller's ATTEMPT_HEADER
     provider_kind: str  # "openai" | "anthropic"

@@ -31,6 +31,8 @@ from fake_providers.wire import (
 
 @dataclass(frozen=True)
 class Pause:
+    """Wait ``seconds`` of the fakes' time before the next step (latency)."""
+
     seconds: float
 
 
@@ -41,12 +43,16 @@ class Stall:
 
 @dataclass(frozen=True)
 class Head:
+    """Send the status line and headers: the response has begun."""
+
     status: int
     headers: Headers
 
 
 @dataclass(frozen=True)
 class Chunk:
+    """Send these body bytes (a whole body, or one stream event)."""
+
     data: bytes
 
 
@@ -65,6 +71,8 @@ Step = Pause | Stall | Head | Chunk | Drop | Complete
 
 @dataclass(frozen=True, kw_only=True)
 class Plan:
+    """A behaviour turned into steps for a driver, with what the ledger records about it."""
+
     steps: tuple[Step, ...]
     status_code: int | None  # the status the execution produced; None: nothing
     output_tokens: int = 0

@@ -24,6 +24,12 @@ _MATCH_KEYS = ("api", "model", "attempt_id")
 
 @dataclass(kw_only=True)
 class Script:
+    """Behaviours queued for the requests that match it (by API, model and attempt id).
+
+    Each matching request takes the next behaviour; once they are used up, ``then`` (when
+    given) answers every later match, else the script is gone.
+    """
+
     id: int
     behaviours: deque[Behaviour]
     then: Behaviour | None = None
@@ -56,6 +62,10 @@ class Script:
 
 
 class ScriptBook:
+    """The scripts in force. Thread-safe; a request takes from the most specific matching
+    script (the most match keys set), the oldest first among equals.
+    """
+
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._scripts: list[Script] = []

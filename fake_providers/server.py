@@ -65,6 +65,12 @@ def _bind(host: str, port: int) -> socket.socket:
 
 
 class FakeServer:
+    """The fakes on a real socket (uvicorn in a thread), for SDKs and black-box clients.
+
+    The port is bound when the object is made, so ``url`` is known before ``start()``;
+    ``stop()`` releases every hang first, so shutting down never waits on a hung request.
+    """
+
     def __init__(
         self,
         fakes: FakeProviders | None = None,

@@ -26,6 +26,12 @@ _CUT_BODY = "peer closed connection without sending complete message body"
 
 
 class FakeTransport(httpx.BaseTransport):
+    """An httpx transport that answers from the fakes in-process, with no socket.
+
+    Faults look to the client as they would over the wire: a stall or hang past the
+    client's read timeout raises ``httpx.ReadTimeout``, a drop ``RemoteProtocolError``.
+    """
+
     def __init__(self, fakes: FakeProviders | None = None) -> None:
         self.fakes = fakes if fakes is not None else FakeProviders()
 

@@ -17,11 +17,19 @@ Headers = tuple[tuple[str, str], ...]
 
 
 class Api(enum.StrEnum):
+    """The wire format a request speaks, chosen by its route; values are what the ledger's
+    ``provider_kind`` stores.
+    """
+
     OPENAI = "openai"
     ANTHROPIC = "anthropic"
 
 
 class ErrorKind(enum.StrEnum):
+    """The refusals the fakes can give, named apart from any API: each dialect maps a kind
+    to its own status, error type and words.
+    """
+
     INVALID_REQUEST = "invalid_request"
     NOT_FOUND = "not_found"
     RATE_LIMIT = "rate_limit"
@@ -47,6 +55,8 @@ class WireError(Exception):
 
 @dataclass(frozen=True, kw_only=True)
 class ParsedRequest:
+    """A completion request after a dialect accepted it: only what planning an answer needs."""
+
     api: Api
     model: str
     texts: tuple[str, ...]  # system prompt and message texts, in order
@@ -59,6 +69,8 @@ class ParsedRequest:
 
 @dataclass(frozen=True, kw_only=True)
 class Ids:
+    """The identifiers one answer carries; the two ids derive from its ledger number."""
+
     request_id: str  # the ledger's id, sent as x-request-id / request-id
     message_id: str  # chatcmpl-… / msg_…
     created: int  # unix seconds
@@ -66,6 +78,8 @@ class Ids:
 
 @dataclass(frozen=True, kw_only=True)
 class Answer:
+    """The content of a successful answer, before a dialect renders it (whole or streamed)."""
+
     text: str
     finish: str  # "stop" | "length"
     input_tokens: int
@@ -74,6 +88,8 @@ class Answer:
 
 @dataclass(frozen=True, kw_only=True)
 class WireResponse:
+    """A whole HTTP response: status, headers and body, exactly as sent."""
+
     status: int
     headers: Headers
     body: bytes
@@ -90,6 +106,12 @@ class StreamEvents:
 
 
 class Dialect(Protocol):
+    """One API's wire format: how it validates requests and renders every response.
+
+    The planner talks only to this protocol, so every behaviour works for both APIs, and
+    each dialect alone decides what its bodies, events and error bodies look like.
+    """
+
     api: Api
     stream_error_kind: ErrorKind  # what an error event after HTTP 200 reports
 
