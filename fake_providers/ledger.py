@@ -28,7 +28,7 @@ class LedgerEntry:
 
     request_id: str  # the fake's id, sent back as x-request-id / request-id
     attempt_id: str | None  # from the caller's ATTEMPT_HEADER
-    provider_kind: str  # "openai" | "anthropic"
+    provider_kind: str  # the route's Api value, "openai" | "anthropic" (see the package doc)
     model: str | None
     behaviour: str  # a BehaviourName value, or "invalid_request"
     stream: bool
