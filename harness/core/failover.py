@@ -1,23 +1,117 @@
-"""The failover policy, pure: which provider is next, when to hedge, what to send.
+"""The failover policy, pure: what comes next for a job, when to hedge, what to send.
 
 The worker asks these questions and carries out the answers through the engine; the
 engine (and its database) still refuses whatever breaks an invariant, so a wrong answer
 here can waste a call but never duplicate a job or a winner.
+
+`plan_next` is the whole policy for a job with nothing live: retry the same provider
+after a definite 429/5xx (honouring Retry-After up to the policy's bound, at most
+`same_provider_retries` times), else fail over to the next provider of the chain that
+may be called now (skipping one whose breaker is open or whose Retry-After still
+holds), else wait for the first one that will be callable, else the chain is exhausted.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
 
+from harness.core.breaker import Availability
 from harness.core.models import Attempt, CompletionRequest, Job, Message
-from harness.core.states import LIVE_ATTEMPT_STATES, JobState
+from harness.core.signals import Signal
+from harness.core.states import LIVE_ATTEMPT_STATES, AttemptState, JobState, PlanReason
+
+RETRY_SAME_PROVIDER = frozenset(
+    {
+        Signal.RATE_LIMITED,
+        Signal.SERVER_ERROR,
+        Signal.UNAVAILABLE,
+        Signal.OVERLOADED,
+        Signal.OTHER_SERVER_ERROR,
+    }
+)
+"""Definite refusals that the same provider may well not repeat: capacity (429, 529)
+and a server error it answered itself. A 4xx about the request would fail again."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Plan:
+    """What to do for a job with nothing live: start `provider` after `delay` seconds,
+    or (provider None) fail the job because its chain is exhausted."""
+
+    provider: str | None
+    delay: float
+    reason: PlanReason
+    skipped: tuple[tuple[str, Availability], ...] = ()  # passed over, and why
+
+
+HealthView = Mapping[str, tuple[Availability, datetime | None]]
+"""Per provider: may it be called now, and if not, from when (None: not known)."""
+
+
+def plan_next(job: Job, *, now: datetime, health: HealthView) -> Plan:
+    """The next step for a job none of whose attempts is live (see the module doc)."""
+    candidates = _candidates(job)
+    skipped: list[tuple[str, Availability]] = []
+    waits: list[tuple[datetime, str]] = []
+    for provider, delay, reason in candidates:
+        state, until = health.get(provider, (Availability.AVAILABLE, None))
+        if state in (Availability.AVAILABLE, Availability.PROBE):
+            return Plan(provider=provider, delay=delay, reason=reason, skipped=tuple(skipped))
+        skipped.append((provider, state))
+        if until is not None:
+            waits.append((until, provider))
+    if waits:
+        until, provider = min(waits)
+        delay = max(0.0, (until - now).total_seconds())
+        return Plan(provider=provider, delay=delay, reason=PlanReason.WAIT, skipped=tuple(skipped))
+    return Plan(provider=None, delay=0.0, reason=PlanReason.EXHAUSTED, skipped=tuple(skipped))
+
+
+def _candidates(job: Job) -> list[tuple[str, float, PlanReason]]:
+    if not job.attempts:
+        return [
+            (p, 0.0, PlanReason.FIRST if i == 0 else PlanReason.FAIL_OVER)
+            for i, p in enumerate(job.providers)
+        ]
+    last = job.attempts[-1]
+    out = []
+    retry = retry_delay(job, last)
+    if retry is not None:
+        out.append((last.provider, retry, PlanReason.RETRY_SAME))
+    position = job.providers.index(last.provider) if last.provider in job.providers else -1
+    out += [(p, 0.0, PlanReason.FAIL_OVER) for p in job.providers[position + 1 :]]
+    return out
+
+
+def retry_delay(job: Job, last: Attempt) -> float | None:
+    """Seconds before the same provider may be asked again after `last` failed, or None
+    when it may not (not a retryable refusal, retries used up, Retry-After too long)."""
+    if last.state is not AttemptState.FAILED or last.cause not in RETRY_SAME_PROVIDER:
+        return None
+    same = 0
+    for attempt in reversed(job.attempts):
+        if attempt.provider != last.provider:
+            break
+        same += 1
+    if same - 1 >= job.policy.same_provider_retries:
+        return None
+    if last.retry_after is not None:
+        if last.retry_after > job.policy.max_retry_after:
+            return None
+        return last.retry_after
+    return job.policy.retry_backoff
+
 
 DEFAULT_MAX_TOKENS = 1024
 
 
 def next_provider(job: Job) -> str | None:
     """The first provider of the chain after the last one tried (no wrap-around);
-    None when the chain is exhausted."""
+    None when the chain is exhausted. (The fallback button and the hedge use this;
+    after a failure the worker asks `plan_next`.)"""
     if not job.attempts:
         return job.providers[0]
     last = job.attempts[-1].provider

@@ -49,6 +49,19 @@ class CompletionRequest:
     attempt_id: str | None = None  # sent as ATTEMPT_HEADER
 
 
+DEFAULT_MAX_RETRY_AFTER = 5.0
+DEFAULT_SAME_PROVIDER_RETRIES = 1
+DEFAULT_RETRY_BACKOFF = 0.5
+POLICY_FIELDS = (
+    "attempt_timeout",
+    "max_live_attempts",
+    "hedge_after",
+    "max_retry_after",
+    "same_provider_retries",
+    "retry_backoff",
+)
+
+
 @dataclass(frozen=True, kw_only=True)
 class Policy:
     """How a job's attempts run. Not part of the intent's fingerprint."""
@@ -56,8 +69,25 @@ class Policy:
     attempt_timeout: float = DEFAULT_ATTEMPT_TIMEOUT  # seconds until an attempt is unknown
     max_live_attempts: int = 1  # > 1 allows hedging, up to this many live attempts
     hedge_after: float | None = None  # seconds before a hedge attempt may start
+    max_retry_after: float = DEFAULT_MAX_RETRY_AFTER  # a 429 asking to wait longer fails over
+    same_provider_retries: int = DEFAULT_SAME_PROVIDER_RETRIES  # after a definite 429/5xx
+    retry_backoff: float = DEFAULT_RETRY_BACKOFF  # seconds before retrying a definite 5xx
 
     def __post_init__(self) -> None:
+        self._check_timing()
+        self._check_retries()
+
+    def _check_retries(self) -> None:
+        for name in ("max_retry_after", "retry_backoff"):
+            if not _seconds(getattr(self, name)):
+                raise InvalidIntent(
+                    f"policy.{name} must be a number of seconds in [0, {MAX_POLICY_SECONDS:g}]"
+                )
+        retries = self.same_provider_retries
+        if not isinstance(retries, int) or isinstance(retries, bool) or not 0 <= retries <= 5:
+            raise InvalidIntent("policy.same_provider_retries must be an integer from 0 to 5")
+
+    def _check_timing(self) -> None:
         if not _seconds(self.attempt_timeout) or self.attempt_timeout <= 0:
             raise InvalidIntent(
                 f"policy.attempt_timeout must be a number of seconds in (0, {MAX_POLICY_SECONDS:g}]"
@@ -79,11 +109,7 @@ class Policy:
                 raise InvalidIntent("policy.hedge_after needs max_live_attempts of 2 or more")
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "attempt_timeout": self.attempt_timeout,
-            "max_live_attempts": self.max_live_attempts,
-            "hedge_after": self.hedge_after,
-        }
+        return {name: getattr(self, name) for name in POLICY_FIELDS}
 
     @classmethod
     def from_dict(cls, data: Any) -> Policy:
@@ -91,7 +117,7 @@ class Policy:
             return cls()
         if not isinstance(data, dict):
             raise InvalidIntent("policy must be an object")
-        unknown = {str(k) for k in data} - {"attempt_timeout", "max_live_attempts", "hedge_after"}
+        unknown = {str(k) for k in data} - set(POLICY_FIELDS)
         if unknown:
             raise InvalidIntent(f"policy has unknown fields: {', '.join(sorted(unknown))}")
         return cls(**data)
@@ -178,6 +204,11 @@ class Attempt:
     error: str | None
     raw_result: Any
     resolution: Resolution | None = None
+    cause: str | None = None  # the signal (or deadline) that ended or blocked it
+    status_code: int | None = None  # the provider's HTTP status, when one arrived
+    billed: bool | None = None  # True: it executed (may have been charged); None: unknown
+    retry_after: float | None = None  # seconds the provider asked us to wait
+    token: str | None = None  # the random id sent to the provider (never the row id)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -201,3 +201,13 @@ class DiscardReason(enum.StrEnum):
     ATTEMPT_FINISHED = "attempt_finished"  # the attempt was cancelled or superseded first
     JOB_COMPLETED = "job_completed"  # another attempt won the CAS
     JOB_FINISHED = "job_finished"  # the job was cancelled or failed
+
+
+class PlanReason(enum.StrEnum):
+    """Why `plan_next` chose what it chose (recorded in the job's events)."""
+
+    FIRST = "first"  # the job's first attempt
+    RETRY_SAME = "retry_same_provider"  # a definite 429/5xx, retried after a wait
+    FAIL_OVER = "fail_over"  # the next provider of the chain
+    WAIT = "wait_for_provider"  # every remaining provider is held; wait for the first
+    EXHAUSTED = "chain_exhausted"  # no provider left to try

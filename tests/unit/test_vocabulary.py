@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from harness.core import states
+from harness.core.breaker import Availability, BreakerState, Change
 from harness.core.gate import GateReason
 from harness.core.states import (
     ATTEMPT_TRANSITIONS,
@@ -20,14 +21,32 @@ from harness.core.states import (
     EventKind,
     JobState,
     OutcomeKind,
+    PlanReason,
     RefusalReason,
     Resolution,
     open_job_state,
 )
 
 HARNESS = Path(states.__file__).resolve().parents[1]
-VOCABULARIES = (EventKind, OutcomeKind, Resolution, RefusalReason, DiscardReason, GateReason)
-DECIDERS = ("engine.py", "runtime/worker.py", "core/invariants.py", "core/failover.py")
+VOCABULARIES = (
+    EventKind,
+    OutcomeKind,
+    Resolution,
+    RefusalReason,
+    DiscardReason,
+    GateReason,
+    PlanReason,
+    BreakerState,
+    Availability,
+    Change,
+)
+DECIDERS = (
+    "engine.py",
+    "runtime/worker.py",
+    "core/invariants.py",
+    "core/failover.py",
+    "core/breaker.py",
+)
 
 
 def test_state_tables_produce_only_enum_members() -> None:
@@ -58,11 +77,19 @@ def _literals(path: Path) -> set[str]:
         and isinstance(node.body[0], ast.Expr)
         and isinstance(node.body[0].value, ast.Constant)
     }
+    definitions = {  # an enum's own member values are where a word is defined, once
+        id(statement.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ClassDef)
+        and any(ast.unparse(base).endswith("Enum") for base in node.bases)
+        for statement in node.body
+        if isinstance(statement, ast.Assign)
+    }
     return {
         node.value
         for node in ast.walk(tree)
         if isinstance(node, ast.Constant) and isinstance(node.value, str)
-        if id(node) not in docstrings
+        if id(node) not in docstrings | definitions
     }
 
 
