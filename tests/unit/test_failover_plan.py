@@ -1,0 +1,87 @@
+"""plan_next: retry the same provider, fail over, wait, or give up; decided purely."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from harness.core.breaker import Availability
+from harness.core.failover import plan_next, retry_delay
+from harness.core.models import Attempt, Job, Policy
+from harness.core.signals import Signal
+from harness.core.states import AttemptState, JobState, PlanReason
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def attempt(n: int, provider: str, cause: Signal | None, retry_after: float | None = None):
+    return Attempt(
+        id=n, job_id=1, number=n, provider=provider, model=None, state=AttemptState.FAILED,
+        live_slot=None, read_version=0, provider_request_id=None, started_at=T0,
+        deadline_at=None, finished_at=T0, outcome=None, error=None, raw_result=None,
+        cause=cause, retry_after=retry_after,
+    )  # fmt: skip
+
+
+def job(*attempts: Attempt, policy: Policy | None = None, providers=("a", "b", "c")) -> Job:
+    return Job(
+        id=1, owner="o", idempotency_key="k", fingerprint="f", operation="op", input={},
+        contract=None, providers=providers, policy=policy or Policy(), status=JobState.PENDING,
+        version=1, attempt_count=len(attempts), completed_by=None, result=None,
+        created_at=T0, updated_at=T0, attempts=attempts,
+    )  # fmt: skip
+
+
+ALL_UP: dict = {}
+
+
+def test_first_attempt_goes_to_the_primary() -> None:
+    plan = plan_next(job(), now=T0, health=ALL_UP)
+    assert (plan.provider, plan.delay, plan.reason) == ("a", 0.0, PlanReason.FIRST)
+
+
+def test_a_definite_5xx_is_retried_once_after_the_backoff_then_fails_over() -> None:
+    one = attempt(1, "a", Signal.UNAVAILABLE)
+    plan = plan_next(job(one), now=T0, health=ALL_UP)
+    assert (plan.provider, plan.delay, plan.reason) == ("a", 0.5, PlanReason.RETRY_SAME)
+    two = attempt(2, "a", Signal.UNAVAILABLE)
+    plan = plan_next(job(one, two), now=T0, health=ALL_UP)
+    assert (plan.provider, plan.reason) == ("b", PlanReason.FAIL_OVER)
+
+
+def test_retry_after_within_the_bound_is_honoured_and_beyond_it_fails_over() -> None:
+    short = attempt(1, "a", Signal.RATE_LIMITED, retry_after=2)
+    assert plan_next(job(short), now=T0, health=ALL_UP).delay == 2
+    long = attempt(1, "a", Signal.RATE_LIMITED, retry_after=60)
+    assert plan_next(job(long), now=T0, health=ALL_UP).provider == "b"
+
+
+def test_a_request_error_is_never_retried_on_the_same_provider() -> None:
+    for cause in (Signal.BAD_REQUEST, Signal.UNAUTHORIZED, Signal.CONTEXT_LENGTH_EXCEEDED, None):
+        assert retry_delay(job(attempt(1, "a", cause)), attempt(1, "a", cause)) is None
+
+
+def test_no_retries_when_the_policy_says_none() -> None:
+    one = attempt(1, "a", Signal.SERVER_ERROR)
+    plan = plan_next(job(one, policy=Policy(same_provider_retries=0)), now=T0, health=ALL_UP)
+    assert plan.provider == "b"
+
+
+def test_an_open_breaker_is_skipped_and_recorded() -> None:
+    health = {"b": (Availability.BREAKER_OPEN, T0 + timedelta(seconds=10))}
+    plan = plan_next(job(attempt(1, "a", Signal.BAD_REQUEST)), now=T0, health=health)
+    assert plan.provider == "c" and plan.skipped == (("b", Availability.BREAKER_OPEN),)
+
+
+def test_when_every_provider_is_held_the_job_waits_for_the_first_free_one() -> None:
+    health = {
+        "b": (Availability.RETRY_AFTER, T0 + timedelta(seconds=3)),
+        "c": (Availability.BREAKER_OPEN, T0 + timedelta(seconds=9)),
+    }
+    plan = plan_next(job(attempt(1, "a", Signal.BAD_REQUEST)), now=T0, health=health)
+    assert (plan.provider, plan.delay, plan.reason) == ("b", 3.0, PlanReason.WAIT)
+
+
+def test_an_exhausted_chain_says_so() -> None:
+    last = attempt(1, "c", Signal.BAD_REQUEST)
+    plan = plan_next(job(last), now=T0, health=ALL_UP)
+    assert (plan.provider, plan.reason) == (None, PlanReason.EXHAUSTED)
