@@ -55,6 +55,11 @@ def _attempt(row: RowMapping) -> Attempt:
         error=row["error"],
         raw_result=row["raw_result"],
         resolution=Resolution(row["resolution"]) if row["resolution"] is not None else None,
+        cause=row["cause"],
+        status_code=row["status_code"],
+        billed=row["billed"],
+        retry_after=row["retry_after"],
+        token=row["token"],
     )
 
 

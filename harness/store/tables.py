@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import sqlalchemy as sa
 from sqlalchemy import (
     JSON,
     BigInteger,
@@ -11,6 +12,7 @@ from sqlalchemy import (
     CheckConstraint,
     Column,
     DateTime,
+    Float,
     ForeignKey,
     Index,
     Integer,
@@ -90,6 +92,7 @@ jobs = Table(
     Column("result", Json, nullable=True),
     Column("created_at", UTCDateTime, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
+    Column("next_attempt_at", UTCDateTime, nullable=True),  # a retry or wait is due then
     UniqueConstraint("owner", "idempotency_key"),
     CheckConstraint(_in("status", sorted(JobState)), name="status"),
 )
@@ -113,6 +116,11 @@ attempts = Table(
     Column("error", Text, nullable=True),
     Column("raw_result", Json, nullable=True),
     Column("resolution", String(16), nullable=True),
+    Column("cause", String(64), nullable=True),
+    Column("status_code", Integer, nullable=True),
+    Column("billed", Boolean, nullable=True),
+    Column("retry_after", Float, nullable=True),
+    Column("token", String(64), nullable=True),
     UniqueConstraint("job_id", "number"),
     CheckConstraint(_in("state", sorted(AttemptState)), name="state"),
     # A live attempt always holds a slot; a finished one never does.
@@ -140,6 +148,33 @@ live_slot_index = Index(
     postgresql_where=attempts.c.live_slot.isnot(None),
 )
 Index("ix_attempts_state_deadline_at", attempts.c.state, attempts.c.deadline_at)
+Index("uq_attempts_token", attempts.c.token, unique=True)  # what providers know it by
+
+# What the worker polls: jobs never started (claim), and jobs with nothing live that a
+# crash or a wait left pending (the sweep). Partial, so an idle poll costs the same at
+# a thousand jobs as at a million.
+_UNSTARTED = sa.text("status = 'pending' AND attempt_count = 0")
+_STRANDED = sa.text("status = 'pending' AND attempt_count > 0")
+Index("ix_jobs_unstarted", jobs.c.id, sqlite_where=_UNSTARTED, postgresql_where=_UNSTARTED)
+Index(
+    "ix_jobs_stranded",
+    jobs.c.next_attempt_at,
+    jobs.c.id,
+    sqlite_where=_STRANDED,
+    postgresql_where=_STRANDED,
+)
+
+provider_health = Table(
+    "provider_health",
+    metadata,
+    Column("provider", String(255), primary_key=True),
+    Column("state", String(16), nullable=False),
+    Column("failures", Integer, nullable=False),
+    Column("window_started_at", UTCDateTime, nullable=True),
+    Column("opened_at", UTCDateTime, nullable=True),
+    Column("not_before", UTCDateTime, nullable=True),
+    Column("updated_at", UTCDateTime, nullable=False),
+)
 
 events = Table(
     "events",
