@@ -1,35 +1,40 @@
-"""The service configuration file (YAML), read at the edge by the CLI.
+"""The settings: one frozen object, read once from the configuration file (YAML, or TOML
+for a ``.toml`` file) at the edge by the CLI, and handed to every part.
 
     tokens:                      # bearer token -> owner; or HARNESS_API_TOKENS="tok=owner,..."
       7f1c...: alice
-    providers: [...]             # provider entries, see docs/providers.md
+    providers: [...]             # provider entries (docs/providers.md); none: built-in fakes
     defaults:
       providers: [primary, fallback]   # the failover chain when a request names none
       contract: null                   # the contract when a request names none
       policy: {attempt_timeout: 30}
+    chains:                            # more failover chains the gate answers for
+      - {contract: invoice-extraction, providers: [primary, backup-eu, fallback]}
     failover_without_contract: refuse  # or allow: may a job with no contract fail over?
     limits: {max_body_bytes: 65536}
     max_runtime: {primary: 600}        # seconds, per provider, for the reconciler
 
-Every field is checked when the file is loaded; an error names the file and the field.
+Every field is checked when the file is loaded, by one small parser per section (the
+providers' and the chains' parsers live with them); an error names the file and the
+field and never echoes a value.
 """
 
 from __future__ import annotations
 
 import os
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from harness.config_file import read_config_file
+from harness.contracts.chains import Chain, parse_chains
 from harness.core.limits import DEFAULT_MAX_BODY_BYTES
 from harness.core.models import Policy
 from harness.errors import ConfigError, InvalidIntent
+from harness.providers.build import DEFAULT_CHAIN
+from harness.providers.config import ProviderConfig, parse_providers
 
-BUILTIN_PROVIDERS = ("primary", "fallback")
 TOKENS_ENV = "HARNESS_API_TOKENS"
 KNOWN_KEYS = {
     "tokens",
@@ -40,18 +45,36 @@ KNOWN_KEYS = {
     "max_runtime",
     "chains",
 }
+MIN_BODY_BYTES = 256
 
 
 @dataclass(frozen=True, kw_only=True)
 class ServiceConfig:
+    """The settings every command runs with: read once, by `load_config`, from the
+    configuration file and ``HARNESS_API_TOKENS``, every field checked.
+
+    Frozen, so no part can change what another part was told. ``providers`` is empty when
+    the file declares none: the deployment then runs on the built-in fakes (the one place
+    that decides so is ``harness.runtime.service.choose_providers``)."""
+
     tokens: Mapping[str, str] = field(default_factory=dict)
-    default_providers: tuple[str, ...] = BUILTIN_PROVIDERS
+    default_providers: tuple[str, ...] = DEFAULT_CHAIN
     default_contract: str | None = None
     default_policy: Policy = field(default_factory=Policy)
     failover_without_contract: bool = False
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     max_runtime: Mapping[str, float] = field(default_factory=dict)
-    path: Path | None = None  # the file it came from; providers are loaded from it too
+    providers: Mapping[str, ProviderConfig] = field(default_factory=dict)
+    chains: tuple[Chain, ...] = ()  # the `chains` section; see `failover_chains`
+    path: Path | None = None  # the file it came from, for messages
+
+    @property
+    def failover_chains(self) -> tuple[Chain, ...]:
+        """Every chain the deployment may use: the defaults' first, then ``chains``."""
+        defaults = Chain(
+            contract=self.default_contract, providers=self.default_providers, source="defaults"
+        )
+        return (defaults, *self.chains)
 
     def __repr__(self) -> str:  # tokens are secrets
         return (
@@ -72,110 +95,93 @@ def parse_tokens(text: str, *, where: str = TOKENS_ENV) -> dict[str, str]:
     return tokens
 
 
-def _fail(path: Path | None, where: str, message: str) -> ConfigError:
-    return ConfigError(f"{path or 'configuration'}: {where}: {message}", field=where)
-
-
-def read_config_file(path: str | Path) -> dict[str, Any]:
-    """A configuration file's top-level mapping: YAML, or TOML for a `.toml` file.
-
-    The one reader of configuration files (the service, the providers and the failover
-    chains all read the same file). An error gives the position and the problem, never
-    the offending text: it may be a token or a key."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
-        raise ConfigError(f"{path}: cannot read: {reason}") from None
-    if path.suffix.lower() == ".toml":
-        try:
-            loaded: Any = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:  # its message has line and column only
-            raise ConfigError(f"{path}: not valid TOML: {exc}") from None
-    else:
-        try:
-            loaded = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-            problem = getattr(exc, "problem", None) or "cannot parse"
-            raise ConfigError(f"{path}: not valid YAML{where}: {problem}") from None
-    if loaded is None:
-        return {}
-    if not isinstance(loaded, dict):
-        raise _fail(path, "(top level)", "must be a mapping")
-    return loaded
-
-
 def load_config(path: Path | None, environ: Mapping[str, str] = os.environ) -> ServiceConfig:
-    data: dict[str, Any] = {}
-    if path is not None:
-        data = read_config_file(path)
-        unknown = {str(k) for k in data} - KNOWN_KEYS
-        if unknown:
-            raise _fail(path, sorted(unknown)[0], f"unknown key; known: {sorted(KNOWN_KEYS)}")
+    """The settings from ``path`` (None: the built-in defaults) and ``environ``.
 
-    tokens_raw = data.get("tokens") or {}
-    if not isinstance(tokens_raw, dict) or not all(
-        isinstance(k, str) and isinstance(v, str) and k and v and len(v) <= 255
-        for k, v in tokens_raw.items()
-    ):
-        raise _fail(path, "tokens", "must map token strings to owner names (1-255 characters)")
-    tokens = dict(tokens_raw)
-    if environ.get(TOKENS_ENV):
-        tokens.update(parse_tokens(environ[TOKENS_ENV]))
-
-    defaults = data.get("defaults") or {}
-    if not isinstance(defaults, dict):
-        raise _fail(path, "defaults", "must be a mapping")
-    chain = defaults.get("providers", list(BUILTIN_PROVIDERS))
-    if (
-        not isinstance(chain, list)
-        or not chain
-        or not all(isinstance(p, str) and p for p in chain)
-        or len(set(chain)) != len(chain)
-    ):
-        raise _fail(
-            path, "defaults.providers", "must be a non-empty list of distinct provider names"
-        )
-    contract = defaults.get("contract")
-    if contract is not None and not isinstance(contract, str):
-        raise _fail(path, "defaults.contract", "must be a contract name")
-    try:
-        policy = Policy.from_dict(defaults.get("policy"))
-    except InvalidIntent as exc:
-        raise _fail(path, "defaults.policy", exc.message) from None
-
-    failover = data.get("failover_without_contract", "refuse")
-    if failover not in ("allow", "refuse"):
-        raise _fail(path, "failover_without_contract", "must be 'allow' or 'refuse'")
-
-    limits = data.get("limits") or {}
-    max_body = (
-        limits.get("max_body_bytes", DEFAULT_MAX_BODY_BYTES) if isinstance(limits, dict) else None
-    )
-    if not isinstance(max_body, int) or isinstance(max_body, bool) or max_body < 256:
-        raise _fail(path, "limits.max_body_bytes", "must be an integer of at least 256")
-
-    runtime = data.get("max_runtime") or {}
-    if (
-        not isinstance(runtime, dict)
-        or not all(isinstance(k, str) for k in runtime)
-        or not all(
-            isinstance(v, int | float) and not isinstance(v, bool) and v > 0
-            for v in runtime.values()
-        )
-    ):
-        raise _fail(path, "max_runtime", "must map provider names to positive seconds")
-
+    The one reader of the configuration: every command takes its settings from here.
+    An error names the file and the field and never echoes a value."""
+    data = _read(path)
+    file = str(path) if path is not None else "configuration"
+    defaults, *chains = parse_chains(data, file=file)
     return ServiceConfig(
-        tokens=tokens,
-        default_providers=tuple(chain),
-        default_contract=contract,
-        default_policy=policy,
-        failover_without_contract=failover == "allow",
-        max_body_bytes=max_body,
-        max_runtime={str(k): float(v) for k, v in runtime.items()},
+        tokens=_tokens(data, file, environ),
+        default_providers=defaults.providers,
+        default_contract=defaults.contract,
+        default_policy=_policy(data, file),
+        failover_without_contract=_failover_without_contract(data, file),
+        max_body_bytes=_max_body_bytes(data, file),
+        max_runtime=_max_runtime(data, file),
+        providers=parse_providers(data, source=file, required=False),
+        chains=tuple(chains),
         path=Path(path) if path is not None else None,
     )
+
+
+# --- one parser per section -----------------------------------------------------------
+
+
+def _fail(file: str, where: str, message: str) -> ConfigError:
+    return ConfigError(f"{file}: {where}: {message}", field=where)
+
+
+def _read(path: Path | None) -> dict[str, Any]:
+    if path is None:
+        return {}
+    data = read_config_file(path)
+    unknown = {str(k) for k in data} - KNOWN_KEYS
+    if unknown:
+        raise _fail(str(path), sorted(unknown)[0], f"unknown key; known: {sorted(KNOWN_KEYS)}")
+    return data
+
+
+def _tokens(data: dict[str, Any], file: str, environ: Mapping[str, str]) -> dict[str, str]:
+    raw = data.get("tokens") or {}
+    if not isinstance(raw, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) and k and v and len(v) <= 255
+        for k, v in raw.items()
+    ):
+        raise _fail(file, "tokens", "must map token strings to owner names (1-255 characters)")
+    tokens = dict(raw)
+    if environ.get(TOKENS_ENV):
+        tokens.update(parse_tokens(environ[TOKENS_ENV]))
+    return tokens
+
+
+def _policy(data: dict[str, Any], file: str) -> Policy:
+    defaults = data.get("defaults") or {}  # a mapping: parse_chains checked it
+    try:
+        return Policy.from_dict(defaults.get("policy"))
+    except InvalidIntent as exc:
+        raise _fail(file, "defaults.policy", exc.message) from None
+
+
+def _failover_without_contract(data: dict[str, Any], file: str) -> bool:
+    value = data.get("failover_without_contract", "refuse")
+    if value not in ("allow", "refuse"):
+        raise _fail(file, "failover_without_contract", "must be 'allow' or 'refuse'")
+    return value == "allow"
+
+
+def _max_body_bytes(data: dict[str, Any], file: str) -> int:
+    limits = data.get("limits") or {}
+    value = (
+        limits.get("max_body_bytes", DEFAULT_MAX_BODY_BYTES) if isinstance(limits, dict) else None
+    )
+    if not isinstance(value, int) or isinstance(value, bool) or value < MIN_BODY_BYTES:
+        raise _fail(
+            file, "limits.max_body_bytes", f"must be an integer of at least {MIN_BODY_BYTES}"
+        )
+    return value
+
+
+def _max_runtime(data: dict[str, Any], file: str) -> dict[str, float]:
+    raw = data.get("max_runtime") or {}
+    if not isinstance(raw, dict) or not all(
+        isinstance(k, str) and _positive_seconds(v) for k, v in raw.items()
+    ):
+        raise _fail(file, "max_runtime", "must map provider names to positive seconds")
+    return {k: float(v) for k, v in raw.items()}
+
+
+def _positive_seconds(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and value > 0

@@ -1,4 +1,5 @@
-"""Failover chains from the configuration file, and the gate over every link.
+"""Failover chains from the configuration file, the gate over every link, and the gate's
+report (console lines and the JSON document of `harness contracts gate`).
 
 The configuration (YAML) names the chains the deployment may use::
 
@@ -10,29 +11,32 @@ The configuration (YAML) names the chains the deployment may use::
         providers: [primary, backup-eu, fallback]
 
 A chain's first provider is the primary; every later provider is a fallback link that
-needs a passing, fresh verdict for the chain's contract. As in the service
-configuration (``harness.config``), ``defaults.providers`` defaults to the built-in
-``[primary, fallback]``. Other top-level keys (provider definitions, tokens...) belong
-to other parts of the harness and are ignored here.
+needs a passing, fresh verdict for the chain's contract. ``defaults.providers``
+defaults to `DEFAULT_CHAIN`, the built-in fakes ``[primary, fallback]``. Other top-level
+keys (provider definitions, tokens...) are read by the settings (``harness.config``),
+which take their chains from `parse_chains`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from itertools import groupby
 from pathlib import Path
 from typing import Any
 
-from harness.config import read_config_file
+from harness.config_file import read_config_file
 from harness.contracts.gate import GateCheck, VerdictGate
+from harness.contracts.schema import GATE_REPORT_FORMAT
 from harness.errors import ConfigError
-
-DEFAULT_CHAIN = ("primary", "fallback")
-"""The service's failover chain when the configuration names none (harness.config)."""
+from harness.providers.build import DEFAULT_CHAIN
 
 
 @dataclass(frozen=True, kw_only=True)
 class Chain:
+    """A failover chain the deployment may use: the first provider is the primary, every
+    later one a fallback link allowed only with a passing, fresh verdict for ``contract``."""
+
     contract: str | None
     providers: tuple[str, ...]
     source: str  # "defaults" or "chains[N]", for messages
@@ -64,69 +68,68 @@ class Link:
         }
 
 
-def _chain(raw: Any, source: str, file: str) -> Chain:
+def _fail(file: str, field: str, message: str) -> ConfigError:
+    return ConfigError(f"{file}: {field}: {message}", field=field)
+
+
+def parse_chain(raw: Any, *, source: str, file: str = "<config>") -> Chain:
+    """One chain: ``{providers: [...], contract: NAME}``. ``source`` names it in errors
+    (``defaults``, ``chains[2]``); ``defaults`` may hold other keys (the policy...)."""
     if not isinstance(raw, dict):
-        raise ConfigError(f"{file}: {source}: must be a mapping with providers and contract")
+        raise _fail(file, source, "must be a mapping with providers and contract")
     unknown = sorted(set(raw) - {"providers", "contract"})
     if unknown and source != "defaults":
-        raise ConfigError(
-            f"{file}: {source}.{unknown[0]}: unknown field (allowed: contract, providers)"
-        )
-    providers = raw.get("providers")
+        raise _fail(file, f"{source}.{unknown[0]}", "unknown field (allowed: contract, providers)")
+    return Chain(
+        contract=_contract(raw.get("contract"), source, file),
+        providers=_providers(raw.get("providers"), source, file),
+        source=source,
+    )
+
+
+def _providers(providers: Any, source: str, file: str) -> tuple[str, ...]:
     if (
         not isinstance(providers, list)
         or not providers
         or not all(isinstance(p, str) and p for p in providers)
     ):
-        raise ConfigError(f"{file}: {source}.providers: must be a non-empty list of provider names")
+        raise _fail(file, f"{source}.providers", "must be a non-empty list of provider names")
     if len(set(providers)) != len(providers):
-        raise ConfigError(f"{file}: {source}.providers: names a provider twice")
-    contract = raw.get("contract")
+        raise _fail(file, f"{source}.providers", "names a provider twice")
+    return tuple(providers)
+
+
+def _contract(contract: Any, source: str, file: str) -> str | None:
     if contract is not None and not (isinstance(contract, str) and contract):
-        raise ConfigError(f"{file}: {source}.contract: must be a contract name")
-    return Chain(contract=contract, providers=tuple(providers), source=source)
+        raise _fail(file, f"{source}.contract", "must be a contract name")
+    return contract
 
 
 def parse_chains(data: Any, *, file: str = "<config>") -> list[Chain]:
-    """The chains a configuration declares: ``defaults`` first, then ``chains``."""
+    """The chains a configuration declares: ``defaults`` first (its providers default to
+    `DEFAULT_CHAIN`), then ``chains``."""
     if data is None:
         data = {}
     if not isinstance(data, dict):
-        raise ConfigError(f"{file}: the configuration must be a mapping")
-    chains: list[Chain] = []
+        raise _fail(file, "(top level)", "must be a mapping")
     defaults = data.get("defaults") or {}
     if not isinstance(defaults, dict):
-        raise ConfigError(f"{file}: defaults: must be a mapping")
-    chains.append(
-        _chain(
-            {"providers": list(DEFAULT_CHAIN), **defaults},
-            "defaults",
-            file,
-        )
-    )
+        raise _fail(file, "defaults", "must be a mapping")
+    chains = [
+        parse_chain({"providers": list(DEFAULT_CHAIN), **defaults}, source="defaults", file=file)
+    ]
     raw_chains = data.get("chains") or []
     if not isinstance(raw_chains, list):
-        raise ConfigError(f"{file}: chains: must be a list")
+        raise _fail(file, "chains", "must be a list")
     for index, raw in enumerate(raw_chains):
-        chains.append(_chain(raw, f"chains[{index}]", file))
+        chains.append(parse_chain(raw, source=f"chains[{index}]", file=file))
     return chains
 
 
-def allows_contractless_failover(data: dict[str, Any]) -> bool:
-    """``failover_without_contract: allow`` (the service's setting; default refuse)."""
-    value = data.get("failover_without_contract", "refuse")
-    if value not in ("allow", "refuse"):
-        raise ConfigError("failover_without_contract: must be 'allow' or 'refuse'")
-    return value == "allow"
-
-
-def load_config(path: str | Path) -> dict[str, Any]:
-    """The configuration file's mapping (read by `harness.config.read_config_file`)."""
-    return read_config_file(path)
-
-
 def load_chains(path: str | Path) -> list[Chain]:
-    return parse_chains(load_config(path), file=str(path))
+    """The chains of a configuration file alone (commands read them from the settings,
+    `harness.config.load_config`, which uses `parse_chains` on the same file)."""
+    return parse_chains(read_config_file(path), file=str(path))
 
 
 def check_chains(gate: VerdictGate, chains: Iterable[Chain]) -> list[Link]:
@@ -138,3 +141,41 @@ def check_chains(gate: VerdictGate, chains: Iterable[Chain]) -> list[Link]:
             check = gate.check(contract=chain.contract, provider=provider)
             links.append(Link(chain=chain, primary=primary, provider=provider, check=check))
     return links
+
+
+def gate_document(links: list[Link], *, named_primary: bool = True) -> dict[str, Any]:
+    """The gate report (schema: gate-report). ``named_primary=False`` for a question
+    asked without a chain (``--contract C --to P``): the primary is then unknown."""
+    document = {
+        "format": GATE_REPORT_FORMAT,
+        "allowed": all(link.allowed for link in links),
+        "links": [link.to_dict() for link in links],
+    }
+    if not named_primary:
+        for link in document["links"]:
+            link["primary"] = None
+    return document
+
+
+def chain_lines(links: list[Link]) -> list[str]:
+    """One console line per chain: ALLOWED when every link of it is, else REFUSED."""
+    return [_chain_line(list(group)) for _, group in groupby(links, key=lambda k: id(k.chain))]
+
+
+def _chain_line(links: list[Link]) -> str:
+    status = "ALLOWED" if all(link.allowed for link in links) else "REFUSED"
+    parts = [
+        f"-> {link.provider}: {link.check.decision.reason} ({link.check.decision.detail})"
+        for link in links
+    ]
+    name = links[0].chain.contract or "(no contract)"
+    return f"{status}  {name}  {links[0].primary} {'; '.join(parts)}"
+
+
+def answer_line(link: Link) -> str:
+    """The console line answering one ``--contract C --to P`` question."""
+    decision = link.check.decision
+    word = "ALLOWED" if decision.allowed else "REFUSED"
+    return (
+        f"{word}  {link.chain.contract} -> {link.provider}: {decision.reason} ({decision.detail})"
+    )

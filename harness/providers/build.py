@@ -1,4 +1,5 @@
-"""From configuration to adapters; and the two built-in fakes the service runs on alone.
+"""From configuration to adapters; the two built-in fakes the service runs on alone, and
+the default failover chain over them.
 
 The environment is read here, at the edge: `build_provider` looks up the API key by the
 variable name the config gives and hands the adapter a `Secret`.
@@ -42,6 +43,11 @@ BUILTIN_FAKES: Mapping[str, ProviderConfig] = {
         lookup_url=f"{BUILTIN_FAKE_ROOT}/control/lookup",
     ),
 }
+
+DEFAULT_CHAIN: tuple[str, ...] = tuple(BUILTIN_FAKES)
+"""The failover chain when the configuration names none: the built-in fakes' names,
+``primary`` then ``fallback``. The one definition; the settings and the chains parser
+take it from here."""
 
 
 def build_provider(

@@ -27,7 +27,7 @@ from typing import Any
 
 import httpx
 
-from harness.config import read_config_file
+from harness.config_file import read_config_file
 from harness.errors import ConfigError, ProviderConfigError
 
 DEFAULT_TIMEOUT = 60.0
@@ -77,14 +77,9 @@ def _fail(source: str, field: str, message: str) -> ProviderConfigError:
 
 
 def _read(path: Path) -> Any:
-    suffix = path.suffix.lower()
-    if suffix not in (".yaml", ".yml", ".toml"):
-        raise ProviderConfigError(
-            f"{path}: provider config must be .yaml, .yml or .toml", source=str(path)
-        )
     try:
         return read_config_file(path)
-    except ConfigError as exc:
+    except ConfigError as exc:  # the same error, in the providers' branch of the tree
         raise ProviderConfigError(exc.message, source=str(path)) from None
 
 
