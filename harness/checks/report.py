@@ -1,4 +1,4 @@
-"""The report of `harness check`: JSON (with a schema) and JUnit XML for CI."""
+"""The report of `harness check`: console lines, JSON (with a schema) and JUnit XML for CI."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from harness.checks.junit import Case, Suite, write_junit
+from harness.checks.junit import Case, Suite, gate_suite, write_junit
 from harness.checks.stories import Result
-from harness.store.database import Database
+from harness.contracts.chains import Link
 
 
 def report_schema() -> dict[str, Any]:
@@ -17,24 +17,8 @@ def report_schema() -> dict[str, Any]:
     return json.loads(text)
 
 
-def gate_links(database: Database, config_path: Path, contracts_dir: Path | None) -> list[dict]:
-    """The failover gate's answer for every link of every chain in the configuration."""
-    from harness.contracts.chains import (
-        allows_contractless_failover,
-        check_chains,
-        load_config,
-        parse_chains,
-    )
-    from harness.contracts.gate import VerdictGate
-    from harness.contracts.registry import load_registry
-    from harness.core.clock import SystemClock
-
-    data = load_config(config_path)
-    registry = load_registry(contracts_dir or "contracts")
-    gate = VerdictGate(
-        database, registry, SystemClock(), allow_without_contract=allows_contractless_failover(data)
-    )
-    links = check_chains(gate, parse_chains(data, file=str(config_path)))
+def gate_entries(links: list[Link]) -> list[dict[str, Any]]:
+    """The report's ``gate`` section: the gate's answer for every failover link."""
     return [
         {
             "contract": link.chain.contract,
@@ -50,8 +34,30 @@ def gate_links(database: Database, config_path: Path, contracts_dir: Path | None
     ]
 
 
+def result_lines(result: Result) -> list[str]:
+    """A check's line in the console, then one line per violation."""
+    mark = "PASS" if result.passed else "FAIL"
+    line = f"{mark}  {result.name:<24} {result.seconds * 1000:7.0f} ms"
+    lines = [line + (f"  {result.detail}" if result.detail else "")]
+    return lines + [f"      {violation}" for violation in result.violations]
+
+
+def mutant_line(name: str, caught_by: list[str]) -> str:
+    return f"{'CAUGHT' if caught_by else 'MISSED'} mutant {name:<24}" + (
+        f" by {', '.join(caught_by)}" if caught_by else " by no check"
+    )
+
+
+def gate_line(link: Link) -> str:
+    decision = link.check.decision
+    return (
+        f"{'ALLOW' if decision.allowed else 'REFUSE'} {link.primary} -> {link.provider} "
+        f"({link.chain.contract or 'no contract'}): {decision.reason}"
+    )
+
+
 def check_report(
-    run_id: str, results: list[Result], caught: dict[str, list[str]] | None, links: list[dict]
+    run_id: str, results: list[Result], caught: dict[str, list[str]] | None, links: list[Link]
 ) -> dict[str, Any]:
     from harness.checks.mutants import MUTANTS
 
@@ -66,7 +72,7 @@ def check_report(
     outcomes = (
         [r.passed for r in results]
         + [bool(m["caught_by"]) for m in mutants or []]
-        + [link["decision"]["allowed"] for link in links]
+        + [link.allowed for link in links]
     )
     return {
         "run_id": run_id,
@@ -81,60 +87,54 @@ def check_report(
             for r in results
         ],
         "mutants": mutants,
-        "gate": links,
+        "gate": gate_entries(links),
         "summary": {"passed": sum(outcomes), "failed": len(outcomes) - sum(outcomes)},
     }
 
 
 def write_outputs(
-    report: dict[str, Any], *, junit_path: Path | None, json_path: Path | None
+    report: dict[str, Any],
+    *,
+    links: list[Link],
+    junit_path: Path | None,
+    json_path: Path | None,
 ) -> None:
     if json_path is not None:
         json_path.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     if junit_path is None:
         return
-    suites = [
-        Suite(
-            name="harness check",
-            cases=[
-                Case(
-                    name=c["name"],
-                    classname="harness.checks.stories",
-                    failure=None if c["passed"] else (c["detail"] or "failed"),
-                    details="\n".join(c["violations"]),
-                )
-                for c in report["checks"]
-            ],
-        )
-    ]
+    suites = [_checks_suite(report["checks"])]
     if report["mutants"] is not None:
-        suites.append(
-            Suite(
-                name="harness check mutants",
-                cases=[
-                    Case(
-                        name=m["name"],
-                        classname="harness.checks.mutants",
-                        failure=None if m["caught_by"] else f"no check caught mutant {m['name']}",
-                    )
-                    for m in report["mutants"]
-                ],
-            )
-        )
-    if report["gate"]:
-        suites.append(
-            Suite(
-                name="failover gate",
-                cases=[
-                    Case(
-                        name=f"{g['primary']} -> {g['provider']} ({g['contract']})",
-                        classname="harness.core.gate",
-                        failure=None
-                        if g["decision"]["allowed"]
-                        else f"{g['decision']['reason']}: {g['decision']['detail']}",
-                    )
-                    for g in report["gate"]
-                ],
-            )
-        )
+        suites.append(_mutants_suite(report["mutants"]))
+    if links:
+        suites.append(gate_suite(links, name="failover gate"))
     write_junit(junit_path, suites)
+
+
+def _checks_suite(checks: list[dict[str, Any]]) -> Suite:
+    return Suite(
+        name="harness check",
+        cases=[
+            Case(
+                name=c["name"],
+                classname="harness.checks.stories",
+                failure=None if c["passed"] else (c["detail"] or "failed"),
+                details="\n".join(c["violations"]),
+            )
+            for c in checks
+        ],
+    )
+
+
+def _mutants_suite(mutants: list[dict[str, Any]]) -> Suite:
+    return Suite(
+        name="harness check mutants",
+        cases=[
+            Case(
+                name=m["name"],
+                classname="harness.checks.mutants",
+                failure=None if m["caught_by"] else f"no check caught mutant {m['name']}",
+            )
+            for m in mutants
+        ],
+    )

@@ -10,9 +10,10 @@ Exit codes (part of the contract):
   as FILE:LINE: FIELD: message).
 - ``list``, ``verdicts``, ``schema``: 0, or 2 on errors.
 
-Environment (read only here): HARNESS_CONTRACTS_DIR (--contracts), HARNESS_DATABASE_URL
-(--db), HARNESS_CONFIG (--config), HARNESS_ACTOR (--by), HARNESS_VERDICT_MAX_AGE
-(--max-age).
+Environment (read only here): the shared options' (``harness.cli.options``),
+HARNESS_ACTOR (--by), HARNESS_VERDICT_MAX_AGE (--max-age). The work is done by
+``harness.contracts.verification`` (verify), ``harness.contracts.chains`` (gate reports)
+and ``harness.runtime.service`` (the providers, the gate, the contracts).
 """
 
 from __future__ import annotations
@@ -21,81 +22,39 @@ import getpass
 import json
 import re
 import sys
-import traceback
-from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, NoReturn
 
 import click
 
-from harness.checks.junit import Case, Suite, write_junit
+from harness.checks.junit import gate_suite, verification_suite, write_junit
+from harness.cli.exits import EXIT_FAILED, exit_on_error, exit_with, fail
+from harness.cli.options import config_option, contracts_option, db_option
+from harness.cli.wiring import Wiring, pass_wiring
+from harness.config import ServiceConfig
 from harness.contracts.captures import read_captures, write_captures
-from harness.contracts.chains import (
-    Chain,
-    Link,
-    allows_contractless_failover,
-    check_chains,
-    load_config,
-    parse_chains,
-)
-from harness.contracts.checks import CheckResult
-from harness.contracts.gate import DEFAULT_MAX_VERDICT_AGE, VerdictGate
-from harness.contracts.loader import CONTRACT_SUFFIXES, load_contract
+from harness.contracts.chains import Chain, answer_line, chain_lines, gate_document
+from harness.contracts.gate import DEFAULT_MAX_VERDICT_AGE
+from harness.contracts.loader import load_contract
 from harness.contracts.model import Contract
-from harness.contracts.registry import (
-    CONTRACTS_DIR_ENV,
-    DEFAULT_CONTRACTS_DIR,
-    ContractRegistry,
-    load_registry,
-)
+from harness.contracts.registry import ContractRegistry, load_registry
 from harness.contracts.schema import SCHEMAS
 from harness.contracts.template import PROVIDER_KINDS
-from harness.contracts.tokens import DEFAULT_TOKENIZER, TOKENIZERS, get_tokenizer
+from harness.contracts.tokens import DEFAULT_TOKENIZER, TOKENIZERS, BaseTokenizer, get_tokenizer
 from harness.contracts.verdicts import export_verdicts, list_verdicts, record_verdict
+from harness.contracts.verification import (
+    find_contract,
+    offline_target,
+    verification_document,
+    verification_lines,
+)
 from harness.contracts.verifier import Verification, verify_offline, verify_online
 from harness.core.clock import SystemClock
-from harness.core.models import Verdict
-from harness.errors import ConfigError, HarnessError
+from harness.errors import HarnessError
 from harness.providers.base import BaseProvider
-from harness.store.database import DEFAULT_DATABASE_URL, Database
+from harness.runtime.service import choose_providers, failover_links, load_contracts
+from harness.store.database import Database
 
-SHOWN_FAILURES = 5  # per check, in text output; --json and --junit carry all kept
-
-
-def fail(message: str, code: int = 2) -> NoReturn:
-    click.echo(f"error: {message}", err=True)
-    sys.exit(code)
-
-
-contracts_option = click.option(
-    "--contracts",
-    "contracts_dir",
-    envvar=CONTRACTS_DIR_ENV,
-    default=DEFAULT_CONTRACTS_DIR,
-    show_default=True,
-    show_envvar=True,
-    type=click.Path(file_okay=False),
-    help="Directory of contract files.",
-)
-db_option = click.option(
-    "--db",
-    "database_url",
-    envvar="HARNESS_DATABASE_URL",
-    default=DEFAULT_DATABASE_URL,
-    show_default=True,
-    show_envvar=True,
-    help="Database URL: sqlite:///FILE or postgresql://USER@HOST:PORT/DB.",
-)
-config_option = click.option(
-    "--config",
-    "config_path",
-    envvar="HARNESS_CONFIG",
-    default=None,
-    show_envvar=True,
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Configuration (YAML): providers, defaults, chains. None: the built-in fakes.",
-)
 junit_option = click.option(
     "--junit",
     "junit_path",
@@ -110,150 +69,16 @@ def contracts() -> None:
     """Output contracts, provider verification and the failover gate."""
 
 
-# --- shared helpers ------------------------------------------------------------------
-
-
-def _registry(contracts_dir: str) -> ContractRegistry:
-    try:
-        return load_registry(contracts_dir)
-    except HarnessError as exc:
-        fail(exc.message)
-
-
-def _contract(name_or_file: str, contracts_dir: str) -> Contract:
-    """A contract by registry name, or straight from a file path."""
-    path = Path(name_or_file)
-    if path.suffix.lower() in CONTRACT_SUFFIXES and path.is_file():
-        try:
-            return load_contract(path)
-        except HarnessError as exc:
-            fail(exc.message)
-    registry = _registry(contracts_dir)
-    try:
-        return registry[name_or_file]
-    except HarnessError as exc:
-        fail(exc.message)
-
-
-def _database(url: str) -> Database:
-    try:
-        return Database(url)
-    except HarnessError as exc:
-        fail(exc.message)
-
-
-def _config(config_path: Path | None) -> dict[str, Any]:
-    if config_path is None:
-        return {}
-    try:
-        return load_config(config_path)
-    except HarnessError as exc:
-        fail(exc.message)
-
-
-def provider_configs(config_path: Path | None) -> tuple[dict[str, Any], bool]:
-    """The configured providers by name, and whether they are the built-in fakes (used,
-    as by the service, when the configuration declares no providers)."""
-    from harness.providers.build import BUILTIN_FAKES
-    from harness.providers.config import load_providers
-
-    if config_path is not None:
-        configured = load_providers(config_path, required=False)
-        if configured:
-            return dict(configured), False
-    return dict(BUILTIN_FAKES), True
-
-
-def provider_models(config_path: Path | None) -> dict[str, str]:
-    """Provider name -> the model it is configured with (what verdicts are checked for)."""
-    configs, _ = provider_configs(config_path)
-    return {name: config.model for name, config in configs.items()}
-
-
-ProviderFactory = Callable[[Path | None, str], BaseProvider]
-
-
-def build_configured_provider(config_path: Path | None, name: str) -> BaseProvider:
-    """The adapter for provider ``name`` of the configuration (or a built-in fake)."""
-    from harness.providers.build import build_provider, builtin_fake_providers
-
-    configs, builtin = provider_configs(config_path)
-    if name not in configs:
-        known = ", ".join(sorted(configs)) or "none"
-        where = config_path or "the built-in fakes"
-        raise ConfigError(f"{where}: no provider named {name!r} (known: {known})")
-    if builtin:
-        click.echo(f"note: no providers configured; verifying the built-in fake {name!r}", err=True)
-        return builtin_fake_providers()[name]
-    return build_provider(configs[name])
-
-
-# Tests replace this to verify against in-process providers through the real CLI.
-provider_factory: ProviderFactory = build_configured_provider
-
-
-def _status_word(check: CheckResult) -> str:
-    return {"pass": "PASS", "fail": "FAIL", "skip": "SKIP"}[check.status]
-
-
-def _print_verification(verification: Verification, verdict: Verdict | None) -> None:
-    contract = verification.contract
-    mode = "offline" if verification.offline else "online"
-    click.echo(
-        f"{contract.name} v{contract.version} ({contract.short_hash}) on {verification.provider}"
-        f" ({verification.model or 'model unknown'}), {mode}: {verification.sample_count}"
-        f" samples x {contract.settings.repeats} repeats, {len(verification.responses)} responses"
-    )
-    width = max(len(c.name) for c in verification.checks)
-    for check in verification.checks:
-        click.echo(f"  {_status_word(check)}  {check.name:<{width}}  {check.detail}")
-        for failure in check.failures[:SHOWN_FAILURES]:
-            where = failure.sample or ""
-            if failure.repeat is not None:
-                where += f" #{failure.repeat}"
-            click.echo(f"          {where}: {failure.message}")
-        if check.failed > SHOWN_FAILURES:
-            click.echo(f"          ... and {check.failed - SHOWN_FAILURES} more (see --json)")
-    outcome = (
-        "PASSED" if verification.passed else f"FAILED ({', '.join(verification.failed_checks)})"
-    )
-    recorded = f"verdict #{verdict.id} recorded" if verdict is not None else "verdict not recorded"
-    click.echo(f"{outcome}; {recorded}")
-
-
-def _verification_suite(verification: Verification) -> Suite:
-    classname = f"contracts.{verification.contract.name}.{verification.provider}"
-    cases = []
-    for check in verification.checks:
-        details = "\n".join(
-            f"{f.sample or ''}{'' if f.repeat is None else f' #{f.repeat}'}: {f.message}"
-            for f in check.failures
-        )
-        cases.append(
-            Case(
-                name=check.name,
-                classname=classname,
-                failure=check.detail if check.status == "fail" else None,
-                failure_type="contract_violation",
-                details=details,
-                skipped=check.detail if check.status == "skip" else None,
-            )
-        )
-    return Suite(
-        name=f"contracts verify {verification.contract.name} --provider {verification.provider}",
-        cases=cases,
-    )
-
-
 # --- commands ------------------------------------------------------------------------
 
 
 @contracts.command("list")
 @contracts_option
 @json_option
-def list_command(contracts_dir: str, as_json: bool) -> None:
+def list_command(contracts_dir: Path, as_json: bool) -> None:
     """List the contracts of the contracts directory."""
-    registry = _registry(contracts_dir)
+    with exit_on_error():
+        registry = load_contracts(contracts_dir)
     rows = [
         {
             "name": c.name,
@@ -284,16 +109,16 @@ def list_command(contracts_dir: str, as_json: bool) -> None:
 @contracts.command()
 @click.argument("files", nargs=-1, type=click.Path(dir_okay=False))
 @contracts_option
-def validate(files: tuple[str, ...], contracts_dir: str) -> None:
+def validate(files: tuple[str, ...], contracts_dir: Path) -> None:
     """Check contract files (default: the contracts directory); exit 1 on any problem."""
-    try:
+    try:  # validating is this command's job: even the default directory must exist
         if files:
             loaded = ContractRegistry([load_contract(f) for f in files])
         else:
             loaded = load_registry(contracts_dir)
     except HarnessError as exc:
         click.echo(exc.message, err=True)
-        sys.exit(1)
+        sys.exit(EXIT_FAILED)
     for contract in loaded.values():
         click.echo(
             f"ok  {contract.name} v{contract.version} ({contract.short_hash})  {contract.source}"
@@ -343,7 +168,9 @@ def validate(files: tuple[str, ...], contracts_dir: str) -> None:
 @config_option
 @junit_option
 @json_option
+@pass_wiring
 def verify(
+    wiring: Wiring,
     contract: str,
     provider_name: str,
     offline_path: str | None,
@@ -354,9 +181,9 @@ def verify(
     timeout: float | None,
     record: bool,
     created_by: str | None,
-    contracts_dir: str,
+    contracts_dir: Path,
     database_url: str,
-    config_path: str,
+    config_path: Path | None,
     junit_path: str | None,
     as_json: bool,
 ) -> None:
@@ -364,92 +191,81 @@ def verify(
 
     Exit 0 pass, 1 contract violations, 2 usage, provider or database errors.
     """
-    found = _contract(contract, contracts_dir)
-    local_tokenizer = get_tokenizer(tokenizer)
-    try:
+    with exit_on_error():
+        found = find_contract(contract, lambda: load_contracts(contracts_dir))
+        settings = wiring.settings(config_path)
+        local = get_tokenizer(tokenizer)
         if offline_path is not None:
-            configs, _ = provider_configs(config_path)
-            configured = configs.get(provider_name)
-            captures = read_captures(offline_path)
-            captured = captures.model or next(
-                (r.model for r in captures.responses if r.model), None
-            )
-            configured_model = configured.model if configured is not None else None
-            if model is None and captured and configured_model and captured != configured_model:
-                click.echo(
-                    f"note: {offline_path} holds outputs of {captured!r}; {provider_name} is "
-                    f"configured with {configured_model!r}, so the gate will answer "
-                    "model_changed until that model is verified",
-                    err=True,
-                )
-            verification = verify_offline(
+            verification = _verify_offline(
+                settings,
                 found,
-                captures,
-                provider=provider_name,
-                kind=kind
-                or captures.kind
-                or (configured.kind.value if configured is not None else None),
-                model=model or (None if captured else configured_model),
-                tokenizer=local_tokenizer,
-                file=offline_path,
+                provider_name,
+                offline_path,
+                model=model,
+                kind=kind,
+                tokenizer=local,
             )
         else:
-            provider = provider_factory(config_path, provider_name)
+            provider = _provider(wiring, settings, provider_name)
             verification = verify_online(
-                found, provider, tokenizer=local_tokenizer, model=model, timeout=timeout
+                found, provider, tokenizer=local, model=model, timeout=timeout
             )
         if capture_path is not None:
             write_captures(capture_path, verification.captures())
-    except HarnessError as exc:
-        fail(exc.message)
-    except OSError as exc:  # --capture into a missing directory, a full disk...
-        fail(f"{exc.filename or ''}: {exc.strerror or exc}")
-    except Exception as exc:  # a bug must not read as "contract violated" (exit 1)
-        traceback.print_exc()
-        fail(f"internal error: {type(exc).__name__}: {exc}")
-    verdict = None
-    not_recorded = None
+    created_by = created_by or _os_user()
+    now = SystemClock().now()
+    verdict, not_recorded = None, None
     if record:
         try:  # the report is shown even when the database refuses the verdict
-            verdict = record_verdict(
-                _database(database_url),
-                verification,
-                created_by=created_by or _os_user(),
-                now=SystemClock().now(),
-            )
+            database = Database(database_url)
+            verdict = record_verdict(database, verification, created_by=created_by, now=now)
         except HarnessError as exc:
             not_recorded = exc.message
-    if junit_path is not None:
-        write_junit(junit_path, [_verification_suite(verification)])
+    with exit_on_error():
+        if junit_path is not None:
+            write_junit(junit_path, [verification_suite(verification)])
     if as_json:
-        from harness.contracts.verdicts import verdict_to_dict
-
-        document = export_verdicts([])
-        if verdict is not None:
-            document["verdicts"].append(verdict_to_dict(verdict))
-        else:
-            document["verdicts"].append(_unrecorded(verification, created_by or _os_user()))
+        document = verification_document(verification, verdict, created_by=created_by, now=now)
         click.echo(json.dumps(document, indent=2))
     else:
-        _print_verification(verification, verdict)
+        click.echo("\n".join(verification_lines(verification, verdict)))
     if not_recorded is not None:
         fail(f"the verdict was not recorded: {not_recorded}")
-    sys.exit(0 if verification.passed else 1)
+    exit_with(not verification.passed)
 
 
-def _unrecorded(verification: Verification, created_by: str) -> dict[str, Any]:
-    return {
-        "id": None,
-        "provider": verification.provider,
-        "model": verification.model,
-        "contract_name": verification.contract.name,
-        "contract_hash": verification.contract.hash,
-        "passed": verification.passed,
-        "checks": verification.checks_dict(),
-        "sample_count": verification.sample_count,
-        "created_at": SystemClock().now().isoformat(),
-        "created_by": created_by,
-    }
+def _verify_offline(
+    settings: ServiceConfig,
+    contract: Contract,
+    provider_name: str,
+    offline_path: str,
+    *,
+    model: str | None,
+    kind: str | None,
+    tokenizer: BaseTokenizer,
+) -> Verification:
+    captures = read_captures(offline_path)
+    configured = choose_providers(settings).configs.get(provider_name)
+    target = offline_target(captures, model=model, kind=kind, configured=configured)
+    note = target.mismatch_note(file=offline_path, provider=provider_name)
+    if note is not None:
+        click.echo(note, err=True)
+    return verify_offline(
+        contract,
+        captures,
+        provider=provider_name,
+        kind=target.kind,
+        model=target.model,
+        tokenizer=tokenizer,
+        file=offline_path,
+    )
+
+
+def _provider(wiring: Wiring, settings: ServiceConfig, name: str) -> BaseProvider:
+    choice = choose_providers(settings)
+    if choice.builtin and name in choice.configs:
+        click.echo(f"note: no providers configured; verifying the built-in fake {name!r}", err=True)
+    return wiring.provider_factory(settings, name)
 
 
 def _os_user() -> str:
@@ -478,18 +294,6 @@ def _duration(ctx: click.Context, param: click.Parameter, value: str) -> timedel
         raise click.BadParameter(str(exc)) from None
 
 
-def _link_line(links: list[Link]) -> str:
-    chain = links[0].chain
-    allowed = all(link.allowed for link in links)
-    parts = []
-    for link in links:
-        decision = link.check.decision
-        parts.append(f"-> {link.provider}: {decision.reason} ({decision.detail})")
-    status = "ALLOWED" if allowed else "REFUSED"
-    name = chain.contract or "(no contract)"
-    return f"{status}  {name}  {links[0].primary} {'; '.join(parts)}"
-
-
 @contracts.command()
 @click.option("--contract", "contract_name", help="The job's contract.")
 @click.option("--to", "provider", help="The fallback provider.")
@@ -508,14 +312,16 @@ def _link_line(links: list[Link]) -> str:
 @config_option
 @junit_option
 @json_option
+@pass_wiring
 def gate(
+    wiring: Wiring,
     contract_name: str | None,
     provider: str | None,
     all_chains: bool,
     max_age: timedelta,
-    contracts_dir: str,
+    contracts_dir: Path,
     database_url: str,
-    config_path: str,
+    config_path: Path | None,
     junit_path: str | None,
     as_json: bool,
 ) -> None:
@@ -523,79 +329,33 @@ def gate(
 
     Either --contract NAME --to PROVIDER, or --all for every chain of the configuration
     (a chain's first provider is its primary; each later one needs a passing, fresh
-    verdict for the chain's contract).
+    verdict for the chain's contract). --all answers as `harness check --config` does.
     """
     if all_chains == bool(contract_name or provider):
         raise click.UsageError("give either --contract NAME --to PROVIDER, or --all")
     if not all_chains and not (contract_name and provider):
         raise click.UsageError("--contract and --to go together")
-    config = _config(config_path)
-    registry = _registry(contracts_dir)
-    try:
-        configs, builtin = provider_configs(config_path)
-        allow_without_contract = allows_contractless_failover(config) or builtin
-        if all_chains:
-            chains = parse_chains(config, file=str(config_path or "(no configuration)"))
-        else:
-            assert provider is not None
-            chains = [
-                Chain(contract=contract_name, providers=("(primary)", provider), source="cli")
-            ]
-    except HarnessError as exc:
-        fail(exc.message)
-    if not any(len(c.providers) > 1 for c in chains):
-        fail(f"{config_path}: declares no failover chain (defaults.providers or chains)")
-    verdict_gate = VerdictGate(
-        _database(database_url),
-        registry,
-        SystemClock(),
-        max_age=max_age,
-        provider_models={name: c.model for name, c in configs.items()},
-        allow_without_contract=allow_without_contract,
-    )
-    try:
-        links = check_chains(verdict_gate, chains)
-    except HarnessError as exc:
-        fail(exc.message)
-    except Exception as exc:  # a bug must not read as "refused" (exit 1)
-        traceback.print_exc()
-        fail(f"internal error: {type(exc).__name__}: {exc}")
-    refused = [link for link in links if not link.allowed]
-    if junit_path is not None:
-        cases = [
-            Case(
-                name=f"{link.chain.contract or '(no contract)'}: {link.primary} -> {link.provider}",
-                classname=f"contracts.gate.{link.chain.source}",
-                failure=None
-                if link.allowed
-                else f"{link.check.decision.reason}: {link.check.decision.detail}",
-                failure_type=link.check.decision.reason,
+    with exit_on_error():
+        settings = wiring.settings(config_path)
+        registry = load_contracts(contracts_dir)
+        chains = (
+            settings.failover_chains
+            if all_chains
+            else (
+                Chain(contract=contract_name, providers=("(primary)", str(provider)), source="cli"),
             )
-            for link in links
-        ]
-        write_junit(junit_path, [Suite(name="contracts gate", cases=cases)])
+        )
+        if not any(len(c.providers) > 1 for c in chains):
+            fail(f"{config_path}: declares no failover chain (defaults.providers or chains)")
+        database = Database(database_url)
+        links = failover_links(settings, database, registry, chains=chains, max_age=max_age)
+        if junit_path is not None:
+            write_junit(junit_path, [gate_suite(links)])
     if as_json:
-        from harness.contracts.schema import GATE_REPORT_FORMAT
-
-        document = {
-            "format": GATE_REPORT_FORMAT,
-            "allowed": not refused,
-            "links": [link.to_dict() for link in links],
-        }
-        if not all_chains:
-            document["links"][0]["primary"] = None
-        click.echo(json.dumps(document, indent=2))
-    elif all_chains:
-        by_chain: dict[int, list[Link]] = {}
-        for link in links:
-            by_chain.setdefault(id(link.chain), []).append(link)
-        for chain_links in by_chain.values():
-            click.echo(_link_line(chain_links))
+        click.echo(json.dumps(gate_document(links, named_primary=all_chains), indent=2))
     else:
-        decision = links[0].check.decision
-        word = "ALLOWED" if decision.allowed else "REFUSED"
-        click.echo(f"{word}  {contract_name} -> {provider}: {decision.reason} ({decision.detail})")
-    sys.exit(1 if refused else 0)
+        click.echo("\n".join(chain_lines(links) if all_chains else [answer_line(links[0])]))
+    exit_with(not all(link.allowed for link in links))
 
 
 @contracts.command()
@@ -613,12 +373,10 @@ def verdicts(
     contract_name: str | None, provider: str | None, output: str | None, database_url: str
 ) -> None:
     """Export stored verdicts as JSON (schema: `harness contracts schema verdicts`)."""
-    try:
+    with exit_on_error():
         found = list_verdicts(
-            _database(database_url), contract_name=contract_name, provider=provider
+            Database(database_url), contract_name=contract_name, provider=provider
         )
-    except HarnessError as exc:
-        fail(exc.message)
     text = json.dumps(export_verdicts(found), indent=2) + "\n"
     if output is None:
         click.echo(text, nl=False)

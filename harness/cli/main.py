@@ -1,8 +1,11 @@
-"""The `harness` command line. Exit codes are part of the contract:
+"""The `harness` command line. Exit codes are part of the contract (`harness.cli.exits`):
 
 0 success · 1 a guarantee or check failed · 2 usage, configuration or connection error.
-Environment variables (read only here): HARNESS_DATABASE_URL and, per option,
-HARNESS_<OPTION> as click's auto_envvar_prefix gives them.
+Environment variables are read only here: the shared options' (`harness.cli.options`) and,
+per option, HARNESS_<COMMAND>_<OPTION> as click's auto_envvar_prefix gives them.
+
+Commands build objects from the settings (`harness.config`), hand them to the parts that
+do the work, and map errors to exit codes; nothing else.
 """
 
 from __future__ import annotations
@@ -13,31 +16,19 @@ from pathlib import Path
 
 import click
 
-from harness.errors import HarnessError
-from harness.store.database import DEFAULT_DATABASE_URL, Database, redact
-
-CONTEXT = {"help_option_names": ["-h", "--help"], "auto_envvar_prefix": "HARNESS"}
-
-db_option = click.option(
-    "--db",
-    "database_url",
-    envvar="HARNESS_DATABASE_URL",
-    default=DEFAULT_DATABASE_URL,
-    show_default=True,
-    show_envvar=True,
-    help="Database URL: sqlite:///FILE or postgresql://USER@HOST:PORT/DB.",
-)
+from harness.cli.exits import EXIT_FAILED, exit_on_error, exit_with
+from harness.cli.options import CONTEXT_SETTINGS, config_option, contracts_option, db_option
+from harness.cli.wiring import Wiring, pass_wiring
+from harness.runtime.service import Service
+from harness.store.database import Database, redact
 
 
-def fail(message: str, code: int = 2) -> None:
-    click.echo(f"error: {message}", err=True)
-    sys.exit(code)
-
-
-@click.group(context_settings=CONTEXT)
+@click.group(context_settings=CONTEXT_SETTINGS)
 @click.version_option(package_name="failover-harness")
-def main() -> None:
+@click.pass_context
+def main(ctx: click.Context) -> None:
     """Provider-failover testing harness: one job per intent, proven."""
+    ctx.ensure_object(Wiring)
 
 
 @main.group()
@@ -51,12 +42,10 @@ def upgrade(database_url: str) -> None:
     """Create or migrate the schema to the newest version."""
     from harness.store.migrations import current
 
-    try:
+    with exit_on_error():
         database = Database(database_url)
         database.upgrade()
         click.echo(f"{redact(database.url)} is at revision {current(database)}")
-    except HarnessError as exc:
-        fail(exc.message)
 
 
 @db.command("current")
@@ -65,45 +54,21 @@ def current_revision(database_url: str) -> None:
     """Print the schema revision of the database (exit 1 if it is not the newest)."""
     from harness.store.migrations import current, head
 
-    try:
+    with exit_on_error():
         revision = current(Database(database_url))
-    except HarnessError as exc:
-        fail(exc.message)
     click.echo(revision or "(empty)")
     if revision != head():
-        sys.exit(1)
+        sys.exit(EXIT_FAILED)
 
 
-config_option = click.option(
-    "--config",
-    "config_path",
-    envvar="HARNESS_CONFIG",
-    show_envvar=True,
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Service configuration (YAML): tokens, providers, defaults. None: built-in fakes.",
-)
-contracts_option = click.option(
-    "--contracts",
-    "contracts_dir",
-    envvar="HARNESS_CONTRACTS_DIR",
-    show_envvar=True,
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="Directory of contract files (default: ./contracts if present).",
-)
-
-
-def _service(config_path: Path | None, database_url: str, contracts_dir: Path | None, **kw):
-    from harness.config import load_config
+def _service(
+    wiring: Wiring, config_path: Path | None, database_url: str, contracts_dir: Path, **kw
+) -> Service:
     from harness.runtime.service import build_service
 
-    try:
-        return build_service(
-            load_config(config_path), database_url, contracts_dir=contracts_dir, **kw
-        )
-    except HarnessError as exc:
-        fail(exc.message)
+    with exit_on_error():
+        settings = wiring.settings(config_path)
+        return build_service(settings, database_url, contracts_dir=contracts_dir, **kw)
 
 
 @main.command()
@@ -118,10 +83,12 @@ def _service(config_path: Path | None, database_url: str, contracts_dir: Path | 
     show_default=True,
     help="Run attempts in this process (or leave them to `harness worker`).",
 )
+@pass_wiring
 def serve(
+    wiring: Wiring,
     database_url: str,
     config_path: Path | None,
-    contracts_dir: Path | None,
+    contracts_dir: Path,
     host: str,
     port: int,
     worker: bool,
@@ -133,7 +100,7 @@ def serve(
 
     from harness.api.app import create_app
 
-    service = _service(config_path, database_url, contracts_dir, worker_name="api-worker")
+    service = _service(wiring, config_path, database_url, contracts_dir, worker_name="api-worker")
     config = service.config
     if not config.tokens:
         token = secrets.token_urlsafe(24)
@@ -182,10 +149,12 @@ def serve(
     type=click.FloatRange(0.01, 3600),
     help="Seconds between reconciliations of unknown attempts.",
 )
+@pass_wiring
 def worker(
+    wiring: Wiring,
     database_url: str,
     config_path: Path | None,
-    contracts_dir: Path | None,
+    contracts_dir: Path,
     name: str | None,
     poll_interval: float,
     reconcile_interval: float,
@@ -196,7 +165,11 @@ def worker(
     import threading
 
     service = _service(
-        config_path, database_url, contracts_dir, worker_name=name or f"worker-{os.getpid()}"
+        wiring,
+        config_path,
+        database_url,
+        contracts_dir,
+        worker_name=name or f"worker-{os.getpid()}",
     )
     service.worker.settings = replace(
         service.worker.settings, poll_interval=poll_interval, reconcile_interval=reconcile_interval
@@ -213,15 +186,7 @@ def worker(
 
 
 @main.command()
-@click.option(
-    "--db",
-    "database_url",
-    envvar="HARNESS_CHECK_DATABASE_URL",
-    show_envvar=True,
-    default=None,
-    help="Database to play on (each run under owners of its own). Default: a throwaway "
-    "SQLite file.",
-)
+@db_option
 @config_option
 @contracts_option
 @click.option("--only", multiple=True, help="Run only this check (repeatable).")
@@ -243,10 +208,12 @@ def worker(
     type=click.Path(dir_okay=False, path_type=Path),
     help="Write a JSON report here (schema: harness/schemas/check-report.json).",
 )
+@pass_wiring
 def check(
-    database_url: str | None,
+    wiring: Wiring,
+    database_url: str,
     config_path: Path | None,
-    contracts_dir: Path | None,
+    contracts_dir: Path,
     only: tuple[str, ...],
     mutants: bool,
     junit_path: Path | None,
@@ -254,51 +221,46 @@ def check(
 ) -> None:
     """Play the guarantee checks on the engine and the fakes; exit 1 if one breaks.
 
-    With --config, also ask the failover gate about every chain in it (a refused link
-    fails the run, like `harness contracts gate --all`)."""
+    The checks play in the --db database, each run under owners of its own. With
+    --config, also ask the failover gate about every chain in it, from the verdicts in
+    that database (a refused link fails the run, as in `harness contracts gate --all`)."""
     import logging
     import uuid
 
-    from harness.checks.report import check_report, gate_links, write_outputs
+    from harness.checks.report import (
+        check_report,
+        gate_line,
+        mutant_line,
+        result_lines,
+        write_outputs,
+    )
     from harness.checks.stories import check_database, run_checks, run_mutants, selected
+    from harness.runtime.service import failover_links, load_contracts
 
     logging.getLogger("harness").setLevel(logging.CRITICAL)  # stories fail loudly themselves
     run_id = f"check-{uuid.uuid4().hex[:8]}"
-    try:
-        selected(only)
+    with exit_on_error():
+        settings = wiring.settings(config_path) if config_path else None
+        names = only or tuple(c.__name__ for c in selected(only))
         with check_database(database_url) as database:
             results = []
-            for name in only or [c.__name__ for c in selected()]:
+            for name in names:
                 (result,) = run_checks(database, run_id, (name,))
                 results.append(result)
-                mark = "PASS" if result.passed else "FAIL"
-                click.echo(
-                    f"{mark}  {result.name:<24} {result.seconds * 1000:7.0f} ms"
-                    + (f"  {result.detail}" if result.detail else "")
-                )
-                for violation in result.violations:
-                    click.echo(f"      {violation}")
+                click.echo("\n".join(result_lines(result)))
             caught = run_mutants(database, run_id, only) if mutants else None
             for name, by in (caught or {}).items():
-                click.echo(
-                    f"{'CAUGHT' if by else 'MISSED'} mutant {name:<24}"
-                    + (f" by {', '.join(by)}" if by else " by no check")
-                )
-            links = gate_links(database, config_path, contracts_dir) if config_path else []
+                click.echo(mutant_line(name, by))
+            links = []
+            if settings is not None:
+                links = failover_links(settings, database, load_contracts(contracts_dir))
             for link in links:
-                decision = link["decision"]
-                click.echo(
-                    f"{'ALLOW' if decision['allowed'] else 'REFUSE'} "
-                    f"{link['primary']} -> {link['provider']} "
-                    f"({link['contract'] or 'no contract'}): {decision['reason']}"
-                )
-    except HarnessError as exc:
-        fail(exc.message)
-    report = check_report(run_id, results, caught, links)
-    write_outputs(report, junit_path=junit_path, json_path=json_path)
+                click.echo(gate_line(link))
+        report = check_report(run_id, results, caught, links)
+        write_outputs(report, links=links, junit_path=junit_path, json_path=json_path)
     summary = report["summary"]
     click.echo(f"{summary['passed']} passed, {summary['failed']} failed")
-    sys.exit(0 if summary["failed"] == 0 else 1)
+    exit_with(summary["failed"] > 0)
 
 
 def _register() -> None:

@@ -14,6 +14,14 @@ from harness.checks.stories import CHECKS, check_database, run_checks, run_mutan
 from harness.cli.main import main
 
 
+@pytest.fixture(autouse=True)
+def check_database_url(tmp_path, monkeypatch) -> str:
+    """`harness check` plays in the --db database (HARNESS_DATABASE_URL): one per test."""
+    url = f"sqlite:///{tmp_path / 'check.sqlite3'}"
+    monkeypatch.setenv("HARNESS_DATABASE_URL", url)
+    return url
+
+
 def test_check_passes_and_writes_valid_reports(tmp_path) -> None:
     result = CliRunner().invoke(
         main, ["check", "--json", str(tmp_path / "r.json"), "--junit", str(tmp_path / "j.xml")]

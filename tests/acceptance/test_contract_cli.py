@@ -13,7 +13,6 @@ import pytest
 from click.testing import CliRunner, Result
 from jsonschema import Draft202012Validator
 
-from harness.cli import contracts as contracts_cli
 from harness.contracts.registry import ContractRegistry
 from harness.contracts.schema import (
     CAPTURE_SCHEMA,
@@ -62,14 +61,14 @@ def env(tmp_path: Path, sqlite_url: str, write_contract, monkeypatch) -> dict[st
 
 
 @pytest.fixture
-def script(monkeypatch):
+def scripted() -> dict[str, list]:
+    """Replies per provider name, for `verify --provider NAME` (see `script`)."""
+    return {}
+
+
+@pytest.fixture
+def script(scripted: dict[str, list]):
     """script(provider_name, replies) makes `verify --provider NAME` use those replies."""
-    scripted: dict[str, list] = {}
-
-    def factory(config_path, name):
-        return MemoryProvider(name, replies=scripted.pop(name))
-
-    monkeypatch.setattr(contracts_cli, "provider_factory", factory)
 
     def add(name: str, replies: list) -> None:
         scripted[name] = list(replies)
@@ -77,17 +76,31 @@ def script(monkeypatch):
     return add
 
 
-def run(*args: str) -> Result:
+@pytest.fixture
+def run(scripted: dict[str, list]):
+    """run(*args) runs `harness contracts ARGS` with in-memory providers injected."""
     from harness.cli.main import main
+    from harness.cli.wiring import Wiring
+    from harness.runtime.service import build_configured_provider
 
-    return CliRunner().invoke(main, ["contracts", *args], catch_exceptions=False)
+    def factory(settings, name: str):
+        if name not in scripted:  # not scripted: the configuration's own provider
+            return build_configured_provider(settings, name)
+        return MemoryProvider(name, replies=scripted.pop(name))
+
+    def invoke(*args: str) -> Result:
+        return CliRunner().invoke(
+            main, ["contracts", *args], obj=Wiring(provider_factory=factory), catch_exceptions=False
+        )
+
+    return invoke
 
 
 def mini_contract():
     return ContractRegistry.from_directory(Path.cwd() / "contracts")["mini"]
 
 
-def test_list(env) -> None:
+def test_list(env, run) -> None:
     result = run("list")
     assert result.exit_code == 0
     assert result.output.startswith("mini  v1")
@@ -96,7 +109,7 @@ def test_list(env) -> None:
     assert len(data["contracts"][0]["hash"]) == 64
 
 
-def test_validate(env, write_contract) -> None:
+def test_validate(env, write_contract, run) -> None:
     assert run("validate").exit_code == 0
     bad = write_contract(MINI.replace("path: /ref\n", "path: /reff\n"), "bad.yaml")
     result = run("validate", str(bad))
@@ -104,7 +117,7 @@ def test_validate(env, write_contract) -> None:
     assert f"{bad}:20: rules[0].path: rule 'echo-ref': path '/reff'" in result.output
 
 
-def test_verify_pass_records_a_verdict_and_exits_0(env, script) -> None:
+def test_verify_pass_records_a_verdict_and_exits_0(env, script, run) -> None:
     script("fallback", mini_replies(mini_contract()))
     result = run("verify", "mini", "--provider", "fallback")
     assert result.exit_code == 0, result.output
@@ -124,7 +137,7 @@ def test_verify_pass_records_a_verdict_and_exits_0(env, script) -> None:
     assert set(verdict["checks"]) == set(mini_contract().check_names)
 
 
-def test_verify_violations_exit_1_and_name_the_check(env, script, tmp_path: Path) -> None:
+def test_verify_violations_exit_1_and_name_the_check(env, script, tmp_path: Path, run) -> None:
     bad = {**MINI_GOOD["one"], "reasoning": "..."}
     script("fallback", mini_replies(mini_contract(), one=bad))
     junit = tmp_path / "verify.xml"
@@ -141,7 +154,7 @@ def test_verify_violations_exit_1_and_name_the_check(env, script, tmp_path: Path
     assert suite.get("failures") == "1"
 
 
-def test_verify_json_output_validates_even_when_not_recorded(env, script) -> None:
+def test_verify_json_output_validates_even_when_not_recorded(env, script, run) -> None:
     script("fallback", mini_replies(mini_contract()))
     result = run("verify", "mini", "--provider", "fallback", "--json", "--no-record")
     assert result.exit_code == 0
@@ -151,7 +164,7 @@ def test_verify_json_output_validates_even_when_not_recorded(env, script) -> Non
     assert json.loads(run("verdicts").output)["verdicts"] == []
 
 
-def test_provider_failure_exits_2_and_records_nothing(env, script) -> None:
+def test_provider_failure_exits_2_and_records_nothing(env, script, run) -> None:
     script(
         "fallback",
         [
@@ -188,20 +201,20 @@ def test_provider_failure_exits_2_and_records_nothing(env, script) -> None:
         ),
     ],
 )
-def test_usage_errors_exit_2(env, args: list[str], message: str) -> None:
+def test_usage_errors_exit_2(env, args: list[str], message: str, run) -> None:
     result = run(*args)
     assert result.exit_code == 2
     assert message in result.output
 
 
-def test_malformed_contract_directory_exits_2(env, write_contract) -> None:
+def test_malformed_contract_directory_exits_2(env, write_contract, run) -> None:
     write_contract("name: [", "broken.yaml")
     result = run("verify", "mini", "--provider", "fallback")
     assert result.exit_code == 2
     assert "broken.yaml:1: invalid YAML" in result.output
 
 
-def test_database_without_schema_exits_2(env, tmp_path: Path, script) -> None:
+def test_database_without_schema_exits_2(env, tmp_path: Path, script, run) -> None:
     script("fallback", mini_replies(mini_contract()))
     empty = f"sqlite:///{tmp_path / 'empty.sqlite3'}"
     result = run("verify", "mini", "--provider", "fallback", "--db", empty)
@@ -211,7 +224,7 @@ def test_database_without_schema_exits_2(env, tmp_path: Path, script) -> None:
     assert "harness db upgrade" in result.output
 
 
-def test_offline_verification_gives_the_online_verdict(env, script, tmp_path: Path) -> None:
+def test_offline_verification_gives_the_online_verdict(env, script, tmp_path: Path, run) -> None:
     """Acceptance 4 through the CLI, in-memory provider (over HTTP: test_contract_fakes)."""
     replies = mini_replies(mini_contract(), two={"ref": "r1", "label": "bad", "score": 0.1})
     script("fallback", replies)
@@ -234,7 +247,7 @@ def test_offline_verification_gives_the_online_verdict(env, script, tmp_path: Pa
     Draft202012Validator(CAPTURE_SCHEMA).validate(json.loads(capture.read_text()))
 
 
-def test_gate_refuses_then_allows_like_a_deployment_gate(env, script, tmp_path: Path) -> None:
+def test_gate_refuses_then_allows_like_a_deployment_gate(env, script, tmp_path: Path, run) -> None:
     result = run("gate", "--contract", "mini", "--to", "fallback")
     assert result.exit_code == 1
     assert result.output.startswith("REFUSED  mini -> fallback: no_verdict")
@@ -257,7 +270,7 @@ def test_gate_refuses_then_allows_like_a_deployment_gate(env, script, tmp_path: 
     assert run("gate", "--contract", "nope", "--to", "fallback").exit_code == 1
 
 
-def test_gate_stale_and_contract_changed(env, tmp_path: Path) -> None:
+def test_gate_stale_and_contract_changed(env, tmp_path: Path, run) -> None:
     contract = mini_contract()
     database = Database(env["db"])
     verification = verify_online(
@@ -277,7 +290,7 @@ def test_gate_stale_and_contract_changed(env, tmp_path: Path) -> None:
     assert changed.exit_code == 1 and "contract_changed" in changed.output
 
 
-def test_gate_checks_the_configured_model(env, script, tmp_path: Path) -> None:
+def test_gate_checks_the_configured_model(env, script, tmp_path: Path, run) -> None:
     script("fallback", mini_replies(mini_contract()))
     assert run("verify", "mini", "--provider", "fallback").exit_code == 0
     config = Path(env["config"])
@@ -291,7 +304,7 @@ def test_gate_checks_the_configured_model(env, script, tmp_path: Path) -> None:
     assert result.exit_code == 1 and "model_changed" in result.output
 
 
-def test_gate_all_checks_every_link_of_every_chain(env, script, tmp_path: Path) -> None:
+def test_gate_all_checks_every_link_of_every_chain(env, script, tmp_path: Path, run) -> None:
     script("fallback", mini_replies(mini_contract()))
     assert run("verify", "mini", "--provider", "fallback").exit_code == 0
     junit = tmp_path / "gate.xml"
@@ -315,7 +328,7 @@ def test_gate_all_checks_every_link_of_every_chain(env, script, tmp_path: Path) 
     assert run("gate", "--all").exit_code == 0
 
 
-def test_gate_all_without_contract_follows_failover_without_contract(env) -> None:
+def test_gate_all_without_contract_follows_failover_without_contract(env, run) -> None:
     config = Path(env["config"])
     base = config.read_text().split("defaults:")[0]
     config.write_text(base + "defaults:\n  providers: [primary, fallback]\n")
@@ -326,7 +339,7 @@ def test_gate_all_without_contract_follows_failover_without_contract(env) -> Non
     assert run("gate", "--all").exit_code == 0
 
 
-def test_gate_all_reports_a_malformed_chain(env) -> None:
+def test_gate_all_reports_a_malformed_chain(env, run) -> None:
     config = Path(env["config"])
     config.write_text(config.read_text() + "  - {contract: mini, providers: primary}\n")
     result = run("gate", "--all")
@@ -334,7 +347,7 @@ def test_gate_all_reports_a_malformed_chain(env) -> None:
     assert "chains[1].providers: must be a non-empty list of provider names" in result.output
 
 
-def test_verdicts_export_to_a_file(env, script, tmp_path: Path) -> None:
+def test_verdicts_export_to_a_file(env, script, tmp_path: Path, run) -> None:
     script("fallback", mini_replies(mini_contract()))
     run("verify", "mini", "--provider", "fallback")
     out = tmp_path / "verdicts.json"
@@ -345,7 +358,7 @@ def test_verdicts_export_to_a_file(env, script, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("kind", sorted(SCHEMAS))
-def test_schemas_are_valid_and_printed(kind: str) -> None:
+def test_schemas_are_valid_and_printed(kind: str, run) -> None:
     Draft202012Validator.check_schema(SCHEMAS[kind])
     result = run("schema", kind)
     assert json.loads(result.output) == SCHEMAS[kind]
@@ -357,7 +370,7 @@ def test_the_bundled_schema_files_are_current() -> None:
     assert json.loads((BUNDLED / "schema" / "captures.schema.json").read_text()) == CAPTURE_SCHEMA
 
 
-def test_bundled_contracts_verify_offline_through_the_cli(tmp_path: Path, monkeypatch) -> None:
+def test_bundled_contracts_verify_offline_through_the_cli(tmp_path: Path, monkeypatch, run) -> None:
     shutil.copytree(BUNDLED, tmp_path / "contracts")
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("HARNESS_CONFIG", raising=False)
@@ -367,20 +380,18 @@ def test_bundled_contracts_verify_offline_through_the_cli(tmp_path: Path, monkey
         assert result.exit_code == 0, result.output
 
 
-def test_a_crashing_adapter_exits_2_not_1(env, script) -> None:
+def test_a_crashing_adapter_exits_2_not_1(env, script, run) -> None:
     def crash(request):
         raise RuntimeError("adapter bug")
 
-    from harness.cli.main import main
-
     script("fallback", [crash])
-    result = CliRunner().invoke(main, ["contracts", "verify", "mini", "--provider", "fallback"])
+    result = run("verify", "mini", "--provider", "fallback")
     assert result.exit_code == 2
     assert "internal error: RuntimeError: adapter bug" in result.output
 
 
 def test_offline_verdict_names_the_model_that_produced_the_capture(
-    env, script, tmp_path: Path
+    env, script, tmp_path: Path, run
 ) -> None:
     """A capture of an old model must not verify the model configured today."""
     script("fallback", mini_replies(mini_contract()))
