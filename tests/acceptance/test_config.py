@@ -126,3 +126,55 @@ def test_serve_with_a_missing_api_key_exits_2_without_secrets(tmp_path, monkeypa
     )
     assert result.exit_code == 2
     assert "HARNESS_TEST_KEY" in result.output
+
+
+def test_one_reading_carries_providers_and_chains(tmp_path) -> None:
+    path = write(
+        tmp_path,
+        "providers:\n  primary: {kind: openai, model: m-1}\n"
+        "  backup: {kind: anthropic, model: m-2}\n"
+        "defaults: {providers: [primary, backup], contract: c}\n"
+        "chains:\n  - {contract: d, providers: [backup, primary]}\n"
+        "failover_without_contract: allow\n",
+    )
+    config = load_config(path, environ={})
+    assert {name: p.model for name, p in config.providers.items()} == {
+        "primary": "m-1",
+        "backup": "m-2",
+    }
+    assert [(c.source, c.contract, c.providers) for c in config.failover_chains] == [
+        ("defaults", "c", ("primary", "backup")),
+        ("chains[0]", "d", ("backup", "primary")),
+    ]
+    assert config.failover_without_contract is True
+
+
+def test_without_a_file_the_chain_is_the_built_in_fakes() -> None:
+    from harness.providers.build import BUILTIN_FAKES, DEFAULT_CHAIN
+    from harness.runtime.service import choose_providers
+
+    config = load_config(None, environ={})
+    assert config.default_providers == DEFAULT_CHAIN == tuple(BUILTIN_FAKES)
+    assert config.providers == {} and choose_providers(config).builtin
+
+
+@pytest.mark.parametrize(
+    ("text", "field"),
+    [
+        ("providers: [{name: p, kind: nope, model: m}]\n", "providers[0].kind"),
+        ("chains: [{contract: c, providers: [a, a]}]\n", "chains[0].providers"),
+        ("chains: {a: 1}\n", "chains"),
+    ],
+)
+def test_every_section_is_checked_by_the_one_reader(tmp_path, text: str, field: str) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError) as raised:
+        load_config(path, environ={})
+    assert str(path) in raised.value.message and field in raised.value.message
+
+
+def test_a_configuration_file_is_yaml_or_toml(tmp_path) -> None:
+    path = tmp_path / "harness.conf"
+    path.write_text("tokens: {}\n")
+    with pytest.raises(ConfigError, match=r"must be \.yaml, \.yml or \.toml"):
+        load_config(path, environ={})
