@@ -1,0 +1,8 @@
+"""One `APIRouter` per resource: jobs, their attempts, and the health probe."""
+
+from harness.api.routers import attempts, health, jobs
+
+ROUTERS = (jobs.router, attempts.router, health.router)
+"""Every router of the API, in the order the app includes them."""
+
+__all__ = ["ROUTERS", "attempts", "health", "jobs"]
