@@ -4,8 +4,8 @@
     providers = build_providers(configs)            # keys read from the environment
     outcome = providers["primary"].complete(request, timeout=30)
 
-Or, with no config at all, `builtin_fake_providers(FakeProviders())` gives "primary"
-and "fallback" over in-process fakes that share one ledger.
+With no config at all, `harness.runtime.builtin.builtin_fake_providers()` gives
+"primary" and "fallback" over in-process fakes that share one ledger.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ from harness.providers.build import (
     BUILTIN_FAKES,
     build_provider,
     build_providers,
-    builtin_fake_providers,
 )
 from harness.providers.config import ProviderConfig, ProviderKind, load_providers, parse_providers
 from harness.providers.http_provider import BaseHttpProvider
@@ -51,7 +50,6 @@ __all__ = [
     "Signal",
     "build_provider",
     "build_providers",
-    "builtin_fake_providers",
     "load_providers",
     "parse_providers",
 ]

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
 
 import httpx
 
@@ -20,9 +19,6 @@ from harness.providers.config import ProviderConfig, ProviderKind
 from harness.providers.http_provider import BaseHttpProvider
 from harness.providers.openai_chat import OpenAIChatProvider
 from harness.providers.secrets import Secret
-
-if TYPE_CHECKING:
-    from fake_providers import FakeProviders
 
 BUILTIN_FAKE_ROOT = "http://fake-providers.invalid"
 """Where the built-in fakes live; no request to it ever leaves the process."""
@@ -93,14 +89,3 @@ def build_providers(
         name: build_provider(config, client=client, environ=environ)
         for name, config in configs.items()
     }
-
-
-def builtin_fake_providers(fakes: FakeProviders | None = None) -> dict[str, BaseProvider]:
-    """ "primary" (OpenAI-style) and "fallback" (Anthropic-style) over in-process fakes.
-
-    Both share `fakes` (one ledger, one set of scripts); pass your own `FakeProviders`
-    to script them and read the ledger. No network is used."""
-    from fake_providers import FakeProviders, FakeTransport  # the server stack only when used
-
-    client = httpx.Client(transport=FakeTransport(fakes if fakes is not None else FakeProviders()))
-    return build_providers(BUILTIN_FAKES, client=client, environ={})

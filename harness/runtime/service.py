@@ -29,9 +29,9 @@ from harness.providers.build import (
     BUILTIN_FAKES,
     build_provider,
     build_providers,
-    builtin_fake_providers,
 )
 from harness.providers.config import ProviderConfig
+from harness.runtime.builtin import builtin_fake_providers
 from harness.runtime.scheduler import ThreadScheduler
 from harness.runtime.worker import Worker, WorkerSettings
 from harness.store.database import Database
