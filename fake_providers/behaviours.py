@@ -120,7 +120,7 @@ BEHAVIOURS: Mapping[BehaviourName, BehaviourSpec] = {
         params=_STREAMED,
     ),
     BehaviourName.STREAM_ERROR_EVENT: BehaviourSpec(
-        summary="an error event after HTTP 200 (body: an error object with status 200)",
+        summary="an error event after HTTP 200 and some content (body: only an error object)",
         bills=False,
         params=_STREAMED,
     ),
@@ -281,3 +281,12 @@ def _check(b: Behaviour) -> None:
     except ValueError:
         modes = ", ".join(m.value for m in DropMode)
         raise InvalidInput("drop", f"must be one of {modes}") from None
+
+
+def bills(name: BehaviourName, *, stream: bool) -> bool:
+    """Would a real provider charge for this execution? A streamed error event comes
+    after the answer had begun (content was produced); a whole body carries only the
+    error."""
+    if name is BehaviourName.STREAM_ERROR_EVENT:
+        return stream
+    return BEHAVIOURS[name].bills

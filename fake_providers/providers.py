@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fake_providers.anthropic_wire import AnthropicDialect
-from fake_providers.behaviours import BEHAVIOURS, Behaviour, BehaviourName
+from fake_providers.behaviours import Behaviour, BehaviourName, bills
 from fake_providers.control import handle_control
 from fake_providers.errors import InvalidInput
 from fake_providers.ledger import Ledger, LedgerEntry
@@ -198,7 +198,7 @@ class FakeProviders:
                 status_code=planned.status_code,
                 input_tokens=input_tokens,
                 output_tokens=planned.output_tokens,
-                billed=BEHAVIOURS[behaviour.name].bills,
+                billed=bills(behaviour.name, stream=req.stream),
                 completes_at=None if planned.duration is None else now + planned.duration,
                 response=planned.response,
             )

@@ -54,7 +54,12 @@ def _last_writer_wins() -> dict[tuple[Any, str], Any]:
         )
         return real(conn, job_id, **kw)
 
-    return {(queries, "complete_job"): complete}
+    # A last-writer-wins engine fences nothing either: the other attempts stay live.
+    return {(queries, "complete_job"): complete, (queries, "fence_live_attempts"): _no_fence}
+
+
+def _no_fence(conn: Any, job_id: int, **kw: Any) -> list[Any]:
+    return []
 
 
 def _cancel_does_not_fence() -> dict[tuple[Any, str], Any]:

@@ -31,7 +31,7 @@ from harness.core.models import Intent, Job, Policy
 from harness.core.states import JobState
 from harness.engine import Engine
 from harness.errors import AttemptRefused, CheckFailed, HarnessError, IdempotencyConflict
-from harness.providers.build import builtin_fake_providers
+from harness.runtime.builtin import builtin_fake_providers
 from harness.runtime.scheduler import ManualScheduler, SteppedTime
 from harness.runtime.worker import Worker
 from harness.store import queries
@@ -224,9 +224,10 @@ def one_live_attempt(stage: Stage) -> None:
 
 
 def failover_on_rate_limit(stage: Stage) -> None:
-    """A 429 did not execute: the fallback takes over, one execution each."""
+    """A 429 did not execute: with no same-provider retry, the fallback takes over, one
+    execution each."""
     stage.fakes.script("rate_limit", api="openai")
-    job_id = stage.submit("limited")
+    job_id = stage.submit("limited", stage.intent(same_provider_retries=0))
     stage.settle()
     job = stage.wait(job_id, lambda j: j.status is JobState.SUCCEEDED, "succeeded")
     expect(states(job) == ["primary:failed", "fallback:succeeded"], f"attempts {states(job)}")
@@ -280,7 +281,10 @@ def staged(database: Database, owner: str, limit: float) -> Iterator[Stage]:
     fakes = FakeProviders(time=SteppedTime(scheduler.clock))
     scheduler.listeners.append(fakes.time.moved)  # type: ignore[attr-defined]
     engine = Engine(database, gate=AllowAllGate(), clock=scheduler.clock)
-    worker = Worker(engine, builtin_fake_providers(fakes), scheduler)
+    providers = builtin_fake_providers(fakes)
+    with database.write() as conn:  # each story starts with healthy providers
+        queries.forget_health(conn, providers)
+    worker = Worker(engine, providers, scheduler)
     try:
         yield Stage(engine, worker, scheduler, fakes, owner, limit)
     finally:

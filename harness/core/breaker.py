@@ -39,7 +39,7 @@ class Availability(enum.StrEnum):
     AVAILABLE = "available"
     PROBE = "probe"  # yes, as the half-open probe: the caller takes the probe slot
     BREAKER_OPEN = "breaker_open"  # no: the breaker is open or a probe is out
-    RETRY_AFTER = "retry_after"  # no: it asked not to be called before `not_before`
+    RETRY_AFTER = "retry_after_hold"  # no: it asked not to be called before `not_before`
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -16,12 +16,19 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
+from typing import Any
 
 from harness.core.breaker import Availability
 from harness.core.models import Attempt, CompletionRequest, Job, Message
 from harness.core.signals import Signal
-from harness.core.states import LIVE_ATTEMPT_STATES, AttemptState, JobState, PlanReason
+from harness.core.states import (
+    LIVE_ATTEMPT_STATES,
+    AttemptState,
+    JobState,
+    PlanReason,
+    WaitEnd,
+)
 
 RETRY_SAME_PROVIDER = frozenset(
     {
@@ -131,7 +138,7 @@ def should_hedge(job: Job) -> bool:
     )
 
 
-def build_request(job: Job, attempt: Attempt) -> CompletionRequest:
+def build_request(job: Job, attempt: Attempt, *, stream: bool = False) -> CompletionRequest:
     """The provider request for a job's input.
 
     `input.messages` ([{role, content}]) with optional `system`, `max_tokens` and
@@ -148,7 +155,8 @@ def build_request(job: Job, attempt: Attempt) -> CompletionRequest:
         if isinstance(max_tokens, int) and max_tokens > 0
         else DEFAULT_MAX_TOKENS,
         temperature=temperature if isinstance(temperature, int | float) else None,
-        attempt_id=str(attempt.id),
+        stream=stream,
+        attempt_id=attempt.token or str(attempt.id),
     )
 
 
@@ -163,3 +171,42 @@ def _messages(job: Job) -> tuple[Message, ...]:
     if isinstance(data.get("prompt"), str):
         return (Message(role="user", content=data["prompt"]),)
     return (Message(role="user", content=json.dumps(job.input, sort_keys=True)),)
+
+
+def waiting_on(
+    job: Job, *, max_runtime: Mapping[str, float], lookups: frozenset[str]
+) -> dict[str, Any] | None:
+    """What an open job waits for and what will end the wait (I11), for people and for
+    the liveness check; None for a finished job. `max_runtime` is per provider (seconds),
+    `lookups` the providers that can be asked for evidence."""
+    if job.status in (JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED):
+        return None
+    live = [a for a in job.attempts if a.state in LIVE_ATTEMPT_STATES]
+    unknown = [a for a in live if a.state is AttemptState.UNKNOWN]
+    if unknown:
+        attempt = unknown[0]
+        limit = max_runtime[attempt.provider]
+        ends: list[Any] = [WaitEnd.PROVIDER_LOOKUP] if attempt.provider in lookups else []
+        ends += [
+            {WaitEnd.MAX_RUNTIME: (attempt.started_at + timedelta(seconds=limit)).isoformat()},
+            WaitEnd.OPERATOR,
+        ]
+        return _waiting(attempt, ends)
+    if live:
+        attempt = live[0]
+        deadline = attempt.deadline_at.isoformat() if attempt.deadline_at else None
+        return _waiting(attempt, [WaitEnd.ANSWER, {WaitEnd.DEADLINE: deadline}])
+    if job.next_attempt_at is not None:
+        return {"ends_by": [{WaitEnd.NEXT_ATTEMPT: job.next_attempt_at.isoformat()}]}
+    if not job.attempts:
+        return {"ends_by": [WaitEnd.WORKER_CLAIM]}
+    return {"ends_by": [WaitEnd.SWEEP]}
+
+
+def _waiting(attempt: Attempt, ends: list[Any]) -> dict[str, Any]:
+    return {
+        "attempt": attempt.number,
+        "state": attempt.state.value,
+        "since": attempt.started_at.isoformat(),
+        "ends_by": ends,
+    }

@@ -34,7 +34,8 @@ class Violation:
 
 
 def check_invariants(jobs: Iterable[Job], events: Iterable[Event]) -> list[Violation]:
-    """Every violation of I1 and I3-I6 in a snapshot of jobs (with attempts) and events."""
+    """Every violation of I1, I3-I6 and I11's safety half in a snapshot of jobs (with
+    attempts) and events; `check_liveness` judges the other half."""
     jobs = list(jobs)
     by_job: dict[int, list[Event]] = defaultdict(list)
     for event in sorted(events, key=lambda e: e.id):
@@ -67,7 +68,12 @@ def _live_attempts(job: Job, history: list[Event]) -> Iterator[Finding]:
 
 
 _ENDS_UNKNOWN = frozenset(
-    {EventKind.ATTEMPT_CANCELLED, EventKind.WON, EventKind.DISCARDED_LATE_RESULT}
+    {
+        EventKind.ATTEMPT_CANCELLED,
+        EventKind.WON,
+        EventKind.DISCARDED_LATE_RESULT,
+        EventKind.ATTEMPT_SUPERSEDED,
+    }
 )
 
 
@@ -76,7 +82,7 @@ def _unknown_history(job: Job, history: list[Event]) -> Iterator[Finding]:
     ends only by resolution, cancellation or its own result, never by a plain failure."""
     unknown: set[int] = set()
     for event in history:
-        if event.kind == EventKind.TIMED_OUT and event.attempt_id is not None:
+        if event.kind == EventKind.BECAME_UNKNOWN and event.attempt_id is not None:
             unknown.add(event.attempt_id)
         elif event.kind == EventKind.ATTEMPT_STARTED and unknown:
             yield "I4", f"attempt {event.attempt_id} started while {sorted(unknown)} unknown"
@@ -114,20 +120,29 @@ def _fencing(job: Job, history: list[Event]) -> Iterator[Finding]:
         yield "I6", f"fenced attempt {job.completed_by} is the job's winner"
 
 
+def _finished_keeps_nothing_live(job: Job, history: list[Event]) -> Iterator[Finding]:
+    """I11 (safety half): once a job has finished, none of its attempts stays live."""
+    if job.status in FINISHED_JOB_STATES:
+        live = [a.id for a in job.attempts if a.state in LIVE_ATTEMPT_STATES]
+        if live:
+            yield "I11", f"{job.status.value} job keeps live attempts {live}"
+
+
 JOB_CHECKS: tuple[Callable[[Job, list[Event]], Iterator[Finding]], ...] = (
     _live_attempts,
     _unknown_history,
     _one_winner,
     _fencing,
+    _finished_keeps_nothing_live,
 )
 
 
 def check_executions(jobs: Iterable[Job], executions: Iterable[str | None]) -> list[Violation]:
     """I8: every execution a provider performed maps to exactly one attempt.
 
-    `executions` are the attempt ids the provider's ledger recorded (the adapters send
-    them in a header), one per execution."""
-    owner_of = {str(a.id): job.id for job in jobs for a in job.attempts}
+    `executions` are the attempt tokens the provider's ledger recorded (the adapters
+    send them in a header), one per execution."""
+    owner_of = {a.token or str(a.id): job.id for job in jobs for a in job.attempts}
     found: list[Violation] = []
     for attempt_id, count in sorted(Counter(executions).items(), key=lambda i: str(i[0])):
         if attempt_id not in owner_of:
@@ -137,5 +152,21 @@ def check_executions(jobs: Iterable[Job], executions: Iterable[str | None]) -> l
                 Violation(
                     "I8", owner_of[attempt_id], f"attempt {attempt_id} executed {count} times"
                 )
+            )
+    return found
+
+
+def check_liveness(jobs: Iterable[Job], *, waiting: Callable[[Job], object]) -> list[Violation]:
+    """I11: every job is terminal or says what it waits for. `waiting(job)` is the
+    caller's `waiting_on` for an open job (None when nothing will move it): a running
+    job waits on its live attempt, a blocked one on what ends the unknown, a pending one
+    on its due retry; a job left pending with nothing scheduled is a violation."""
+    found = []
+    for job in jobs:
+        if job.status in FINISHED_JOB_STATES:
+            continue
+        if waiting(job) is None:
+            found.append(
+                Violation("I11", job.id, f"{job.status.value} with nothing scheduled to move it")
             )
     return found

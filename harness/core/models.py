@@ -234,6 +234,7 @@ class Job:
     created_at: datetime
     updated_at: datetime
     attempts: tuple[Attempt, ...] = ()
+    next_attempt_at: datetime | None = None  # a retry or a wait is due then
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -30,7 +30,8 @@ class Signal(enum.StrEnum):
     STREAM_STALLED = "stream_stalled"
     STREAM_MALFORMED = "stream_malformed"
     STREAM_INCOMPLETE = "stream_incomplete"
-    ERROR_AFTER_OK = "error_after_ok"
+    ERROR_BEFORE_CONTENT = "error_before_content"  # a 200, then only an error: refused
+    ERROR_AFTER_OK = "error_after_ok"  # an error event after content had begun
     MALFORMED_BODY = "malformed_body"
     DEADLINE_EXCEEDED = "deadline_exceeded"
     # a non-2xx status
@@ -52,6 +53,7 @@ class Signal(enum.StrEnum):
     GATEWAY_TIMEOUT = "gateway_timeout"
     OVERLOADED = "overloaded"
     OTHER_SERVER_ERROR = "other_server_error"  # any other 5xx
+    INTERMEDIARY_ERROR = "intermediary_error"  # a 5xx without the provider's error body
     UNEXPECTED_STATUS = "unexpected_status"  # 1xx/3xx
 
 

@@ -147,6 +147,7 @@ class OutcomeKind(enum.StrEnum):
     """What a provider call did, as far as anyone can tell (DESIGN.md, "States")."""
 
     NOT_EXECUTED = "not_executed"  # the request is over and produced nothing
+    EXECUTED_UNUSABLE = "executed_unusable"  # it worked (and billed), nothing usable came
     EXECUTED = "executed"  # a complete answer
     UNKNOWN = "unknown"  # it may have executed, and may still bill
 
@@ -166,7 +167,7 @@ class EventKind(enum.StrEnum):
     REPLAYED = "replayed"
     CONFLICT = "conflict"
     ATTEMPT_STARTED = "attempt_started"
-    TIMED_OUT = "timed_out"
+    BECAME_UNKNOWN = "became_unknown"  # with its cause and evidence
     ATTEMPT_FAILED = "attempt_failed"
     RESOLVED = "resolved"
     WON = "won"
@@ -175,6 +176,12 @@ class EventKind(enum.StrEnum):
     JOB_CANCELLED = "job_cancelled"
     JOB_FAILED = "job_failed"
     FAILOVER_REFUSED = "failover_refused"
+    ATTEMPT_SUPERSEDED = "attempt_superseded"  # fenced when its job finished
+    WAITING = "waiting"  # the next attempt is due later (Retry-After, back-off, a hold)
+    PROVIDER_SKIPPED = "provider_skipped"  # its breaker is open or Retry-After holds it
+    START_REFUSED = "start_refused"  # a scheduled start the engine refused
+    BREAKER_OPENED = "breaker_opened"
+    BREAKER_CLOSED = "breaker_closed"
 
 
 class RefusalReason(enum.StrEnum):
@@ -188,6 +195,7 @@ class RefusalReason(enum.StrEnum):
     CHAIN_EXHAUSTED = "chain_exhausted"  # no provider of the chain is left to try
     ALREADY_STARTED = "already_started"  # a first start arrived after the job began
     UNKNOWN_PROVIDER = "unknown_provider"  # the provider is not in the job's chain
+    CONTRADICTS_EVIDENCE = "contradicts_evidence"  # a resolution the provider disproves
 
 
 STATE_REFUSALS = frozenset(set(RefusalReason) - {RefusalReason.UNKNOWN_PROVIDER})
@@ -211,3 +219,23 @@ class PlanReason(enum.StrEnum):
     FAIL_OVER = "fail_over"  # the next provider of the chain
     WAIT = "wait_for_provider"  # every remaining provider is held; wait for the first
     EXHAUSTED = "chain_exhausted"  # no provider left to try
+
+
+class UnknownCause(enum.StrEnum):
+    """Why an attempt became unknown, beyond the adapter's own signal."""
+
+    DEADLINE = "deadline"  # the attempt's deadline passed with no answer
+    LOST_WORKER = "lost_worker"  # found past its deadline by the sweep (its worker died)
+
+
+class WaitEnd(enum.StrEnum):
+    """What will end an open job's wait (`waiting_on.ends_by`)."""
+
+    ANSWER = "answer"  # the live attempt's answer
+    DEADLINE = "deadline"  # its deadline, after which it becomes unknown
+    PROVIDER_LOOKUP = "provider_lookup"  # the reconciler asking the provider for evidence
+    MAX_RUNTIME = "max_runtime"  # the provider's maximum runtime: then abandoned
+    OPERATOR = "operator"  # an out-of-band resolution
+    NEXT_ATTEMPT = "next_attempt"  # a retry or wait that is due at a known instant
+    WORKER_CLAIM = "worker_claim"  # a new job a worker's poll will start
+    SWEEP = "sweep"  # a job a crash left between two steps; the sweep moves it on

@@ -86,7 +86,7 @@ class AnthropicMessagesProvider(BaseHttpProvider):
         if not isinstance(data, dict):
             raise CallFailed(Signal.MALFORMED_BODY, "the body is not a JSON object")
         if data.get("type") == "error":
-            raise CallFailed(Signal.ERROR_AFTER_OK, f"error in a 2xx body: {_message(data)}")
+            raise CallFailed(Signal.ERROR_BEFORE_CONTENT, f"error in a 2xx body: {_message(data)}")
         content = data.get("content")
         stop = data.get("stop_reason")
         if data.get("type") != "message" or not isinstance(content, list):
@@ -156,7 +156,7 @@ class _EventReader(BaseStreamReader):
             raise CallFailed(Signal.STREAM_MALFORMED, f"a {event.event} event is not an object")
         kind = data.get("type", event.event)
         if kind == "error":
-            raise CallFailed(Signal.ERROR_AFTER_OK, f"error event in the stream: {_message(data)}")
+            raise CallFailed(self.error_signal(), f"error event in the stream: {_message(data)}")
         if kind == "message_start":
             message = data.get("message") or {}
             self.model = message.get("model")

@@ -1,19 +1,22 @@
 """The provider interface every adapter implements, and the shapes it speaks.
 
 An adapter turns one `CompletionRequest` into one `Outcome`. Every way a call can end
-maps to one of three kinds (DESIGN.md, "States"):
+maps to one of four kinds, by the provider kind's outcome table
+(`harness.providers.outcomes`, docs/providers.md):
 
-- NOT_EXECUTED: the provider certainly did not do the work (connect refused, auth or
-  validation 4xx, 429). Safe to fail over.
+- NOT_EXECUTED: the request is over and produced nothing (connect refused, 4xx, 429,
+  the provider's own 5xx error body). Safe to fail over at once.
+- EXECUTED_UNUSABLE: it worked and billed, but no usable answer came (a cut stream, a
+  garbled body). Nothing is still running: failed, billed, failover allowed.
 - EXECUTED: the provider did the work and we hold a parsed answer. Try to win the job.
-- UNKNOWN: the provider may have done the work (timeout after send, reset, cut stream,
-  5xx whose effect is unknown). The attempt becomes `unknown` and blocks the job.
+- UNKNOWN: it may still be working (no answer before the deadline, a reset after the
+  request was sent, an intermediary's error page). The attempt blocks the job.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from harness.core.models import ATTEMPT_HEADER as ATTEMPT_HEADER
 from harness.core.models import CompletionRequest as CompletionRequest
@@ -37,6 +40,7 @@ class Outcome:
     status_code: int | None = None
     retry_after: float | None = None  # seconds, when the provider said
     error: str | None = None  # human description; never contains secrets
+    evidence: dict[str, Any] = field(default_factory=dict)  # timings, bytes received
 
     @property
     def executed(self) -> bool:

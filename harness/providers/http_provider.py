@@ -32,7 +32,12 @@ from harness.providers.exchange import (
     retry_after_seconds,
     transport_errors,
 )
-from harness.providers.outcomes import OUTCOME_TABLES, Signal, status_signal
+from harness.providers.outcomes import (
+    OUTCOME_TABLES,
+    PROVIDER_BODY_STATUSES,
+    Signal,
+    status_signal,
+)
 from harness.providers.secrets import Secret
 from harness.providers.sse import Event, iter_events
 
@@ -40,6 +45,29 @@ log = logging.getLogger("harness.providers")
 
 DEFAULT_CONNECT_TIMEOUT = 5.0
 ERROR_DETAIL_LIMIT = 300
+
+
+@dataclass
+class Meter:
+    """What one exchange measured, kept as evidence whatever its end: seconds to the
+    response head and to the first body byte, and the bytes received."""
+
+    started: float
+    head: float | None = None
+    first_byte: float | None = None
+    received: int = 0
+
+    def took(self, clock: Callable[[], float]) -> None:
+        if self.first_byte is None:
+            self.first_byte = clock() - self.started
+
+    def evidence(self, clock: Callable[[], float]) -> dict[str, Any]:
+        return {
+            "elapsed": round(clock() - self.started, 6),
+            "head_after": None if self.head is None else round(self.head, 6),
+            "first_byte_after": None if self.first_byte is None else round(self.first_byte, 6),
+            "bytes_received": self.received,
+        }
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -71,6 +99,11 @@ class BaseStreamReader(abc.ABC):
     @abc.abstractmethod
     def feed(self, event: Event) -> None: ...
 
+    def error_signal(self) -> Signal:
+        """An error event before any content is a refusal; after content, the work had
+        begun and what came is unusable."""
+        return Signal.ERROR_AFTER_OK if self.parts else Signal.ERROR_BEFORE_CONTENT
+
     def answer(self) -> Answer:
         if not self.done:
             raise CallFailed(
@@ -101,6 +134,7 @@ class BaseHttpProvider(abc.ABC):
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
         timeout: float | None = None,
         lookup_url: str | None = None,
+        stream: bool = True,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.name = name
@@ -112,6 +146,7 @@ class BaseHttpProvider(abc.ABC):
         self.connect_timeout = connect_timeout
         self.timeout = timeout  # the provider's own cap on a call, from its config
         self.lookup_url = lookup_url
+        self.stream = stream  # the worker streams answers from this provider
         self._monotonic = monotonic
 
     def __repr__(self) -> str:
@@ -158,12 +193,13 @@ class BaseHttpProvider(abc.ABC):
     def complete(self, request: CompletionRequest, *, timeout: float) -> Outcome:
         if self.timeout is not None:
             timeout = min(timeout, self.timeout)
+        meter = Meter(started=self._monotonic())
         try:
-            answer, request_id = self._exchange(request, timeout)
+            answer, request_id = self._exchange(request, timeout, meter)
         except CallFailed as failure:
-            outcome = self._failed(failure)
+            outcome = self._failed(failure, meter.evidence(self._monotonic))
         else:
-            outcome = self._executed(answer, request_id)
+            outcome = self._executed(answer, request_id, meter.evidence(self._monotonic))
         log.debug(
             "provider %s attempt %s: %s (%s)",
             self.name,
@@ -173,7 +209,9 @@ class BaseHttpProvider(abc.ABC):
         )
         return outcome
 
-    def _executed(self, answer: Answer, request_id: str | None) -> Outcome:
+    def _executed(
+        self, answer: Answer, request_id: str | None, evidence: Mapping[str, Any] | None = None
+    ) -> Outcome:
         return Outcome(
             kind=self.outcomes[Signal.OK],
             provider=self.name,
@@ -184,9 +222,10 @@ class BaseHttpProvider(abc.ABC):
             model=answer.model or self.model,
             usage=answer.usage,
             status_code=200,
+            evidence=dict(evidence or {}),
         )
 
-    def _failed(self, failure: CallFailed) -> Outcome:
+    def _failed(self, failure: CallFailed, evidence: Mapping[str, Any]) -> Outcome:
         detail = self._api_key.redact(failure.detail)[:ERROR_DETAIL_LIMIT]
         return Outcome(
             kind=self.outcomes[failure.signal],
@@ -197,6 +236,7 @@ class BaseHttpProvider(abc.ABC):
             status_code=failure.status_code,
             retry_after=failure.retry_after,
             error=detail,
+            evidence=dict(evidence),
         )
 
     def _headers(self, request: CompletionRequest | None, *, stream: bool) -> dict[str, str]:
@@ -210,7 +250,9 @@ class BaseHttpProvider(abc.ABC):
     def _timeouts(self, timeout: float) -> httpx.Timeout:
         return httpx.Timeout(timeout, connect=min(self.connect_timeout, timeout))
 
-    def _exchange(self, request: CompletionRequest, timeout: float) -> tuple[Answer, str | None]:
+    def _exchange(
+        self, request: CompletionRequest, timeout: float, meter: Meter
+    ) -> tuple[Answer, str | None]:
         deadline = self._monotonic() + timeout
         with transport_errors(ExchangeStage.REQUEST):
             http_request = self._client.build_request(
@@ -221,15 +263,16 @@ class BaseHttpProvider(abc.ABC):
                 timeout=self._timeouts(timeout),
             )
             response = self._client.send(http_request, stream=True)
+        meter.head = self._monotonic() - meter.started
         request_id = response.headers.get(self.request_id_header)
         try:
             if not 200 <= response.status_code < 300:
-                raise self._status_failure(response, deadline)
+                raise self._status_failure(response, deadline, meter)
             if request.stream and _is_event_stream(response):
-                return self._read_stream(response, deadline), request_id
+                return self._read_stream(response, deadline, meter), request_id
             # Not streaming, or a gateway that ignored `stream` and sent one JSON body.
             try:
-                data = json.loads(self._read_body(response, deadline))
+                data = json.loads(self._read_body(response, deadline, meter))
             except ValueError:
                 raise CallFailed(Signal.MALFORMED_BODY, "the 2xx body is not JSON") from None
             return self._parse(data), request_id
@@ -248,20 +291,24 @@ class BaseHttpProvider(abc.ABC):
         finally:
             response.close()
 
-    def _read_body(self, response: httpx.Response, deadline: float) -> bytes:
+    def _read_body(self, response: httpx.Response, deadline: float, meter: Meter) -> bytes:
         chunks = []
         with transport_errors(ExchangeStage.BODY):
             for chunk in response.iter_bytes():
+                meter.took(self._monotonic)
+                meter.received += len(chunk)
                 chunks.append(chunk)
                 self._check_deadline(deadline)
         return b"".join(chunks)
 
-    def _read_stream(self, response: httpx.Response, deadline: float) -> Answer:
+    def _read_stream(self, response: httpx.Response, deadline: float, meter: Meter) -> Answer:
         reader = self._stream_reader()
 
         def lines() -> Iterator[str]:
             with transport_errors(ExchangeStage.BODY):
                 for line in response.iter_lines():
+                    meter.took(self._monotonic)
+                    meter.received += len(line) + 1
                     self._check_deadline(deadline)
                     yield line
 
@@ -275,15 +322,20 @@ class BaseHttpProvider(abc.ABC):
                 Signal.DEADLINE_EXCEEDED, "the answer did not finish within the call's timeout"
             )
 
-    def _status_failure(self, response: httpx.Response, deadline: float) -> CallFailed:
+    def _status_failure(
+        self, response: httpx.Response, deadline: float, meter: Meter
+    ) -> CallFailed:
         signal = status_signal(response.status_code)
         body: Any = None
         try:
-            body = json.loads(self._read_body(response, deadline))
+            body = json.loads(self._read_body(response, deadline, meter))
         except (CallFailed, ValueError):
             pass  # the status alone decides; the body only sharpens it
         signal = self._refine(signal, body)
-        message = self._error_message(body) or response.reason_phrase
+        own_error = self._error_message(body)
+        if signal in PROVIDER_BODY_STATUSES and own_error is None:
+            signal = Signal.INTERMEDIARY_ERROR  # a gateway's page: the provider may be working
+        message = own_error or response.reason_phrase
         return CallFailed(
             signal,
             f"HTTP {response.status_code}: {message}",

@@ -11,7 +11,10 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from harness.providers.base import CompletionRequest
+import httpx
+
+from harness.errors import ProviderError
+from harness.providers.base import CompletionRequest, LookupResult
 from harness.providers.exchange import CallFailed
 from harness.providers.http_provider import Answer, BaseHttpProvider, BaseStreamReader
 from harness.providers.outcomes import Signal
@@ -25,6 +28,8 @@ FINISH_REASONS: Mapping[str, str] = {
     "function_call": "tool",
 }
 
+METADATA_KEY = "harness_attempt"
+"""The stored-completion metadata key that carries an attempt's token."""
 CONTEXT_CODES = frozenset({"context_length_exceeded", "string_above_max_length"})
 FILTER_CODES = frozenset({"content_filter", "content_policy_violation"})
 
@@ -46,10 +51,15 @@ def _malformed(what: str) -> CallFailed:
 class OpenAIChatProvider(BaseHttpProvider):
     request_id_header = "x-request-id"
 
-    def __init__(self, *, kind: str = "openai", **kwargs: Any) -> None:
+    def __init__(
+        self, *, kind: str = "openai", store_completions: bool = False, **kwargs: Any
+    ) -> None:
         if kind not in ("openai", "openai_compatible"):
             raise ValueError(f"not an OpenAI-style kind: {kind!r}")
         self.kind = kind
+        # Stored completions (`store: true` + `metadata`) are OpenAI's own evidence: a
+        # completion is listed under its attempt token only once it has finished.
+        self.store_completions = store_completions
         super().__init__(**kwargs)
 
     def _url(self) -> str:
@@ -76,13 +86,46 @@ class OpenAIChatProvider(BaseHttpProvider):
         if request.stream:
             body["stream"] = True
             body["stream_options"] = {"include_usage": True}
+        if self.store_completions and request.attempt_id is not None:
+            body["store"] = True
+            body["metadata"] = {METADATA_KEY: request.attempt_id}
         return body
+
+    def lookup(self, attempt_id: str) -> LookupResult | None:
+        """The fakes' lookup when configured; else OpenAI's stored chat completions
+        listed by the attempt token in their metadata (`GET /chat/completions?metadata[
+        harness_attempt]=TOKEN`). A listed completion has finished; none listed is no
+        evidence either way (still running, or never stored)."""
+        if self.lookup_url is not None or not self.store_completions:
+            return super().lookup(attempt_id)
+        try:
+            response = self._client.get(
+                f"{self.base_url}/chat/completions",
+                params={f"metadata[{METADATA_KEY}]": attempt_id, "limit": 1},
+                headers=self._headers(None, stream=False),
+            )
+            response.raise_for_status()
+            listed = response.json().get("data")
+        except (httpx.HTTPError, ValueError, AttributeError) as exc:
+            detail = self._api_key.redact(f"{type(exc).__name__}: {exc}")
+            raise ProviderError(
+                f"stored-completion lookup for {attempt_id} at {self.name} failed: {detail}",
+                provider=self.name,
+            ) from None
+        if not isinstance(listed, list) or not listed:
+            return LookupResult(found=False)
+        try:
+            answer = self._parse(listed[0])
+        except CallFailed:
+            return LookupResult(found=True, finished=False)  # listed, but not readable
+        outcome = self._executed(answer, listed[0].get("id"))
+        return LookupResult(found=True, finished=True, outcome=outcome)
 
     def _parse(self, data: Any) -> Answer:
         if not isinstance(data, dict):
             raise _malformed("the body is not a JSON object")
         if "error" in data:
-            raise CallFailed(Signal.ERROR_AFTER_OK, f"error in a 2xx body: {_message(data)}")
+            raise CallFailed(Signal.ERROR_BEFORE_CONTENT, f"error in a 2xx body: {_message(data)}")
         choices = data.get("choices")
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
             raise _malformed("no choices in the answer")
@@ -140,7 +183,7 @@ class _ChunkReader(BaseStreamReader):
         if not isinstance(chunk, dict):
             raise CallFailed(Signal.STREAM_MALFORMED, "a stream chunk is not a JSON object")
         if "error" in chunk:
-            raise CallFailed(Signal.ERROR_AFTER_OK, f"error event in the stream: {_message(chunk)}")
+            raise CallFailed(self.error_signal(), f"error event in the stream: {_message(chunk)}")
         self.model = chunk.get("model") or self.model
         if chunk.get("usage"):
             self.usage = _usage(chunk["usage"])

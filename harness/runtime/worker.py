@@ -1,16 +1,19 @@
 """The worker: runs a job's attempts through provider adapters, with timeouts,
-failover, hedging and reconciliation of unknown attempts.
+retries, failover, hedging, the shared breaker and reconciliation of unknown attempts.
 
 It owns no guarantee of its own: every step is an engine operation, so two workers (or
 a worker and the fallback button) racing on one job are refused by the database, and a
-worker killed anywhere leaves at worst a live attempt whose deadline passes; the sweep
-then makes it `unknown` and the reconciler resolves it from provider evidence, never by
-running it again blindly.
+worker killed anywhere leaves at worst a live attempt whose deadline passes, or a job
+with nothing live; the sweep makes the first `unknown` and moves the second on, and
+the reconciler resolves unknown attempts from provider evidence or, after the
+provider's maximum runtime, abandons them — never by running them again blindly.
 
-Outcome kinds map to engine operations in one place (`record_outcome`); which provider
-comes next and when to hedge are pure decisions in `harness.core.failover`:
-executed → complete (CAS) · not executed → fail, then the next provider of the chain,
-if the gate allows · unknown → the attempt becomes unknown and the job waits.
+Outcome kinds map to engine operations in one place (`record_outcome`):
+executed → complete (CAS) · not executed / executed unusable → failed (with its
+cause, status and billed flag), then `advance` · unknown → blocked until resolved.
+What comes after a failure or a resolution is `advance`: the pure `plan_next` decides
+(retry the same provider after Retry-After or back-off, fail over through the gate,
+wait for a held provider, or fail the job as `chain_exhausted`).
 """
 
 from __future__ import annotations
@@ -18,29 +21,35 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from harness.core.failover import build_request, next_provider, should_hedge
+from harness.core.breaker import Availability, BreakerSettings, availability, available_after
+from harness.core.failover import Plan, build_request, next_provider, plan_next, should_hedge
 from harness.core.models import Attempt, Job
-from harness.core.states import AttemptState, JobState, OutcomeKind, RefusalReason, Resolution
-from harness.engine import Engine
-from harness.errors import (
-    AttemptRefused,
-    HarnessError,
-    InvalidTransition,
-    NotFound,
+from harness.core.states import (
+    FINISHED_JOB_STATES,
+    AttemptState,
+    EventKind,
+    JobState,
+    OutcomeKind,
+    RefusalReason,
+    Resolution,
 )
-from harness.providers.base import BaseProvider, Outcome
+from harness.engine import Engine
+from harness.errors import AttemptRefused, HarnessError, InvalidTransition, NotFound
+from harness.providers.base import BaseProvider, LookupResult, Outcome
+from harness.providers.outcomes import DEFINITE_PROVIDER_FAILURES
 from harness.runtime.scheduler import BaseScheduler
 
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_RUNTIME = 600.0
-"""Seconds after which a provider is documented to have given up on a request (the
-OpenAI and Anthropic SDKs' default timeout); only then may an unknown attempt with no
-evidence be treated as dead."""
+"""Seconds after which a provider is documented to have given up on a request: OpenAI's
+and Anthropic's SDKs time a request out at 600 s, and Anthropic documents 10 minutes as
+the longest a non-streaming request may run. Only then may an unknown attempt with no
+evidence be abandoned (docs/providers.md)."""
 DEFAULT_POLL_INTERVAL = 0.5
 DEFAULT_RECONCILE_INTERVAL = 5.0
 TIMEOUT_SLACK = 1.0  # the adapter's own timeout backs up the scheduler's deadline
@@ -48,11 +57,18 @@ TIMEOUT_SLACK = 1.0  # the adapter's own timeout backs up the scheduler's deadli
 
 @dataclass(frozen=True, kw_only=True)
 class WorkerSettings:
+    """How one worker runs: its name in events, its polls, each provider's maximum
+    runtime (seconds; DEFAULT_MAX_RUNTIME else) and the shared breaker's thresholds."""
+
     name: str = "worker"
     poll_interval: float = DEFAULT_POLL_INTERVAL
     reconcile_interval: float = DEFAULT_RECONCILE_INTERVAL
-    max_runtime: Mapping[str, float] | None = None  # per provider; DEFAULT_MAX_RUNTIME else
+    max_runtime: Mapping[str, float] | None = None
     claim_batch: int = 20
+    breaker: BreakerSettings = field(default_factory=BreakerSettings)
+
+    def runtime_of(self, provider: str) -> float:
+        return (self.max_runtime or {}).get(provider, DEFAULT_MAX_RUNTIME)
 
 
 def result_of(outcome: Outcome) -> dict[str, Any]:
@@ -67,10 +83,14 @@ def result_of(outcome: Outcome) -> dict[str, Any]:
     }
 
 
+def _evidence(outcome: Outcome) -> dict[str, Any]:
+    return {"request_id": outcome.request_id, **outcome.evidence}
+
+
 class Worker:
     """Runs attempts: sends each to its provider, arms its deadline and hedge timer,
-    records the outcome, fails over along the chain, and in the background claims
-    unstarted jobs, sweeps expired attempts and reconciles unknown ones.
+    records the outcome, retries or fails over, and in the background claims unstarted
+    jobs, sweeps expired attempts and stranded jobs, and reconciles unknown attempts.
 
     It holds no guarantee of its own (every step is an engine operation the database
     may refuse), so any number of workers may run against one database."""
@@ -92,30 +112,62 @@ class Worker:
     # -- entry points ----------------------------------------------------------------------
 
     def start_job(self, job_id: int) -> Attempt | None:
-        """Start a new job's first attempt on its primary provider (exactly once: a late
-        duplicate start is refused by the database, see `Engine.start_attempt(first=)`)."""
+        """Start a new job's first attempt (exactly once: a late duplicate start is
+        refused by the database, see `Engine.start_attempt(first=)`). The primary, or
+        the first provider of the chain the breaker lets through."""
         job = self.engine.get_job(job_id)
         if job.status is not JobState.PENDING or job.attempt_count:
             return None
-        try:
-            return self._launch(job, job.providers[0], first=True)
-        except AttemptRefused as refused:
-            if refused.reason is RefusalReason.ALREADY_STARTED:
-                return None
-            raise
+        return self._carry_out(job, self._plan(job), first=True)
 
     def fallback(self, job_id: int, provider: str | None = None, *, actor: str) -> Attempt:
         """The fallback button: start the next (or the named) provider now.
 
-        Refused (AttemptRefused) while an attempt is live or unknown, or when the gate
-        says no; the engine decides both."""
+        Refused (AttemptRefused) when the job is finished, while an attempt is live or
+        unknown, when the chain is exhausted, or when the gate says no."""
         job = self.engine.get_job(job_id)
+        if job.status in FINISHED_JOB_STATES:
+            raise AttemptRefused(
+                f"job {job_id} is {job.status.value}", reason=RefusalReason.JOB_FINISHED
+            )
         target = provider or next_provider(job)
         if target is None:
             raise AttemptRefused(
                 f"job {job_id} has no provider left to try", reason=RefusalReason.CHAIN_EXHAUSTED
             )
         return self._launch(job, target, actor=actor)
+
+    def resolve(
+        self,
+        attempt_id: int,
+        *,
+        resolution: Resolution | str,
+        reason: str,
+        actor: str,
+        result: Any = None,
+        force: bool = False,
+    ) -> Attempt:
+        """An operator's resolution of an unknown attempt, then the job moves on.
+
+        A `failed` resolution that the provider's own evidence contradicts (it finished
+        with a result) is refused, naming the evidence, unless `force` (recorded)."""
+        resolution = Resolution(resolution)
+        if resolution is Resolution.FAILED:
+            evidence = self._lookup(self.engine.attempt(attempt_id))
+            if evidence is not None and evidence.finished and _executed(evidence) and not force:
+                raise AttemptRefused(
+                    f"attempt {attempt_id}: the provider reports it finished with a result "
+                    f"(request {evidence.outcome.request_id if evidence.outcome else None}); "
+                    "resolve it as succeeded, or pass force to override",
+                    reason=RefusalReason.CONTRADICTS_EVIDENCE,
+                )
+        if force:
+            reason = f"{reason} (forced against provider evidence)"
+        attempt = self.engine.resolve_unknown(
+            attempt_id, resolution=resolution, reason=reason, actor=actor, result=result
+        )
+        self.advance(attempt.job_id)
+        return attempt
 
     # -- one attempt -----------------------------------------------------------------------
 
@@ -143,6 +195,7 @@ class Worker:
             self.engine.fail_attempt(
                 attempt.id, error=f"provider {attempt.provider!r} is not configured"
             )
+            self.advance(attempt.job_id)
             return
         try:
             self.engine.mark_running(attempt.id)
@@ -156,25 +209,44 @@ class Worker:
                     actor=self.settings.name,
                     reason="never sent: its deadline passed before the request went out",
                 )
-                self._continue(attempt.job_id)
+                self.advance(attempt.job_id)
             return
-        outcome = adapter.complete(
-            build_request(job, attempt), timeout=job.policy.attempt_timeout + TIMEOUT_SLACK
-        )
+        request = build_request(job, attempt, stream=bool(getattr(adapter, "stream", False)))
+        outcome = adapter.complete(request, timeout=job.policy.attempt_timeout + TIMEOUT_SLACK)
         self.record_outcome(attempt, outcome)
 
     def record_outcome(self, attempt: Attempt, outcome: Outcome) -> None:
         """Carry out what an outcome kind means for its attempt (the one place that maps
-        outcome kinds to engine operations)."""
+        outcome kinds to engine operations), and feed the provider's shared breaker."""
         try:
             if outcome.kind is OutcomeKind.EXECUTED:
                 self.engine.complete_attempt(
                     attempt.id, result_of(outcome), provider_request_id=outcome.request_id
                 )
-            elif outcome.kind is OutcomeKind.NOT_EXECUTED:
-                self._not_executed(attempt, outcome)
+                self._health(attempt, ok=True)
+            elif outcome.kind is OutcomeKind.UNKNOWN:
+                self.engine.record_unknown(
+                    attempt.id,
+                    cause=outcome.reason,
+                    actor=self.settings.name,
+                    status_code=outcome.status_code,
+                    evidence=_evidence(outcome),
+                )
+                self._after_deadline(attempt)
             else:
-                self.engine.record_timeout(attempt.id, actor=self.settings.name)
+                self.engine.record_failure(
+                    attempt.id,
+                    kind=outcome.kind,
+                    error=f"{outcome.reason}: {outcome.error or ''}".strip(": "),
+                    actor=self.settings.name,
+                    cause=outcome.reason,
+                    status_code=outcome.status_code,
+                    retry_after=outcome.retry_after,
+                    evidence=_evidence(outcome),
+                )
+                if outcome.reason in DEFINITE_PROVIDER_FAILURES:
+                    self._health(attempt, ok=False, retry_after=outcome.retry_after)
+                self.advance(attempt.job_id)
         except InvalidTransition:
             log.info(
                 "attempt %s moved on before its outcome %s arrived", attempt.id, outcome.reason
@@ -182,35 +254,100 @@ class Worker:
         except HarnessError:
             log.exception("recording the outcome of attempt %s failed", attempt.id)
 
-    def _not_executed(self, attempt: Attempt, outcome: Outcome) -> None:
-        error = f"{outcome.reason}: {outcome.error or ''}".strip(": ")
-        self.engine.record_not_executed(attempt.id, error=error, actor=self.settings.name)
-        self._continue(attempt.job_id)
+    def _health(self, attempt: Attempt, *, ok: bool, retry_after: float | None = None) -> None:
+        self.engine.record_provider_result(
+            attempt.provider,
+            ok=ok,
+            settings=self.settings.breaker,
+            job_id=attempt.job_id,
+            actor=self.settings.name,
+            retry_after=retry_after,
+        )
 
-    def _continue(self, job_id: int) -> None:
-        """After a failure: the next provider in the chain, or fail the job."""
-        job = self.engine.get_job(job_id)
-        if job.status is not JobState.PENDING:
-            return  # another attempt is live, or the job is finished
-        target = next_provider(job)
-        if target is None:
-            try:
-                self.engine.fail_job(
-                    job_id, reason="every provider in the chain failed", actor=self.settings.name
-                )
-            except InvalidTransition:
-                pass
-            return
+    # -- what comes next -------------------------------------------------------------------
+
+    def advance(self, job_id: int) -> Attempt | None:
+        """Move a job with nothing live on: the next attempt now, a recorded wait for a
+        later one, or the job failed as `chain_exhausted`. Safe to call from anywhere at
+        any time: a job that is not pending is left alone, and a start another worker
+        won is refused by the database (and recorded, not raised)."""
         try:
-            self._launch(job, target)
+            job = self.engine.get_job(job_id)
+        except NotFound:
+            return None
+        if job.status is not JobState.PENDING:
+            return None
+        return self._carry_out(job, self._plan(job), first=not job.attempt_count)
+
+    def _plan(self, job: Job) -> Plan:
+        now = self.engine.clock.now()
+        view: dict[str, tuple[Availability, datetime | None]] = {}
+        for name, health in self.engine.provider_health(list(job.providers)).items():
+            view[name] = (
+                availability(health, now, self.settings.breaker),
+                available_after(health, self.settings.breaker),
+            )
+        return plan_next(job, now=now, health=view)
+
+    def _carry_out(self, job: Job, plan: Plan, *, first: bool) -> Attempt | None:
+        actor = self.settings.name
+        for provider, why in plan.skipped:
+            detail = {"provider": provider, "why": why}
+            self.engine.note(job.id, EventKind.PROVIDER_SKIPPED, actor=actor, detail=detail)
+        if plan.provider is None:
+            try:
+                self.engine.fail_job(job.id, reason=RefusalReason.CHAIN_EXHAUSTED, actor=actor)
+            except InvalidTransition:
+                pass  # someone else moved it on
+            return None
+        if plan.delay > 0:
+            detail = {"provider": plan.provider, "why": plan.reason}
+            if self.engine.defer(
+                job.id, delay=plan.delay, reason=plan.reason, actor=actor, detail=detail
+            ):
+                self.scheduler.call_later(plan.delay, lambda: self.advance(job.id))
+            return None
+        if self._held(plan.provider):
+            return None
+        try:
+            return self._launch(job, plan.provider, first=first)
         except AttemptRefused as refused:
-            log.info("job %s not failed over to %s: %s", job_id, target, refused.reason)
+            if refused.reason is not RefusalReason.ALREADY_STARTED:
+                self.engine.note(
+                    job.id,
+                    EventKind.START_REFUSED,
+                    actor=actor,
+                    detail={"provider": plan.provider, "reason": refused.reason},
+                )
+            return None
+
+    def _held(self, provider: str) -> bool:
+        """A breaker past its cool-down lets exactly one probe through (the database
+        decides who); everyone else waits for the probe's result."""
+        health = self.engine.provider_health([provider])[provider]
+        now = self.engine.clock.now()
+        state = availability(health, now, self.settings.breaker)
+        if state is Availability.PROBE:
+            return not self.engine.take_probe(provider, self.settings.breaker)
+        return state is not Availability.AVAILABLE
+
+    # -- timers ----------------------------------------------------------------------------
 
     def _on_deadline(self, attempt_id: int) -> None:
         try:
-            self.engine.record_timeout(attempt_id, actor=self.settings.name)
+            attempt = self.engine.record_timeout(attempt_id, actor=self.settings.name)
         except (InvalidTransition, NotFound):
-            pass  # it finished in time
+            return  # it finished in time
+        self._after_deadline(attempt)
+
+    def _after_deadline(self, attempt: Attempt) -> None:
+        """Arm the provider's maximum runtime for an attempt that just became unknown:
+        then it is reconciled at once, whatever the reconcile interval."""
+        runtime = self.settings.runtime_of(attempt.provider)
+        elapsed = (self.engine.clock.now() - attempt.started_at).total_seconds()
+        self.scheduler.call_later(
+            max(0.0, runtime - elapsed), lambda: self._reconcile_attempt(attempt.id)
+        )
 
     def _on_hedge(self, job_id: int) -> None:
         job = self.engine.get_job(job_id)
@@ -221,88 +358,122 @@ class Worker:
         try:
             self._launch(job, target)
         except AttemptRefused as refused:
-            log.info("job %s not hedged to %s: %s", job_id, target, refused.reason)
+            self.engine.note(
+                job_id,
+                EventKind.START_REFUSED,
+                actor=self.settings.name,
+                detail={"provider": target, "reason": refused.reason, "hedge": True},
+            )
 
     # -- recovery ---------------------------------------------------------------------------
 
     def sweep(self) -> int:
-        """Make every attempt past its deadline unknown (e.g. its worker died)."""
+        """Make every attempt past its deadline unknown (e.g. its worker died), and move
+        on every job a crash or a wait left pending with nothing live."""
         count = 0
         for attempt in self.engine.expired_attempts():
             try:
-                self.engine.record_timeout(attempt.id, actor=self.settings.name)
-                count += 1
+                moved = self.engine.record_unknown(
+                    attempt.id,
+                    cause="deadline",
+                    actor=self.settings.name,
+                    evidence={"found_by": "sweep"},
+                )
             except InvalidTransition:
-                pass  # it finished meanwhile
+                continue  # it finished meanwhile
+            self._after_deadline(moved)
+            count += 1
+        for job in self.engine.stranded_jobs():
+            if self.advance(job.id) is not None:
+                count += 1
         return count
 
     def claim(self) -> int:
         """Start the first attempt of new jobs nobody has started (e.g. the API died, or
         it runs without a worker)."""
+        held = {p for p in self.providers if self._unavailable(p)}
         claimed = self.engine.claim_new_jobs(
             limit=self.settings.claim_batch,
             actor=self.settings.name,
             models={name: getattr(p, "model", None) for name, p in self.providers.items()},
+            skip_primaries=held,
         )
-        for job, attempt in claimed:
+        for job, attempt in claimed.started:
             self._run(job, attempt)
-        return len(claimed)
+        for job in claimed.skipped:  # their primary is held: the plan picks another
+            self.start_job(job.id)
+        return len(claimed.started) + len(claimed.skipped)
+
+    def _unavailable(self, provider: str) -> bool:
+        health = self.engine.provider_health([provider])[provider]
+        state = availability(health, self.engine.clock.now(), self.settings.breaker)
+        return state is not Availability.AVAILABLE
 
     def reconcile(self) -> int:
-        """Resolve unknown attempts from provider evidence (I4); the count resolved."""
+        """Resolve unknown attempts from provider evidence (I4), or abandon those past
+        their provider's maximum runtime; the count resolved."""
         resolved = 0
-        now = self.engine.clock.now()
         for attempt in self.engine.unknown_attempts():
-            try:
-                resolved += self._reconcile_one(attempt, now)
-            except InvalidTransition:
-                pass  # resolved meanwhile by someone else
-            except HarnessError as exc:  # e.g. the lookup could not be made: try later
-                log.warning("reconciling attempt %s failed: %s", attempt.id, exc.message)
+            resolved += self._reconcile_attempt(attempt.id)
         return resolved
+
+    def _reconcile_attempt(self, attempt_id: int) -> int:
+        try:
+            attempt = self.engine.attempt(attempt_id)
+            if attempt.state is not AttemptState.UNKNOWN:
+                return 0
+            return int(self._reconcile_one(attempt, self.engine.clock.now()))
+        except InvalidTransition:
+            return 0  # resolved meanwhile by someone else
+        except HarnessError as exc:  # e.g. the lookup could not be made: try later
+            log.warning("reconciling attempt %s failed: %s", attempt_id, exc.message)
+            return 0
 
     def _reconcile_one(self, attempt: Attempt, now: datetime) -> bool:
         actor = f"{self.settings.name}:reconciler"
-        adapter = self.providers.get(attempt.provider)
-        lookup = adapter.lookup(str(attempt.id)) if adapter is not None else None
-        if lookup is not None and lookup.found:
-            found = lookup.outcome
-            if not lookup.finished or found is None or found.kind is OutcomeKind.UNKNOWN:
-                return False  # still working, or no readable evidence: wait
-            if found.kind is OutcomeKind.EXECUTED:
-                self.engine.resolve_unknown(
-                    attempt.id,
-                    resolution=Resolution.SUCCEEDED,
-                    result=result_of(found),
-                    actor=actor,
-                    reason="provider lookup: finished with a result",
-                )
-                return True
+        lookup = self._lookup(attempt)
+        found = lookup.outcome if lookup is not None and lookup.finished else None
+        if found is not None and found.kind is OutcomeKind.EXECUTED:
+            self.engine.resolve_unknown(
+                attempt.id,
+                resolution=Resolution.SUCCEEDED,
+                result=result_of(found),
+                actor=actor,
+                reason="provider lookup: finished with a result",
+            )
+            return True
+        if found is not None and found.kind is not OutcomeKind.UNKNOWN:
             self.engine.resolve_unknown(
                 attempt.id,
                 resolution=Resolution.FAILED,
                 actor=actor,
                 reason=f"provider lookup: finished without a result ({found.reason})",
             )
-            self._continue(attempt.job_id)
+            self.advance(attempt.job_id)
             return True
-        limit = (self.settings.max_runtime or {}).get(attempt.provider, DEFAULT_MAX_RUNTIME)
-        if (now - attempt.started_at).total_seconds() <= limit:
-            return False
-        # Dead, not failed: it may have executed (and billed). Cancelling fences off any
-        # late answer, and the record says what we do not know.
+        limit = self.settings.runtime_of(attempt.provider)
+        if (now - attempt.started_at).total_seconds() < limit:
+            return False  # still working, or no evidence yet: wait
+        # Dead, not failed: it may have executed (and billed). Whatever the lookup says,
+        # the provider has given up by now; cancelling fences off any late answer.
         self.engine.resolve_unknown(
             attempt.id,
             resolution=Resolution.CANCELLED,
             actor=actor,
-            reason=f"abandoned: no evidence after the provider's maximum runtime of "
+            reason=f"abandoned: no result after the provider's maximum runtime of "
             f"{limit:g} s; it may have executed",
         )
-        self._continue(attempt.job_id)
+        self.advance(attempt.job_id)
         return True
 
+    def _lookup(self, attempt: Attempt) -> LookupResult | None:
+        adapter = self.providers.get(attempt.provider)
+        if adapter is None:
+            return None
+        return adapter.lookup(attempt.token or str(attempt.id))
+
     def tick(self) -> None:
-        """One round of background duties: claim new jobs, sweep deadlines, reconcile.
+        """One round of background duties: claim new jobs, sweep, reconcile.
 
         Each duty runs on its own: one that fails is logged and retried next round, and
         never keeps the others (or other owners' jobs) from running."""
@@ -335,3 +506,7 @@ class Worker:
 
     def stop(self) -> None:
         self._stop.set()
+
+
+def _executed(lookup: LookupResult) -> bool:
+    return lookup.outcome is not None and lookup.outcome.kind is OutcomeKind.EXECUTED

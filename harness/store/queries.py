@@ -16,6 +16,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, RowMapping
 
+from harness.core.breaker import BreakerState, Health
 from harness.core.models import Attempt, Event, Intent, Job, Policy, Verdict
 from harness.core.states import (
     LIVE_ATTEMPT_STATES,
@@ -32,7 +33,7 @@ from harness.core.states import (
     job_next,
     job_sources,
 )
-from harness.store.tables import attempts, events, jobs, verdicts
+from harness.store.tables import attempts, events, jobs, provider_health, verdicts
 
 # -- mapping -----------------------------------------------------------------------------
 
@@ -82,6 +83,7 @@ def _job(row: RowMapping, job_attempts: Iterable[Attempt] = ()) -> Job:
         created_at=row["created_at"],
         updated_at=row["updated_at"],
         attempts=tuple(job_attempts),
+        next_attempt_at=row["next_attempt_at"],
     )
 
 
@@ -197,7 +199,12 @@ def claim_attempt(
     row = conn.execute(
         sa.update(jobs)
         .where(*guard)
-        .values(attempt_count=jobs.c.attempt_count + 1, status=target.value, updated_at=now)
+        .values(
+            attempt_count=jobs.c.attempt_count + 1,
+            status=target.value,
+            updated_at=now,
+            next_attempt_at=None,
+        )
         .returning(jobs.c.attempt_count, jobs.c.version)
     ).first()
     return (row[0], row[1]) if row is not None else None
@@ -315,6 +322,7 @@ def insert_attempt(
     read_version: int,
     now: datetime,
     deadline: datetime,
+    token: str,
 ) -> Attempt:
     row = (
         conn.execute(
@@ -329,6 +337,7 @@ def insert_attempt(
                 read_version=read_version,
                 started_at=now,
                 deadline_at=deadline,
+                token=token,
             )
             .returning(*attempts.c)
         )
@@ -372,6 +381,29 @@ def transition_attempt(
     return _attempt(row) if row is not None else None
 
 
+def fence_live_attempts(
+    conn: Connection, job_id: int, *, now: datetime, error: str
+) -> list[Attempt]:
+    """Supersede every live attempt of a finished job (the caller holds its lock); the
+    attempts as they were before, so the caller can record what each was."""
+    live = [a for a in list_attempts(conn, job_id) if a.state in LIVE_ATTEMPT_STATES]
+    if live:
+        conn.execute(
+            sa.update(attempts)
+            .where(
+                attempts.c.id.in_([a.id for a in live]),
+                attempts.c.state.in_(sorted(attempt_sources(AttemptEvent.SUPERSEDE))),
+            )
+            .values(
+                state=attempt_next(AttemptState.RUNNING, AttemptEvent.SUPERSEDE).value,
+                live_slot=None,
+                finished_at=now,
+                error=error,
+            )
+        )
+    return live
+
+
 def keep_late_result(conn: Connection, attempt_id: int, raw_result: Any) -> None:
     """Keep a fenced-off attempt's late payload for audit, without changing its state."""
     conn.execute(
@@ -405,6 +437,32 @@ def unknown_attempts(conn: Connection, *, limit: int = 100) -> list[Attempt]:
     return [_attempt(r) for r in rows]
 
 
+def defer_job(conn: Connection, job_id: int, *, until: datetime, now: datetime) -> bool:
+    """Mark a pending job's next attempt as due at `until` (a retry, a wait)."""
+    result = conn.execute(
+        sa.update(jobs)
+        .where(jobs.c.id == job_id, jobs.c.status == JobState.PENDING.value)
+        .values(next_attempt_at=until, updated_at=now)
+    )
+    return result.rowcount == 1
+
+
+def stranded_job_ids(conn: Connection, *, now: datetime, limit: int) -> list[int]:
+    """Started jobs with nothing live whose next step is due: a crash between two steps,
+    or a wait that is over (the partial index ix_jobs_stranded backs it)."""
+    rows = conn.execute(
+        sa.select(jobs.c.id)
+        .where(
+            jobs.c.status == JobState.PENDING.value,
+            jobs.c.attempt_count > 0,
+            sa.or_(jobs.c.next_attempt_at.is_(None), jobs.c.next_attempt_at <= now),
+        )
+        .order_by(jobs.c.id)
+        .limit(limit)
+    )
+    return [r[0] for r in rows]
+
+
 def new_job_ids(conn: Connection, *, limit: int) -> list[int]:
     """Pending jobs with no attempt yet, locked for the caller's transaction; on Postgres
     rows another worker is claiming right now are skipped, not waited for."""
@@ -416,6 +474,78 @@ def new_job_ids(conn: Connection, *, limit: int) -> list[int]:
         .with_for_update(skip_locked=True)
     )
     return [r[0] for r in rows]
+
+
+# -- provider health ---------------------------------------------------------------------
+
+
+def _health(row: RowMapping) -> Health:
+    return Health(
+        provider=row["provider"],
+        state=BreakerState(row["state"]),
+        failures=row["failures"],
+        window_started_at=row["window_started_at"],
+        opened_at=row["opened_at"],
+        not_before=row["not_before"],
+    )
+
+
+_INSERT_HEALTH = {
+    name: dialect.insert(provider_health).on_conflict_do_nothing(index_elements=["provider"])
+    for name, dialect in (("postgresql", postgresql), ("sqlite", sqlite))
+}
+
+
+def lock_health(conn: Connection, provider: str, *, now: datetime) -> Health:
+    """A provider's health row, created if missing, locked for the caller's transaction."""
+    conn.execute(
+        _INSERT_HEALTH[conn.dialect.name],
+        {
+            "provider": provider,
+            "state": BreakerState.CLOSED.value,
+            "failures": 0,
+            "updated_at": now,
+        },
+    )
+    row = (
+        conn.execute(
+            sa.select(provider_health)
+            .where(provider_health.c.provider == provider)
+            .with_for_update()
+        )
+        .mappings()
+        .one()
+    )
+    return _health(row)
+
+
+def save_health(conn: Connection, health: Health, *, now: datetime) -> None:
+    conn.execute(
+        sa.update(provider_health)
+        .where(provider_health.c.provider == health.provider)
+        .values(
+            state=health.state.value,
+            failures=health.failures,
+            window_started_at=health.window_started_at,
+            opened_at=health.opened_at,
+            not_before=health.not_before,
+            updated_at=now,
+        )
+    )
+
+
+def forget_health(conn: Connection, providers: Iterable[str]) -> None:
+    """Drop providers' health rows (a fresh world for `harness check`'s stories)."""
+    conn.execute(
+        sa.delete(provider_health).where(provider_health.c.provider.in_(sorted(providers)))
+    )
+
+
+def list_health(conn: Connection, providers: Iterable[str] | None = None) -> list[Health]:
+    query = sa.select(provider_health).order_by(provider_health.c.provider)
+    if providers is not None:
+        query = query.where(provider_health.c.provider.in_(sorted(providers)))
+    return [_health(r) for r in conn.execute(query).mappings()]
 
 
 # -- events ------------------------------------------------------------------------------

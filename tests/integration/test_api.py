@@ -167,7 +167,7 @@ def test_timeout_blocks_fallback_until_resolved(service: Service) -> None:
     assert kinds == [
         "created",
         "attempt_started",
-        "timed_out",
+        "became_unknown",
         "resolved",
         "attempt_started",
         "won",

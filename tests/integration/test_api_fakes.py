@@ -21,7 +21,7 @@ from harness.core.clock import VirtualClock
 from harness.core.gate import AllowAllGate
 from harness.core.models import Policy
 from harness.engine import Engine
-from harness.providers.build import builtin_fake_providers
+from harness.runtime.builtin import builtin_fake_providers
 from harness.runtime.scheduler import ManualScheduler, SteppedTime, ThreadScheduler
 from harness.runtime.worker import Worker
 from harness.store.database import Database
@@ -132,8 +132,10 @@ def test_hedged_fallback_wins_and_the_late_primary_is_discarded(live: Live) -> N
     at(5)  # t=15: the fallback answers
     won = live.wait_for(job["id"], lambda j: j["status"] == "succeeded")
     assert won["result"]["provider"] == "fallback"
+    assert won["attempts"][0]["state"] == "superseded"  # fenced by the win: nothing live
     at(15)  # t=30: the primary answers, late
-    late = live.wait_for(job["id"], lambda j: j["attempts"][0]["state"] == "superseded")
+    late = live.wait_for(job["id"], lambda j: j["attempts"][0]["result"] is not None)
+    assert late["attempts"][0]["state"] == "superseded"
     assert late["result"] == won["result"] and late["version"] == won["version"]
     assert late["attempts"][0]["result"]["provider"] == "primary"  # kept for audit
     events = live.client.get(f"/v1/jobs/{job['id']}/events").json()["events"]
@@ -245,7 +247,7 @@ def test_worker_killed_mid_attempt_is_recovered_by_lookup_not_rerun(db_url, tmp_
         engine_db.dispose()
     kinds = [e["kind"] for e in events]
     assert [a["state"] for a in job["attempts"]] == ["succeeded"]  # one attempt, never re-run
-    assert kinds.count("won") == 1 and "timed_out" in kinds and "resolved" in kinds
+    assert kinds.count("won") == 1 and "became_unknown" in kinds and "resolved" in kinds
     resolved = next(e for e in events if e["kind"] == "resolved")
     assert resolved["detail"]["outcome"] == "succeeded"
     assert resolved["actor"].endswith(":reconciler")

@@ -126,8 +126,9 @@ def test_reverse_order_later_attempt_wins_earlier_is_superseded(engine: Engine) 
     won = engine.complete_attempt(b.id, {"from": "b"})
     assert won.won and won.job.result == {"from": "b"}
     version = won.job.version
+    assert engine.attempt(a.id).state is AttemptState.SUPERSEDED  # fenced by the win (I11)
     late = engine.complete_attempt(a.id, {"from": "a"})
-    assert not late.won and late.reason == "job_completed"
+    assert not late.won and late.reason == "attempt_finished"
     assert late.attempt.state is AttemptState.SUPERSEDED
     assert late.attempt.raw_result == {"from": "a"}
     job = engine.get_job(job_id)

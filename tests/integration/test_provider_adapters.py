@@ -20,8 +20,8 @@ from harness.providers import (
     Message,
     OpenAIChatProvider,
     OutcomeKind,
-    builtin_fake_providers,
 )
+from harness.runtime.builtin import builtin_fake_providers
 
 REQUEST = CompletionRequest(
     messages=(Message(role="user", content="Name a colour."),),
@@ -114,9 +114,10 @@ def test_connection_refused_is_not_executed() -> None:
     assert (outcome.kind, outcome.reason) == (OutcomeKind.NOT_EXECUTED, "connect_failed")
 
 
-def test_slow_stream_past_the_deadline_is_unknown() -> None:
+def test_slow_stream_past_the_deadline_is_unusable() -> None:
     """Every chunk arrives within the read timeout, but the whole answer does not arrive
-    within the call's timeout: unknown, never a truncated success. Virtual time."""
+    within the call's timeout: the provider was working and we stopped reading, so it is
+    executed-unusable (billed), never a truncated success. Virtual time."""
     fakes = FakeProviders(time=VirtualTime())
     adapter = AnthropicMessagesProvider(
         name="f",
@@ -128,7 +129,7 @@ def test_slow_stream_past_the_deadline_is_unknown() -> None:
     fakes.script(Behaviour(name="success", chunk_latency=4.0))
     request = CompletionRequest(messages=REQUEST.messages, stream=True)
     outcome = adapter.complete(request, timeout=5.0)
-    assert (outcome.kind, outcome.reason) == (OutcomeKind.UNKNOWN, "deadline_exceeded")
+    assert (outcome.kind, outcome.reason) == (OutcomeKind.EXECUTED_UNUSABLE, "deadline_exceeded")
     assert outcome.request_id == fakes.ledger.entries()[0].request_id
 
 
@@ -297,7 +298,7 @@ def test_a_billed_execution_with_an_unreadable_result_is_never_not_executed(fake
         ("anthropic", b'event: message_start\ndata: {"type": "message_start", "message": "x"}\n\n'),
     ],
 )
-def test_json_of_the_wrong_shape_is_unknown_never_a_crash(kind: str, body: bytes) -> None:
+def test_json_of_the_wrong_shape_is_unusable_never_a_crash(kind: str, body: bytes) -> None:
     """complete() never raises for provider behaviour, whatever the JSON's shape."""
     from harness.providers.anthropic_messages import AnthropicMessagesProvider
 
@@ -312,4 +313,4 @@ def test_json_of_the_wrong_shape_is_unknown_never_a_crash(kind: str, body: bytes
         client=httpx.Client(transport=httpx.MockTransport(handler)),
     )
     outcome = adapter.complete(CompletionRequest(messages=REQUEST.messages, stream=True), timeout=5)
-    assert outcome.kind is OutcomeKind.UNKNOWN and outcome.reason == "stream_malformed"
+    assert outcome.kind is OutcomeKind.EXECUTED_UNUSABLE and outcome.reason == "stream_malformed"

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import pytest
 
-from fake_providers import BEHAVIOURS, Behaviour, BehaviourName
+from fake_providers import Behaviour, BehaviourName
+from fake_providers.behaviours import bills
 from harness.providers import CompletionRequest, Message, OutcomeKind, Signal
 
 ADAPTER_KINDS = ("openai", "openai_compatible", "anthropic")
 NOT = OutcomeKind.NOT_EXECUTED
+UNUSABLE = OutcomeKind.EXECUTED_UNUSABLE
 DONE = OutcomeKind.EXECUTED
 UNKNOWN = OutcomeKind.UNKNOWN
 
@@ -25,16 +27,16 @@ EXPECTED: dict[BehaviourName, tuple[OutcomeKind, OutcomeKind]] = {
     BehaviourName.ACCEPT_THEN_DROP: (UNKNOWN, UNKNOWN),
     BehaviourName.RATE_LIMIT: (NOT, NOT),
     BehaviourName.RATE_LIMIT_NO_RETRY_AFTER: (NOT, NOT),
-    BehaviourName.SERVER_ERROR: (UNKNOWN, UNKNOWN),
-    BehaviourName.SERVICE_UNAVAILABLE: (UNKNOWN, UNKNOWN),
-    BehaviourName.OVERLOADED: (UNKNOWN, NOT),
+    BehaviourName.SERVER_ERROR: (NOT, NOT),
+    BehaviourName.SERVICE_UNAVAILABLE: (NOT, NOT),
+    BehaviourName.OVERLOADED: (NOT, NOT),
     BehaviourName.RESET_BEFORE_HEADERS: (UNKNOWN, UNKNOWN),
-    BehaviourName.STREAM_CUT: (UNKNOWN, UNKNOWN),
-    BehaviourName.STREAM_STALL: (UNKNOWN, UNKNOWN),
-    BehaviourName.STREAM_MALFORMED_CHUNK: (UNKNOWN, UNKNOWN),
-    BehaviourName.STREAM_NO_DONE: (UNKNOWN, UNKNOWN),
-    BehaviourName.STREAM_ERROR_EVENT: (UNKNOWN, UNKNOWN),
-    BehaviourName.MALFORMED_BODY: (UNKNOWN, UNKNOWN),
+    BehaviourName.STREAM_CUT: (UNUSABLE, UNUSABLE),
+    BehaviourName.STREAM_STALL: (UNUSABLE, UNUSABLE),
+    BehaviourName.STREAM_MALFORMED_CHUNK: (UNUSABLE, UNUSABLE),
+    BehaviourName.STREAM_NO_DONE: (UNUSABLE, UNUSABLE),
+    BehaviourName.STREAM_ERROR_EVENT: (NOT, NOT),  # whole: only an error (stream: below)
+    BehaviourName.MALFORMED_BODY: (UNUSABLE, UNUSABLE),
     BehaviourName.CONTEXT_LENGTH_EXCEEDED: (NOT, NOT),
     BehaviourName.CONTENT_FILTER: (NOT, NOT),
     BehaviourName.MALFORMED_JSON: (DONE, DONE),
@@ -56,7 +58,6 @@ EXPECTED_REASON: dict[BehaviourName, Signal] = {
     BehaviourName.RESET_BEFORE_HEADERS: Signal.CONNECTION_RESET,
     BehaviourName.STREAM_CUT: Signal.STREAM_CUT,
     BehaviourName.STREAM_STALL: Signal.STREAM_STALLED,
-    BehaviourName.STREAM_ERROR_EVENT: Signal.ERROR_AFTER_OK,
     BehaviourName.MALFORMED_BODY: Signal.MALFORMED_BODY,
     BehaviourName.CONTEXT_LENGTH_EXCEEDED: Signal.CONTEXT_LENGTH_EXCEEDED,
     BehaviourName.CONTENT_FILTER: Signal.CONTENT_FILTERED,
@@ -88,6 +89,8 @@ def _request(stream: bool, attempt_id: str) -> CompletionRequest:
 @pytest.mark.parametrize("behaviour", list(BehaviourName))
 def test_behaviour_maps_to_outcome(target, behaviour, kind, stream) -> None:
     expected = EXPECTED[behaviour][1 if kind == "anthropic" else 0]
+    if stream and behaviour is BehaviourName.STREAM_ERROR_EVENT:
+        expected = UNUSABLE  # the error event follows content: it worked, nothing usable
     adapter = target.adapter(kind)
     attempt = f"{behaviour}-{kind}-{stream}"
     target.fakes.script(Behaviour(name=behaviour), attempt_id=attempt)
@@ -101,7 +104,11 @@ def test_behaviour_maps_to_outcome(target, behaviour, kind, stream) -> None:
         assert outcome.reason == EXPECTED_REASON[behaviour].value, outcome
     (entry,) = target.fakes.ledger.entries(attempt_id=attempt)
     assert entry.behaviour == behaviour.value
-    assert entry.billed is BEHAVIOURS[behaviour].bills
+    assert entry.billed is bills(behaviour, stream=stream)
+    if expected in (UNUSABLE, DONE):  # it worked: the provider billed it
+        assert entry.billed, entry
+    if expected is NOT:  # the request is over and produced nothing
+        assert not entry.billed, entry
     assert entry.stream is stream
     if expected is DONE:
         assert entry.delivered

@@ -97,12 +97,12 @@ def test_a_clean_history_passes() -> None:
         ([job(attempt(1, AttemptState.UNKNOWN), status=JobState.RUNNING)], events(), "I4"),
         (
             [job(attempt(1, AttemptState.UNKNOWN), status=JobState.BLOCKED_UNKNOWN)],
-            events(("timed_out", 1), ("attempt_started", 2)),
+            events(("became_unknown", 1), ("attempt_started", 2)),
             "I4",
         ),
         (
             [job(attempt(1, AttemptState.FAILED))],
-            events(("timed_out", 1), ("attempt_failed", 1)),
+            events(("became_unknown", 1), ("attempt_failed", 1)),
             "I4",
         ),
         (

@@ -34,6 +34,8 @@ def upgrade() -> None:
     op.add_column("attempts", sa.Column("retry_after", sa.Float(), nullable=True))
     op.add_column("attempts", sa.Column("token", sa.String(64), nullable=True))
     op.create_index("uq_attempts_token", "attempts", ["token"], unique=True)
+    # `timed_out` said one cause for every unknown; the event now names its cause.
+    op.execute("UPDATE events SET kind = 'became_unknown' WHERE kind = 'timed_out'")
     op.add_column("jobs", sa.Column("next_attempt_at", Ts, nullable=True))
     op.create_index(
         "ix_jobs_unstarted", "jobs", ["id"], sqlite_where=UNSTARTED, postgresql_where=UNSTARTED
@@ -59,6 +61,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    op.execute("UPDATE events SET kind = 'timed_out' WHERE kind = 'became_unknown'")
     op.drop_table("provider_health")
     op.drop_index("ix_jobs_stranded", "jobs")
     op.drop_index("ix_jobs_unstarted", "jobs")

@@ -1,0 +1,318 @@
+"""Units of work that start and finish attempts: the live-slot guard (I3), the claim,
+the gate before a fallback (I7), and the compare-and-swap that picks one winner (I5)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy.engine import Connection
+
+from harness.core import faults as fp
+from harness.core.models import Attempt, Completion, Job
+from harness.core.states import (
+    FINISHED_JOB_STATES,
+    AttemptEvent,
+    DiscardReason,
+    EventKind,
+    JobState,
+    OutcomeKind,
+    RefusalReason,
+    Resolution,
+)
+from harness.engine.units import BaseUnits, Claimed
+from harness.errors import (
+    AttemptRefused,
+    IntegrityViolation,
+    InvalidTransition,
+)
+from harness.store import queries as q
+from harness.store.tables import LIVE_SLOT_INDEX
+
+
+class AttemptUnits(BaseUnits):
+    """Attempts: started only where the live-slot index and the gate allow, completed by
+    one compare-and-swap; a loser's or a fenced attempt's answer is kept, never written."""
+
+    def start_attempt(
+        self,
+        job_id: int,
+        provider: str,
+        *,
+        model: str | None = None,
+        actor: str = "engine",
+        first: bool = False,
+    ) -> Attempt:
+        """Start an attempt if nothing forbids it (I3, I4, I7).
+
+        The live-slot index is the guard: without hedging every attempt asks for slot 0,
+        so a second live attempt cannot be inserted, whatever the timing. `first` starts
+        only a job's first attempt (refused as `already_started` otherwise), so a late
+        duplicate start can never run the primary again after a failover began."""
+        job = self.get_job(job_id)
+        if job.status in FINISHED_JOB_STATES:
+            raise AttemptRefused(
+                f"job {job_id} is {job.status.value}", reason=RefusalReason.JOB_FINISHED
+            )
+        if provider not in job.providers:
+            raise AttemptRefused(
+                f"{provider!r} is not in job {job_id}'s provider chain",
+                reason=RefusalReason.UNKNOWN_PROVIDER,
+            )
+        if provider != job.providers[0]:
+            self._check_failover(job, provider, actor=actor)
+        slots = range(job.policy.max_live_attempts)
+        for _ in slots:
+            if len(slots) == 1:
+                slot = 0
+            else:
+                with self.db.read() as conn:
+                    used = q.used_live_slots(conn, job_id)
+                free = [s for s in slots if s not in used]
+                if not free:
+                    break
+                slot = free[0]
+            self.faults.hit(fp.BEFORE_START)
+            try:
+                return self._insert_attempt(job, provider, model, slot, actor=actor, first=first)
+            except IntegrityViolation as exc:
+                if exc.constraint != LIVE_SLOT_INDEX:
+                    raise
+        raise AttemptRefused(
+            f"job {job_id} already has {job.policy.max_live_attempts} live attempt(s)",
+            reason=RefusalReason.LIVE_ATTEMPT,
+        )
+
+    def _check_failover(self, job: Job, provider: str, *, actor: str) -> None:
+        decision = self.gate.may_fail_over(contract=job.contract, provider=provider)
+        if decision.allowed:
+            return
+        now = self.clock.now()
+        with self.db.write() as conn:
+            q.insert_event(
+                conn,
+                job.id,
+                EventKind.FAILOVER_REFUSED,
+                now=now,
+                actor=actor,
+                detail={"provider": provider, "reason": decision.reason, "detail": decision.detail},
+            )
+        raise AttemptRefused(
+            f"failover to {provider!r} refused: {decision.reason}"
+            + (f" ({decision.detail})" if decision.detail else ""),
+            reason=decision.reason,
+            provider=provider,
+        )
+
+    def _insert_attempt(
+        self,
+        job: Job,
+        provider: str,
+        model: str | None,
+        slot: int,
+        *,
+        actor: str,
+        first: bool = False,
+        conn: Connection | None = None,
+    ) -> Attempt:
+        if conn is None:
+            with self.db.write() as conn:
+                return self._insert_attempt(
+                    job, provider, model, slot, actor=actor, first=first, conn=conn
+                )
+        now = self.clock.now()
+        claim = q.claim_attempt(conn, job.id, now=now, first=first)
+        if claim is None:
+            current = self._job(conn, job.id)
+            if current.status is JobState.BLOCKED_UNKNOWN:
+                raise AttemptRefused(
+                    f"job {job.id} waits on an unknown attempt; resolve it first",
+                    reason=RefusalReason.UNKNOWN_ATTEMPT,
+                )
+            if first and current.status not in FINISHED_JOB_STATES:
+                raise AttemptRefused(
+                    f"job {job.id} was already started", reason=RefusalReason.ALREADY_STARTED
+                )
+            raise AttemptRefused(
+                f"job {job.id} is {current.status.value}", reason=RefusalReason.JOB_FINISHED
+            )
+        number, version = claim
+        attempt = q.insert_attempt(
+            conn,
+            job_id=job.id,
+            number=number,
+            provider=provider,
+            model=model,
+            live_slot=slot,
+            read_version=version,
+            now=now,
+            deadline=now + timedelta(seconds=job.policy.attempt_timeout),
+            token=self.tokens(),
+        )
+        q.insert_event(
+            conn,
+            job.id,
+            EventKind.ATTEMPT_STARTED,
+            now=now,
+            attempt_id=attempt.id,
+            actor=actor,
+            detail={"number": number, "provider": provider, "slot": slot},
+        )
+        return attempt
+
+    def claim_new_jobs(
+        self,
+        *,
+        limit: int,
+        actor: str,
+        models: Mapping[str, str | None] | None = None,
+        skip_primaries: frozenset[str] | set[str] = frozenset(),
+    ) -> Claimed:
+        """Start the first attempt of up to `limit` jobs nobody has started, in one
+        transaction: on Postgres the rows are taken FOR UPDATE SKIP LOCKED, so workers
+        claiming at once split the jobs between them instead of queueing on each other.
+        Jobs whose primary is in `skip_primaries` (held by its breaker) are returned
+        unstarted, for the caller to start elsewhere through the gate."""
+        started, skipped = [], []
+        with self.db.write() as conn:
+            for job_id in q.new_job_ids(conn, limit=limit):
+                job = self._job(conn, job_id)
+                primary = job.providers[0]
+                if primary in skip_primaries:
+                    skipped.append(job)
+                    continue
+                attempt = self._insert_attempt(
+                    job,
+                    primary,
+                    (models or {}).get(primary),
+                    0,
+                    actor=actor,
+                    first=True,
+                    conn=conn,
+                )
+                started.append((job, attempt))
+        return Claimed(started=started, skipped=skipped)
+
+    def mark_running(self, attempt_id: int, *, provider_request_id: str | None = None) -> Attempt:
+        """The request is about to be sent: from here on a crash means unknown."""
+        now = self.clock.now()
+        with self.db.write() as conn:
+            attempt = self._attempt(conn, attempt_id)
+            moved = q.transition_attempt(
+                conn, attempt_id, AttemptEvent.RUN, now=now, provider_request_id=provider_request_id
+            )
+            if moved is None:
+                raise InvalidTransition(
+                    f"attempt {attempt_id} is {attempt.state.value}, not starting",
+                    attempt_id=attempt_id,
+                )
+            return moved
+
+    def complete_attempt(
+        self, attempt_id: int, result: Any, *, provider_request_id: str | None = None
+    ) -> Completion:
+        """Offer an attempt's result. Exactly one attempt per job wins (I5); a loser, or a
+        cancelled attempt's late answer, is kept for audit and never becomes the result."""
+        self.faults.hit(fp.BEFORE_COMPLETE)
+        now = self.clock.now()
+        with self.db.write() as conn:
+            attempt = self._attempt(conn, attempt_id, lock=True)
+            return self._complete(conn, attempt, result, provider_request_id, now=now)
+
+    def _complete(
+        self,
+        conn: Connection,
+        attempt: Attempt,
+        result: Any,
+        provider_request_id: str | None,
+        *,
+        now: datetime,
+        resolution: Resolution | None = None,
+    ) -> Completion:
+        job_id = attempt.job_id
+        version = q.complete_job(
+            conn,
+            job_id,
+            attempt_id=attempt.id,
+            read_version=attempt.read_version,
+            result=result,
+            now=now,
+        )
+        finished = {
+            "outcome": OutcomeKind.EXECUTED,
+            "raw_result": result,
+            "provider_request_id": provider_request_id or attempt.provider_request_id,
+            "resolution": resolution,
+        }
+        if version is not None:
+            won = q.transition_attempt(
+                conn, attempt.id, AttemptEvent.SUCCEED, now=now, billed=True, **finished
+            )
+            assert won is not None  # the CAS checked the attempt was live
+            q.insert_event(
+                conn,
+                job_id,
+                EventKind.WON,
+                now=now,
+                attempt_id=attempt.id,
+                detail={"version": version},
+            )
+            self._fence_live(conn, job_id, reason=DiscardReason.JOB_COMPLETED, now=now)
+            return Completion(won=True, job=self._job(conn, job_id), attempt=won, reason=None)
+        job = self._job(conn, job_id)
+        lost = q.transition_attempt(conn, attempt.id, AttemptEvent.SUPERSEDE, now=now, **finished)
+        if lost is None:  # already finished (cancelled, superseded...): keep the payload
+            q.keep_late_result(conn, attempt.id, result)
+            reason = DiscardReason.ATTEMPT_FINISHED
+        elif job.completed_by is not None:
+            reason = DiscardReason.JOB_COMPLETED
+        else:
+            reason = DiscardReason.JOB_FINISHED
+        q.insert_event(
+            conn,
+            job_id,
+            EventKind.DISCARDED_LATE_RESULT,
+            now=now,
+            attempt_id=attempt.id,
+            detail={
+                "reason": reason,
+                "attempt_state": attempt.state.value,
+                "job_status": job.status.value,
+                "completed_by": job.completed_by,
+            },
+        )
+        self._refresh(conn, job_id, now=now)
+        final = lost or self._attempt(conn, attempt.id)
+        return Completion(won=False, job=self._job(conn, job_id), attempt=final, reason=reason)
+
+    def cancel_attempt(self, attempt_id: int, *, actor: str, reason: str) -> Attempt:
+        """Cancel a live attempt out of band; its late result is fenced off (I6)."""
+        self.faults.hit(fp.BEFORE_CANCEL)
+        now = self.clock.now()
+        with self.db.write() as conn:
+            attempt = self._attempt(conn, attempt_id, lock=True)
+            moved = q.transition_attempt(
+                conn,
+                attempt_id,
+                AttemptEvent.CANCEL,
+                now=now,
+                outcome=attempt.outcome,
+                error=f"cancelled by {actor}: {reason}",
+            )
+            if moved is None:
+                raise InvalidTransition(
+                    f"attempt {attempt_id} is {attempt.state.value}: nothing to cancel",
+                    attempt_id=attempt_id,
+                )
+            q.insert_event(
+                conn,
+                attempt.job_id,
+                EventKind.ATTEMPT_CANCELLED,
+                now=now,
+                attempt_id=attempt_id,
+                actor=actor,
+                detail={"reason": reason, "was": attempt.state.value},
+            )
+            self._refresh(conn, attempt.job_id, now=now)
+            return moved

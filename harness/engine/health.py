@@ -1,0 +1,67 @@
+"""Units of work on provider health: the circuit breaker and Retry-After hold every
+process shares, decided by `harness.core.breaker` under a row lock."""
+
+from __future__ import annotations
+
+from harness.core import breaker
+from harness.core.breaker import BreakerSettings, Health
+from harness.core.states import (
+    EventKind,
+)
+from harness.engine.units import BaseUnits
+from harness.store import queries as q
+
+
+class HealthUnits(BaseUnits):
+    """Provider health, shared through the database by every worker and API process."""
+
+    def provider_health(self, providers: list[str] | None = None) -> dict[str, Health]:
+        with self.db.read() as conn:
+            found = {h.provider: h for h in q.list_health(conn, providers)}
+        names = providers if providers is not None else sorted(found)
+        return {name: found.get(name, Health(provider=name)) for name in names}
+
+    def take_probe(self, provider: str, settings: BreakerSettings) -> bool:
+        """Claim the half-open probe of an open breaker whose cool-down has passed: true
+        for exactly one caller, whatever the number of workers asking at once."""
+        now = self.clock.now()
+        with self.db.write() as conn:
+            health = q.lock_health(conn, provider, now=now)
+            if breaker.availability(health, now, settings) is not breaker.Availability.PROBE:
+                return False
+            probing, _ = breaker.take_probe(health)
+            q.save_health(conn, probing, now=now)
+            return True
+
+    def record_provider_result(
+        self,
+        provider: str,
+        *,
+        ok: bool,
+        settings: BreakerSettings,
+        job_id: int,
+        actor: str,
+        retry_after: float | None = None,
+    ) -> breaker.Change:
+        """Feed one call's result to the provider's shared breaker; an opened or closed
+        breaker is recorded on the job whose call changed it."""
+        now = self.clock.now()
+        with self.db.write() as conn:
+            health = q.lock_health(conn, provider, now=now)
+            if ok:
+                new, change = breaker.on_success(health, now)
+            else:
+                new, change = breaker.on_failure(health, now, settings, retry_after=retry_after)
+            q.save_health(conn, new, now=now)
+            if change in (breaker.Change.OPENED, breaker.Change.CLOSED):
+                q.insert_event(
+                    conn,
+                    job_id,
+                    EventKind.BREAKER_OPENED
+                    if change is breaker.Change.OPENED
+                    else EventKind.BREAKER_CLOSED,
+                    now=now,
+                    actor=actor,
+                    detail={"provider": provider, "cool_down": settings.cool_down},
+                )
+            return change
