@@ -17,9 +17,13 @@
     │   └── VerificationAborted      a verification call did not execute
     ├── ContractError                contract files, verification, the gate
     │   ├── ContractLoadError        a contract file is malformed
+    │   │   ├── PointerSyntaxError   a JSON Pointer in it is malformed (also a ValueError)
+    │   │   ├── PathNotDeclared      a path its schema does not declare (also a ValueError)
+    │   │   └── TemplateSyntaxError  a stray {{ in its prompt (also a ValueError)
     │   ├── UnknownContract          no contract has this name (also a KeyError)
     │   └── CaptureError             a capture file is malformed
-    └── CheckFailed                  a guarantee did not hold in `harness check`
+    ├── CheckFailed                  a guarantee did not hold in `harness check`
+    └── HttpProblem                  an API error answer (problem details), in harness.api
 
 Each class's docstring is its default message. Messages never carry secrets: provider
 API keys are read from the environment at the edge and never formatted into an error.

@@ -104,7 +104,7 @@ REFUSAL_PROBLEMS: tuple[ProblemType, ...] = tuple(
 """Every attempt refusal the engine, the worker and the gate can give, for the docs."""
 
 
-class HttpProblem(Exception):
+class HttpProblem(HarnessError):
     """An error answer: raised anywhere below a route, rendered by the handler as one
     `application/problem+json` response with `type`, `title`, `status` and `detail`,
     plus any extension members given as keywords (`reason`, `field`, ...)."""

@@ -65,6 +65,7 @@ from harness.contracts.source import (
     split_field,
 )
 from harness.contracts.template import TemplateSyntaxError, placeholders
+from harness.errors import ContractLoadError
 
 CONTRACT_SUFFIXES = (".yaml", ".yml", ".json")
 
@@ -89,11 +90,12 @@ _ORDERABLE = frozenset({"number", "integer", "string"})
 _NUMERIC = frozenset({"number", "integer"})
 
 
-class _FieldProblem(Exception):
+class _FieldProblem(ContractLoadError):
+    """One field of a contract file is wrong (caught and reported with its place)."""
+
     def __init__(self, field: str, message: str) -> None:
-        super().__init__(message)
+        super().__init__(message, field=field)
         self.field = field
-        self.message = message
 
 
 # --- structure -----------------------------------------------------------------------

@@ -15,10 +15,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.errors import ContractLoadError
+
 WILDCARD = "*"
 
 
-class PointerSyntaxError(ValueError):
+class PointerSyntaxError(ContractLoadError, ValueError):
     """The string is not a JSON Pointer."""
 
 

@@ -14,11 +14,12 @@ import re
 from typing import Any
 
 from harness.contracts.pointer import WILDCARD, Pointer, format_pointer, json_type, parse_pointer
+from harness.errors import ContractLoadError
 
 JSON_TYPES = frozenset({"null", "boolean", "integer", "number", "string", "array", "object"})
 
 
-class PathNotDeclared(ValueError):
+class PathNotDeclared(ContractLoadError, ValueError):
     """The path is not declared by the schema."""
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.core.fingerprint import canonical_json
+from harness.errors import ContractLoadError
 
 PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 VARIABLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -25,7 +26,7 @@ VARIABLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 PROVIDER_KINDS = ("openai", "openai_compatible", "anthropic")
 
 
-class TemplateSyntaxError(ValueError):
+class TemplateSyntaxError(ContractLoadError, ValueError):
     """The template has a ``{{`` that does not open a ``{{ name }}`` placeholder."""
 
 

@@ -12,13 +12,13 @@ injected clock; races are forced at the named `harness.core.faults` points.
     health.py    the shared circuit breaker and Retry-After hold
 """
 
-from harness.engine.health import HealthUnits
-from harness.engine.jobs import JobUnits
-from harness.engine.outcomes import OutcomeUnits
+from harness.engine.health import HealthUnits as _HealthUnits
+from harness.engine.jobs import JobUnits as _JobUnits
+from harness.engine.outcomes import OutcomeUnits as _OutcomeUnits
 from harness.engine.units import IDEMPOTENCY_KEY, Claimed, check_key, check_owner
 
 
-class Engine(OutcomeUnits, JobUnits, HealthUnits):
+class Engine(_OutcomeUnits, _JobUnits, _HealthUnits):
     """Units of work over the store: the only code that changes jobs and attempts.
 
     Guarantees, each held by the database rather than by this class: one job per
