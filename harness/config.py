@@ -13,6 +13,7 @@ for a ``.toml`` file) at the edge by the CLI, and handed to every part.
     failover_without_contract: refuse  # or allow: may a job with no contract fail over?
     limits: {max_body_bytes: 65536}
     max_runtime: {primary: 600}        # seconds, per provider, for the reconciler
+    breaker: {failures: 3, window: 30, cool_down: 10}   # the shared circuit breaker
 
 Every field is checked when the file is loaded, by one small parser per section (the
 providers' and the chains' parsers live with them); an error names the file and the
@@ -29,6 +30,7 @@ from typing import Any
 
 from harness.config_file import read_config_file
 from harness.contracts.chains import Chain, parse_chains
+from harness.core.breaker import BreakerSettings
 from harness.core.limits import DEFAULT_MAX_BODY_BYTES
 from harness.core.models import Policy
 from harness.errors import ConfigError, InvalidIntent
@@ -44,6 +46,7 @@ KNOWN_KEYS = {
     "limits",
     "max_runtime",
     "chains",
+    "breaker",
 }
 MIN_BODY_BYTES = 256
 
@@ -64,6 +67,7 @@ class ServiceConfig:
     failover_without_contract: bool = False
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     max_runtime: Mapping[str, float] = field(default_factory=dict)
+    breaker: BreakerSettings = field(default_factory=BreakerSettings)
     providers: Mapping[str, ProviderConfig] = field(default_factory=dict)
     chains: tuple[Chain, ...] = ()  # the `chains` section; see `failover_chains`
     path: Path | None = None  # the file it came from, for messages
@@ -111,6 +115,7 @@ def load_config(path: Path | None, environ: Mapping[str, str] = os.environ) -> S
         failover_without_contract=_failover_without_contract(data, file),
         max_body_bytes=_max_body_bytes(data, file),
         max_runtime=_max_runtime(data, file),
+        breaker=_breaker(data, file),
         providers=parse_providers(data, source=file, required=False),
         chains=tuple(chains),
         path=Path(path) if path is not None else None,
@@ -185,3 +190,17 @@ def _max_runtime(data: dict[str, Any], file: str) -> dict[str, float]:
 
 def _positive_seconds(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and value > 0
+
+
+def _breaker(data: dict[str, Any], file: str) -> BreakerSettings:
+    raw = data.get("breaker") or {}
+    known = {"failures", "window", "cool_down"}
+    if not isinstance(raw, dict) or set(raw) - known:
+        raise _fail(file, "breaker", f"must be a mapping of {sorted(known)}")
+    for key in ("window", "cool_down"):
+        if key in raw and not _positive_seconds(raw[key]):
+            raise _fail(file, f"breaker.{key}", "must be a positive number of seconds")
+    try:
+        return BreakerSettings(**raw)
+    except ValueError as exc:
+        raise _fail(file, "breaker.failures", str(exc)) from None

@@ -59,13 +59,24 @@ HealthView = Mapping[str, tuple[Availability, datetime | None]]
 
 
 def plan_next(job: Job, *, now: datetime, health: HealthView) -> Plan:
-    """The next step for a job none of whose attempts is live (see the module doc)."""
-    candidates = _candidates(job)
+    """The next step for a job none of whose attempts is live (see the module doc).
+
+    Delays count from when the last attempt ended, so asking again later (a timer, the
+    sweep) gives what is left of the wait, never a fresh one."""
+    candidates = _candidates(job, now)
     skipped: list[tuple[str, Availability]] = []
     waits: list[tuple[datetime, str]] = []
     for provider, delay, reason in candidates:
         state, until = health.get(provider, (Availability.AVAILABLE, None))
         if state in (Availability.AVAILABLE, Availability.PROBE):
+            return Plan(provider=provider, delay=delay, reason=reason, skipped=tuple(skipped))
+        held_for = None if until is None else (until - now).total_seconds()
+        if (  # a retry waits out the provider's own hold, within the policy's bound
+            reason is PlanReason.RETRY_SAME
+            and held_for is not None
+            and held_for <= max(delay, job.policy.max_retry_after)
+        ):
+            delay = max(delay, held_for)
             return Plan(provider=provider, delay=delay, reason=reason, skipped=tuple(skipped))
         skipped.append((provider, state))
         if until is not None:
@@ -77,7 +88,7 @@ def plan_next(job: Job, *, now: datetime, health: HealthView) -> Plan:
     return Plan(provider=None, delay=0.0, reason=PlanReason.EXHAUSTED, skipped=tuple(skipped))
 
 
-def _candidates(job: Job) -> list[tuple[str, float, PlanReason]]:
+def _candidates(job: Job, now: datetime) -> list[tuple[str, float, PlanReason]]:
     if not job.attempts:
         return [
             (p, 0.0, PlanReason.FIRST if i == 0 else PlanReason.FAIL_OVER)
@@ -87,7 +98,9 @@ def _candidates(job: Job) -> list[tuple[str, float, PlanReason]]:
     out = []
     retry = retry_delay(job, last)
     if retry is not None:
-        out.append((last.provider, retry, PlanReason.RETRY_SAME))
+        ended = last.finished_at or now
+        left = max(0.0, (ended + timedelta(seconds=retry) - now).total_seconds())
+        out.append((last.provider, left, PlanReason.RETRY_SAME))
     position = job.providers.index(last.provider) if last.provider in job.providers else -1
     out += [(p, 0.0, PlanReason.FAIL_OVER) for p in job.providers[position + 1 :]]
     return out

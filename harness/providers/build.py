@@ -73,10 +73,13 @@ def build_provider(
         "connect_timeout": config.connect_timeout,
         "timeout": config.timeout,
         "lookup_url": config.lookup_url,
+        "stream": config.stream,
     }
     if config.kind is ProviderKind.ANTHROPIC:
         return AnthropicMessagesProvider(**common)
-    return OpenAIChatProvider(kind=config.kind.value, **common)
+    return OpenAIChatProvider(
+        kind=config.kind.value, store_completions=config.store_completions, **common
+    )
 
 
 def build_providers(

@@ -56,6 +56,8 @@ class ProviderConfig:
     timeout: float = DEFAULT_TIMEOUT
     connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
     lookup_url: str | None = None
+    stream: bool = True  # the worker streams answers (SSE); false: whole bodies
+    store_completions: bool = False  # OpenAI: store: true + metadata, looked up by token
 
 
 _FIELDS = (
@@ -67,6 +69,8 @@ _FIELDS = (
     "timeout",
     "connect_timeout",
     "lookup_url",
+    "stream",
+    "store_completions",
 )
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _URL = re.compile(r"https?://[^\s/]+", re.IGNORECASE)
@@ -162,7 +166,25 @@ def _entry(entry: Any, where: str, source: str) -> ProviderConfig:
         timeout=_seconds(entry, "timeout", where, source, DEFAULT_TIMEOUT),
         connect_timeout=_seconds(entry, "connect_timeout", where, source, DEFAULT_CONNECT_TIMEOUT),
         lookup_url=_url(entry, "lookup_url", where, source),
+        stream=_flag(entry, "stream", where, source, default=True),
+        store_completions=_store(entry, kind, where, source),
     )
+
+
+def _flag(entry: Mapping[str, Any], key: str, where: str, source: str, *, default: bool) -> bool:
+    value = entry.get(key, default)
+    if not isinstance(value, bool):
+        raise _fail(source, f"{where}.{key}", "must be true or false")
+    return value
+
+
+def _store(entry: Mapping[str, Any], kind: ProviderKind, where: str, source: str) -> bool:
+    store = _flag(entry, "store_completions", where, source, default=False)
+    if store and kind is ProviderKind.ANTHROPIC:
+        raise _fail(
+            source, f"{where}.store_completions", "only OpenAI-style providers store completions"
+        )
+    return store
 
 
 def _text(entry: Mapping[str, Any], key: str, where: str, source: str, *, required: bool) -> str:

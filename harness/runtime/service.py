@@ -188,6 +188,6 @@ def build_service(
         engine,
         providers,
         scheduler,
-        WorkerSettings(name=worker_name, max_runtime=config.max_runtime),
+        WorkerSettings(name=worker_name, max_runtime=config.max_runtime, breaker=config.breaker),
     )
     return Service(config, database, providers, registry, engine, scheduler, worker, fakes)

@@ -12,7 +12,7 @@ from harness.core.gate import AllowAllGate, StaticGate
 from harness.core.models import Intent, Policy
 from harness.core.states import AttemptState, JobState
 from harness.engine import Engine
-from harness.errors import AttemptRefused
+from harness.errors import AttemptRefused, InvalidTransition
 from harness.providers.base import LookupResult, Outcome, OutcomeKind
 from harness.runtime.scheduler import ManualScheduler
 from harness.runtime.worker import Worker, WorkerSettings
@@ -348,3 +348,95 @@ def test_reconciler_waits_when_the_evidence_is_unreadable(worker, scheduler, pri
     )
     assert worker.reconcile() == 0
     assert worker.engine.get_job(job_id).status is JobState.BLOCKED_UNKNOWN
+
+
+# -- issue 9: every job ends, or says why not ---------------------------------------------
+
+
+def test_the_fallback_button_on_a_finished_job_says_job_finished(worker, scheduler) -> None:
+    job_id = submit(worker)
+    scheduler.wait_idle()
+    with pytest.raises(AttemptRefused) as refused:
+        worker.fallback(job_id, actor="alice")
+    assert refused.value.reason == "job_finished"
+
+
+def test_resolving_failed_against_the_providers_evidence_is_refused_unless_forced(
+    worker, scheduler, primary, fallback
+) -> None:
+    primary.steps = [UNKNOWN]
+    job_id = submit(worker)
+    scheduler.wait_idle()
+    first = worker.engine.get_job(job_id).attempts[0]
+    primary.lookups[first.token] = LookupResult(
+        found=True,
+        finished=True,
+        outcome=Outcome(kind=OutcomeKind.EXECUTED, provider="primary", reason="ok", text="x"),
+    )
+    with pytest.raises(AttemptRefused) as refused:
+        worker.resolve(first.id, resolution="failed", reason="looks dead", actor="oncall")
+    assert refused.value.reason == "contradicts_evidence"
+    assert worker.engine.attempt(first.id).state is AttemptState.UNKNOWN  # nothing changed
+    worker.resolve(first.id, resolution="failed", reason="looks dead", actor="oncall", force=True)
+    scheduler.wait_idle()
+    assert states(worker, job_id) == [("primary", "failed"), ("fallback", "succeeded")]
+    resolved = next(e for e in worker.engine.events(job_id) if e.kind == "resolved")
+    assert "forced against provider evidence" in resolved.detail["reason"]
+
+
+def test_an_unknown_attempt_resolved_as_succeeded_after_another_won_changes_nothing(
+    worker, scheduler, primary, fallback
+) -> None:
+    release = threading.Event()
+    primary.steps = [Step(gate=release)]
+    policy = Policy(attempt_timeout=30, max_live_attempts=2, hedge_after=10)
+    job_id = submit(worker, policy)
+    assert primary.started.wait(10)
+    scheduler.advance(10)  # the hedge starts and wins
+    won = wait_until(
+        lambda: worker.engine.get_job(job_id),
+        holds=lambda j: j.status is JobState.SUCCEEDED,
+        timeout=10,
+        what="the hedge to win",
+    )
+    first = won.attempts[0]
+    assert first.state is AttemptState.SUPERSEDED  # fenced by the win: nothing stays live
+    with pytest.raises(InvalidTransition):
+        worker.engine.resolve_unknown(
+            first.id, resolution="succeeded", result={"late": True}, reason="x", actor="op"
+        )
+    release.set()
+    scheduler.wait_idle()
+    after = worker.engine.get_job(job_id)
+    assert (after.result, after.completed_by, after.version) == (
+        won.result,
+        won.completed_by,
+        won.version,
+    )
+
+
+def test_the_sweep_moves_on_a_job_a_crash_left_pending(worker, scheduler, primary) -> None:
+    primary.steps = [NOT_EXECUTED]
+    intent = Intent(operation="op", input={}, providers=("primary", "fallback"))
+    job = worker.engine.create_job("alice", "stranded", intent).job
+    attempt = worker.engine.start_attempt(job.id, "primary")
+    worker.engine.mark_running(attempt.id)
+    worker.engine.record_failure(  # ... and the worker died before it failed over
+        attempt.id, kind=OutcomeKind.NOT_EXECUTED, error="auth", actor="w", cause="unauthorized"
+    )
+    assert worker.engine.get_job(job.id).status is JobState.PENDING
+    assert worker.sweep() == 1
+    scheduler.wait_idle()
+    assert states(worker, job.id) == [("primary", "failed"), ("fallback", "succeeded")]
+
+
+def test_a_refused_scheduled_start_is_an_event_not_a_traceback(
+    worker, scheduler, primary, caplog
+) -> None:
+    worker.engine.gate = StaticGate(set())
+    primary.steps = [NOT_EXECUTED]
+    job_id = submit(worker)
+    scheduler.wait_idle()
+    kinds = [e.kind for e in worker.engine.events(job_id)]
+    assert "failover_refused" in kinds and "start_refused" in kinds
+    assert not [r for r in caplog.records if r.exc_info]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from harness.core.breaker import Availability
-from harness.core.failover import plan_next, retry_delay
+from harness.core.failover import plan_next, retry_delay, waiting_on
 from harness.core.models import Attempt, Job, Policy
 from harness.core.signals import Signal
 from harness.core.states import AttemptState, JobState, PlanReason
@@ -55,6 +55,19 @@ def test_retry_after_within_the_bound_is_honoured_and_beyond_it_fails_over() -> 
     assert plan_next(job(long), now=T0, health=ALL_UP).provider == "b"
 
 
+def test_asking_again_later_gives_what_is_left_of_the_wait() -> None:
+    one = attempt(1, "a", Signal.RATE_LIMITED, retry_after=2)  # ended at T0
+    assert plan_next(job(one), now=T0 + timedelta(seconds=1.5), health=ALL_UP).delay == 0.5
+    assert plan_next(job(one), now=T0 + timedelta(seconds=3), health=ALL_UP).delay == 0.0
+
+
+def test_a_retry_that_waits_out_the_providers_own_hold_is_not_skipped() -> None:
+    one = attempt(1, "a", Signal.RATE_LIMITED, retry_after=2)
+    held = {"a": (Availability.RETRY_AFTER, T0 + timedelta(seconds=2))}
+    plan = plan_next(job(one), now=T0, health=held)
+    assert (plan.provider, plan.delay, plan.reason) == ("a", 2.0, PlanReason.RETRY_SAME)
+
+
 def test_a_request_error_is_never_retried_on_the_same_provider() -> None:
     for cause in (Signal.BAD_REQUEST, Signal.UNAUTHORIZED, Signal.CONTEXT_LENGTH_EXCEEDED, None):
         assert retry_delay(job(attempt(1, "a", cause)), attempt(1, "a", cause)) is None
@@ -85,3 +98,31 @@ def test_an_exhausted_chain_says_so() -> None:
     last = attempt(1, "c", Signal.BAD_REQUEST)
     plan = plan_next(job(last), now=T0, health=ALL_UP)
     assert (plan.provider, plan.reason) == (None, PlanReason.EXHAUSTED)
+
+
+def _live(state: AttemptState) -> Attempt:
+    import dataclasses
+
+    return dataclasses.replace(
+        attempt(1, "a", None), state=state, deadline_at=T0 + timedelta(seconds=30)
+    )
+
+
+def test_waiting_on_names_what_ends_every_kind_of_wait() -> None:
+    runtimes, lookups = {"a": 600.0, "b": 600.0, "c": 600.0}, frozenset({"a"})
+    blocked = dataclasses_replace(job(_live(AttemptState.UNKNOWN)), JobState.BLOCKED_UNKNOWN)
+    waiting = waiting_on(blocked, max_runtime=runtimes, lookups=lookups)
+    assert waiting["attempt"] == 1 and waiting["state"] == "unknown"
+    assert waiting["ends_by"][0] == "provider_lookup" and waiting["ends_by"][-1] == "operator"
+    assert waiting["ends_by"][1] == {"max_runtime": (T0 + timedelta(seconds=600)).isoformat()}
+    running = dataclasses_replace(job(_live(AttemptState.RUNNING)), JobState.RUNNING)
+    assert waiting_on(running, max_runtime=runtimes, lookups=lookups)["ends_by"][0] == "answer"
+    assert waiting_on(job(), max_runtime=runtimes, lookups=lookups) == {"ends_by": ["worker_claim"]}
+    done = dataclasses_replace(job(), JobState.SUCCEEDED)
+    assert waiting_on(done, max_runtime=runtimes, lookups=lookups) is None
+
+
+def dataclasses_replace(made: Job, status: JobState) -> Job:
+    import dataclasses
+
+    return dataclasses.replace(made, status=status)

@@ -1,0 +1,378 @@
+"""Unknowns that resolve (issue 9), end to end as a user runs it: `harness serve` and
+`harness fake-providers serve` as separate processes talking real HTTP over loopback, on
+SQLite and PostgreSQL, faults scripted through the fakes' control API.
+
+Every job must end (or say what it waits for) with no operator action except where the
+story is the operator's resolution. Real time, short timeouts: each story takes seconds.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import yaml
+
+from fake_providers import FakeControlClient
+from harness.core.gate import AllowAllGate
+from harness.core.states import AttemptState
+from harness.engine import Engine
+from harness.store.database import Database
+from tests.support.polling import wait_until
+
+pytestmark = pytest.mark.slow
+
+TOKEN = {"Authorization": "Bearer t-alice"}
+BODY = {"operation": "summarise", "input": {"prompt": "hello"}}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _harness(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "harness", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def _stop(process: subprocess.Popen) -> str:
+    process.terminate()
+    try:
+        out, _ = process.communicate(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        out, _ = process.communicate()
+    return out or ""
+
+
+@pytest.fixture(scope="module")
+def fakes_url() -> Iterator[str]:
+    """`harness fake-providers serve` on a free port, for the whole module."""
+    port = _free_port()
+    process = _harness("fake-providers", "serve", "--port", str(port))
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_until(lambda: _healthy(f"{url}/control/health"), timeout=20, what="the fake server")
+        yield url
+    finally:
+        _stop(process)
+
+
+def _healthy(url: str) -> bool:
+    try:
+        return httpx.get(url, timeout=1).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+@pytest.fixture
+def control(fakes_url: str) -> Iterator[FakeControlClient]:
+    client = FakeControlClient(f"{fakes_url}/control")
+    client.reset()
+    yield client
+    client.release()
+    client.close()
+
+
+class Service:
+    """A running `harness serve`, its database, and a client for its API."""
+
+    def __init__(self, url: str, db_url: str, process: subprocess.Popen) -> None:
+        self.url, self.process = url, process
+        self.client = httpx.Client(base_url=url, headers=TOKEN, timeout=30)
+        self.database = Database(db_url)
+        self.engine = Engine(self.database, gate=AllowAllGate())
+
+    def create(self, key: str, **body: Any) -> dict[str, Any]:
+        response = self.client.post(
+            "/v1/jobs", json={**BODY, **body}, headers={"Idempotency-Key": key}
+        )
+        assert response.status_code == 201, response.text
+        return response.json()
+
+    def job(self, job_id: int) -> dict[str, Any]:
+        return self.client.get(f"/v1/jobs/{job_id}").json()
+
+    def events(self, job_id: int) -> list[dict[str, Any]]:
+        return self.client.get(f"/v1/jobs/{job_id}/events").json()["events"]
+
+    def wait(self, job_id: int, status: str, seconds: float = 20) -> dict[str, Any]:
+        return wait_until(
+            lambda: self.job(job_id),
+            holds=lambda j: j["status"] == status,
+            timeout=seconds,
+            what=f"job {job_id} to be {status}",
+        )
+
+    def attempts(self, job_id: int) -> list[Any]:
+        """The attempts as the engine holds them (with cause, status and billed)."""
+        return list(self.engine.get_job(job_id).attempts)
+
+
+@pytest.fixture
+def serve(db_url: str, fakes_url: str, tmp_path: Path):
+    """Start `harness serve` with a configuration on the fake server; stop at teardown."""
+    started: list[Service] = []
+
+    def start(
+        *,
+        providers: tuple[str, ...] = ("primary", "fallback"),
+        policy: dict[str, Any] | None = None,
+        max_runtime: dict[str, float] | None = None,
+        breaker: dict[str, Any] | None = None,
+        primary: dict[str, Any] | None = None,
+    ) -> Service:
+        config = {
+            "tokens": {"t-alice": "alice"},
+            "providers": [
+                {
+                    "name": "primary",
+                    "kind": "openai",
+                    "base_url": f"{fakes_url}/openai/v1",
+                    "model": "gpt-fake",
+                    "lookup_url": f"{fakes_url}/control/lookup",
+                    **(primary or {}),
+                },
+                {
+                    "name": "fallback",
+                    "kind": "anthropic",
+                    "base_url": f"{fakes_url}/anthropic",
+                    "model": "claude-fake",
+                    "lookup_url": f"{fakes_url}/control/lookup",
+                },
+            ],
+            "defaults": {
+                "providers": list(providers),
+                "policy": {"attempt_timeout": 1, **(policy or {})},
+            },
+            "failover_without_contract": "allow",
+            "max_runtime": max_runtime or {"primary": 600, "fallback": 600},
+            "breaker": breaker or {"failures": 3, "window": 30, "cool_down": 10},
+        }
+        path = tmp_path / f"harness-{len(started)}.yaml"
+        path.write_text(yaml.safe_dump(config))
+        (tmp_path / "contracts").mkdir(exist_ok=True)
+        port = _free_port()
+        process = _harness(
+            "serve", "--config", str(path), "--db", db_url, "--port", str(port),
+            "--contracts", str(tmp_path / "contracts"),
+        )  # fmt: skip
+        service = Service(f"http://127.0.0.1:{port}", db_url, process)
+        started.append(service)
+        try:
+            wait_until(lambda: _healthy(f"{service.url}/healthz"), timeout=30, what="serve")
+        except AssertionError:
+            raise AssertionError(f"harness serve did not start:\n{_stop(process)}") from None
+        return service
+
+    yield start
+    for service in started:
+        service.client.close()
+        output = _stop(service.process)
+        service.database.dispose()
+        assert "Traceback" not in output, output
+
+
+# -- 1. a provider's own error or an unusable answer fails over by itself ---------------
+
+FAULTS = [
+    ("service_unavailable", 503, False, 2),  # retried once on the primary, then failover
+    ("server_error", 500, False, 2),
+    ("overloaded", 529, False, 2),
+    ("stream_cut", 200, True, 1),  # executed, unusable: billed, straight to the fallback
+    ("malformed_body", 200, True, 1),
+]
+
+
+@pytest.mark.parametrize(("fault", "status", "billed", "primary_calls"), FAULTS)
+def test_provider_errors_fail_over_without_an_operator(
+    serve, control, fault, status, billed, primary_calls
+) -> None:
+    control.script(*[fault] * primary_calls, api="openai")
+    service = serve()
+    job = service.create(f"k-{fault}")
+    done = service.wait(job["id"], "succeeded")
+    assert done["result"]["provider"] == "fallback"
+    attempts = service.attempts(job["id"])
+    assert [(a.provider, a.state) for a in attempts] == [
+        *[("primary", AttemptState.FAILED)] * primary_calls,
+        ("fallback", AttemptState.SUCCEEDED),
+    ]
+    first = attempts[0]
+    assert first.cause and first.billed is billed and first.error
+    assert first.status_code == (status if status != 200 else first.status_code)
+    ledger = control.ledger(provider_kind="openai")
+    assert [e["billed"] for e in ledger] == [billed] * primary_calls
+    assert all(e["stream"] for e in control.ledger()), "the worker streams"
+
+
+# -- 2. a hung primary: unknown with its cause; a resolution continues the chain --------
+
+
+def test_hung_primary_resolved_failed_continues_to_the_fallback(serve, control) -> None:
+    control.script("hang", api="openai")
+    service = serve()
+    job = service.create("k-hung")
+    service.wait(job["id"], "blocked_unknown")
+    unknown = [e for e in service.events(job["id"]) if e["kind"] == "became_unknown"]
+    assert unknown[0]["detail"]["cause"] == "deadline"
+    resolved = service.client.post(
+        f"/v1/jobs/{job['id']}/attempts/1/resolve",
+        json={"outcome": "failed", "reason": "provider support: it never ran"},
+    )
+    assert resolved.status_code == 200, resolved.text
+    done = service.wait(job["id"], "succeeded", seconds=10)  # nobody pressed a button
+    assert done["result"]["provider"] == "fallback"
+
+
+def test_hung_single_provider_resolved_failed_ends_as_chain_exhausted(serve, control) -> None:
+    control.script("hang", api="openai")
+    service = serve(providers=("primary",))
+    job = service.create("k-alone")
+    service.wait(job["id"], "blocked_unknown")
+    service.client.post(
+        f"/v1/jobs/{job['id']}/attempts/1/resolve",
+        json={"outcome": "failed", "reason": "provider support: it never ran"},
+    )
+    started = time.monotonic()
+    service.wait(job["id"], "failed", seconds=10)
+    assert time.monotonic() - started < 5
+    failed = [e for e in service.events(job["id"]) if e["kind"] == "job_failed"]
+    assert failed[0]["detail"]["reason"] == "chain_exhausted"
+
+
+# -- 3. max runtime applies whatever the lookup says ------------------------------------
+
+
+def test_max_runtime_abandons_a_hung_attempt_and_the_chain_goes_on(serve, control) -> None:
+    control.script("hang", api="openai")
+    service = serve(max_runtime={"primary": 3, "fallback": 600})
+    job = service.create("k-max-runtime")
+    service.wait(job["id"], "blocked_unknown")
+    token = service.attempts(job["id"])[0].token
+    assert control.lookup(attempt_id=token, provider_kind="openai")["finished"] is False
+    done = service.wait(job["id"], "succeeded", seconds=15)
+    first = service.attempts(job["id"])[0]
+    assert first.state is AttemptState.CANCELLED and "may have executed" in first.error
+    took = (first.finished_at - first.started_at).total_seconds()
+    assert 3 <= took < 3 + 2.5, took  # abandoned at its maximum runtime, not minutes later
+    assert done["result"]["provider"] == "fallback"
+
+
+# -- 4. a hedge loser never stays live, and its late answer changes nothing -------------
+
+
+def test_hedged_win_fences_the_primary_and_its_late_answer_is_discarded(serve, control) -> None:
+    control.script({"behaviour": "success", "latency": 2}, api="openai")
+    service = serve(policy={"attempt_timeout": 5, "max_live_attempts": 2, "hedge_after": 0.2})
+    job = service.create("k-hedge")
+    won = service.wait(job["id"], "succeeded")
+    assert won["result"]["provider"] == "fallback"
+    states = [a.state for a in service.attempts(job["id"])]
+    assert states == [AttemptState.SUPERSEDED, AttemptState.SUCCEEDED]  # nothing live
+    wait_until(
+        lambda: [e["kind"] for e in service.events(job["id"])],
+        holds=lambda kinds: "discarded_late_result" in kinds,
+        timeout=10,
+        what="the primary's late answer to be discarded",
+    )
+    after = service.job(job["id"])
+    assert (after["result"], after["version"]) == (won["result"], won["version"])
+    service.engine.db.dispose()
+    assert service.attempts(job["id"])[0].raw_result["provider"] == "primary"  # for audit
+
+
+# -- 5. an outage: the breaker sends later jobs straight to the fallback -----------------
+
+
+def test_outage_every_job_is_served_and_the_breaker_says_so(serve, control) -> None:
+    service = serve(
+        primary={"model": "fake/service_unavailable?window=6"},
+        breaker={"failures": 2, "window": 30, "cool_down": 3},
+    )
+    jobs = []
+    for i in range(10):
+        jobs.append(service.create(f"k-outage-{i}"))
+        time.sleep(1)
+    done = [service.wait(j["id"], "succeeded", seconds=20) for j in jobs]
+    assert all(d["status"] == "succeeded" for d in done)
+    kinds = [e["kind"] for j in jobs for e in service.events(j["id"])]
+    assert "breaker_opened" in kinds and "provider_skipped" in kinds
+    skipped_straight = [
+        j for j in jobs if [a.provider for a in service.attempts(j["id"])] == ["fallback"]
+    ]
+    assert skipped_straight, "later jobs go straight to the fallback while the breaker is open"
+
+
+# -- 6. Retry-After is honoured: no hammering --------------------------------------------
+
+
+def test_retry_after_is_honoured_and_the_wait_is_an_event(serve, control) -> None:
+    control.script({"behaviour": "rate_limit", "retry_after": 2}, api="openai")
+    service = serve()
+    job = service.create("k-429")
+    time.sleep(0.5)
+    other = service.create("k-429-other")  # while the primary is held: skip it
+    done = service.wait(job["id"], "succeeded", seconds=15)
+    assert done["result"]["provider"] == "primary"  # retried there after the wait
+    times = sorted(e["received_at"] for e in control.ledger(provider_kind="openai"))
+    assert len(times) == 2 and times[1] - times[0] >= 2.0, times
+    waits = [e for e in service.events(job["id"]) if e["kind"] == "waiting"]
+    assert waits and waits[0]["detail"]["reason"] == "retry_same_provider"
+    assert service.wait(other["id"], "succeeded")["result"]["provider"] == "fallback"
+
+
+# -- 7. streaming, and a cut after content is never a success ---------------------------
+
+
+def test_the_worker_streams_against_both_fakes(serve, control) -> None:
+    control.script({"behaviour": "stream_cut", "cut_after": 2}, api="openai")
+    service = serve()
+    job = service.create("k-stream")
+    done = service.wait(job["id"], "succeeded")
+    first = service.attempts(job["id"])[0]
+    assert first.state is AttemptState.FAILED and first.cause == "stream_cut" and first.billed
+    assert done["result"]["provider"] == "fallback"
+    assert {(e["provider_kind"], e["stream"]) for e in control.ledger()} == {
+        ("openai", True),
+        ("anthropic", True),
+    }
+
+
+# -- 8. the reconciler finds an OpenAI stored completion by metadata --------------------
+
+
+def test_reconciler_finds_a_stored_completion_by_metadata(serve, control) -> None:
+    control.script("accept_then_drop", api="openai")
+    service = serve(primary={"lookup_url": None, "store_completions": True})
+    job = service.create("k-stored")
+    done = service.wait(job["id"], "succeeded", seconds=20)
+    assert done["result"]["provider"] == "primary"  # the dropped answer, found again
+    resolved = [e for e in service.events(job["id"]) if e["kind"] == "resolved"]
+    assert resolved and "provider lookup" in resolved[0]["detail"]["reason"]
+    assert len(control.ledger(provider_kind="openai")) == 1  # never re-run
+
+
+def test_config_refuses_store_completions_for_anthropic(tmp_path: Path) -> None:
+    from harness.errors import ProviderConfigError
+    from harness.providers.config import parse_providers
+
+    entry = {"name": "a", "kind": "anthropic", "model": "m", "store_completions": True}
+    with pytest.raises(ProviderConfigError, match=re.escape("store_completions")):
+        parse_providers({"providers": [entry]})
