@@ -11,6 +11,11 @@ A request can pick its own behaviour through the model name (for black-box clien
     fake/<behaviour>[?param=value&param=value]
 
 e.g. ``fake/hang``, ``fake/rate_limit?retry_after=2``, ``fake/success?latency=0.5``.
+
+Every fault also takes the time and chance parameters of `fake_providers.gates`:
+``window`` (down for S seconds, then success), ``flap`` (alternates every S seconds) and
+``p`` with ``seed`` (a fraction of requests, deterministically), e.g.
+``fake/service_unavailable?window=6`` or ``fake/server_error?p=0.3&seed=7``.
 """
 
 from __future__ import annotations
@@ -74,8 +79,10 @@ class BehaviourSpec:
     params: frozenset[str]
 
 
-_LATENCY = frozenset({"latency"})
-_STREAMED = frozenset({"latency", "content", "chunk_latency", "cut_after"})
+TIMED_PARAMS = frozenset({"window", "flap", "p", "seed"})
+"""Parameters every fault takes: when it holds (fake_providers.gates)."""
+_LATENCY = frozenset({"latency"}) | TIMED_PARAMS
+_STREAMED = frozenset({"latency", "content", "chunk_latency", "cut_after"}) | TIMED_PARAMS
 
 BEHAVIOURS: Mapping[BehaviourName, BehaviourSpec] = {
     BehaviourName.SUCCESS: BehaviourSpec(
@@ -84,15 +91,17 @@ BEHAVIOURS: Mapping[BehaviourName, BehaviourSpec] = {
         params=frozenset({"latency", "content", "chunk_latency"}),
     ),
     BehaviourName.HANG: BehaviourSpec(
-        summary="accept the request and never answer", bills=False, params=frozenset()
+        summary="accept the request and never answer", bills=False, params=TIMED_PARAMS
     ),
     BehaviourName.ACCEPT_THEN_DROP: BehaviourSpec(
         summary="do and bill the work, then lose the response (reset or silence)",
         bills=True,
-        params=frozenset({"latency", "content", "drop"}),
+        params=frozenset({"latency", "content", "drop"}) | TIMED_PARAMS,
     ),
     BehaviourName.RATE_LIMIT: BehaviourSpec(
-        summary="429 with Retry-After", bills=False, params=frozenset({"latency", "retry_after"})
+        summary="429 with Retry-After",
+        bills=False,
+        params=frozenset({"latency", "retry_after"}) | TIMED_PARAMS,
     ),
     BehaviourName.RATE_LIMIT_NO_RETRY_AFTER: BehaviourSpec(
         summary="429 without Retry-After", bills=False, params=_LATENCY
@@ -161,6 +170,10 @@ class Behaviour:
     chunk_latency: float = 0.0  # seconds between stream chunks
     cut_after: int | None = None  # chunks sent before a stream fault; None: half
     drop: DropMode = DropMode.RESET  # accept_then_drop only
+    window: float | None = None  # the fault holds this many seconds, then success
+    flap: float | None = None  # the fault alternates with success every this many seconds
+    p: float | None = None  # the fault holds for this fraction of requests
+    seed: int | None = None  # the random sequence `p` draws from (default 0)
 
     def __post_init__(self) -> None:
         # Accept plain strings from Python callers; validate like the control API does.
@@ -169,6 +182,11 @@ class Behaviour:
     @property
     def spec(self) -> BehaviourSpec:
         return BEHAVIOURS[self.name]
+
+    @property
+    def timed(self) -> bool:
+        """The fault holds only part of the time (`window`, `flap` or `p` is set)."""
+        return self.window is not None or self.flap is not None or self.p is not None
 
     @classmethod
     def parse(cls, data: object, *, field: str = "behaviour") -> Behaviour:
@@ -209,6 +227,10 @@ _TEXT_PARSERS: Mapping[str, type] = {
     "retry_after": float,
     "chunk_latency": float,
     "cut_after": int,
+    "window": float,
+    "flap": float,
+    "p": float,
+    "seed": int,
 }
 
 
@@ -266,21 +288,42 @@ def _check(b: Behaviour) -> None:
         if not _seconds(value):
             raise InvalidInput(key, "must be a non-negative number of seconds")
         object.__setattr__(b, key, float(value))
-    if b.retry_after is not None:
-        if not _seconds(b.retry_after) or b.retry_after == 0:
-            raise InvalidInput("retry_after", "must be a positive number of seconds")
-        object.__setattr__(b, "retry_after", float(b.retry_after))
+    for key in ("retry_after", "window", "flap"):
+        _positive_seconds(b, key)
     if b.content is not None and not isinstance(b.content, str):
         raise InvalidInput("content", "must be a string")
-    if b.cut_after is not None and (
-        not isinstance(b.cut_after, int) or isinstance(b.cut_after, bool) or b.cut_after < 0
-    ):
-        raise InvalidInput("cut_after", "must be a non-negative integer")
+    for key in ("cut_after", "seed"):
+        value = getattr(b, key)
+        if value is not None and (not _is_int(value) or value < 0):
+            raise InvalidInput(key, "must be a non-negative integer")
+    _check_chance(b)
     try:
         object.__setattr__(b, "drop", DropMode(b.drop))
     except ValueError:
         modes = ", ".join(m.value for m in DropMode)
         raise InvalidInput("drop", f"must be one of {modes}") from None
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _positive_seconds(b: Behaviour, key: str) -> None:
+    value = getattr(b, key)
+    if value is None:
+        return
+    if not _seconds(value) or value == 0:
+        raise InvalidInput(key, "must be a positive number of seconds")
+    object.__setattr__(b, key, float(value))
+
+
+def _check_chance(b: Behaviour) -> None:
+    if b.p is not None:
+        if not _seconds(b.p) or b.p > 1:
+            raise InvalidInput("p", "must be a fraction from 0 to 1")
+        object.__setattr__(b, "p", float(b.p))
+    elif b.seed is not None:
+        raise InvalidInput("seed", "is only used with p")
 
 
 def bills(name: BehaviourName, *, stream: bool) -> bool:

@@ -7,8 +7,8 @@
            {"behaviours": [name | {"behaviour": name, ...params}], "then": behaviour?,
             "api": "openai"|"anthropic"?, "model": str?, "attempt_id": str?}
     DELETE /control/scripts                 drop all scripts
-    GET    /control/ledger                  {"entries": [...]}; filters: attempt_id,
-                                            provider_kind
+    GET    /control/ledger                  {"entries": [...], "dropped": n}; filters:
+                                            attempt_id, provider_kind
     GET    /control/ledger/{request_id}     one entry
     DELETE /control/ledger                  forget all entries
     GET    /control/lookup                  did it finish, and with what? by attempt_id
@@ -112,7 +112,8 @@ def _clear_scripts(fakes: Controlled, request: FakeRequest) -> Exchange:
 def _ledger(fakes: Controlled, request: FakeRequest) -> Exchange:
     filters = _query(request, {"attempt_id", "provider_kind"})
     entries = fakes.ledger.entries(**filters)
-    return _reply(200, {"entries": [e.to_json() for e in entries]})
+    body = {"entries": [e.to_json() for e in entries], "dropped": fakes.ledger.dropped}
+    return _reply(200, body)
 
 
 def _clear_ledger(fakes: Controlled, request: FakeRequest) -> Exchange:

@@ -13,6 +13,7 @@ API key or other credential is ever stored.
 from __future__ import annotations
 
 import threading
+from collections import deque
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from typing import Any
@@ -47,14 +48,37 @@ class LedgerEntry:
         return asdict(self)
 
 
-class Ledger:
-    """Thread-safe, in-memory; read it in-process or over the control API."""
+DEFAULT_CAPACITY = 10_000
+"""Entries a ledger keeps before it forgets the oldest (and counts them in `dropped`)."""
 
-    def __init__(self, now: Callable[[], float]) -> None:
+
+class Ledger:
+    """Thread-safe, in-memory; read it in-process or over the control API.
+
+    Bookkeeping per request is O(1) (entries are kept by request id, and by attempt id
+    for lookups), and memory is bounded: past `capacity` entries the oldest is forgotten
+    and counted in `dropped`, so a long-running server neither slows down nor grows."""
+
+    def __init__(self, now: Callable[[], float], *, capacity: int = DEFAULT_CAPACITY) -> None:
+        if capacity < 1:
+            raise ValueError("a ledger keeps at least one entry")
         self._now = now
+        self.capacity = capacity
         self._lock = threading.Condition()
-        self._entries: list[LedgerEntry] = []
+        self._entries: dict[str, LedgerEntry] = {}  # by request id, oldest first
+        self._by_attempt: dict[str, deque[str]] = {}  # attempt id -> request ids, oldest first
         self._sequence = 0
+        self._dropped = 0
+
+    @property
+    def dropped(self) -> int:
+        """Entries forgotten because the ledger was full (oldest first)."""
+        with self._lock:
+            return self._dropped
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._entries)
 
     def next_id(self) -> int:
         with self._lock:
@@ -63,16 +87,29 @@ class Ledger:
 
     def record(self, entry: LedgerEntry) -> None:
         with self._lock:
-            self._entries.append(entry)
+            if len(self._entries) >= self.capacity:
+                self._forget_oldest()
+            self._entries[entry.request_id] = entry
+            if entry.attempt_id is not None:
+                self._by_attempt.setdefault(entry.attempt_id, deque()).append(entry.request_id)
             self._lock.notify_all()
+
+    def _forget_oldest(self) -> None:
+        request_id = next(iter(self._entries))
+        oldest = self._entries.pop(request_id)
+        self._dropped += 1
+        if oldest.attempt_id is not None:
+            ids = self._by_attempt[oldest.attempt_id]
+            ids.popleft()  # the oldest entry is the oldest of its attempt too
+            if not ids:
+                del self._by_attempt[oldest.attempt_id]
 
     def mark_delivered(self, request_id: str) -> None:
         with self._lock:
-            for i, entry in enumerate(self._entries):
-                if entry.request_id == request_id:
-                    self._entries[i] = replace(entry, delivered=True)
-                    self._lock.notify_all()
-                    return
+            entry = self._entries.get(request_id)
+            if entry is not None:
+                self._entries[request_id] = replace(entry, delivered=True)
+                self._lock.notify_all()
 
     def _snapshot(self, entry: LedgerEntry) -> LedgerEntry:
         done = entry.completes_at is not None and self._now() >= entry.completes_at
@@ -82,17 +119,18 @@ class Ledger:
         self, *, attempt_id: str | None = None, provider_kind: str | None = None
     ) -> list[LedgerEntry]:
         with self._lock:
-            found = [
-                e
-                for e in self._entries
-                if (attempt_id is None or e.attempt_id == attempt_id)
-                and (provider_kind is None or e.provider_kind == provider_kind)
-            ]
+            if attempt_id is not None:
+                ids = self._by_attempt.get(attempt_id, ())
+                found = [self._entries[i] for i in ids]
+            else:
+                found = list(self._entries.values())
+        if provider_kind is not None:
+            found = [e for e in found if e.provider_kind == provider_kind]
         return [self._snapshot(e) for e in found]
 
     def get(self, request_id: str) -> LedgerEntry | None:
         with self._lock:
-            found = next((e for e in self._entries if e.request_id == request_id), None)
+            found = self._entries.get(request_id)
         return None if found is None else self._snapshot(found)
 
     def wait_for(self, count: int, *, timeout: float = 5.0, **filters: str) -> list[LedgerEntry]:
@@ -105,7 +143,9 @@ class Ledger:
         return self.entries(**filters)
 
     def _matching(self, filters: dict[str, str]) -> list[LedgerEntry]:
-        return [e for e in self._entries if all(getattr(e, k) == v for k, v in filters.items())]
+        return [
+            e for e in self._entries.values() if all(getattr(e, k) == v for k, v in filters.items())
+        ]
 
     def lookup(
         self,
@@ -151,6 +191,8 @@ class Ledger:
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
+            self._by_attempt.clear()
+            self._dropped = 0
 
     def to_json(self) -> list[dict[str, Any]]:
         return [e.to_json() for e in self.entries()]

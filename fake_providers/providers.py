@@ -25,7 +25,8 @@ from fake_providers.anthropic_wire import AnthropicDialect
 from fake_providers.behaviours import Behaviour, BehaviourName, bills
 from fake_providers.control import handle_control
 from fake_providers.errors import InvalidInput
-from fake_providers.ledger import Ledger, LedgerEntry
+from fake_providers.gates import ModelGates
+from fake_providers.ledger import DEFAULT_CAPACITY, Ledger, LedgerEntry
 from fake_providers.openai_wire import OpenAIDialect
 from fake_providers.plans import Exchange, FakeRequest, Plan, plan, whole_response
 from fake_providers.scripts import Script, ScriptBook
@@ -72,10 +73,13 @@ class FakeProviders:
     `release()` ends every current hang. Thread-safe.
     """
 
-    def __init__(self, *, time: BaseTime | None = None) -> None:
+    def __init__(
+        self, *, time: BaseTime | None = None, ledger_capacity: int = DEFAULT_CAPACITY
+    ) -> None:
         self.time: BaseTime = time if time is not None else RealTime()
-        self.ledger = Ledger(self.time.now)
+        self.ledger = Ledger(self.time.now, capacity=ledger_capacity)
         self.scripts = ScriptBook()
+        self.model_gates = ModelGates()
         self.releaser = Releaser()
 
     # -- scripting -------------------------------------------------------------------
@@ -99,6 +103,7 @@ class FakeProviders:
     def reset(self) -> None:
         """Forget scripts and ledger, and release hung requests."""
         self.scripts.clear()
+        self.model_gates.clear()
         self.ledger.clear()
         self.release()
 
@@ -213,9 +218,11 @@ class FakeProviders:
         return Exchange(steps=planned.steps, request_id=ids.request_id)
 
     def _choose(self, api: Api, model: str, attempt_id: str | None) -> Behaviour:
+        now = self.time.now()
         chosen = Behaviour.from_model(model)
-        if chosen is None:
-            chosen = self.scripts.take(api, model, attempt_id)
+        if chosen is not None:
+            return self.model_gates.resolve(api, model, chosen, now)
+        chosen = self.scripts.take(api, model, attempt_id, now)
         return chosen or Behaviour(name=BehaviourName.SUCCESS)
 
 

@@ -4,6 +4,12 @@ A script matches requests by any of api (``openai``/``anthropic``), model and at
 id; a request takes the next behaviour of the most specific matching script (oldest
 first among equals). An exhausted script is dropped, unless it has a ``then``
 behaviour, which it then gives forever. Requests no script matches answer successfully.
+
+A timed behaviour (``window``, ``flap`` or ``p``; `fake_providers.gates`) *stands*: it
+answers every matching request, faulting when its gate says so and succeeding otherwise,
+until its window closes; then the script goes on to its next behaviour (or its ``then``,
+or is done). One with ``flap`` or ``p`` and no window never closes, so put it last or
+make it the ``then``.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from typing import Any
 
 from fake_providers.behaviours import Behaviour
 from fake_providers.errors import InvalidInput
+from fake_providers.gates import Gate
 from fake_providers.wire import Api
 
 _MATCH_KEYS = ("api", "model", "attempt_id")
@@ -37,6 +44,8 @@ class Script:
     model: str | None = None
     attempt_id: str | None = None
     taken: int = field(default=0)
+    gate: Gate | None = field(default=None, repr=False)  # of the timed head behaviour
+    then_gate: Gate | None = field(default=None, repr=False)  # of a timed `then`
 
     @property
     def specificity(self) -> int:
@@ -124,24 +133,54 @@ class ScriptBook:
             then=then,
         )
 
-    def take(self, api: Api, model: str | None, attempt_id: str | None) -> Behaviour | None:
+    def take(
+        self, api: Api, model: str | None, attempt_id: str | None, now: float = 0.0
+    ) -> Behaviour | None:
+        """The behaviour the next matching request gets (None: no script matches), with
+        timed behaviours already resolved to the fault or to success for `now`."""
         with self._lock:
-            candidates = [s for s in self._scripts if s.matches(api, model, attempt_id)]
-            if not candidates:
-                return None
-            script = max(candidates, key=lambda s: (s.specificity, -s.id))
-            script.taken += 1
-            if script.behaviours:
-                behaviour = script.behaviours.popleft()
-                if not script.behaviours and script.then is None:
-                    self._scripts.remove(script)
-                return behaviour
+            while True:
+                candidates = [s for s in self._scripts if s.matches(api, model, attempt_id)]
+                if not candidates:
+                    return None
+                script = max(candidates, key=lambda s: (s.specificity, -s.id))
+                behaviour = self._next(script, now)
+                if behaviour is not None:
+                    script.taken += 1
+                    return behaviour
+
+    def _next(self, script: Script, now: float) -> Behaviour | None:
+        """The script's answer for `now`; None when it just ran out (look again)."""
+        while script.behaviours:
+            head = script.behaviours[0]
+            if not head.timed:
+                script.behaviours.popleft()
+                self._drop_if_done(script)
+                return head
+            if script.gate is None:
+                script.gate = Gate(head)
+            if not script.gate.expired(now):
+                return script.gate.resolve(now)
+            script.behaviours.popleft()  # its window closed: go on to the next one
+            script.gate = None
+        if script.then is None:
+            self._drop_if_done(script)
+            return None
+        if not script.then.timed:
             return script.then
+        if script.then_gate is None:
+            script.then_gate = Gate(script.then)
+        return script.then_gate.resolve(now)
+
+    def _drop_if_done(self, script: Script) -> None:
+        if not script.behaviours and script.then is None and script in self._scripts:
+            self._scripts.remove(script)
 
     def pending(self) -> list[Script]:
-        """Scripts with behaviours no request has taken yet (for teardown checks)."""
+        """Scripts with behaviours no request has taken yet (for teardown checks); a
+        timed behaviour that has answered a request counts as taken."""
         with self._lock:
-            return [s for s in self._scripts if s.behaviours]
+            return [s for s in self._scripts if len(s.behaviours) > (s.gate is not None)]
 
     def all(self) -> list[Script]:
         with self._lock:

@@ -79,7 +79,7 @@ def test_ledger_over_http(target) -> None:
     assert entry["provider_kind"] == "openai" and entry["model"] == "gpt-4o-mini"
     assert control(target, "GET", "/ledger/req_nope").status_code == 404
     control(target, "DELETE", "/ledger")
-    assert control(target, "GET", "/ledger").json() == {"entries": []}
+    assert control(target, "GET", "/ledger").json() == {"entries": [], "dropped": 0}
 
 
 def test_lookup_over_http(target) -> None:
