@@ -25,7 +25,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from harness.core.breaker import Availability, BreakerSettings, availability, available_after
+from harness.core.breaker import (
+    Availability,
+    BreakerSettings,
+    BreakerState,
+    availability,
+    available_after,
+)
 from harness.core.failover import Plan, build_request, next_provider, plan_next, should_hedge
 from harness.core.models import Attempt, Job
 from harness.core.states import (
@@ -255,6 +261,10 @@ class Worker:
             log.exception("recording the outcome of attempt %s failed", attempt.id)
 
     def _health(self, attempt: Attempt, *, ok: bool, retry_after: float | None = None) -> None:
+        if ok:  # the common case writes nothing: a healthy provider stays as it is
+            health = self.engine.provider_health([attempt.provider])[attempt.provider]
+            if health.state is BreakerState.CLOSED and not health.failures:
+                return
         self.engine.record_provider_result(
             attempt.provider,
             ok=ok,

@@ -440,3 +440,31 @@ def test_a_refused_scheduled_start_is_an_event_not_a_traceback(
     kinds = [e.kind for e in worker.engine.events(job_id)]
     assert "failover_refused" in kinds and "start_refused" in kinds
     assert not [r for r in caplog.records if r.exc_info]
+
+
+def test_the_breaker_skips_a_failing_provider_then_one_probe_closes_it(
+    db: Database, scheduler, primary, fallback
+) -> None:
+    from harness.core.breaker import BreakerSettings
+
+    engine = Engine(db, gate=AllowAllGate(), clock=scheduler.clock)
+    settings = WorkerSettings(breaker=BreakerSettings(failures=2, window=30, cool_down=10))
+    worker = Worker(engine, {"primary": primary, "fallback": fallback}, scheduler, settings)
+    down = Step(kind=OutcomeKind.NOT_EXECUTED, reason="unavailable")
+    primary.steps = [down, down]
+    policy = Policy(attempt_timeout=30, retry_backoff=0)
+    first = submit(worker, policy, key="a")  # 503, retried once at once, 503: opened
+    scheduler.wait_idle()
+    assert states(worker, first)[-1] == ("fallback", "succeeded")
+    assert "breaker_opened" in [e.kind for e in engine.events(first)]
+    second = submit(worker, policy, key="b")  # while open: straight to the fallback
+    scheduler.wait_idle()
+    assert states(worker, second) == [("fallback", "succeeded")]
+    skipped = [e for e in engine.events(second) if e.kind == "provider_skipped"]
+    assert skipped[0].detail == {"provider": "primary", "why": "breaker_open"}
+    calls = len(primary.calls)
+    scheduler.advance(11)  # the cool-down has passed: one probe, and it succeeds
+    third = submit(worker, policy, key="c")
+    scheduler.wait_idle()
+    assert states(worker, third) == [("primary", "succeeded")] and len(primary.calls) == calls + 1
+    assert "breaker_closed" in [e.kind for e in engine.events(third)]
