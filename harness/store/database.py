@@ -26,6 +26,7 @@ from harness.store.tables import metadata
 
 DEFAULT_DATABASE_URL = "sqlite:///harness.sqlite3"
 SQLITE_BUSY_TIMEOUT_MS = 60_000
+DEFAULT_POOL_RECYCLE = 1800  # seconds
 _READ = "harness_read_only"
 
 
@@ -90,8 +91,18 @@ def create_engine(url: str, *, pool_size: int = 10) -> Engine:
             conn.exec_driver_sql("BEGIN" if read_only else "BEGIN IMMEDIATE")
 
         return engine
+    # No pre-ping: it costs a round trip per transaction. A connection the server closed
+    # fails its first statement instead; SQLAlchemy then invalidates the whole pool (every
+    # connection older than the failure is replaced at its next checkout), so one request
+    # per outage answers 503 and the client retries it with its Idempotency-Key.
+    # `pool_recycle` retires connections before idle timeouts of proxies cut them.
     return sa.create_engine(
-        url, pool_size=pool_size, max_overflow=pool_size * 6, pool_pre_ping=True
+        url,
+        pool_size=pool_size,
+        max_overflow=pool_size * 6,
+        pool_pre_ping=False,
+        pool_recycle=DEFAULT_POOL_RECYCLE,
+        pool_use_lifo=True,
     )
 
 
@@ -122,6 +133,19 @@ class Database:
         """One write transaction: committed on success, rolled back on any error."""
         with self._writer, translate_errors(), self.engine.begin() as conn:
             yield conn
+
+    @contextmanager
+    def single(self, *, write: bool = True) -> Iterator[Connection]:
+        """A unit of work that is one statement on PostgreSQL, run in autocommit: one
+        round trip, with no BEGIN and no COMMIT of its own (the statement is its own
+        transaction, atomic as any). On SQLite, where a round trip costs nothing, it is
+        `write()` (or `read()`), and may hold several statements."""
+        if self.dialect == "sqlite":
+            with self.write() if write else self.read() as conn:
+                yield conn
+            return
+        with translate_errors(), self.engine.connect() as conn:
+            yield conn.execution_options(isolation_level="AUTOCOMMIT")
 
     @contextmanager
     def read(self) -> Iterator[Connection]:

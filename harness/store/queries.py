@@ -8,13 +8,15 @@ maps rows to the frozen models. State guards come from the pure tables in
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, RowMapping
+from sqlalchemy.sql.elements import ColumnElement
 
 from harness.core.breaker import BreakerState, Health
 from harness.core.models import Attempt, Event, Intent, Job, Policy, Verdict
@@ -33,7 +35,15 @@ from harness.core.states import (
     job_next,
     job_sources,
 )
-from harness.store.tables import attempts, events, jobs, provider_health, verdicts
+from harness.store.tables import (
+    STRANDED,
+    UNSTARTED,
+    attempts,
+    events,
+    jobs,
+    provider_health,
+    verdicts,
+)
 
 # -- mapping -----------------------------------------------------------------------------
 
@@ -64,8 +74,20 @@ def _attempt(row: RowMapping) -> Attempt:
     )
 
 
-def _job(row: RowMapping, job_attempts: Iterable[Attempt] = ()) -> Job:
-    return Job(
+@dataclass(frozen=True, kw_only=True)
+class JobRecord(Job):
+    """A job as the store holds it: the engine's `Job`, plus what is counted on the row
+    instead of stored one event each (bounded history): creates answered by replay and
+    failovers the contract gate refused."""
+
+    replays: int = 0
+    last_replayed_at: datetime | None = None
+    refused_failovers: int = 0
+    last_refused_at: datetime | None = None
+
+
+def _job(row: RowMapping, job_attempts: Iterable[Attempt] = ()) -> JobRecord:
+    return JobRecord(
         id=row["id"],
         owner=row["owner"],
         idempotency_key=row["idempotency_key"],
@@ -84,7 +106,31 @@ def _job(row: RowMapping, job_attempts: Iterable[Attempt] = ()) -> Job:
         updated_at=row["updated_at"],
         attempts=tuple(job_attempts),
         next_attempt_at=row["next_attempt_at"],
+        replays=row["replays"],
+        last_replayed_at=row["last_replayed_at"],
+        refused_failovers=row["refused_failovers"],
+        last_refused_at=row["last_refused_at"],
     )
+
+
+_A = "a_"  # the prefix of attempt columns in a job-with-attempts row
+_ATTEMPT_COLUMNS = [c.name for c in attempts.c]
+
+
+def _attempt_columns(table: Any) -> list[ColumnElement[Any]]:
+    return [table.c[name].label(_A + name) for name in _ATTEMPT_COLUMNS]
+
+
+def _job_with_attempts(rows: Sequence[RowMapping]) -> JobRecord | None:
+    """One job from the rows of a job LEFT JOIN its attempts (ordered by number)."""
+    if not rows:
+        return None
+    found = [
+        _attempt({name: row[_A + name] for name in _ATTEMPT_COLUMNS})  # type: ignore[arg-type]
+        for row in rows
+        if row[_A + "id"] is not None
+    ]
+    return _job(rows[0], found)
 
 
 def _event(row: RowMapping) -> Event:
@@ -117,65 +163,171 @@ def _verdict(row: RowMapping) -> Verdict:
 # -- jobs --------------------------------------------------------------------------------
 
 
-_INSERT_JOB = {
-    name: dialect.insert(jobs)
-    .on_conflict_do_nothing(index_elements=["owner", "idempotency_key"])
-    .returning(*jobs.c)
-    for name, dialect in (("postgresql", postgresql), ("sqlite", sqlite))
-}
+def _job_values() -> dict[str, Any]:
+    names = ("owner", "idempotency_key", "fingerprint", "operation", "input", "contract")
+    values: dict[str, Any] = {n: sa.bindparam(n, type_=jobs.c[n].type) for n in names}
+    values.update(
+        providers=sa.bindparam("providers", type_=jobs.c.providers.type),
+        policy=sa.bindparam("policy", type_=jobs.c.policy.type),
+        status=JobState.PENDING.value,
+        version=0,
+        attempt_count=0,
+        replays=0,
+        refused_failovers=0,
+        created_at=sa.bindparam("now", type_=jobs.c.created_at.type),
+        updated_at=sa.bindparam("now", type_=jobs.c.updated_at.type),
+    )
+    return values
+
+
+def _upsert(dialect: Any) -> Any:
+    """Insert the job, or count a replay of the row with the same key and fingerprint;
+    with another fingerprint nothing changes and nothing is returned (a conflict)."""
+    insert = dialect.insert(jobs).values(_job_values())
+    return insert.on_conflict_do_update(
+        index_elements=[jobs.c.owner, jobs.c.idempotency_key],
+        set_={"replays": jobs.c.replays + 1, "last_replayed_at": insert.excluded.created_at},
+        where=jobs.c.fingerprint == insert.excluded.fingerprint,
+    ).returning(*jobs.c)
+
+
+def _last_kind(job_id: Any) -> Any:
+    return (
+        sa.select(events.c.kind)
+        .where(events.c.job_id == job_id)
+        .order_by(events.c.id.desc())
+        .limit(1)
+        .scalar_subquery()
+    )
+
+
+def _create_or_replay_postgresql() -> Any:
+    """PostgreSQL: the whole create, or the whole replay, in one statement (one round
+    trip in autocommit): the upsert, its `created` event (or a `replayed` one when a new
+    burst of replays begins), and the job's attempts. A replay changes nothing but the
+    counters, so its commit does not wait for the WAL flush (`synchronous_commit` off
+    for that one transaction); a new job's commit keeps the server's setting (I9)."""
+    up = _upsert(postgresql).cte("up")
+    new = up.c.replays == 0
+    event = (
+        sa.insert(events)
+        .from_select(
+            ["job_id", "kind", "actor", "detail", "at"],
+            sa.select(
+                up.c.id,
+                sa.case((new, EventKind.CREATED.value), else_=EventKind.REPLAYED.value),
+                sa.bindparam("owner", type_=events.c.actor.type),
+                sa.case(
+                    (new, sa.func.jsonb_build_object("fingerprint", up.c.fingerprint)),
+                    else_=sa.cast(sa.literal("{}"), postgresql.JSONB),
+                ),
+                sa.bindparam("now", type_=events.c.at.type),
+            ).where(sa.or_(new, _last_kind(up.c.id).is_distinct_from(EventKind.REPLAYED.value))),
+        )
+        .cte("event")
+    )
+    commit = sa.func.set_config(
+        "synchronous_commit",
+        sa.case((new, sa.func.current_setting("synchronous_commit")), else_="off"),
+        True,
+    )
+    a = attempts.alias("a")
+    return (
+        sa.select(up, *_attempt_columns(a), commit.label("sync"))
+        .select_from(up.outerjoin(a, a.c.job_id == up.c.id))
+        .order_by(a.c.number)
+        .add_cte(event)
+    )
+
+
+_CREATE_OR_REPLAY = _create_or_replay_postgresql()
+_UPSERT_SQLITE = _upsert(sqlite)
 
 
 def insert_job(
     conn: Connection, *, owner: str, key: str, intent: Intent, fingerprint: str, now: datetime
-) -> Job | None:
-    """Insert the job unless `(owner, key)` exists: one round trip; None on conflict.
+) -> JobRecord | None:
+    """Insert the job unless `(owner, key)` exists; if it exists with the same
+    fingerprint, count the replay and return that job with its attempts (`replays` > 0
+    tells a replay from a creation); None when the key holds another intent (conflict,
+    nothing written). Each writes its event: `created`, or `replayed` once per burst of
+    replays (while the job's newest event is a replay, only the counter moves).
 
-    The statement is built once; only parameters change, so the hot path skips
-    SQLAlchemy's statement construction and cache-key work."""
-    row = (
-        conn.execute(
-            _INSERT_JOB[conn.dialect.name],
-            {
-                "owner": owner,
-                "idempotency_key": key,
-                "fingerprint": fingerprint,
-                "operation": intent.operation,
-                "input": intent.input,
-                "contract": intent.contract,
-                "providers": list(intent.providers),
-                "policy": intent.policy.to_dict(),
-                "status": JobState.PENDING.value,
-                "version": 0,
-                "attempt_count": 0,
-                "created_at": now,
-                "updated_at": now,
-            },
+    PostgreSQL runs it as one statement (run it in `Database.single`); SQLite as a few
+    in its one write transaction, where a round trip costs nothing. Statements are
+    built once; only parameters change."""
+    params = {
+        "owner": owner,
+        "idempotency_key": key,
+        "fingerprint": fingerprint,
+        "operation": intent.operation,
+        "input": intent.input,
+        "contract": intent.contract,
+        "providers": list(intent.providers),
+        "policy": intent.policy.to_dict(),
+        "now": now,
+    }
+    if conn.dialect.name == "postgresql":
+        return _job_with_attempts(conn.execute(_CREATE_OR_REPLAY, params).mappings().all())
+    row = conn.execute(_UPSERT_SQLITE, params).mappings().first()
+    if row is None:
+        return None
+    if row["replays"] == 0:
+        insert_event(
+            conn,
+            row["id"],
+            EventKind.CREATED,
+            now=now,
+            actor=owner,
+            detail={"fingerprint": fingerprint},
         )
-        .mappings()
-        .first()
-    )
-    return _job(row) if row is not None else None
+        return _job(row)
+    if conn.execute(_LAST_KIND, {"job_id": row["id"]}).scalar() != EventKind.REPLAYED.value:
+        insert_event(conn, row["id"], EventKind.REPLAYED, now=now, actor=owner)
+    return _job(row, list_attempts(conn, row["id"]))
+
+
+_LAST_KIND = sa.select(_last_kind(sa.bindparam("job_id")))
 
 
 def get_job_by_key(conn: Connection, *, owner: str, key: str) -> Job | None:
-    row = (
-        conn.execute(sa.select(jobs).where(jobs.c.owner == owner, jobs.c.idempotency_key == key))
-        .mappings()
-        .first()
-    )
+    row = conn.execute(_JOB_BY_KEY, {"owner": owner, "key": key}).mappings().first()
     return _job(row) if row is not None else None
+
+
+_JOB_BY_KEY = sa.select(jobs).where(
+    jobs.c.owner == sa.bindparam("owner"), jobs.c.idempotency_key == sa.bindparam("key")
+)
+
+
+def _get_job_statement(*, owner: bool) -> Any:
+    query = (
+        sa.select(jobs, *_attempt_columns(attempts))
+        .select_from(jobs.outerjoin(attempts, attempts.c.job_id == jobs.c.id))
+        .where(jobs.c.id == sa.bindparam("job_id"))
+        .order_by(attempts.c.number)
+    )
+    return query.where(jobs.c.owner == sa.bindparam("owner")) if owner else query
+
+
+_GET_JOB = {False: _get_job_statement(owner=False), True: _get_job_statement(owner=True)}
+_GET_JOB_ROW = {
+    False: sa.select(jobs).where(jobs.c.id == sa.bindparam("job_id")),
+    True: sa.select(jobs).where(
+        jobs.c.id == sa.bindparam("job_id"), jobs.c.owner == sa.bindparam("owner")
+    ),
+}
 
 
 def get_job(
     conn: Connection, job_id: int, *, owner: str | None = None, with_attempts: bool = True
-) -> Job | None:
-    query = sa.select(jobs).where(jobs.c.id == job_id)
-    if owner is not None:
-        query = query.where(jobs.c.owner == owner)
-    row = conn.execute(query).mappings().first()
-    if row is None:
-        return None
-    return _job(row, list_attempts(conn, job_id) if with_attempts else ())
+) -> JobRecord | None:
+    """The job (the owner's, when given), with its attempts fetched in the same query."""
+    params = {"job_id": job_id, "owner": owner}
+    if not with_attempts:
+        row = conn.execute(_GET_JOB_ROW[owner is not None], params).mappings().first()
+        return _job(row) if row is not None else None
+    return _job_with_attempts(conn.execute(_GET_JOB[owner is not None], params).mappings().all())
 
 
 def lock_job(conn: Connection, job_id: int) -> bool:
@@ -450,29 +602,35 @@ def defer_job(conn: Connection, job_id: int, *, until: datetime, now: datetime) 
 def stranded_job_ids(conn: Connection, *, now: datetime, limit: int) -> list[int]:
     """Started jobs with nothing live whose next step is due: a crash between two steps,
     or a wait that is over (the partial index ix_jobs_stranded backs it)."""
-    rows = conn.execute(
-        sa.select(jobs.c.id)
-        .where(
-            jobs.c.status == JobState.PENDING.value,
-            jobs.c.attempt_count > 0,
-            sa.or_(jobs.c.next_attempt_at.is_(None), jobs.c.next_attempt_at <= now),
-        )
-        .order_by(jobs.c.id)
-        .limit(limit)
-    )
+    rows = conn.execute(_STRANDED_IDS, {"now": now, "limit": limit})
     return [r[0] for r in rows]
+
+
+# The predicates of the partial indexes, as literal SQL: a planner proves that a query may
+# use a partial index only from constants (a bound parameter proves nothing, on SQLite
+# always, on PostgreSQL once a generic plan is cached). A test reads the plans.
+_STRANDED_IDS = (
+    sa.select(jobs.c.id)
+    .where(
+        STRANDED,
+        sa.or_(jobs.c.next_attempt_at.is_(None), jobs.c.next_attempt_at <= sa.bindparam("now")),
+    )
+    .order_by(jobs.c.id)
+    .limit(sa.bindparam("limit"))
+)
+_NEW_JOB_IDS = (
+    sa.select(jobs.c.id)
+    .where(UNSTARTED)
+    .order_by(jobs.c.id)
+    .limit(sa.bindparam("limit"))
+    .with_for_update(skip_locked=True)
+)
 
 
 def new_job_ids(conn: Connection, *, limit: int) -> list[int]:
     """Pending jobs with no attempt yet, locked for the caller's transaction; on Postgres
     rows another worker is claiming right now are skipped, not waited for."""
-    rows = conn.execute(
-        sa.select(jobs.c.id)
-        .where(jobs.c.status == JobState.PENDING.value, jobs.c.attempt_count == 0)
-        .order_by(jobs.c.id)
-        .limit(limit)
-        .with_for_update(skip_locked=True)
-    )
+    rows = conn.execute(_NEW_JOB_IDS, {"limit": limit})
     return [r[0] for r in rows]
 
 
@@ -551,6 +709,12 @@ def list_health(conn: Connection, providers: Iterable[str] | None = None) -> lis
 # -- events ------------------------------------------------------------------------------
 
 
+COALESCED_KINDS = frozenset({EventKind.CONFLICT, EventKind.FAILOVER_REFUSED})
+"""Refusals a client can repeat at will (a reused key, a fallback click the gate
+refuses): a repeat of the job's newest event (same kind, actor and detail) is not
+stored again. A refused failover is counted on the job either way."""
+
+
 def insert_event(
     conn: Connection,
     job_id: int,
@@ -561,6 +725,18 @@ def insert_event(
     actor: str | None = None,
     detail: dict[str, Any] | None = None,
 ) -> None:
+    """Append an event to the job's history (kinds in COALESCED_KINDS once per burst)."""
+    if kind in COALESCED_KINDS:
+        if kind is EventKind.FAILOVER_REFUSED:
+            conn.execute(_COUNT_REFUSAL, {"job_id": job_id, "now": now})
+        newest = conn.execute(_NEWEST_EVENT, {"job_id": job_id}).first()
+        if newest is not None and tuple(newest) == (
+            kind.value,
+            attempt_id,
+            actor,
+            detail or {},
+        ):
+            return
     conn.execute(
         _INSERT_EVENT,
         {
@@ -575,6 +751,20 @@ def insert_event(
 
 
 _INSERT_EVENT = sa.insert(events)
+_NEWEST_EVENT = (
+    sa.select(events.c.kind, events.c.attempt_id, events.c.actor, events.c.detail)
+    .where(events.c.job_id == sa.bindparam("job_id"))
+    .order_by(events.c.id.desc())
+    .limit(1)
+)
+_COUNT_REFUSAL = (
+    sa.update(jobs)
+    .where(jobs.c.id == sa.bindparam("job_id"))
+    .values(
+        refused_failovers=jobs.c.refused_failovers + 1,
+        last_refused_at=sa.bindparam("now", type_=jobs.c.last_refused_at.type),
+    )
+)
 
 
 def list_events(conn: Connection, job_id: int) -> list[Event]:
@@ -582,6 +772,43 @@ def list_events(conn: Connection, job_id: int) -> list[Event]:
         sa.select(events).where(events.c.job_id == job_id).order_by(events.c.id)
     ).mappings()
     return [_event(r) for r in rows]
+
+
+_EVENTS_PAGE = {
+    owned: sa.select(events)
+    .where(
+        events.c.job_id == sa.bindparam("job_id"),
+        events.c.id > sa.bindparam("after"),
+        *(
+            [
+                sa.exists().where(
+                    jobs.c.id == sa.bindparam("job_id"), jobs.c.owner == sa.bindparam("owner")
+                )
+            ]
+            if owned
+            else []
+        ),
+    )
+    .order_by(events.c.id)
+    .limit(sa.bindparam("limit"))
+    for owned in (False, True)
+}
+
+
+def events_page(
+    conn: Connection, job_id: int, *, after: int, limit: int, owner: str | None = None
+) -> list[Event]:
+    """Up to `limit` events of the job after event id `after`, oldest first (the
+    owner's job only, when given); one indexed range scan (ix_events_job_id_id)."""
+    params = {"job_id": job_id, "after": after, "limit": limit, "owner": owner}
+    rows = conn.execute(_EVENTS_PAGE[owner is not None], params).mappings()
+    return [_event(r) for r in rows]
+
+
+def count_events(conn: Connection, job_id: int) -> int:
+    return conn.execute(
+        sa.select(sa.func.count()).select_from(events).where(events.c.job_id == job_id)
+    ).scalar_one()
 
 
 # -- verdicts ----------------------------------------------------------------------------

@@ -73,6 +73,17 @@ def _in(column: str, values: object) -> str:
 
 _LIVE = _in("state", sorted(LIVE_ATTEMPT_STATES))
 
+
+def _json_checks(*columns: str) -> list[CheckConstraint]:
+    """SQLite keeps JSON as text: a CHECK per JSON column refuses text that is not JSON
+    (NaN, Infinity, a truncated document), so no code path can store a row that cannot
+    be read back. PostgreSQL's JSONB refuses the same by its type (and NUL as well)."""
+    return [
+        CheckConstraint(f"{c} IS NULL OR json_valid({c})", name=f"{c}_json").ddl_if(dialect="sqlite")
+        for c in columns
+    ]
+
+
 jobs = Table(
     "jobs",
     metadata,
@@ -93,8 +104,15 @@ jobs = Table(
     Column("created_at", UTCDateTime, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
     Column("next_attempt_at", UTCDateTime, nullable=True),  # a retry or wait is due then
+    # Counted, not stored one event each (bounded history): creates answered by replay,
+    # and failovers the contract gate refused.
+    Column("replays", Integer, nullable=False, server_default=sa.text("0")),
+    Column("last_replayed_at", UTCDateTime, nullable=True),
+    Column("refused_failovers", Integer, nullable=False, server_default=sa.text("0")),
+    Column("last_refused_at", UTCDateTime, nullable=True),
     UniqueConstraint("owner", "idempotency_key"),
     CheckConstraint(_in("status", sorted(JobState)), name="status"),
+    *_json_checks("input", "providers", "policy", "result"),
 )
 
 attempts = Table(
@@ -132,6 +150,7 @@ attempts = Table(
         f"live_slot IS NULL OR (live_slot >= 0 AND live_slot < {MAX_LIVE_ATTEMPTS})",
         name="live_slot_range",
     ),
+    *_json_checks("raw_result"),
 )
 
 LIVE_SLOT_INDEX = "uq_attempts_job_id_live_slot"
@@ -153,15 +172,15 @@ Index("uq_attempts_token", attempts.c.token, unique=True)  # what providers know
 # What the worker polls: jobs never started (claim), and jobs with nothing live that a
 # crash or a wait left pending (the sweep). Partial, so an idle poll costs the same at
 # a thousand jobs as at a million.
-_UNSTARTED = sa.text("status = 'pending' AND attempt_count = 0")
-_STRANDED = sa.text("status = 'pending' AND attempt_count > 0")
-Index("ix_jobs_unstarted", jobs.c.id, sqlite_where=_UNSTARTED, postgresql_where=_UNSTARTED)
+UNSTARTED = sa.text("status = 'pending' AND attempt_count = 0")
+STRANDED = sa.text("status = 'pending' AND attempt_count > 0")
+Index("ix_jobs_unstarted", jobs.c.id, sqlite_where=UNSTARTED, postgresql_where=UNSTARTED)
 Index(
     "ix_jobs_stranded",
     jobs.c.next_attempt_at,
     jobs.c.id,
-    sqlite_where=_STRANDED,
-    postgresql_where=_STRANDED,
+    sqlite_where=STRANDED,
+    postgresql_where=STRANDED,
 )
 
 provider_health = Table(
@@ -187,6 +206,7 @@ events = Table(
     Column("detail", Json, nullable=False),
     Column("at", UTCDateTime, nullable=False),
     Index("ix_events_job_id_id", "job_id", "id"),
+    *_json_checks("detail"),
 )
 
 verdicts = Table(
@@ -205,4 +225,5 @@ verdicts = Table(
     Index(
         "ix_verdicts_contract_name_provider_created_at", "contract_name", "provider", "created_at"
     ),
+    *_json_checks("checks"),
 )
