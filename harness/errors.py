@@ -22,6 +22,9 @@
     │   │   └── TemplateSyntaxError  a stray {{ in its prompt (also a ValueError)
     │   ├── UnknownContract          no contract has this name (also a KeyError)
     │   └── CaptureError             a capture file is malformed
+    ├── ScenarioError                a scenario could not be loaded or played
+    │   ├── ScenarioFileError        a scenario file is malformed (names file:line and field)
+    │   └── WorkerKilled             a scenario killed a worker at a fault point (in-process)
     ├── CheckFailed                  a guarantee did not hold in `harness check`
     └── HttpProblem                  an API error answer (problem details), in harness.api
 
@@ -118,6 +121,33 @@ class UnknownContract(ContractError, KeyError):
 
 class CaptureError(ContractError):
     """Invalid capture file."""
+
+
+class ScenarioError(HarnessError):
+    """The scenario could not be played."""
+
+
+class ScenarioFileError(ScenarioError):
+    """Invalid scenario file."""
+
+    def __init__(
+        self,
+        message: str | None = None,
+        *,
+        file: str,
+        line: int | None,
+        field: str,
+        **details: object,
+    ) -> None:
+        self.file = file
+        self.line = line
+        self.field = field
+        where = f"{file}:{line}" if line is not None else file
+        super().__init__(f"{where}: {field}: {message or self.__doc__}", **details)
+
+
+class WorkerKilled(ScenarioError):
+    """A scenario killed this worker here."""
 
 
 class CheckFailed(HarnessError):

@@ -1,0 +1,356 @@
+"""What each step's action does on the stage, and the answer it gives.
+
+Answers are short words the scenario's `expect` compares with: ``created``,
+``replayed``, ``conflict``, ``invalid``, ``started``, ``refused:<reason>``,
+``resolved``, ``cancelled``, ``invalid_transition``, ``found``, ``not_found``, ``ok``;
+a step repeated `count` times answers a mapping of each answer to how often it came.
+`http_status` says which HTTP status code the API gives for an answer.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from harness.core import faults as fp
+from harness.core.fingerprint import fingerprint
+from harness.core.models import Intent, Policy
+from harness.core.states import STATE_REFUSALS, RefusalReason
+from harness.errors import (
+    AttemptRefused,
+    IdempotencyConflict,
+    InvalidIntent,
+    InvalidTransition,
+    NotFound,
+    WorkerKilled,
+)
+from harness.scenarios.model import DEFAULT_INPUT, DEFAULT_OPERATION, DEFAULT_OWNER, Step
+from harness.scenarios.stage import Stage
+from harness.store import queries
+
+BARRIER_LIMIT = 10.0  # real seconds every party of a `together` step has to arrive
+
+Answer = str | dict[str, int]
+
+_STATUS = {
+    "created": 201,
+    "replayed": 200,
+    "conflict": 409,
+    "invalid": 422,
+    "started": 201,
+    "resolved": 200,
+    "cancelled": 200,
+    "invalid_transition": 409,
+    "found": 200,
+    "not_found": 404,
+    "crashed": 500,
+    "ok": 200,
+}
+
+
+def http_status(answer: str) -> int:
+    """The status code the HTTP API answers with for an in-process answer."""
+    if answer.startswith("refused:"):
+        reason = answer.split(":", 1)[1]
+        return 409 if reason in {str(r) for r in STATE_REFUSALS} else 422
+    return _STATUS.get(answer, 500)
+
+
+def _together(
+    stage: Stage, point: str, engines: list[Any], count: int, call: Callable[[int], str]
+) -> list[str]:
+    """Run `call(i)` for i < count on threads that all reach fault point `point` before
+    any goes on: the race is forced, not hoped for."""
+    barrier = threading.Barrier(count, timeout=BARRIER_LIMIT)
+    for engine in {id(e): e for e in engines}.values():
+        engine.faults.on(point, barrier.wait)
+    try:
+        with ThreadPoolExecutor(count) as pool:
+            answers = list(pool.map(call, range(count)))
+    finally:
+        for engine in engines:
+            engine.faults.clear()
+    stage.history.mark(stage.now(), barrier=point, parties=count, passed=not barrier.broken)
+    return answers
+
+
+def _tally(answers: list[str]) -> Answer:
+    return answers[0] if len(answers) == 1 else dict(sorted(Counter(answers).items()))
+
+
+def create(stage: Stage, args: Mapping[str, Any], step: Step) -> Answer:
+    scenario = stage.scenario
+    alias = args["job"]
+    owner = args.get("owner", DEFAULT_OWNER)
+    key = args.get("key", alias)
+    count = args.get("count", 1)
+    processes = args.get("processes", 1)
+    made: dict[int, int] = {}
+
+    def one(i: int) -> str:
+        try:
+            intent = Intent(
+                operation=args.get("operation", DEFAULT_OPERATION),
+                input=args.get("input", dict(DEFAULT_INPUT)),
+                providers=tuple(args.get("chain", scenario.chain)),
+                contract=scenario.contract["name"] if scenario.contract else None,
+                policy=Policy.from_dict({**scenario.policy, **(args.get("policy") or {})}),
+            )
+            result = stage.client(i % processes).create_job(stage.owner(owner), key, intent)
+        except IdempotencyConflict:
+            return "conflict"
+        except InvalidIntent:
+            return "invalid"
+        made[i] = result.job.id
+        return "created" if result.created else "replayed"
+
+    process = f"client:{owner}"
+    intent_print = _fingerprint(args, scenario)
+    for i in range(count):
+        stage.history.op(
+            stage.now(),
+            process,
+            "invoke",
+            "create",
+            client=i,
+            key=key,
+            job=alias,
+            fingerprint=intent_print,
+        )
+    if args.get("together") and count > 1:
+        engines = [stage.client(i % processes) for i in range(count)]
+        answers = _together(stage, fp.BEFORE_CREATE, engines, count, one)
+    else:
+        answers = [one(i) for i in range(count)]
+    for job_id in sorted(set(made.values())):
+        stage.bind(alias, job_id)
+    for i, answer in enumerate(answers):
+        job = stage.history.names.jobs.get(made[i]) if i in made else None
+        kind = "ok" if answer in ("created", "replayed") else "fail"
+        stage.history.op(stage.now(), process, kind, "create", client=i, answer=answer, job=job)
+    if args.get("start", True):
+        for job_id in sorted({made[i] for i, a in enumerate(answers) if a == "created"}):
+            _start(stage, job_id)
+    return _tally(answers)
+
+
+def _fingerprint(args: Mapping[str, Any], scenario: Any) -> str | None:
+    """The intent's canonical fingerprint, computed here (not by the engine under test)
+    so the checker can tell one intent from another whatever the engine thinks."""
+    try:
+        return fingerprint(
+            operation=args.get("operation", DEFAULT_OPERATION),
+            input=args.get("input", dict(DEFAULT_INPUT)),
+            contract=scenario.contract["name"] if scenario.contract else None,
+            providers=tuple(args.get("chain", scenario.chain)),
+        )[:16]
+    except (ValueError, RecursionError):
+        return None
+
+
+def _start(stage: Stage, job_id: int) -> None:
+    handle = stage.live_worker()
+    try:
+        handle.worker.start_job(job_id)
+    except WorkerKilled:
+        pass  # the crash is the point; the sweep or another worker will find the job
+
+
+def fallback(stage: Stage, args: Mapping[str, Any], step: Step) -> Answer:
+    job_id = stage.job_id(args["job"])
+    handle = stage.live_worker()
+    count = args.get("count", 1)
+
+    def one(i: int) -> str:
+        try:
+            handle.worker.fallback(job_id, args.get("provider"), actor="user")
+        except AttemptRefused as refused:
+            return f"refused:{refused.reason}"
+        except WorkerKilled:
+            return "crashed"
+        return "started"
+
+    stage.history.op(stage.now(), "client:user", "invoke", "fallback", job=args["job"], count=count)
+    if args.get("together") and count > 1:
+        answers = _together(stage, fp.BEFORE_START, [handle.engine], count, one)
+    else:
+        answers = [one(i) for i in range(count)]
+    for answer in answers:
+        kind = "ok" if answer == "started" else "fail"
+        stage.history.op(
+            stage.now(), "client:user", kind, "fallback", job=args["job"], answer=answer
+        )
+    return _tally(answers)
+
+
+def resolve(stage: Stage, args: Mapping[str, Any], step: Step) -> Answer:
+    attempt = stage.attempt(args["job"], args["attempt"])
+    actor = args.get("actor", "oncall")
+    label = f"{args['job']}#{args['attempt']}"
+    stage.history.op(
+        stage.now(),
+        f"operator:{actor}",
+        "invoke",
+        "resolve",
+        attempt=label,
+        outcome=args["outcome"],
+    )
+    result = None
+    if args["outcome"] == "succeeded":
+        result = {"provider": attempt.provider, "text": "resolved out of band"}
+    try:
+        stage.live_worker().worker.resolve(
+            attempt.id,
+            resolution=args["outcome"],
+            reason=args.get("reason", "scenario step"),
+            actor=actor,
+            result=result,
+            force=args.get("force", False),
+        )
+        answer = "resolved"
+    except AttemptRefused as refused:
+        answer = f"refused:{refused.reason}"
+    except InvalidTransition:
+        answer = "invalid_transition"
+    except InvalidIntent:
+        answer = "invalid"
+    kind = "ok" if answer == "resolved" else "fail"
+    stage.history.op(
+        stage.now(), f"operator:{actor}", kind, "resolve", attempt=label, answer=answer
+    )
+    return answer
+
+
+def cancel(stage: Stage, args: Mapping[str, Any], step: Step) -> Answer:
+    job_id = stage.job_id(args["job"])
+    reason = args.get("reason", "scenario step")
+    target = args["job"] if "attempt" not in args else f"{args['job']}#{args['attempt']}"
+    stage.history.op(stage.now(), "client:user", "invoke", "cancel", target=target)
+    try:
+        if "attempt" in args:
+            attempt = stage.attempt(args["job"], args["attempt"])
+            stage.client().cancel_attempt(attempt.id, actor="user", reason=reason)
+            stage.live_worker().worker.advance(job_id)  # the chain goes on without it
+        else:
+            stage.client().cancel_job(job_id, actor="user", reason=reason)
+        answer = "cancelled"
+    except InvalidTransition:
+        answer = "invalid_transition"
+    kind = "ok" if answer == "cancelled" else "fail"
+    stage.history.op(stage.now(), "client:user", kind, "cancel", target=target, answer=answer)
+    return answer
+
+
+def read(stage: Stage, args: Mapping[str, Any], step: Step) -> Answer:
+    owner = args["owner"]
+    stage.history.op(stage.now(), f"client:{owner}", "invoke", "read", job=args["job"])
+    try:
+        job = stage.client().get_job(stage.job_id(args["job"]), owner=stage.owner(owner))
+        answer = "found"
+        seen_owner = job.owner.split("/", 1)[-1]
+    except NotFound:
+        answer, seen_owner = "not_found", None
+    stage.history.op(
+        stage.now(),
+        f"client:{owner}",
+        "ok",
+        "read",
+        job=args["job"],
+        answer=answer,
+        owner=seen_owner,
+    )
+    return answer
+
+
+def crash(stage: Stage, args: Mapping[str, Any], step: Step) -> Answer:
+    name, point = args["worker"], args["at"]
+    handle = stage.workers[name]
+    armed = [True]
+
+    def die() -> None:
+        if armed[0] and handle is stage.workers[name]:
+            armed[0] = False
+            handle.scheduler.kill()
+            stage.history.mark(stage.now(), crashed=name, at=point)
+            stage.history.op(stage.now(), name, "info", "crash", at=point)
+            raise WorkerKilled(f"{name} killed at {point}")
+
+    handle.engine.faults.on(point, die)
+    return "ok"
+
+
+def restart(stage: Stage, args: Mapping[str, Any], step: Step) -> Answer:
+    handle = stage.restart(args["worker"])
+    stage.history.op(stage.now(), handle.name, "ok", "restart", generation=handle.generation)
+    return "ok"
+
+
+def advance(stage: Stage, args: Any, step: Step) -> Answer:
+    stage.turns.advance(float(args))
+    return "ok"
+
+
+def _duty(name: str) -> Callable[[Stage, Any, Step], Answer]:
+    def run(stage: Stage, args: Any, step: Step) -> Answer:
+        handle = stage.live_worker()
+        stage.history.op(stage.now(), handle.name, "invoke", name)
+        try:
+            getattr(handle.worker, name)()
+        except WorkerKilled:
+            return "crashed"
+        stage.history.op(stage.now(), handle.name, "ok", name)
+        return "ok"
+
+    return run
+
+
+def release(stage: Stage, args: Any, step: Step) -> Answer:
+    stage.fakes.release()
+    stage.turns.release()
+    return "ok"
+
+
+def verdict(stage: Stage, args: Mapping[str, Any], step: Step) -> Answer:
+    contract = stage.contract
+    if contract is None:
+        raise InvalidIntent("a verdict step needs `gate: verdicts` and a contract")
+    provider = args["provider"]
+    with stage.database.write() as conn:
+        queries.insert_verdict(
+            conn,
+            provider=provider,
+            model=getattr(stage.adapters[provider], "model", None),
+            contract_name=contract.name,
+            contract_hash=contract.hash,
+            passed=args["passed"],
+            checks={"scenario": {"passed": args["passed"], "detail": "recorded by a scenario"}},
+            sample_count=1,
+            created_at=stage.now(),
+            created_by=stage.owner("verifier"),
+        )
+    stage.history.op(
+        stage.now(), "verifier", "ok", "verdict", provider=provider, passed=args["passed"]
+    )
+    return "ok"
+
+
+ACTIONS: Mapping[str, Callable[[Stage, Any, Step], Answer]] = {
+    "create": create,
+    "fallback": fallback,
+    "resolve": resolve,
+    "cancel": cancel,
+    "read": read,
+    "crash": crash,
+    "restart": restart,
+    "advance": advance,
+    "sweep": _duty("sweep"),
+    "reconcile": _duty("reconcile"),
+    "tick": _duty("tick"),
+    "release": release,
+    "verdict": verdict,
+}
+
+__all__ = ["ACTIONS", "RefusalReason", "http_status"]

@@ -1,0 +1,260 @@
+"""One virtual clock that moves one thing at a time: the runner's source of determinism.
+
+Every timer (the worker's deadlines, hedges, retries) and every provider wait (the
+fakes' latency, hangs and stalls) is registered here. The driver moves time with
+`advance()`: it lets everything already running finish or park, then wakes exactly
+one sleeper or fires exactly one timer (the earliest; ties in registration order), and
+waits again. Whatever the machine's load, the same scenario makes the same moves in the
+same order, so its history is the same byte for byte; and a provider that "takes 30 s"
+costs no wall time at all.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from harness.core.clock import VirtualClock
+from harness.errors import ScenarioError
+from harness.runtime.scheduler import Timer
+
+log = logging.getLogger(__name__)
+
+SETTLE_LIMIT = 10.0
+"""Real seconds the work in flight may take to finish or park before the run is declared
+stuck (a deadlocked mutant, say): the only wall-clock bound, never part of the history."""
+
+
+@dataclass(eq=False)
+class _Waiter:
+    seq: int
+    wake: datetime | None  # None: only a release ends it
+    event: threading.Event | None = None
+    granted: bool = False
+
+
+@dataclass(order=True)
+class _Due:
+    due: datetime
+    seq: int
+    timer: Timer = field(compare=False)
+    fn: Callable[[], object] = field(compare=False)
+
+
+class Turns:
+    """The shared virtual clock, its timers, its sleepers and the tasks in flight."""
+
+    def __init__(self, clock: VirtualClock | None = None, *, pool_size: int = 32) -> None:
+        self.clock = clock or VirtualClock()
+        self._cv = threading.Condition()
+        self._seq = itertools.count()
+        self._timers: list[_Due] = []
+        self._waiters: dict[int, _Waiter] = {}
+        self._busy = 0
+        self._parked = 0
+        self.peak_parked = 0
+        self._pool = ThreadPoolExecutor(pool_size, thread_name_prefix="scenario")
+        self.errors: list[BaseException] = []
+
+    # -- what the worker and the fakes call ---------------------------------------------
+
+    def call_later(self, delay: float, fn: Callable[[], object]) -> Timer:
+        timer = Timer()
+        with self._cv:
+            due = self.clock.now() + timedelta(seconds=max(0.0, delay))
+            heapq.heappush(self._timers, _Due(due, next(self._seq), timer, fn))
+        return timer
+
+    def spawn(self, fn: Callable[[], object]) -> Future[object]:
+        with self._cv:
+            self._busy += 1
+
+        def run() -> object:
+            try:
+                return fn()
+            except BaseException as exc:
+                self.errors.append(exc)
+                raise
+            finally:
+                with self._cv:
+                    self._busy -= 1
+                    self._cv.notify_all()
+
+        return self._pool.submit(run)
+
+    def park(self, seconds: float | None, event: threading.Event | None = None) -> bool:
+        """Block the calling task until the driver wakes it at now + `seconds` (None:
+        only when `event` is set and released). True if `event` ended the wait."""
+        with self._cv:
+            wake = None if seconds is None else self.clock.now() + timedelta(seconds=seconds)
+            waiter = _Waiter(next(self._seq), wake, event)
+            self._waiters[waiter.seq] = waiter
+            self._parked += 1
+            self.peak_parked = max(self.peak_parked, self._parked)
+            self._cv.notify_all()
+            self._cv.wait_for(lambda: waiter.granted)
+        return event is not None and event.is_set()
+
+    # -- what the driver calls -----------------------------------------------------------
+
+    def settle(self, limit: float = SETTLE_LIMIT) -> None:
+        """Wait until every task in flight has finished or parked."""
+        with self._cv:
+            if not self._cv.wait_for(lambda: self._busy <= self._parked, limit):
+                raise ScenarioError(
+                    f"stuck: {self._busy - self._parked} task(s) neither finished nor waited "
+                    f"within {limit:g} s"
+                )
+
+    def in_flight(self) -> int:
+        with self._cv:
+            return self._parked
+
+    def _grant(self, waiter: _Waiter) -> None:
+        del self._waiters[waiter.seq]
+        waiter.granted = True
+        self._parked -= 1
+        self._cv.notify_all()
+
+    def _next(self) -> tuple[datetime, int, object] | None:
+        candidates: list[tuple[datetime, int, object]] = []
+        if self._timers:
+            head = self._timers[0]
+            candidates.append((head.due, head.seq, head))
+        timed = [w for w in self._waiters.values() if w.wake is not None]
+        if timed:
+            first = min(timed, key=lambda w: (w.wake, w.seq))
+            assert first.wake is not None
+            candidates.append((first.wake, first.seq, first))
+        return min(candidates, key=lambda c: (c[0], c[1])) if candidates else None
+
+    def step(self, until: datetime) -> bool:
+        """Make the next move due by `until`: one timer or one sleeper. False: none is."""
+        self.settle()
+        with self._cv:
+            found = self._next()
+            if found is None or found[0] > until:
+                return False
+            due, _, what = found
+            if due > self.clock.now():
+                self.clock.set(due)
+            if isinstance(what, _Waiter):
+                self._grant(what)
+                return True
+            heapq.heappop(self._timers)
+        if not what.timer.cancelled:  # type: ignore[attr-defined]
+            try:
+                what.fn()  # type: ignore[attr-defined]
+            except Exception as exc:
+                log.debug("timer callback failed: %s", exc)
+                self.errors.append(exc)
+        return True
+
+    def advance(self, seconds: float) -> None:
+        """Move virtual time forward by `seconds`, making every move due on the way."""
+        self.advance_to(self.clock.now() + timedelta(seconds=seconds))
+
+    def advance_to(self, until: datetime) -> None:
+        while self.step(until):
+            pass
+        if until > self.clock.now():
+            self.clock.set(until)
+        self.settle()
+
+    def release(self) -> int:
+        """Wake, one at a time, every parked task whose event is set (a released hang)."""
+        woken = 0
+        while True:
+            self.settle()
+            with self._cv:
+                ready = sorted(
+                    (w for w in self._waiters.values() if w.event is not None and w.event.is_set()),
+                    key=lambda w: w.seq,
+                )
+                if not ready:
+                    return woken
+                self._grant(ready[0])
+                woken += 1
+
+    def drain(self) -> None:
+        """Teardown: wake every parked task (in order) and let it finish; drop timers."""
+        with self._cv:
+            self._timers.clear()
+        while True:
+            self.settle()
+            with self._cv:
+                if not self._waiters:
+                    break
+                self._grant(min(self._waiters.values(), key=lambda w: w.seq))
+        self.settle()
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+class WorkerScheduler:
+    """One worker's view of the turns: its timers and tasks, which die with it.
+
+    Implements `harness.runtime.scheduler.BaseScheduler`. After `kill()` the worker's
+    pending timers never fire and nothing new it schedules runs."""
+
+    def __init__(self, turns: Turns) -> None:
+        self.turns = turns
+        self.clock = turns.clock
+        self._timers: list[Timer] = []
+        self.dead = False
+
+    def call_later(self, delay: float, fn: Callable[[], object]) -> Timer:
+        if self.dead:
+            timer = Timer()
+            timer.cancel()
+            return timer
+        timer = self.turns.call_later(delay, fn)
+        self._timers.append(timer)
+        return timer
+
+    def spawn(self, fn: Callable[[], object]) -> Future[object]:
+        if self.dead:
+            done: Future[object] = Future()
+            done.set_result(None)
+            return done
+        return self.turns.spawn(fn)
+
+    def kill(self) -> None:
+        self.dead = True
+        for timer in self._timers:
+            timer.cancel()
+
+    def close(self) -> None:
+        pass
+
+
+class TurnTime:
+    """The fakes' time on the turns (`fake_providers.BaseTime`): latency parks the
+    calling request until the driver reaches its instant."""
+
+    def __init__(self, turns: Turns) -> None:
+        self.turns = turns
+
+    def now(self) -> float:
+        return self.turns.clock.now().timestamp()
+
+    def sleep(self, seconds: float) -> None:
+        if seconds > 0:
+            self.turns.park(seconds)
+
+    def wait(self, event: threading.Event, timeout: float | None) -> bool:
+        if event.is_set():
+            return True
+        return self.turns.park(timeout, event)
+
+    async def sleep_async(self, seconds: float) -> None:
+        import asyncio
+
+        await asyncio.to_thread(self.sleep, seconds)

@@ -1,0 +1,178 @@
+"""Judging a run: each step's answer against its `expect`, the final jobs, events and
+ledger against the scenario's `expect`, and the `reached` assertions that prove the race
+happened. Pure: a scenario and a history mapping in, failure sentences out.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from harness.scenarios.actions import http_status
+from harness.scenarios.model import Scenario, Step
+from harness.scenarios.stage import PROVIDER_API
+
+
+def answer_matches(expected: Any, answer: Any) -> bool:
+    """`expected` is a word (``refused`` matches any ``refused:<reason>``), an HTTP status
+    code, or a mapping of words to counts for a repeated step."""
+    if isinstance(expected, bool):
+        return False
+    if isinstance(expected, int):
+        return isinstance(answer, str) and http_status(answer) == expected
+    if isinstance(expected, str):
+        return isinstance(answer, str) and (answer == expected or answer.startswith(expected + ":"))
+    if isinstance(expected, Mapping):
+        return isinstance(answer, Mapping) and dict(answer) == {
+            str(k): v for k, v in expected.items()
+        }
+    return False
+
+
+def judge_step(scenario: Scenario, step: Step, answer: Any) -> str | None:
+    if step.expect is None or answer_matches(step.expect, answer):
+        return None
+    where = f"{scenario.file}:{step.line}" if step.line else scenario.file
+    return (
+        f"{where}: step {step.index + 1} ({step.action}) answered {answer!r}, "
+        f"expected {step.expect!r}"
+    )
+
+
+def judge(scenario: Scenario, history: Mapping[str, Any]) -> list[str]:
+    """Every way the final state differs from the scenario's `expect` and `reached`."""
+    expect = scenario.expect
+    found = []
+    for alias, wanted in (expect.get("jobs") or {}).items():
+        found.extend(f"job {alias}: {m}" for m in _job(alias, wanted, history))
+    found.extend(_ledger(expect.get("ledger") or {}, history))
+    found.extend(_per_owner(expect.get("jobs_per_owner") or {}, history))
+    for reached in scenario.reached:
+        message = _reached(reached, history)
+        if message:
+            found.append(f"not reached: {message}")
+    return found
+
+
+def _job(alias: str, wanted: Mapping[str, Any], history: Mapping[str, Any]) -> Iterator[str]:
+    job = history["jobs"].get(alias)
+    if job is None:
+        yield "never created"
+        return
+    kinds = [e["kind"] for e in history["events"] if e["job"] == alias]
+    attempts = {int(a["attempt"].rsplit("#", 1)[1]): a for a in job["attempts"]}
+    if "status" in wanted and job["status"] != wanted["status"]:
+        yield f"status {job['status']}, expected {wanted['status']}"
+    if "winner" in wanted:
+        winner = next(
+            (a["provider"] for a in job["attempts"] if a["attempt"] == job["winner"]), None
+        )
+        if winner != wanted["winner"]:
+            yield f"winner {winner}, expected {wanted['winner']}"
+    if "attempts" in wanted:
+        seen = [f"{a['provider']}:{a['state']}" for a in job["attempts"]]
+        if seen != list(wanted["attempts"]):
+            yield f"attempts {seen}, expected {list(wanted['attempts'])}"
+    for number, fields in (wanted.get("attempt") or {}).items():
+        attempt = attempts.get(int(number))
+        if attempt is None:
+            yield f"no attempt {number}"
+            continue
+        for name, value in fields.items():
+            if attempt.get(name) != value:
+                yield f"attempt {number} {name} {attempt.get(name)!r}, expected {value!r}"
+    if "events" in wanted and not _in_order(list(wanted["events"]), kinds):
+        yield f"events {kinds} do not contain {list(wanted['events'])} in order"
+    for kind in wanted.get("absent", ()):
+        if kind in kinds:
+            yield f"event {kind} happened"
+    if "discarded" in wanted:
+        count = kinds.count("discarded_late_result")
+        if count != wanted["discarded"]:
+            yield f"{count} discarded late result(s), expected {wanted['discarded']}"
+
+
+def _in_order(wanted: list[str], kinds: list[str]) -> bool:
+    rest = iter(kinds)
+    return all(any(k == w for k in rest) for w in wanted)
+
+
+def _ledger(wanted: Mapping[str, int], history: Mapping[str, Any]) -> Iterator[str]:
+    counts = Counter(
+        x["provider_kind"] for x in history["ledger"] if x["behaviour"] != "invalid_request"
+    )
+    for provider, count in wanted.items():
+        got = counts.get(PROVIDER_API[provider], 0)
+        if got != count:
+            yield f"ledger: {got} execution(s) on {provider}, expected {count}"
+
+
+def _per_owner(wanted: Mapping[str, int], history: Mapping[str, Any]) -> Iterator[str]:
+    counts = Counter(job["owner"] for job in history["jobs"].values())
+    for owner, count in wanted.items():
+        if counts.get(owner, 0) != count:
+            yield f"owner {owner} has {counts.get(owner, 0)} job(s), expected {count}"
+
+
+def _reached(reached: Mapping[str, Any], history: Mapping[str, Any]) -> str | None:
+    marks = history["reached"]
+    if "barrier" in reached:
+        point = reached["barrier"]
+        if not any(m.get("barrier") == point and m.get("passed") for m in marks):
+            return f"every party inside {point} at once"
+    elif "crashed" in reached:
+        if not any(m.get("crashed") == reached["crashed"] for m in marks):
+            return f"worker {reached['crashed']} crashed"
+    elif "order" in reached:
+        spec = reached["order"]
+        kinds = [e["kind"] for e in history["events"] if e["job"] == spec["job"]]
+        if not _in_order([spec["first"], spec["then"]], kinds):
+            return f"job {spec['job']}: {spec['then']} after {spec['first']}"
+    elif "overlap" in reached:
+        spec = reached["overlap"]
+        if _overlap(spec["job"], history) < spec["calls"]:
+            return f"job {spec['job']}: {spec['calls']} provider calls in flight at once"
+    elif "seen" in reached:
+        spec = reached["seen"]
+        label = f"{spec['job']}#{spec['attempt']}"
+        if spec["state"] not in _states_of(label, history):
+            return f"{label} was {spec['state']}"
+    return None
+
+
+def _overlap(job: str, history: Mapping[str, Any]) -> int:
+    peak = current = 0
+    for op in history["operations"]:
+        if op["op"] != "call" or not str(op.get("attempt", "")).startswith(f"{job}#"):
+            continue
+        current += 1 if op["type"] == "invoke" else -1
+        peak = max(peak, current)
+    return peak
+
+
+_STATE_OF_EVENT = {
+    "attempt_started": "starting",
+    "became_unknown": "unknown",
+    "attempt_failed": "failed",
+    "won": "succeeded",
+    "attempt_cancelled": "cancelled",
+    "attempt_superseded": "superseded",
+    "discarded_late_result": "superseded",
+}
+
+
+def _states_of(label: str, history: Mapping[str, Any]) -> set[str]:
+    states = {
+        _STATE_OF_EVENT[e["kind"]]
+        for e in history["events"]
+        if e.get("attempt") == label and e["kind"] in _STATE_OF_EVENT
+    }
+    states |= {
+        "running"
+        for op in history["operations"]
+        if op["op"] == "call" and op.get("attempt") == label
+    }
+    job = history["jobs"].get(label.split("#")[0], {})
+    states |= {a["state"] for a in job.get("attempts", ()) if a["attempt"] == label}
+    return states

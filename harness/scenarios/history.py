@@ -1,0 +1,199 @@
+"""The history of one scenario run: every operation as invoke then ok / fail / unknown
+on virtual time, and at the end the engine's events, the fakes' ledger and the final
+jobs, all named by the scenario's own words (job aliases, `a#2` for a job's second
+attempt), never by database ids or wall-clock values.
+
+Written as JSON (`History.to_json`, schema `history.schema.json`) it is byte-identical
+for one file and one seed on one database kind: that is what `--history` compares.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from harness.core.models import Event, Job
+
+HISTORY_FORMAT = 1
+_ID_KEYS = frozenset({"completed_by"})  # event detail values that are attempt row ids
+
+
+def seconds(start: datetime, when: datetime | None) -> float | None:
+    return None if when is None else round((when - start).total_seconds(), 6)
+
+
+@dataclass
+class Names:
+    """The scenario's names for the database's ids."""
+
+    jobs: dict[int, str] = field(default_factory=dict)
+    attempts: dict[int, str] = field(default_factory=dict)
+    tokens: dict[str, str] = field(default_factory=dict)
+
+    def bind_job(self, job_id: int, alias: str) -> str:
+        if job_id not in self.jobs:
+            taken = set(self.jobs.values())
+            name, n = alias, 1
+            while name in taken:
+                n += 1
+                name = f"{alias}~{n}"
+            self.jobs[job_id] = name
+        return self.jobs[job_id]
+
+    def learn(self, jobs: Iterable[Job]) -> None:
+        for job in jobs:
+            alias = self.jobs.get(job.id) or self.bind_job(job.id, f"job{job.id}")
+            for attempt in job.attempts:
+                label = f"{alias}#{attempt.number}"
+                self.attempts[attempt.id] = label
+                if attempt.token:
+                    self.tokens[attempt.token] = label
+
+    def attempt(self, attempt_id: int | None) -> str | None:
+        if attempt_id is None:
+            return None
+        return self.attempts.get(attempt_id, f"attempt{attempt_id}")
+
+    def token(self, token: str | None) -> str | None:
+        if token is None:
+            return None
+        return self.tokens.get(token, "unknown-attempt")
+
+
+class History:
+    """Operations as they happen (thread-safe), then the final state (`finish`)."""
+
+    def __init__(
+        self, *, scenario: str, seed: int, database: str, start: datetime, gate: str = "allow_all"
+    ) -> None:
+        self.scenario = scenario
+        self.gate = gate
+        self.seed = seed
+        self.database = database
+        self.start = start
+        self.names = Names()
+        self._lock = threading.Lock()
+        self.ops: list[dict[str, Any]] = []
+        self.events: list[dict[str, Any]] = []
+        self.ledger: list[dict[str, Any]] = []
+        self.jobs: dict[str, dict[str, Any]] = {}
+        self.marks: list[dict[str, Any]] = []  # reached facts: barriers passed, crashes
+
+    def op(self, when: datetime, process: str, type_: str, op: str, **fields: Any) -> None:
+        entry = {"t": seconds(self.start, when), "process": process, "type": type_, "op": op}
+        entry.update(fields)
+        with self._lock:
+            entry["i"] = len(self.ops)
+            self.ops.append(entry)
+
+    def mark(self, when: datetime, **facts: Any) -> None:
+        with self._lock:
+            self.marks.append({"t": seconds(self.start, when), **facts})
+
+    # -- the end of the run ------------------------------------------------------------
+
+    def finish(self, jobs: list[Job], events: list[Event], ledger: Iterable[Any]) -> None:
+        self.names.learn(sorted(jobs, key=lambda j: j.id))
+        for op in self.ops:  # provider calls knew only the token they sent
+            if "token" in op:
+                op["attempt"] = self.names.token(op.pop("token"))
+        self.events = [self._event(e) for e in sorted(events, key=lambda e: e.id)]
+        self.ledger = [self._execution(x) for x in ledger]
+        self.jobs = {self.names.jobs[j.id]: self._job(j) for j in sorted(jobs, key=lambda j: j.id)}
+
+    def _event(self, event: Event) -> dict[str, Any]:
+        detail = {
+            k: (self.names.attempt(v) if k in _ID_KEYS and isinstance(v, int) else v)
+            for k, v in event.detail.items()
+        }
+        return {
+            "t": seconds(self.start, event.at),
+            "job": self.names.jobs.get(event.job_id, f"job{event.job_id}"),
+            "kind": str(event.kind),
+            "attempt": self.names.attempt(event.attempt_id),
+            "actor": _strip_namespace(event.actor),
+            "detail": _plain(detail),
+        }
+
+    def _execution(self, entry: Any) -> dict[str, Any]:
+        return {
+            "t": round(entry.received_at - self.start.timestamp(), 6),
+            "provider_kind": entry.provider_kind,
+            "attempt": self.names.token(entry.attempt_id),
+            "behaviour": entry.behaviour,
+            "status": entry.status_code,
+            "billed": entry.billed,
+            "delivered": entry.delivered,
+            "finished": entry.finished,
+        }
+
+    def _job(self, job: Job) -> dict[str, Any]:
+        return {
+            "owner": _strip_namespace(job.owner),
+            "key": job.idempotency_key,
+            "status": str(job.status),
+            "version": job.version,
+            "chain": list(job.providers),
+            "max_live_attempts": job.policy.max_live_attempts,
+            "next_attempt_at": seconds(self.start, job.next_attempt_at),
+            "winner": self.names.attempt(job.completed_by),
+            "result_provider": (job.result or {}).get("provider")
+            if isinstance(job.result, dict)
+            else None,
+            "attempts": [
+                {
+                    "attempt": self.names.attempt(a.id),
+                    "provider": a.provider,
+                    "state": str(a.state),
+                    "outcome": None if a.outcome is None else str(a.outcome),
+                    "resolution": None if a.resolution is None else str(a.resolution),
+                    "cause": a.cause,
+                    "status_code": a.status_code,
+                    "billed": a.billed,
+                    "started_at": seconds(self.start, a.started_at),
+                    "finished_at": seconds(self.start, a.finished_at),
+                }
+                for a in job.attempts
+            ],
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "format": HISTORY_FORMAT,
+            "scenario": self.scenario,
+            "seed": self.seed,
+            "database": self.database,
+            "gate": self.gate,
+            "operations": self.ops,
+            "events": self.events,
+            "ledger": self.ledger,
+            "jobs": self.jobs,
+            "reached": self.marks,
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+NAMESPACE_SEPARATOR = "/"
+
+
+def _strip_namespace(value: str | None) -> str | None:
+    """Owners and actors carry the run's namespace in the database; not in the history."""
+    if value is None:
+        return None
+    return value.split(NAMESPACE_SEPARATOR, 1)[1] if NAMESPACE_SEPARATOR in value else value
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, float):
+        return round(value, 6)
+    return value

@@ -1,0 +1,130 @@
+"""The in-process runner: a scenario played on the real engine, worker and fakes on one
+virtual clock, deterministically, then judged (answers, expectations, reached, I1-I11).
+
+`run_scenario(scenario, database, seed=...)` plays one scenario on one database and
+returns a `RunResult` whose history (`result.history.to_json()`) is byte-identical for
+the same file, seed and database kind.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from harness.errors import HarnessError, ScenarioError
+from harness.scenarios.actions import ACTIONS
+from harness.scenarios.checker import Finding, check_history
+from harness.scenarios.expectations import judge, judge_step
+from harness.scenarios.history import History
+from harness.scenarios.model import Scenario
+from harness.scenarios.stage import Stage
+from harness.store.database import Database
+
+DIALECTS = {"sqlite": "sqlite", "postgresql": "postgres"}
+
+
+@dataclass
+class RunResult:
+    """One scenario played once: whether it held, why not, and what happened."""
+
+    scenario: Scenario
+    database: str
+    seed: int
+    seconds: float
+    failures: list[str] = field(default_factory=list)  # expectations and answers
+    findings: list[Finding] = field(default_factory=list)  # invariant violations
+    history: History | None = None
+    skipped: str | None = None
+    answers: list[Any] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return self.scenario.name
+
+    @property
+    def passed(self) -> bool:
+        return self.skipped is not None or (not self.failures and not self.findings)
+
+    def problems(self) -> list[str]:
+        return [*self.failures, *(str(f) for f in self.findings)]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "file": self.scenario.file,
+            "database": self.database,
+            "seed": self.seed,
+            "passed": self.passed,
+            "skipped": self.skipped,
+            "seconds": round(self.seconds, 4),
+            "failures": self.failures,
+            "violations": [f.to_dict() for f in self.findings],
+        }
+
+
+def dialect_of(database: Database) -> str:
+    return DIALECTS.get(database.dialect, database.dialect)
+
+
+def run_scenario(
+    scenario: Scenario, database: Database, *, seed: int = 0, namespace: str | None = None
+) -> RunResult:
+    """Play `scenario` on `database` (its jobs under owners of a namespace of their own)."""
+    dialect = dialect_of(database)
+    started = time.perf_counter()
+    if not scenario.runs_on(dialect):
+        return RunResult(
+            scenario,
+            dialect,
+            seed,
+            0.0,
+            skipped=f"declared for {', '.join(scenario.databases)}, not {dialect}",
+        )
+    namespace = namespace or f"scn-{uuid.uuid4().hex[:10]}"
+    result = RunResult(scenario, dialect, seed, 0.0)
+    quiet = logging.getLogger("harness")
+    level = quiet.level
+    quiet.setLevel(logging.CRITICAL)  # crashes and refusals are the point, not noise
+    try:
+        stage = Stage(scenario, database, dialect, seed, namespace)
+        try:
+            _play(stage, result)
+            jobs, events = stage.snapshot()
+            stage.history.finish(jobs, events, stage.fakes.ledger.entries())
+            result.history = stage.history
+        finally:
+            stage.close()
+    except HarnessError as exc:
+        result.failures.append(f"{scenario.file}: {type(exc).__name__}: {exc.message}")
+    finally:
+        quiet.setLevel(level)
+    if result.history is not None:
+        data = result.history.to_dict()
+        result.failures.extend(judge(scenario, data))
+        result.findings = check_history(data)
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+def _play(stage: Stage, result: RunResult) -> None:
+    for step in stage.scenario.steps:
+        if step.at is not None:
+            stage.turns.advance_to(stage.start + timedelta(seconds=step.at))
+        if step.action is None:
+            continue
+        try:
+            answer = ACTIONS[step.action](stage, step.args, step)
+        except ScenarioError:
+            raise
+        except HarnessError as exc:
+            answer = f"error:{type(exc).__name__}"
+        stage.turns.settle()
+        result.answers.append(answer)
+        failure = judge_step(stage.scenario, step, answer)
+        if failure:
+            result.failures.append(failure)
+    stage.turns.settle()

@@ -1,0 +1,270 @@
+"""What a scenario plays on, in-process: the real engine and worker, the built-in fakes,
+one `Turns` clock, and recording wrappers that put every call in the history.
+
+Client actions go through the "API" engines (one per simulated API process); each worker
+has an engine of its own (its own fault points, so a crash armed for `w1` kills only
+`w1`) and a `WorkerScheduler` whose timers die with it.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from fake_providers import FakeProviders
+from harness.core.gate import AllowAllGate, BaseGate
+from harness.core.models import Attempt, CompletionRequest, Job
+from harness.core.states import OutcomeKind
+from harness.engine import Engine
+from harness.errors import NotFound, ScenarioError, WorkerKilled
+from harness.providers.base import BaseProvider, LookupResult, Outcome
+from harness.runtime.builtin import builtin_fake_providers
+from harness.runtime.worker import Worker, WorkerSettings
+from harness.scenarios.clockwork import Turns, TurnTime, WorkerScheduler
+from harness.scenarios.history import NAMESPACE_SEPARATOR, History
+from harness.scenarios.model import Scenario
+from harness.store import queries
+from harness.store.database import Database
+
+PROVIDER_API = {"primary": "openai", "fallback": "anthropic"}
+"""Which fake API each built-in provider speaks (`harness.providers.build.BUILTIN_FAKES`)."""
+
+_KIND_TYPES = {
+    OutcomeKind.EXECUTED: "ok",
+    OutcomeKind.NOT_EXECUTED: "fail",
+    OutcomeKind.EXECUTED_UNUSABLE: "fail",
+    OutcomeKind.UNKNOWN: "unknown",
+}
+
+
+class RecordingProvider:
+    """A provider adapter that records each call as invoke then ok / fail / unknown, and
+    loses the answer when its worker has been killed meanwhile."""
+
+    def __init__(self, inner: BaseProvider, stage: Stage, worker: str) -> None:
+        self.inner = inner
+        self.stage = stage
+        self.worker = worker
+        self.name = inner.name
+        self.kind = inner.kind
+        self.model = getattr(inner, "model", None)
+        self.stream = getattr(inner, "stream", False)
+
+    def complete(self, request: CompletionRequest, *, timeout: float) -> Outcome:
+        history, now = self.stage.history, self.stage.turns.clock.now
+        token = request.attempt_id
+        history.op(now(), self.worker, "invoke", "call", provider=self.name, token=token)
+        outcome = self.inner.complete(request, timeout=timeout)
+        if self.stage.workers[self.worker].dead:
+            history.op(
+                now(),
+                self.worker,
+                "info",
+                "call",
+                provider=self.name,
+                token=token,
+                reason="worker died before the answer was recorded",
+            )
+            raise WorkerKilled(f"{self.worker} died during the call")
+        history.op(
+            now(),
+            self.worker,
+            _KIND_TYPES[outcome.kind],
+            "call",
+            provider=self.name,
+            token=token,
+            kind=str(outcome.kind),
+            reason=outcome.reason,
+            status=outcome.status_code,
+        )
+        return outcome
+
+    def count_tokens(self, request: CompletionRequest) -> int | None:
+        return self.inner.count_tokens(request)
+
+    def lookup(self, attempt_id: str) -> LookupResult | None:
+        found = self.inner.lookup(attempt_id)
+        self.stage.history.op(
+            self.stage.turns.clock.now(),
+            self.worker,
+            "ok",
+            "lookup",
+            provider=self.name,
+            token=attempt_id,
+            found=bool(found and found.found),
+            finished=bool(found and found.finished),
+        )
+        return found
+
+
+@dataclass
+class WorkerHandle:
+    """One simulated worker process: its engine, scheduler and worker, alive or dead."""
+
+    name: str
+    engine: Engine
+    scheduler: WorkerScheduler
+    worker: Worker
+    generation: int = 1
+
+    @property
+    def dead(self) -> bool:
+        return self.scheduler.dead
+
+
+@dataclass
+class Stage:
+    """Everything one run of one scenario plays on (see the module docstring)."""
+
+    scenario: Scenario
+    database: Database
+    dialect: str
+    seed: int
+    namespace: str
+    turns: Turns = field(init=False)
+    fakes: FakeProviders = field(init=False)
+    history: History = field(init=False)
+    gate: BaseGate = field(init=False)
+    clients: list[Engine] = field(default_factory=list)
+    workers: dict[str, WorkerHandle] = field(default_factory=dict)
+    jobs: dict[str, int] = field(default_factory=dict)  # alias -> the first job id it named
+    seen_jobs: set[int] = field(default_factory=set)
+    contract: Any = None
+
+    def __post_init__(self) -> None:
+        self.turns = Turns()
+        self.start: datetime = self.turns.clock.now()
+        self.fakes = FakeProviders(time=TurnTime(self.turns))
+        self.history = History(
+            scenario=self.scenario.name,
+            seed=self.seed,
+            database=self.dialect,
+            start=self.start,
+            gate=self.scenario.gate,
+        )
+        counter = itertools.count(1)
+        self.tokens = lambda: f"{self.namespace}-{self.seed}-{next(counter):04d}"
+        self.gate = self._gate()
+        for name, spec in self.scenario.providers.items():
+            if spec.script or spec.then is not None:
+                self.fakes.script(*spec.script, api=PROVIDER_API[name], then=spec.then)
+        self.adapters = builtin_fake_providers(self.fakes)
+        for adapter in self.adapters.values():
+            adapter._monotonic = TurnTime(self.turns).now  # type: ignore[attr-defined]
+        with self.database.write() as conn:  # each run starts with healthy providers
+            queries.forget_health(conn, self.adapters)
+        for name in self.scenario.workers:
+            self.workers[name] = self._worker(name, 1)
+
+    def _gate(self) -> BaseGate:
+        if self.scenario.gate != "verdicts":
+            return AllowAllGate()
+        from harness.contracts.gate import VerdictGate
+        from harness.contracts.loader import load_contract
+
+        spec = self.scenario.contract
+        assert spec is not None  # the loader checked
+        path = Path(self.scenario.file).parent / spec["file"]
+        try:
+            self.contract = load_contract(path)
+        except OSError as exc:
+            raise ScenarioError(f"{self.scenario.file}: contract file {path}: {exc}") from None
+        if self.contract.name != spec["name"]:
+            raise ScenarioError(
+                f"{self.scenario.file}: {path} holds contract {self.contract.name!r}, "
+                f"not {spec['name']!r}"
+            )
+        return VerdictGate(self.database, {self.contract.name: self.contract}, self.turns.clock)
+
+    def engine(self, *, faults: Any = None) -> Engine:
+        return Engine(
+            self.database,
+            gate=self.gate,
+            clock=self.turns.clock,
+            tokens=self.tokens,
+            faults=faults,
+        )
+
+    def client(self, process: int = 0) -> Engine:
+        while len(self.clients) <= process:
+            self.clients.append(self.engine())
+        return self.clients[process]
+
+    def _worker(self, name: str, generation: int) -> WorkerHandle:
+        engine = self.engine()
+        scheduler = WorkerScheduler(self.turns)
+        providers: Mapping[str, BaseProvider] = {
+            p: RecordingProvider(a, self, name) for p, a in self.adapters.items()
+        }
+        breaker = self.scenario.worker.get("breaker")
+        settings = WorkerSettings(
+            name=name,
+            max_runtime=self.scenario.worker.get("max_runtime"),
+            **({"breaker": _breaker(breaker)} if breaker else {}),
+        )
+        worker = Worker(engine, providers, scheduler, settings)
+        return WorkerHandle(name, engine, scheduler, worker, generation)
+
+    def restart(self, name: str) -> WorkerHandle:
+        old = self.workers[name]
+        old.scheduler.kill()
+        self.workers[name] = self._worker(name, old.generation + 1)
+        return self.workers[name]
+
+    def live_worker(self) -> WorkerHandle:
+        for name in self.scenario.workers:
+            if not self.workers[name].dead:
+                return self.workers[name]
+        raise ScenarioError("every worker is dead: restart one first")
+
+    # -- names -----------------------------------------------------------------------------
+
+    def owner(self, name: str) -> str:
+        return f"{self.namespace}{NAMESPACE_SEPARATOR}{name}"
+
+    def job_id(self, alias: str) -> int:
+        return self.jobs[alias]
+
+    def bind(self, alias: str, job_id: int) -> None:
+        self.jobs.setdefault(alias, job_id)
+        self.seen_jobs.add(job_id)
+        self.history.names.bind_job(job_id, alias)
+
+    def attempt(self, alias: str, number: int) -> Attempt:
+        job = self.client().get_job(self.job_id(alias))
+        for attempt in job.attempts:
+            if attempt.number == number:
+                return attempt
+        raise NotFound(f"job {alias} has no attempt {number}")
+
+    def now(self) -> datetime:
+        return self.turns.clock.now()
+
+    def snapshot(self) -> tuple[list[Job], list[Any]]:
+        jobs, events = [], []
+        with self.database.read() as conn:
+            for job_id in sorted(self.seen_jobs):
+                job = queries.get_job(conn, job_id)
+                if job is not None:
+                    jobs.append(job)
+                    events.extend(queries.list_events(conn, job_id))
+        return jobs, events
+
+    def close(self) -> None:
+        for handle in self.workers.values():
+            handle.scheduler.kill()
+        self.fakes.release()
+        try:
+            self.turns.drain()
+        finally:
+            self.turns.close()
+
+
+def _breaker(spec: Mapping[str, Any]) -> Any:
+    from harness.core.breaker import BreakerSettings
+
+    return BreakerSettings(**spec)
