@@ -10,7 +10,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from fake_providers.anthropic_tools import parse_tool_use
 from fake_providers.content import split_chunks
+from fake_providers.tools import ToolCall
 from fake_providers.wire import (
     Answer,
     Api,
@@ -73,7 +75,23 @@ def _content_text(content: object, where: str) -> str:
             if not isinstance(block.get("text"), str):
                 raise _invalid(f"{where}.{i}.text: Input should be a valid string")
             parts.append(block["text"])
+        elif block["type"] == "tool_use":
+            parts.append(_tool_use_text(block, f"{where}.{i}"))
+        elif block["type"] == "tool_result":
+            if "tool_use_id" not in block:
+                raise _invalid(f"{where}.{i}.tool_result.tool_use_id: Field required")
+            inner = block.get("content", "")
+            parts.append(_content_text(inner, f"{where}.{i}.content") if inner else "")
     return "".join(parts)
+
+
+def _tool_use_text(block: Mapping[str, Any], where: str) -> str:
+    for key in ("id", "name", "input"):
+        if key not in block:
+            raise _invalid(f"{where}.tool_use.{key}: Field required")
+    if not isinstance(block["input"], dict):
+        raise _invalid(f"{where}.tool_use.input: Input should be a valid dictionary")
+    return json.dumps(block["input"])
 
 
 def _body_object(body: bytes, *, counting: bool) -> dict[str, Any]:
@@ -127,6 +145,7 @@ class AnthropicDialect:
 
     stream_error_kind = ErrorKind.OVERLOADED  # what an error event after HTTP 200 reports
     api = Api.ANTHROPIC
+    endpoint = "messages"
 
     def parse(self, headers: Mapping[str, str], body: bytes, *, counting: bool) -> ParsedRequest:
         # Each helper raises the error the real API gives first, so the order is the API's.
@@ -149,6 +168,7 @@ class AnthropicDialect:
             stream=stream and not counting,
             schema=schema,
             json_mode=schema is not None,
+            tool_use=parse_tool_use(data),
         )
 
     @staticmethod
@@ -210,7 +230,7 @@ class AnthropicDialect:
             "type": "message",
             "role": "assistant",
             "model": req.model,
-            "content": [{"type": "text", "text": answer.text}],
+            "content": _blocks(answer),
             "stop_reason": _stop_reason(answer),
             "stop_sequence": None,
             "usage": _usage(answer),
@@ -227,32 +247,20 @@ class AnthropicDialect:
             "stop_sequence": None,
             "usage": {**_usage(answer), "output_tokens": 1},
         }
+        # Every block as start, deltas, stop; the first start goes before the ping, the
+        # last stop after the content, so faults fall among the deltas as for text.
+        events = [
+            e for index, block in enumerate(_blocks(answer)) for e in _block_events(index, block)
+        ]
         return StreamEvents(
             head=[
                 sse({"type": "message_start", "message": start}, event="message_start"),
-                sse(
-                    {
-                        "type": "content_block_start",
-                        "index": 0,
-                        "content_block": {"type": "text", "text": ""},
-                    },
-                    event="content_block_start",
-                ),
+                events[0],
                 sse({"type": "ping"}, event="ping"),
             ],
-            content=[
-                sse(
-                    {
-                        "type": "content_block_delta",
-                        "index": 0,
-                        "delta": {"type": "text_delta", "text": piece},
-                    },
-                    event="content_block_delta",
-                )
-                for piece in split_chunks(answer.text)
-            ],
+            content=events[1:-1],
             tail=[
-                sse({"type": "content_block_stop", "index": 0}, event="content_block_stop"),
+                events[-1],
                 sse(
                     {
                         "type": "message_delta",
@@ -265,6 +273,9 @@ class AnthropicDialect:
             terminator=sse({"type": "message_stop"}, event="message_stop"),
         )
 
+    def pending(self, req: ParsedRequest, ids: Ids) -> dict[str, Any] | None:
+        return None
+
     def stream_error(self) -> bytes:
         return sse(self.error_body(self.stream_error_kind), event="error")
 
@@ -276,7 +287,62 @@ class AnthropicDialect:
 
 
 def _stop_reason(answer: Answer) -> str:
+    if _uses(answer):
+        return "tool_use"
     return "max_tokens" if answer.finish == "length" else "end_turn"
+
+
+def _uses(answer: Answer) -> list[tuple[ToolCall, dict[str, Any]]]:
+    """The tool calls with their input as an object. `input` must be an object, so
+    arguments broken on purpose cannot be a whole tool_use: they become text instead (as
+    a model that wrote its call out rather than making it)."""
+    uses = []
+    for call in answer.tool_calls:
+        try:
+            value = json.loads(call.arguments)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            uses.append((call, value))
+    return uses
+
+
+def _blocks(answer: Answer) -> list[dict[str, Any]]:
+    if not answer.tool_calls:
+        return [{"type": "text", "text": answer.text}]
+    uses = _uses(answer)
+    blocks: list[dict[str, Any]] = [
+        {"type": "tool_use", "id": f"toolu_{call.id}", "name": call.name, "input": value}
+        for call, value in uses
+    ]
+    used = {call.id for call, _ in uses}
+    broken = "".join(c.arguments for c in answer.tool_calls if c.id not in used)
+    return ([{"type": "text", "text": broken}] if broken else []) + blocks
+
+
+def _block_events(index: int, block: dict[str, Any]) -> list[bytes]:
+    """content_block_start, its deltas (text_delta or input_json_delta), content_block_stop."""
+    if block["type"] == "text":
+        opening: dict[str, Any] = {"type": "text", "text": ""}
+        deltas = [{"type": "text_delta", "text": p} for p in split_chunks(block["text"])]
+    else:
+        opening = {**block, "input": {}}
+        arguments = json.dumps(block["input"])
+        deltas = [{"type": "input_json_delta", "partial_json": p} for p in split_chunks(arguments)]
+    return [
+        sse(
+            {"type": "content_block_start", "index": index, "content_block": opening},
+            event="content_block_start",
+        ),
+        *(
+            sse(
+                {"type": "content_block_delta", "index": index, "delta": d},
+                event="content_block_delta",
+            )
+            for d in deltas
+        ),
+        sse({"type": "content_block_stop", "index": index}, event="content_block_stop"),
+    ]
 
 
 def _usage(answer: Answer) -> dict[str, Any]:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from fake_providers.behaviours import BehaviourName
@@ -23,34 +25,101 @@ def request_digest(model: str, texts: list[str]) -> str:
     return hashlib.sha256(payload).hexdigest()[:12]
 
 
-def instance_of(schema: dict[str, Any]) -> Any:
-    """A small valid instance of a JSON Schema (the subset contracts use)."""
+def instance_of(schema: Mapping[str, Any], root: Mapping[str, Any] | None = None) -> Any:
+    """A small valid instance of a JSON Schema: the subset contracts and tool parameters
+    use (types, properties, items, enum/const, any/one/allOf, local ``$ref``s into
+    ``$defs``/``definitions``, bounds on numbers, lengths and item counts, common string
+    formats). The first alternative is taken wherever there is a choice."""
+    root = schema if root is None else root
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/"):
+        return instance_of(_resolve(root, ref), root)
     if "const" in schema:
         return schema["const"]
     if schema.get("enum"):
         return schema["enum"][0]
     for key in ("anyOf", "oneOf", "allOf"):
         if schema.get(key):
-            return instance_of(schema[key][0])
+            return instance_of(_first_alternative(schema[key], root), root)
     kind = schema.get("type", "object" if "properties" in schema else "string")
     if isinstance(kind, list):
         kind = next((k for k in kind if k != "null"), "null")
-    if kind == "object":
-        props = schema.get("properties", {})
-        return {name: instance_of(sub) for name, sub in props.items()}
-    if kind == "array":
-        count = max(1, schema.get("minItems", 1))
-        return [instance_of(schema.get("items", {})) for _ in range(count)]
-    if kind == "integer":
-        return max(1, schema.get("minimum", 1))
-    if kind == "number":
-        return float(max(1, schema.get("minimum", 1)))
-    if kind == "boolean":
-        return True
-    if kind == "null":
-        return None
+    return _INSTANCES.get(kind, _string)(schema, root)
+
+
+def _resolve(root: Mapping[str, Any], ref: str) -> Mapping[str, Any]:
+    node: Any = root
+    for part in ref[2:].split("/"):
+        node = (
+            node.get(part.replace("~1", "/").replace("~0", "~"), {})
+            if isinstance(node, dict)
+            else {}
+        )
+    return node if isinstance(node, dict) else {}
+
+
+def _first_alternative(options: list[Any], root: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The first alternative that is not just null (Optional[X] is X or null)."""
+    concrete = [o for o in options if isinstance(o, dict) and o.get("type") != "null"]
+    return (concrete or options)[0]
+
+
+def _object(schema: Mapping[str, Any], root: Mapping[str, Any]) -> dict[str, Any]:
+    props = schema.get("properties", {})
+    return {name: instance_of(sub, root) for name, sub in props.items()}
+
+
+def _array(schema: Mapping[str, Any], root: Mapping[str, Any]) -> list[Any]:
+    prefix = schema.get("prefixItems") or []
+    count = max(1, schema.get("minItems", 1), len(prefix))
+    if "maxItems" in schema:
+        count = min(count, schema["maxItems"])
+    items = schema.get("items") if isinstance(schema.get("items"), dict) else {}
+    return [instance_of(prefix[i] if i < len(prefix) else items, root) for i in range(count)]
+
+
+def _number(schema: Mapping[str, Any], root: Mapping[str, Any]) -> float | int:
+    """1, moved into the schema's bounds (exclusive bounds by a step inside them)."""
+    integer = schema.get("type") == "integer"
+    step = 1 if integer else 0.5
+    value: float = 1
+    high = schema.get("maximum", schema.get("exclusiveMaximum", math.inf) - step)
+    low = schema.get("minimum", schema.get("exclusiveMinimum", -math.inf) + step)
+    value = max(min(value, high), low)
+    return math.ceil(value) if integer else float(value)
+
+
+_FORMATS: Mapping[str, str] = {
+    "date-time": "2026-01-01T00:00:00Z",
+    "date": "2026-01-01",
+    "time": "00:00:00Z",
+    "email": "fake@example.com",
+    "uri": "https://example.com/fake",
+    "url": "https://example.com/fake",
+    "uuid": "00000000-0000-4000-8000-000000000fa4",
+    "ipv4": "192.0.2.1",
+    "hostname": "example.com",
+    "duration": "P1D",
+}
+
+
+def _string(schema: Mapping[str, Any], root: Mapping[str, Any]) -> str:
+    if schema.get("format") in _FORMATS:
+        return _FORMATS[schema["format"]]
     length = schema.get("minLength", 0)
-    return "fake" if length <= 4 else "f" * length
+    text = "fake" if length <= 4 else "f" * length
+    return text[: schema["maxLength"]] if "maxLength" in schema else text
+
+
+_INSTANCES: Mapping[str, Callable[[Mapping[str, Any], Mapping[str, Any]], Any]] = {
+    "object": _object,
+    "array": _array,
+    "integer": _number,
+    "number": _number,
+    "boolean": lambda schema, root: True,
+    "null": lambda schema, root: None,
+    "string": _string,
+}
 
 
 def _wrong_type(value: Any) -> Any:

@@ -43,6 +43,9 @@ class LedgerEntry:
     received_at: float
     completes_at: float | None  # when the work finishes; None: never
     response: dict[str, Any] | None = None  # what the execution produced (body or error)
+    endpoint: str = "chat.completions"  # "chat.completions" | "responses" | "messages"
+    stored: bool = False  # kept for retrieval (`store`): listed or fetched once finished
+    metadata: dict[str, str] | None = None  # the request's `metadata`, for stored listings
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

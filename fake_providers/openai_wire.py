@@ -1,16 +1,30 @@
 """OpenAI Chat Completions on the wire: validation, bodies, SSE chunks and error bodies.
 
 Shapes follow the openai-python SDK types and OpenAI's documented errors
-(/work/shared/reference/wire-formats.md, "OpenAI Chat Completions").
+(/work/shared/reference/wire-formats.md, "OpenAI Chat Completions"): tool calls (whole and
+as ``tool_calls`` deltas), ``n`` choices, ``store`` + ``metadata``.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from fake_providers.content import split_chunks
+from fake_providers.openai_common import (
+    body_object,
+    error_body,
+    error_response,
+    headers,
+    invalid,
+    missing,
+    model_of,
+    positive_int,
+    storage_of,
+    wrong_type,
+)
+from fake_providers.openai_tools import chat_conversation, parse_tool_use
+from fake_providers.tools import ToolCall
 from fake_providers.wire import (
     Answer,
     Api,
@@ -19,85 +33,14 @@ from fake_providers.wire import (
     Ids,
     ParsedRequest,
     StreamEvents,
-    WireError,
     WireResponse,
-    is_int,
-    json_body,
-    retry_after_header,
     sse,
-    type_name,
 )
 
 ROLES = ("system", "assistant", "user", "function", "tool", "developer")
 SYSTEM_FINGERPRINT = "fp_fake0001"
-
-_UNPARSEABLE = (
-    "We could not parse the JSON body of your request. (HINT: This likely means you aren't "
-    "using your HTTP library correctly. The OpenAI API expects a JSON payload, but what was "
-    "sent was not valid JSON. If you have trouble figuring out how to fix this, please "
-    "contact us through our help center at help.openai.com.)"
-)
-
-# kind -> (status, type, code, message)
-_ERRORS: Mapping[ErrorKind, tuple[int, str, str | None, str]] = {
-    ErrorKind.INVALID_REQUEST: (400, "invalid_request_error", None, "Invalid request."),
-    ErrorKind.NOT_FOUND: (404, "invalid_request_error", None, "Invalid URL."),
-    ErrorKind.RATE_LIMIT: (
-        429,
-        "requests",
-        "rate_limit_exceeded",
-        "Rate limit reached for requests per min (RPM): Limit 3, Used 3, Requested 1. "
-        "Please try again later.",
-    ),
-    ErrorKind.SERVER_ERROR: (
-        500,
-        "server_error",
-        None,
-        "The server had an error while processing your request. Sorry about that!",
-    ),
-    ErrorKind.UNAVAILABLE: (
-        503,
-        "service_unavailable_error",
-        "server_is_overloaded",
-        "The server is overloaded or not ready yet.",
-    ),
-    ErrorKind.OVERLOADED: (
-        529,
-        "server_error",
-        "overloaded",
-        "The engine is currently overloaded, please try again later.",
-    ),
-    ErrorKind.CONTEXT_LENGTH: (
-        400,
-        "invalid_request_error",
-        "context_length_exceeded",
-        "This model's maximum context length is 128000 tokens. However, your messages "
-        "resulted in more tokens. Please reduce the length of the messages.",
-    ),
-    ErrorKind.CONTENT_FILTER: (
-        400,
-        "invalid_request_error",
-        "content_filter",
-        "The response was filtered due to the prompt triggering content management policy. "
-        "Please modify your prompt and retry.",
-    ),
-}
-
-
-def _invalid(message: str, param: str | None = None, code: str | None = None) -> WireError:
-    return WireError(ErrorKind.INVALID_REQUEST, message, param=param, code=code)
-
-
-def _missing(param: str) -> WireError:
-    return _invalid(f"Missing required parameter: '{param}'.", param, "missing_required_parameter")
-
-
-def _wrong_type(param: str, expected: str, value: object) -> WireError:
-    return _invalid(
-        f"Invalid type for '{param}': expected {expected}, but got {type_name(value)} instead.",
-        param,
-        "invalid_type",
-    )
+MAX_CHOICES = 128
+Delta = dict[str, Any] | Callable[[int], dict[str, Any]]  # a delta, or one per choice index
 
 
 def _message_text(content: object, param: str) -> str:
@@ -107,81 +50,60 @@ def _message_text(content: object, param: str) -> str:
         parts = []
         for i, part in enumerate(content):
             if not isinstance(part, dict):
-                raise _wrong_type(f"{param}[{i}]", "an object", part)
+                raise wrong_type(f"{param}[{i}]", "an object", part)
             if part.get("type") == "text":
                 if not isinstance(part.get("text"), str):
-                    raise _wrong_type(f"{param}[{i}].text", "a string", part.get("text"))
+                    raise wrong_type(f"{param}[{i}].text", "a string", part.get("text"))
                 parts.append(part["text"])
         return "".join(parts)
-    raise _wrong_type(param, "one of a string or array of objects", content)
+    raise wrong_type(param, "one of a string or array of objects", content)
 
 
-def _body_object(body: bytes) -> dict[str, Any]:
-    try:
-        data = json.loads(body)
-    except ValueError:
-        raise _invalid(_UNPARSEABLE) from None
-    if not isinstance(data, dict):
-        raise _invalid(_UNPARSEABLE)
-    return data
-
-
-def _model(data: Mapping[str, Any]) -> str:
-    model = data.get("model")
-    if not isinstance(model, str) or not model:
-        raise _invalid("you must provide a model parameter")
-    return model
-
-
-def _texts(data: Mapping[str, Any]) -> tuple[str, ...]:
-    """The text of every message, in order; refuses what the API refuses."""
+def _messages(data: Mapping[str, Any]) -> list[dict[str, Any]]:
     if "messages" not in data:
-        raise _missing("messages")
+        raise missing("messages")
     messages = data["messages"]
     if not isinstance(messages, list):
-        raise _wrong_type("messages", "an array of objects", messages)
+        raise wrong_type("messages", "an array of objects", messages)
     if not messages:
-        raise _invalid(
+        raise invalid(
             "Invalid 'messages': empty array. Expected an array with minimum length 1, "
             "but got an empty array instead.",
             "messages",
             "empty_array",
         )
-    return tuple(_message(message, f"messages[{i}]") for i, message in enumerate(messages))
+    return messages
 
 
 def _message(message: object, where: str) -> str:
+    """One message's text (for an assistant's tool calls, their arguments)."""
     if not isinstance(message, dict):
-        raise _wrong_type(where, "an object", message)
+        raise wrong_type(where, "an object", message)
     if "role" not in message:
-        raise _missing(f"{where}.role")
+        raise missing(f"{where}.role")
     if message["role"] not in ROLES:
         supported = ", ".join(f"'{r}'" for r in ROLES)
-        raise _invalid(
+        raise invalid(
             f"Invalid value: '{message['role']}'. Supported values are: {supported}.",
             f"{where}.role",
             "invalid_value",
         )
-    return _message_text(message.get("content"), f"{where}.content")
+    text = _message_text(message.get("content"), f"{where}.content")
+    calls = message.get("tool_calls")
+    if isinstance(calls, list):
+        text += "".join(
+            str(c.get("function", {}).get("arguments", "")) for c in calls if isinstance(c, dict)
+        )
+    return text
 
 
 def _max_tokens(data: Mapping[str, Any]) -> int | None:
     """The output limit; when both spellings are given, the legacy ``max_tokens`` wins."""
     max_tokens = None
     for key in ("max_completion_tokens", "max_tokens"):
-        value = data.get(key)
-        if value is None:
-            continue
-        if not is_int(value):
-            raise _wrong_type(key, "an integer", value)
-        if value < 1:
-            raise _invalid(
-                f"Invalid '{key}': integer below minimum value. Expected a value >= 1, "
-                f"but got {value} instead.",
-                key,
-                "integer_below_min_value",
-            )
-        max_tokens = value
+        value = positive_int(data, key)
+        if value is not None:
+            max_tokens = value
     return max_tokens
 
 
@@ -189,16 +111,16 @@ def _stream(data: Mapping[str, Any]) -> tuple[bool, dict[str, Any] | None]:
     """``stream`` and ``stream_options``, which only a streaming request may carry."""
     stream = data.get("stream", False)
     if not isinstance(stream, bool) and stream is not None:
-        raise _wrong_type("stream", "a boolean", stream)
+        raise wrong_type("stream", "a boolean", stream)
     options = data.get("stream_options")
     if options is not None and not stream:
-        raise _invalid(
+        raise invalid(
             "The 'stream_options' parameter is only allowed when 'stream' is enabled.",
             "stream_options",
             "invalid_value",
         )
     if options is not None and not isinstance(options, dict):
-        raise _wrong_type("stream_options", "an object", options)
+        raise wrong_type("stream_options", "an object", options)
     return bool(stream), options
 
 
@@ -210,15 +132,20 @@ class OpenAIDialect:
 
     stream_error_kind = ErrorKind.SERVER_ERROR  # what an error event after HTTP 200 reports
     api = Api.OPENAI
+    endpoint = "chat.completions"
 
     def parse(self, headers: Mapping[str, str], body: bytes, *, counting: bool) -> ParsedRequest:
         # Each helper raises the error the real API gives first, so the order is the API's.
-        data = _body_object(body)
-        model = _model(data)
-        texts = _texts(data)
+        data = body_object(body)
+        model = model_of(data)
+        messages = _messages(data)
+        texts = tuple(_message(m, f"messages[{i}]") for i, m in enumerate(messages))
+        called, after_result = chat_conversation(messages)
+        tool_use = parse_tool_use(data, flat=False, called=called, after_result=after_result)
         max_tokens = _max_tokens(data)
         stream, options = _stream(data)
         schema, json_mode = self._response_format(data.get("response_format"))
+        store, metadata = storage_of(data, default=False)
         return ParsedRequest(
             api=self.api,
             model=model,
@@ -228,6 +155,10 @@ class OpenAIDialect:
             include_usage=bool(options and options.get("include_usage")),
             schema=schema,
             json_mode=json_mode,
+            tool_use=tool_use,
+            n=positive_int(data, "n", maximum=MAX_CHOICES) or 1,
+            store=store,
+            metadata=metadata,
         )
 
     @staticmethod
@@ -235,14 +166,14 @@ class OpenAIDialect:
         if fmt is None:
             return None, False
         if not isinstance(fmt, dict):
-            raise _wrong_type("response_format", "an object", fmt)
+            raise wrong_type("response_format", "an object", fmt)
         kind = fmt.get("type")
         if kind == "text":
             return None, False
         if kind == "json_object":
             return None, True
         if kind != "json_schema":
-            raise _invalid(
+            raise invalid(
                 f"Invalid value: '{kind}'. Supported values are: 'text', 'json_object', "
                 "and 'json_schema'.",
                 "response_format.type",
@@ -250,33 +181,19 @@ class OpenAIDialect:
             )
         spec = fmt.get("json_schema")
         if not isinstance(spec, dict):
-            raise _missing("response_format.json_schema")
+            raise missing("response_format.json_schema")
         if not isinstance(spec.get("name"), str):
-            raise _missing("response_format.json_schema.name")
+            raise missing("response_format.json_schema.name")
         schema = spec.get("schema", {})
         if not isinstance(schema, dict):
-            raise _wrong_type("response_format.json_schema.schema", "an object", schema)
+            raise wrong_type("response_format.json_schema.schema", "an object", schema)
         return schema, True
 
-    def headers(self, request_id: str, *, sse: bool) -> tuple[tuple[str, str], ...]:
-        content_type = "text/event-stream; charset=utf-8" if sse else "application/json"
-        return (
-            ("content-type", content_type),
-            ("x-request-id", request_id),
-            ("openai-version", "2020-10-01"),
-            ("openai-organization", "org-fake"),
-            ("openai-processing-ms", "1"),
-            ("x-ratelimit-limit-requests", "10000"),
-            ("x-ratelimit-remaining-requests", "9999"),
-            ("x-ratelimit-reset-requests", "6ms"),
-            ("x-ratelimit-limit-tokens", "2000000"),
-            ("x-ratelimit-remaining-tokens", "1999000"),
-            ("x-ratelimit-reset-tokens", "30ms"),
-        )
+    def headers(self, request_id: str, *, sse: bool) -> Headers:
+        return headers(request_id, sse=sse)
 
     def error_body(self, kind: ErrorKind) -> dict[str, Any]:
-        _, type_, code, message = _ERRORS[kind]
-        return {"error": {"message": message, "type": type_, "param": None, "code": code}}
+        return error_body(kind)
 
     def error(
         self,
@@ -288,54 +205,49 @@ class OpenAIDialect:
         code: str | None = None,
         retry_after: float | None = None,
     ) -> WireResponse:
-        status, type_, default_code, default_message = _ERRORS[kind]
-        if kind is ErrorKind.CONTEXT_LENGTH:
-            param = param or "messages"
-        body = {
-            "error": {
-                "message": message or default_message,
-                "type": type_,
-                "param": param,
-                "code": code or default_code,
-            }
-        }
-        headers: Headers = (
-            ("content-type", "application/json"),
-            ("x-request-id", request_id),
-            ("openai-version", "2020-10-01"),
+        return error_response(
+            kind, request_id, message=message, param=param, code=code, retry_after=retry_after
         )
-        if kind is ErrorKind.RATE_LIMIT:
-            headers += (("x-ratelimit-remaining-requests", "0"),)
-        if retry_after is not None:
-            headers += (("retry-after", retry_after_header(retry_after)),)
-        return WireResponse(status=status, headers=headers, body=json_body(body))
 
     def completion(self, req: ParsedRequest, ids: Ids, answer: Answer) -> dict[str, Any]:
+        choices = []
+        for index in range(req.n):
+            message: dict[str, Any] = {
+                "role": "assistant",
+                "content": None if answer.tool_calls else answer.text,
+                "refusal": None,
+                "annotations": [],
+            }
+            if answer.tool_calls:
+                message["tool_calls"] = [
+                    {
+                        "id": _call_id(ids, call.id, index),
+                        "type": "function",
+                        "function": {"name": call.name, "arguments": call.arguments},
+                    }
+                    for call in answer.tool_calls
+                ]
+            choices.append(
+                {
+                    "index": index,
+                    "message": message,
+                    "logprobs": None,
+                    "finish_reason": answer.finish,
+                }
+            )
         return {
             "id": ids.message_id,
             "object": "chat.completion",
             "created": ids.created,
             "model": req.model,
-            "choices": [
-                {
-                    "index": 0,
-                    "message": {
-                        "role": "assistant",
-                        "content": answer.text,
-                        "refusal": None,
-                        "annotations": [],
-                    },
-                    "logprobs": None,
-                    "finish_reason": answer.finish,
-                }
-            ],
+            "choices": choices,
             "usage": _usage(answer),
             "service_tier": "default",
             "system_fingerprint": SYSTEM_FINGERPRINT,
         }
 
     def stream(self, req: ParsedRequest, ids: Ids, answer: Answer) -> StreamEvents:
-        def chunk(delta: dict[str, Any], finish: str | None) -> bytes:
+        def chunk(deltas: list[tuple[int, dict[str, Any], str | None]]) -> bytes:
             data: dict[str, Any] = {
                 "id": ids.message_id,
                 "object": "chat.completion.chunk",
@@ -344,14 +256,31 @@ class OpenAIDialect:
                 "service_tier": "default",
                 "system_fingerprint": SYSTEM_FINGERPRINT,
                 "choices": [
-                    {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
+                    {"index": i, "delta": delta, "logprobs": None, "finish_reason": finish}
+                    for i, delta, finish in deltas
                 ],
             }
             if req.include_usage:
                 data["usage"] = None
             return sse(data)
 
-        tail = [chunk({}, answer.finish)]
+        def each(delta: Delta, finish: str | None = None) -> list[bytes]:
+            """One chunk per choice (`delta` may depend on the choice's index)."""
+            return [
+                chunk([(i, delta(i) if callable(delta) else delta, finish)]) for i in range(req.n)
+            ]
+
+        first = {"role": "assistant", "content": None if answer.tool_calls else "", "refusal": None}
+        if answer.tool_calls:
+            content = [
+                event
+                for position, call in enumerate(answer.tool_calls)
+                for delta in _tool_deltas(ids, position, call)
+                for event in each(delta)
+            ]
+        else:
+            content = [e for piece in split_chunks(answer.text) for e in each({"content": piece})]
+        tail = each({}, answer.finish)
         if req.include_usage:
             tail.append(
                 sse(
@@ -367,12 +296,10 @@ class OpenAIDialect:
                     }
                 )
             )
-        return StreamEvents(
-            head=[chunk({"role": "assistant", "content": "", "refusal": None}, None)],
-            content=[chunk({"content": piece}, None) for piece in split_chunks(answer.text)],
-            tail=tail,
-            terminator=sse("[DONE]"),
-        )
+        return StreamEvents(head=each(first), content=content, tail=tail, terminator=sse("[DONE]"))
+
+    def pending(self, req: ParsedRequest, ids: Ids) -> dict[str, Any] | None:
+        return None
 
     def stream_error(self) -> bytes:
         return sse(self.error_body(self.stream_error_kind))
@@ -384,6 +311,33 @@ class OpenAIDialect:
 
     def token_count(self, req: ParsedRequest, input_tokens: int) -> dict[str, Any] | None:
         return None
+
+
+def _call_id(ids: Ids, call_id: str, choice: int) -> str:
+    return f"call_{call_id}" + (f"_{choice}" if choice else "")
+
+
+def _tool_deltas(ids: Ids, position: int, call: ToolCall) -> list[Any]:
+    """A call as the API streams it: index, id, type and name first, then the arguments
+    in fragments. The opening depends on the choice index (ids differ per choice)."""
+
+    def opening(choice: int) -> dict[str, Any]:
+        return {
+            "tool_calls": [
+                {
+                    "index": position,
+                    "id": _call_id(ids, call.id, choice),
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": ""},
+                }
+            ]
+        }
+
+    fragments = [
+        {"tool_calls": [{"index": position, "function": {"arguments": piece}}]}
+        for piece in split_chunks(call.arguments)
+    ]
+    return [opening, *fragments]
 
 
 def _usage(answer: Answer) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from typing import Any
 from fake_providers.behaviours import DEFAULT_RETRY_AFTER, Behaviour, BehaviourName, DropMode
 from fake_providers.content import answer_text, request_digest
 from fake_providers.tokens import count_tokens, truncate_to_tokens
+from fake_providers.tools import ToolCall, due
 from fake_providers.wire import (
     Answer,
     Dialect,
@@ -121,12 +122,40 @@ class _Context:
     input_tokens: int
 
     def answer(self) -> Answer:
+        """What a 200 answer says: tool calls when the request's tools are due this turn
+        (`fake_providers.tools.due`), else text; the content faults apply to either."""
+        digest = request_digest(self.req.model, list(self.req.texts))
+        b = self.behaviour
+        calls = due(self.req.tool_use)
+        if calls and b.name is not BehaviourName.PROSE_INSTEAD_OF_JSON:
+            tool_calls = tuple(
+                ToolCall(
+                    id=f"fake{self.ids.key}{i}",
+                    name=tool.name,
+                    arguments=answer_text(
+                        b.name,
+                        digest=digest,
+                        schema=dict(tool.schema),
+                        json_mode=True,
+                        content=b.content,
+                    ),
+                )
+                for i, tool in enumerate(calls)
+            )
+            tokens = sum(count_tokens(c.arguments) for c in tool_calls)
+            return Answer(
+                text="",
+                finish="tool_calls",
+                input_tokens=self.input_tokens,
+                output_tokens=tokens * self.req.n,
+                tool_calls=tool_calls,
+            )
         text = answer_text(
-            self.behaviour.name,
-            digest=request_digest(self.req.model, list(self.req.texts)),
+            b.name,
+            digest=digest,
             schema=self.req.schema,
             json_mode=self.req.json_mode,
-            content=self.behaviour.content,
+            content=b.content,
         )
         tokens = count_tokens(text)
         finish = "stop"
@@ -137,7 +166,10 @@ class _Context:
                 "length",
             )
         return Answer(
-            text=text, finish=finish, input_tokens=self.input_tokens, output_tokens=tokens
+            text=text,
+            finish=finish,
+            input_tokens=self.input_tokens,
+            output_tokens=tokens * self.req.n,
         )
 
     def error(self, kind: ErrorKind, **extra: Any) -> Plan:
@@ -223,7 +255,8 @@ def _streamed(ctx: _Context, events: StreamEvents, fault: str | None) -> tuple[S
         case "stall":
             return (*steps, Stall())
         case "error_event":
-            return (*steps, Chunk(ctx.dialect.stream_error()), Complete())
+            error = events.error or ctx.dialect.stream_error()
+            return (*steps, Chunk(error), Complete())
         case "malformed":
             rest = [Chunk(e) for e in events.content[cut:]]
             return (*steps, Chunk(ctx.dialect.malformed_event()), *rest, *_end(events, True))
@@ -240,11 +273,32 @@ def _end(events: StreamEvents, terminate: bool) -> tuple[Step, ...]:
 
 
 def _success(ctx: _Context) -> Plan:
+    if ctx.req.background:
+        return _background(ctx, finishes=True)
     return _answered(ctx)
 
 
 def _hang(ctx: _Context) -> Plan:
+    if ctx.req.background:
+        return _background(ctx, finishes=False)
     return Plan(steps=(Stall(),), status_code=None, duration=None)
+
+
+def _background(ctx: _Context, *, finishes: bool) -> Plan:
+    """``background: true``: the queued object at once; the work finishes after the
+    latency (or never, for a hang) and is then what a retrieval returns."""
+    queued = ctx.dialect.pending(ctx.req, ctx.ids)
+    if queued is None:  # pragma: no cover - only the Responses API parses `background`
+        raise AssertionError("background needs a dialect with a pending object")
+    answer = ctx.answer()
+    body = json_body(queued)
+    return Plan(
+        steps=(_json_head(ctx, body), Chunk(body), Complete()),
+        status_code=200,
+        output_tokens=answer.output_tokens if finishes else 0,
+        duration=ctx.behaviour.latency if finishes else None,
+        response=ctx.dialect.completion(ctx.req, ctx.ids, answer) if finishes else None,
+    )
 
 
 def _accept_then_drop(ctx: _Context) -> Plan:

@@ -5,8 +5,11 @@ and the dispatcher that turns an HTTP request into an `Exchange` for a driver to
 Routes (one port, both APIs):
 
     POST /openai/v1/chat/completions          OpenAI Chat Completions
+    POST /openai/v1/responses                 OpenAI Responses
     POST /anthropic/v1/messages               Anthropic Messages
     POST /anthropic/v1/messages/count_tokens  Anthropic token counting
+    GET  /openai/v1/models, /anthropic/v1/models, stored chat completions and responses:
+                                              fake_providers.retrieval
     /control/...                              the control API (fake_providers.control)
 
 Which behaviour a completion request gets, first match wins: the model name
@@ -29,10 +32,23 @@ from fake_providers.gates import ModelGates
 from fake_providers.ledger import DEFAULT_CAPACITY, Ledger, LedgerEntry
 from fake_providers.openai_wire import OpenAIDialect
 from fake_providers.plans import Exchange, FakeRequest, Plan, plan, whole_response
+from fake_providers.responses_wire import ResponsesDialect
+from fake_providers.retrieval import ID_PREFIXES, STORABLE, ModelList, handle_retrieval
 from fake_providers.scripts import Script, ScriptBook
 from fake_providers.timing import BaseTime, RealTime, Releaser
 from fake_providers.tokens import count_prompt_tokens
-from fake_providers.wire import Api, Dialect, ErrorKind, Ids, WireError, WireResponse, json_body
+from fake_providers.wire import (
+    ANTHROPIC_PREFIX,
+    CONTROL_PREFIX,
+    OPENAI_PREFIX,
+    Api,
+    Dialect,
+    ErrorKind,
+    Ids,
+    WireError,
+    WireResponse,
+    json_body,
+)
 from harness.core import models
 
 log = logging.getLogger("fake_providers")
@@ -41,10 +57,6 @@ ATTEMPT_HEADER = models.ATTEMPT_HEADER.lower()
 """`harness.core.models.ATTEMPT_HEADER` as the fakes read it: both drivers hand over
 header names lower-cased, as HTTP/2 and ASGI do."""
 RETRY_COUNT_HEADER = "x-stainless-retry-count"
-
-OPENAI_PREFIX = "/openai"
-ANTHROPIC_PREFIX = "/anthropic"
-CONTROL_PREFIX = "/control"
 
 
 @dataclass(frozen=True)
@@ -56,6 +68,7 @@ class _Route:
 _DIALECTS: Mapping[Api, Dialect] = {Api.OPENAI: OpenAIDialect(), Api.ANTHROPIC: AnthropicDialect()}
 _ROUTES: Mapping[tuple[str, str], _Route] = {
     ("POST", f"{OPENAI_PREFIX}/v1/chat/completions"): _Route(_DIALECTS[Api.OPENAI]),
+    ("POST", f"{OPENAI_PREFIX}/v1/responses"): _Route(ResponsesDialect()),
     ("POST", f"{ANTHROPIC_PREFIX}/v1/messages"): _Route(_DIALECTS[Api.ANTHROPIC]),
     ("POST", f"{ANTHROPIC_PREFIX}/v1/messages/count_tokens"): _Route(
         _DIALECTS[Api.ANTHROPIC], counting=True
@@ -80,6 +93,7 @@ class FakeProviders:
         self.ledger = Ledger(self.time.now, capacity=ledger_capacity)
         self.scripts = ScriptBook()
         self.model_gates = ModelGates()
+        self.models = ModelList()
         self.releaser = Releaser()
 
     # -- scripting -------------------------------------------------------------------
@@ -114,14 +128,15 @@ class FakeProviders:
             return handle_control(self, request, request.path[len(CONTROL_PREFIX) :])
         route = _ROUTES.get((request.method, request.path))
         if route is None:
-            return self._not_found(request)
+            found = handle_retrieval(self, request)
+            return found if found is not None else self._not_found(request)
         number = self.ledger.next_id()
         if route.counting:
             return self._count_tokens(route.dialect, request, number)
         return self._complete(route.dialect, request, number)
 
     def _ids(self, dialect: Dialect, number: int) -> Ids:
-        prefix = "chatcmpl-fake" if dialect.api is Api.OPENAI else "msg_fake"
+        prefix = ID_PREFIXES[dialect.endpoint]
         return Ids(
             request_id=f"req_fake{number:08d}",
             message_id=f"{prefix}{number:08d}",
@@ -167,6 +182,7 @@ class FakeProviders:
             "request_id": ids.request_id,
             "attempt_id": attempt_id,
             "provider_kind": dialect.api.value,
+            "endpoint": dialect.endpoint,
             "sdk_retry_count": _int_or_none(request.headers.get(RETRY_COUNT_HEADER)),
             "received_at": now,
             "finished": False,
@@ -194,6 +210,7 @@ class FakeProviders:
             return whole_response(refusal, ids.request_id)
         input_tokens = count_prompt_tokens(req.texts)
         planned: Plan = plan(behaviour, req, dialect, ids, input_tokens)
+        self.models.seen(dialect.api, req.model)
         self.ledger.record(
             LedgerEntry(
                 **common,
@@ -206,6 +223,8 @@ class FakeProviders:
                 billed=bills(behaviour.name, stream=req.stream),
                 completes_at=None if planned.duration is None else now + planned.duration,
                 response=planned.response,
+                stored=req.store and behaviour.name in STORABLE,
+                metadata=dict(req.metadata) if req.metadata else None,
             )
         )
         log.debug(

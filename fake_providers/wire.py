@@ -13,7 +13,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from fake_providers.tools import ToolCall, ToolUse
+
 Headers = tuple[tuple[str, str], ...]
+
+OPENAI_PREFIX = "/openai"  # every OpenAI route: /openai/v1/...
+ANTHROPIC_PREFIX = "/anthropic"  # every Anthropic route: /anthropic/v1/...
+CONTROL_PREFIX = "/control"  # the control API
 
 
 class Api(enum.StrEnum):
@@ -65,6 +71,13 @@ class ParsedRequest:
     include_usage: bool = False  # OpenAI stream_options.include_usage
     schema: dict[str, Any] | None = None  # JSON output requested with this schema
     json_mode: bool = False  # JSON output requested without a schema
+    tool_use: ToolUse = field(
+        default_factory=ToolUse
+    )  # the tools offered, the choice, the conversation so far
+    n: int = 1  # OpenAI: choices to generate
+    store: bool = False  # keep the finished answer for later retrieval
+    metadata: Mapping[str, str] | None = None  # the caller's tags (stored listings filter)
+    background: bool = False  # Responses: answer at once, finish later, poll for it
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -72,8 +85,13 @@ class Ids:
     """The identifiers one answer carries; the two ids derive from its ledger number."""
 
     request_id: str  # the ledger's id, sent as x-request-id / request-id
-    message_id: str  # chatcmpl-… / msg_…
+    message_id: str  # chatcmpl-… / msg_… / resp_…
     created: int  # unix seconds
+
+    @property
+    def key(self) -> str:
+        """The ledger number's digits, for ids derived from it (tool calls, items)."""
+        return self.request_id.removeprefix("req_fake")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -81,9 +99,10 @@ class Answer:
     """The content of a successful answer, before a dialect renders it (whole or streamed)."""
 
     text: str
-    finish: str  # "stop" | "length"
+    finish: str  # "stop" | "length" | "tool_calls"
     input_tokens: int
-    output_tokens: int
+    output_tokens: int  # over every choice
+    tool_calls: tuple[ToolCall, ...] = ()  # with finish "tool_calls"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -100,9 +119,10 @@ class StreamEvents:
     """A stream in four parts, so faults can be placed between them."""
 
     head: list[bytes]
-    content: list[bytes]  # one event per text delta
+    content: list[bytes]  # one event per text (or tool-argument) delta
     tail: list[bytes] = field(default_factory=list)
-    terminator: bytes = b""  # `data: [DONE]` / `message_stop`
+    terminator: bytes = b""  # `data: [DONE]` / `message_stop` / `response.completed`
+    error: bytes | None = None  # this stream's own error event (else dialect.stream_error())
 
 
 class Dialect(Protocol):
@@ -113,6 +133,7 @@ class Dialect(Protocol):
     """
 
     api: Api
+    endpoint: str  # what the ledger calls the route: "chat.completions", "messages", ...
     stream_error_kind: ErrorKind  # what an error event after HTTP 200 reports
 
     def parse(self, headers: Mapping[str, str], body: bytes, *, counting: bool) -> ParsedRequest:
@@ -135,6 +156,10 @@ class Dialect(Protocol):
     def completion(self, req: ParsedRequest, ids: Ids, answer: Answer) -> dict[str, Any]: ...
 
     def stream(self, req: ParsedRequest, ids: Ids, answer: Answer) -> StreamEvents: ...
+
+    def pending(self, req: ParsedRequest, ids: Ids) -> dict[str, Any] | None:
+        """What a ``background`` request answers at once; None: the API has no such mode."""
+        ...
 
     def stream_error(self) -> bytes:
         """An error event sent after HTTP 200 (the SDKs raise on it)."""
