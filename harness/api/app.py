@@ -2,28 +2,38 @@
 
 The app holds no logic of its own: routers (`harness.api.routers`) say what each
 resource does, dependencies (`harness.api.deps`) check who calls and what they sent,
-`harness.api.problems` turns every error into problem details, and `harness.api.schemas`
-describes the bodies. The app only wires them and keeps what the dependencies need on
-`app.state`: `engine`, `worker`, `config`, `tokens`, `provider_names`, `contract_names`.
+`harness.api.reading` is the one strict JSON reader, `harness.api.problems` turns every
+error into problem details, and `harness.api.schemas` describes the bodies. The app
+only wires them, and decides once what would otherwise be decided per request (the
+token table, the configured names, the compiled validators), in `app.state.api`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
+from harness.api import deps, schemas
+from harness.api.deps import ApiState
 from harness.api.problems import PROBLEM_SCHEMA_REF, install_problem_handlers
 from harness.api.routers import ROUTERS
 from harness.api.schemas import ProblemDetails
 from harness.config import ServiceConfig
+from harness.core.breaker import BreakerSettings
 from harness.engine import Engine
 from harness.runtime.worker import Worker
 
 TITLE = "failover-harness"
-DESCRIPTION = "One job per intent: Idempotency-Key semantics over a job/attempt engine."
+DESCRIPTION = (
+    "One job per intent: Idempotency-Key semantics over a job/attempt engine. "
+    "Every error is `application/problem+json` (RFC 9457). Bodies are read strictly: "
+    "JSON only (415 otherwise), no repeated member names (400), integers within the "
+    "signed 64-bit range, finite numbers, no NUL, nesting at most "
+    f"{schemas.MAX_JSON_DEPTH} levels (422)."
+)
 
 
 def create_app(
@@ -36,25 +46,52 @@ def create_app(
 ) -> FastAPI:
     """The API over one engine. `worker` runs attempts in this process (None: separate
     `harness worker` processes claim them from the database). `provider_names` and
-    `contract_names`, when given, are asked on every create so unknown names are refused
-    (422) before a job exists."""
+    `contract_names`, when given, are asked once, here: creates naming anything else are
+    refused (422) before a job exists, and the OpenAPI document lists them as enums."""
+    providers = tuple(sorted(provider_names())) if provider_names is not None else None
+    contracts = frozenset(contract_names()) if contract_names is not None else None
     app = FastAPI(title=TITLE, version="1", description=DESCRIPTION)
-    app.state.engine = engine
-    app.state.worker = worker
-    app.state.config = config
-    app.state.tokens = [(token.encode(), owner) for token, owner in config.tokens.items()]
-    app.state.provider_names = provider_names
-    app.state.contract_names = contract_names
+    app.state.api = ApiState(
+        engine=engine,
+        worker=worker,
+        config=config,
+        tokens=tuple((token.encode(), owner) for token, owner in config.tokens.items()),
+        providers=providers,
+        contracts=contracts,
+        validators={
+            # Names are checked after the shape, to answer unknown-provider/-contract.
+            deps.CREATE: schemas.validator(schemas.create_job_schema()),
+            deps.START: schemas.validator(schemas.start_attempt_schema()),
+            deps.RESOLVE: schemas.validator(schemas.RESOLVE_SCHEMA),
+            deps.CANCEL: schemas.validator(schemas.CANCEL_SCHEMA),
+        },
+        max_runtime=dict(worker.settings.max_runtime or {}) if worker else dict(config.max_runtime),
+        lookups=_lookups(worker.providers if worker is not None else config.providers),
+        breaker=worker.settings.breaker if worker is not None else BreakerSettings(),
+    )
     install_problem_handlers(app)
     for router in ROUTERS:
         app.include_router(router)
-    app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
+    app.openapi = lambda: _openapi(app, providers, contracts)  # type: ignore[method-assign]
     return app
 
 
-def _openapi(app: FastAPI) -> dict[str, Any]:
-    """FastAPI's document, plus the problem details schema every error response refers
-    to (FastAPI registers only schemas it serves as `application/json`)."""
+def _lookups(providers: Mapping[str, Any]) -> frozenset[str]:
+    """The providers the reconciler can ask for evidence (a lookup endpoint, or OpenAI's
+    stored completions), whether given as adapters or as configuration entries."""
+    return frozenset(
+        name
+        for name, provider in providers.items()
+        if getattr(provider, "lookup_url", None) or getattr(provider, "store_completions", False)
+    )
+
+
+def _openapi(
+    app: FastAPI, providers: tuple[str, ...] | None, contracts: frozenset[str] | None
+) -> dict[str, Any]:
+    """FastAPI's document, plus what it cannot know by itself: the problem details and
+    free-form JSON schemas every route refers to, and the request bodies as this app
+    reads them (the configured provider and contract names as enums)."""
     if app.openapi_schema is None:
         document = get_openapi(
             title=app.title,
@@ -62,10 +99,24 @@ def _openapi(app: FastAPI) -> dict[str, Any]:
             description=app.description,
             routes=app.routes,
         )
-        name = PROBLEM_SCHEMA_REF.rsplit("/", 1)[1]
-        schemas = document.setdefault("components", {}).setdefault("schemas", {})
-        schemas[name] = ProblemDetails.model_json_schema(
+        components = document.setdefault("components", {}).setdefault("schemas", {})
+        components[PROBLEM_SCHEMA_REF.rsplit("/", 1)[1]] = ProblemDetails.model_json_schema(
             ref_template="#/components/schemas/{model}"
         )
+        components["JsonValue"] = schemas.JSON_VALUE
+        paths = document["paths"]
+        bodies = {
+            ("/v1/jobs", "post"): schemas.request_body(
+                schemas.create_job_schema(providers, contracts, documented=True)
+            ),
+            ("/v1/jobs/{job_id}/attempts", "post"): schemas.request_body(
+                schemas.start_attempt_schema(providers), required=False
+            ),
+            ("/v1/jobs/{job_id}/attempts/{number}/resolve", "post"): schemas.request_body(
+                schemas.resolve_schema(documented=True)
+            ),
+        }
+        for (path, method), body in bodies.items():
+            paths[path][method]["requestBody"] = body
         app.openapi_schema = document
     return app.openapi_schema

@@ -2,30 +2,26 @@
 
 Routes declare what they need (`Owner`, `OwnedJob`, `CreateBody`, `EngineDep`, ...) and
 FastAPI resolves it in the order the parameters are listed, so that order *is* the order
-of the checks (401 → 400 key → 413 → 400 JSON → 422 → the engine's answers); a
+of the checks (401 → 400 key → 415 → 413 → 400 JSON → 422 → the engine's answers); a
 dependency that refuses raises `HttpProblem` or a `HarnessError` and nothing after it
-runs. Everything the app was built with lives on `app.state` (see `create_app`); tests
-may replace any of these with `app.dependency_overrides`.
+runs. Everything the app was built with lives on `app.state.api` (an `ApiState`, built
+once by `create_app`); tests may replace any dependency with `app.dependency_overrides`.
 """
 
 from __future__ import annotations
 
 import hmac
-import json
 import re
-from collections.abc import Callable
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 import jsonschema
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from harness.api import schemas
 from harness.api.problems import (
     INVALID_BODY,
-    MALFORMED_JSON,
-    MALFORMED_KEY,
-    MISSING_KEY,
     NO_WORKER,
     TOO_LARGE,
     UNAUTHORIZED,
@@ -33,33 +29,63 @@ from harness.api.problems import (
     UNKNOWN_PROVIDER,
     HttpProblem,
 )
+from harness.api.reading import check_media_type, one_idempotency_key, read_json
 from harness.config import ServiceConfig
+from harness.core.breaker import BreakerSettings
 from harness.core.models import Attempt, Intent, Job, Policy
-from harness.core.states import Resolution
-from harness.engine import Engine, check_key
+from harness.engine import Engine
 from harness.errors import InvalidIntent, NotFound
-from harness.runtime.worker import Worker
+from harness.runtime.worker import DEFAULT_MAX_RUNTIME, Worker
 
-MAX_JSON_DEPTH = 64
 JOB_ID = re.compile(r"[0-9]{1,18}")  # what fits a BIGINT; anything else is no job
+
+
+@dataclass(frozen=True, kw_only=True)
+class ApiState:
+    """What one app serves with, decided once when it is built (no per-request work):
+    the engine and worker, the token table, the configured provider and contract names,
+    the compiled body validators, and what `waiting_on` needs to know per provider."""
+
+    engine: Engine
+    worker: Worker | None
+    config: ServiceConfig
+    tokens: tuple[tuple[bytes, str], ...]
+    providers: tuple[str, ...] | None  # None: any name (the app was not told)
+    contracts: frozenset[str] | None
+    validators: Mapping[str, jsonschema.Draft202012Validator]
+    max_runtime: Mapping[str, float]
+    lookups: frozenset[str]
+    breaker: BreakerSettings = field(default_factory=BreakerSettings)
+
+    def runtime(self, job: Job) -> dict[str, float]:
+        """Each provider's maximum runtime, for every provider the job has used."""
+        names = {*job.providers, *(a.provider for a in job.attempts)}
+        return {name: self.max_runtime.get(name, DEFAULT_MAX_RUNTIME) for name in names}
+
+
+async def api_state(request: Request) -> ApiState:
+    return request.app.state.api
+
+
+State = Annotated[ApiState, Depends(api_state)]
 
 
 # What the app was built with ----------------------------------------------------------
 
 
-async def get_engine(request: Request) -> Engine:
+async def get_engine(state: State) -> Engine:
     """The engine every route works through."""
-    return request.app.state.engine
+    return state.engine
 
 
-async def get_config(request: Request) -> ServiceConfig:
+async def get_config(state: State) -> ServiceConfig:
     """The service's configuration: tokens, defaults, the body limit."""
-    return request.app.state.config
+    return state.config
 
 
-async def get_worker(request: Request) -> Worker | None:
+async def get_worker(state: State) -> Worker | None:
     """The in-process worker, or None when separate `harness worker`s claim the jobs."""
-    return request.app.state.worker
+    return state.worker
 
 
 async def running_worker(worker: Annotated[Worker | None, Depends(get_worker)]) -> Worker:
@@ -84,7 +110,7 @@ bearer = HTTPBearer(
 
 
 async def owner(
-    request: Request,
+    state: State,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
 ) -> str:
     """The owner the bearer token names (401 for none or an unknown one).
@@ -94,7 +120,7 @@ async def owner(
     if credentials is not None:
         given = credentials.credentials.encode()
         found = None
-        for known, name in request.app.state.tokens:
+        for known, name in state.tokens:
             if hmac.compare_digest(known, given):
                 found = name
         if found is not None:
@@ -106,14 +132,8 @@ Owner = Annotated[str, Depends(owner)]
 
 
 async def idempotency_key(request: Request) -> str:
-    """The create request's Idempotency-Key: 1 to 255 visible ASCII characters (400 else)."""
-    key = request.headers.get("idempotency-key")
-    if key is None:
-        raise HttpProblem(MISSING_KEY, "every job-creating request needs an Idempotency-Key header")
-    try:
-        return check_key(key)
-    except InvalidIntent as exc:
-        raise HttpProblem(MALFORMED_KEY, exc.message) from None
+    """The create request's one Idempotency-Key (400 when missing, repeated, malformed)."""
+    return one_idempotency_key(request.headers.getlist("idempotency-key"))
 
 
 IdempotencyKey = Annotated[str, Depends(idempotency_key)]
@@ -138,88 +158,53 @@ async def body_bytes(request: Request, config: ConfigDep) -> bytes:
     return bytes(raw)
 
 
-def _depth(value: Any) -> int:
-    """Nesting depth, without recursion (a hostile body must not exhaust the stack)."""
-    deepest, stack = 0, [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        deepest = max(deepest, depth)
-        if isinstance(item, dict):
-            stack.extend((v, depth + 1) for v in item.values())
-        elif isinstance(item, list):
-            stack.extend((v, depth + 1) for v in item)
-    return deepest
-
-
-def parse_json(raw: bytes) -> Any:
-    """Strict JSON: 400 when it is not JSON, 422 when it nests deeper than
-    MAX_JSON_DEPTH (checked without recursion)."""
-    try:
-        data = json.loads(raw)
-    except RecursionError:
-        raise HttpProblem(INVALID_BODY, "the body is nested too deeply") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise HttpProblem(MALFORMED_JSON, f"the body is not JSON: {exc}") from None
-    if _depth(data) > MAX_JSON_DEPTH:
-        raise HttpProblem(INVALID_BODY, f"the body is nested deeper than {MAX_JSON_DEPTH} levels")
-    return data
-
-
 class JsonBody:
-    """A dependency that reads the body within the limit, parses it strictly and checks
-    it against one request schema; the first schema error is a 422 naming the member.
+    """A dependency that checks the media type (415), reads the body within the limit
+    (413), parses it with the one strict reader (`harness.api.reading`: 400, 422) and
+    checks it against the app's compiled schema `name`; the first schema error is a 422
+    naming the member.
 
-    `optional`: an empty (or all-whitespace) body stands for `{}`."""
+    `optional`: an empty (or all-whitespace) body stands for `{}`, whatever its type."""
 
-    def __init__(self, schema: dict[str, Any], *, optional: bool = False) -> None:
-        self.validator = schemas.validator(schema)
+    def __init__(self, name: str, *, optional: bool = False) -> None:
+        self.name = name
         self.optional = optional
 
-    async def __call__(self, raw: Annotated[bytes, Depends(body_bytes)]) -> dict[str, Any]:
-        if self.optional and not raw.strip():
-            return {}
-        data = parse_json(raw)
-        error = jsonschema.exceptions.best_match(self.validator.iter_errors(data))
-        if error is not None:
+    async def __call__(self, request: Request, state: State, config: ConfigDep) -> dict[str, Any]:
+        media = request.headers.get("content-type")
+        if not self.optional:
+            check_media_type(media)
+        raw = await body_bytes(request, config)
+        if self.optional:
+            if not raw.strip():
+                return {}
+            check_media_type(media)
+        data = read_json(raw)
+        validator = state.validators[self.name]
+        if not validator.is_valid(data):
+            error = jsonschema.exceptions.best_match(validator.iter_errors(data))
+            assert error is not None
             where = "/".join(str(p) for p in error.absolute_path) or "(body)"
             raise HttpProblem(INVALID_BODY, f"{where}: {error.message}", field=where)
         return data
 
 
-CreateBody = Annotated[dict[str, Any], Depends(JsonBody(schemas.CREATE_JOB_SCHEMA))]
-AttemptBody = Annotated[
-    dict[str, Any], Depends(JsonBody(schemas.START_ATTEMPT_SCHEMA, optional=True))
-]
-ResolveBody = Annotated[dict[str, Any], Depends(JsonBody(schemas.RESOLVE_SCHEMA))]
-CancelBody = Annotated[dict[str, Any], Depends(JsonBody(schemas.CANCEL_SCHEMA))]
+CREATE, START, RESOLVE, CANCEL = "create", "start", "resolve", "cancel"
+
+CreateBody = Annotated[dict[str, Any], Depends(JsonBody(CREATE))]
+AttemptBody = Annotated[dict[str, Any], Depends(JsonBody(START, optional=True))]
+ResolveBody = Annotated[dict[str, Any], Depends(JsonBody(RESOLVE))]
+CancelBody = Annotated[dict[str, Any], Depends(JsonBody(CANCEL))]
 
 
-async def resolution_of(body: ResolveBody) -> dict[str, Any]:
-    """A resolve body that makes sense: a succeeded resolution carries its result."""
-    if body["outcome"] == Resolution.SUCCEEDED and body.get("result") is None:
-        raise HttpProblem(
-            INVALID_BODY, "result: a succeeded resolution needs the result", field="result"
-        )
-    return body
-
-
-Resolve = Annotated[dict[str, Any], Depends(resolution_of)]
-
-
-def _names(request: Request, which: str) -> set[str] | None:
-    known: Callable[[], set[str]] | None = getattr(request.app.state, which)
-    return known() if known is not None else None
-
-
-async def job_intent(body: CreateBody, request: Request, config: ConfigDep) -> Intent:
+async def job_intent(body: CreateBody, state: State, config: ConfigDep) -> Intent:
     """The intent a create body asks for, with the service's defaults filled in.
 
     Providers and the contract must be ones the service knows (422 naming them); a
     policy is checked by `Policy` itself (422 with its message)."""
     providers = tuple(body.get("providers") or config.default_providers)
-    known = _names(request, "provider_names")
-    if known is not None:
-        missing = [p for p in providers if p not in known]
+    if state.providers is not None:
+        missing = [p for p in providers if p not in state.providers]
         if missing:
             raise HttpProblem(
                 UNKNOWN_PROVIDER,
@@ -227,12 +212,14 @@ async def job_intent(body: CreateBody, request: Request, config: ConfigDep) -> I
                 field="providers",
             )
     contract = body.get("contract", config.default_contract)
-    contracts = _names(request, "contract_names")
-    if contract is not None and contracts is not None and contract not in contracts:
+    if contract is not None and state.contracts is not None and contract not in state.contracts:
         raise HttpProblem(UNKNOWN_CONTRACT, f"contract: {contract!r} not found", field="contract")
     policy = config.default_policy
     if "policy" in body:
-        policy = Policy.from_dict({**policy.to_dict(), **body["policy"]})
+        try:
+            policy = Policy.from_dict({**policy.to_dict(), **body["policy"]})
+        except InvalidIntent as exc:
+            raise HttpProblem(INVALID_BODY, exc.message, field="policy") from None
     return Intent(
         operation=body["operation"],
         input=body["input"],
@@ -250,13 +237,15 @@ JobIntent = Annotated[Intent, Depends(job_intent)]
 
 def owned_job(job_id: str, caller: Owner, engine: EngineDep) -> Job:
     """The caller's job `job_id` with its attempts; 404 for no such job and for another
-    owner's (which must look the same, I10). The detail echoes the id as sent."""
+    owner's (which must look the same, I10). The detail echoes the id as sent. (The one
+    dependency that reads the database, so FastAPI runs it on its thread pool; the
+    others run on the event loop, with no thread hop.)"""
     if JOB_ID.fullmatch(job_id):
         try:
             return engine.get_job(int(job_id), owner=caller)
         except NotFound:
             pass
-    raise NotFound(f"no job {job_id}", job_id=job_id)
+    raise NotFound(f"no job {job_id[:40]}", job_id=job_id[:40])
 
 
 OwnedJob = Annotated[Job, Depends(owned_job)]
@@ -266,7 +255,7 @@ async def job_attempt(number: str, job: OwnedJob) -> Attempt:
     """Attempt `number` of the caller's job (404 when the job has no such attempt)."""
     attempt = next((a for a in job.attempts if str(a.number) == number), None)
     if attempt is None:
-        raise NotFound(f"job {job.id} has no attempt {number}", job_id=job.id)
+        raise NotFound(f"job {job.id} has no attempt {number[:40]}", job_id=job.id)
     return attempt
 
 

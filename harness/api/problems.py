@@ -61,12 +61,14 @@ class ProblemType:
 
 
 # The catalogue. Checks run in this order, and none of the refusals writes anything:
-# 401 (token) → 400 (Idempotency-Key) → 413 (size) → 400 (JSON) → 422 (shape, names,
-# policy) → 409 (key reused with another payload, an attempt refused by the job's state).
+# 401 (token) → 400 (Idempotency-Key) → 415 (not JSON) → 413 (size) → 400 (malformed
+# JSON, a repeated member) → 422 (out of bounds, shape, names, policy) → 409 (key reused
+# with another payload, an attempt refused by the job's state).
 UNAUTHORIZED = ProblemType(401, "unauthorized", "Unauthorized")
 MISSING_KEY = ProblemType(400, "missing-idempotency-key", "Missing Idempotency-Key")
 MALFORMED_KEY = ProblemType(400, "malformed-idempotency-key", "Malformed Idempotency-Key")
 TOO_LARGE = ProblemType(413, "too-large", "Request body too large")
+UNSUPPORTED_MEDIA_TYPE = ProblemType(415, "unsupported-media-type", "Unsupported Media Type")
 MALFORMED_JSON = ProblemType(400, "malformed-json", "Malformed JSON")
 INVALID_BODY = ProblemType(422, "invalid-body", "Invalid request body")
 INVALID_REQUEST = ProblemType(422, "invalid-request", "Invalid request")
@@ -83,8 +85,10 @@ UNAVAILABLE = ProblemType(503, "unavailable", "Service unavailable")
 
 JOB_LOOKUP = (UNAUTHORIZED, NOT_FOUND, INVALID_REQUEST, UNAVAILABLE)
 """What any route on one job can answer before it does its work."""
-BODY_READING = (TOO_LARGE, MALFORMED_JSON, INVALID_BODY)
+BODY_READING = (UNSUPPORTED_MEDIA_TYPE, TOO_LARGE, MALFORMED_JSON, INVALID_BODY)
 """What reading a JSON request body can answer."""
+LISTING = (UNAUTHORIZED, INVALID_REQUEST, UNAVAILABLE)
+"""What a route that lists something (no job in its path) can answer."""
 
 
 def refusal_problem(reason: str) -> ProblemType:
@@ -200,7 +204,8 @@ async def _on_http_error(_: Request, exc: StarletteHTTPException) -> JSONRespons
 
 
 async def _on_validation_error(_: Request, exc: RequestValidationError) -> JSONResponse:
-    return HttpProblem(INVALID_REQUEST, str(exc.errors()[:3])).response()
+    where = [".".join(str(p) for p in e.get("loc", ())) for e in exc.errors()[:3]]
+    return HttpProblem(INVALID_REQUEST, f"invalid parameters: {', '.join(where)}").response()
 
 
 def install_problem_handlers(app: FastAPI) -> None:

@@ -12,62 +12,170 @@ numbers keep the JSON type they were stored with.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Annotated, Any
 
 import jsonschema
 from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, WithJsonSchema
 
+from harness.api.reading import MAX_JSON_DEPTH, MAX_JSON_INTEGER
+from harness.core.breaker import Availability, BreakerState, Health
 from harness.core.limits import MAX_LIVE_ATTEMPTS, MAX_NAME_LENGTH, MAX_POLICY_SECONDS
 from harness.core.models import Attempt, Event, Job
-from harness.core.states import AttemptState, EventKind, JobState, OutcomeKind, Resolution
+from harness.core.states import (
+    AttemptState,
+    EventKind,
+    JobState,
+    OutcomeKind,
+    Resolution,
+    WaitEnd,
+)
 
 # Requests ---------------------------------------------------------------------------
 
-NAME: dict[str, Any] = {"type": "string", "minLength": 1, "maxLength": MAX_NAME_LENGTH}
-REASON: dict[str, Any] = {"type": "string", "minLength": 1, "maxLength": 1000}
+MAX_REASON_LENGTH = 1000
 
-CREATE_JOB_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "required": ["operation", "input"],
-    "additionalProperties": False,
-    "properties": {
-        "operation": NAME,
-        "input": {"type": "object"},
-        "contract": {"anyOf": [NAME, {"type": "null"}]},
-        "providers": {"type": "array", "items": NAME, "minItems": 1, "maxItems": 16},
-        "policy": {
+TEXT = "^[^\\x00]*\\S[^\\x00]*$"
+"""Names and reasons: something besides whitespace, and no NUL (no database keeps it)."""
+NAME: dict[str, Any] = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": MAX_NAME_LENGTH,
+    "pattern": TEXT,
+}
+REASON: dict[str, Any] = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": MAX_REASON_LENGTH,
+    "pattern": TEXT,
+}
+
+JSON_VALUE_REF = {"$ref": "#/components/schemas/JsonValue"}
+JSON_VALUE: dict[str, Any] = {
+    "description": "Any JSON value within what `harness.api.reading` accepts: integers "
+    f"within ±{MAX_JSON_INTEGER}, finite numbers, strings without NUL, nesting no deeper "
+    f"than {MAX_JSON_DEPTH} levels (depth is checked by the reader, not this schema).",
+    "anyOf": [
+        {"type": "null"},
+        {"type": "boolean"},
+        {"type": "integer", "minimum": -MAX_JSON_INTEGER, "maximum": MAX_JSON_INTEGER},
+        {"type": "number"},
+        {"type": "string", "pattern": "^[^\\x00]*$"},
+        {"type": "array", "items": JSON_VALUE_REF},
+        {
             "type": "object",
-            "additionalProperties": False,
-            "properties": {
-                "attempt_timeout": {
-                    "type": "number",
-                    "exclusiveMinimum": 0,
-                    "maximum": MAX_POLICY_SECONDS,
-                },
-                "max_live_attempts": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "maximum": MAX_LIVE_ATTEMPTS,
-                },
-                "hedge_after": {
-                    "type": ["number", "null"],
-                    "minimum": 0,
-                    "maximum": MAX_POLICY_SECONDS,
-                },
-            },
+            "propertyNames": {"pattern": "^[^\\x00]*$"},
+            "additionalProperties": JSON_VALUE_REF,
         },
+    ],
+}
+"""The documented shape of free-form JSON (a job's input, a resolution's result): the
+reader enforces it on every body, so the validators need not walk it again."""
+
+
+def _free(schema: dict[str, Any], documented: bool) -> dict[str, Any]:
+    if not documented:
+        return schema
+    if schema.get("type") == "object":
+        return {**schema, **JSON_VALUE["anyOf"][-1]}
+    return {**schema, **JSON_VALUE_REF}
+
+
+MIN_ATTEMPT_TIMEOUT = 0.01
+"""Seconds: a shorter attempt timeout is a mistake (no provider answers in 10 ms)."""
+MAX_SAME_PROVIDER_RETRIES = 5
+
+POLICY_BOUNDS: dict[str, tuple[str, float, float]] = {
+    "attempt_timeout": ("number", MIN_ATTEMPT_TIMEOUT, MAX_POLICY_SECONDS),
+    "max_live_attempts": ("integer", 1, MAX_LIVE_ATTEMPTS),
+    "hedge_after": ("number", 0, MAX_POLICY_SECONDS),
+    "max_retry_after": ("number", 0, MAX_POLICY_SECONDS),
+    "same_provider_retries": ("integer", 0, MAX_SAME_PROVIDER_RETRIES),
+    "retry_backoff": ("number", 0, MAX_POLICY_SECONDS),
+}
+"""One lower and one upper bound per policy number (inclusive), in `POLICY_FIELDS` order;
+`Policy` itself holds the same ones (a test checks), and `hedge_after` may also be null."""
+
+
+def _bounded(name: str) -> dict[str, Any]:
+    kind, low, high = POLICY_BOUNDS[name]
+    number = {"type": kind, "minimum": low, "maximum": high}
+    return {"anyOf": [number, {"type": "null"}]} if name == "hedge_after" else number
+
+
+POLICY_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {name: _bounded(name) for name in POLICY_BOUNDS},
+    # A hedge needs room for a second live attempt (the defaults allow one).
+    "if": {"required": ["hedge_after"], "properties": {"hedge_after": {"type": "number"}}},
+    "then": {
+        "required": ["max_live_attempts"],
+        "properties": {"max_live_attempts": {"minimum": 2}},
     },
 }
-"""POST /v1/jobs: the intent. Absent `providers`, `contract` or `policy` fields take the
-service's defaults; `"contract": null` asks for no contract."""
 
-START_ATTEMPT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "additionalProperties": False,
-    "properties": {"provider": NAME},
-}
-"""POST /v1/jobs/{id}/attempts (optional body): the provider to try, else the next one."""
+
+def _names(names: Iterable[str] | None) -> dict[str, Any]:
+    return {"enum": sorted(names)} if names else NAME
+
+
+def create_job_schema(
+    providers: Iterable[str] | None = None,
+    contracts: Iterable[str] | None = None,
+    *,
+    documented: bool = False,
+) -> dict[str, Any]:
+    """POST /v1/jobs: the intent. Absent `providers`, `contract` or `policy` fields take
+    the service's defaults; `"contract": null` asks for no contract. Provider and
+    contract names are enums of the configured ones when the app knows them.
+    `documented`: the form shown in OpenAPI, which also spells out free-form JSON."""
+    return {
+        "type": "object",
+        "required": ["operation", "input"],
+        "additionalProperties": False,
+        "properties": {
+            "operation": NAME,
+            "input": _free({"type": "object"}, documented),
+            "contract": {"anyOf": [_names(contracts), {"type": "null"}]},
+            "providers": {
+                "type": "array",
+                "items": _names(providers),
+                "minItems": 1,
+                "maxItems": 16,
+                "uniqueItems": True,
+            },
+            "policy": POLICY_SCHEMA,
+        },
+    }
+
+
+CREATE_JOB_SCHEMA = create_job_schema()
+
+
+def start_attempt_schema(providers: Iterable[str] | None = None) -> dict[str, Any]:
+    """POST /v1/jobs/{id}/attempts (optional body): the provider to try, else the next."""
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {"provider": _names(providers)},
+    }
+
+
+START_ATTEMPT_SCHEMA = start_attempt_schema()
+
+
+def resolve_schema(*, documented: bool = False) -> dict[str, Any]:
+    """POST /v1/jobs/{id}/attempts/{n}/resolve: how an unknown attempt ended, and why."""
+    return {
+        **RESOLVE_SCHEMA,
+        "properties": {
+            **RESOLVE_SCHEMA["properties"],
+            "result": _free(RESOLVE_SCHEMA["properties"]["result"], documented),
+        },
+    }
+
 
 RESOLVE_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -76,8 +184,15 @@ RESOLVE_SCHEMA: dict[str, Any] = {
     "properties": {
         "outcome": {"enum": [r.value for r in Resolution]},
         "reason": REASON,
-        "result": {},
+        "result": {"description": "The provider's answer; required for `succeeded`."},
+        "force": {
+            "type": "boolean",
+            "description": "Resolve `failed` although the provider reports a result "
+            "(recorded as forced).",
+        },
     },
+    "if": {"properties": {"outcome": {"const": Resolution.SUCCEEDED.value}}},
+    "then": {"required": ["result"], "properties": {"result": {"not": {"type": "null"}}}},
 }
 """POST /v1/jobs/{id}/attempts/{n}/resolve: how an unknown attempt ended, and why."""
 
@@ -93,6 +208,7 @@ IDEMPOTENCY_KEY_HEADER: dict[str, Any] = {
     "name": "Idempotency-Key",
     "in": "header",
     "required": True,
+    "description": "Exactly one; binds this create to one intent.",
     "schema": {
         "type": "string",
         "minLength": 1,
@@ -101,7 +217,7 @@ IDEMPOTENCY_KEY_HEADER: dict[str, Any] = {
     },
 }
 """The header that binds a create to one intent; read by `deps.idempotency_key`, which
-answers 400 (not FastAPI's 422) when it is missing or malformed."""
+answers 400 (not FastAPI's 422) when it is missing, repeated or malformed."""
 
 
 def request_body(schema: dict[str, Any], *, required: bool = True) -> dict[str, Any]:
@@ -110,11 +226,15 @@ def request_body(schema: dict[str, Any], *, required: bool = True) -> dict[str, 
 
 
 def validator(schema: dict[str, Any]) -> jsonschema.Draft202012Validator:
-    """A compiled validator for one of the request schemas above."""
+    """A compiled validator for one of the request schemas above (built once per app)."""
     return jsonschema.Draft202012Validator(schema)
 
 
 # Responses --------------------------------------------------------------------------
+#
+# Routes answer with the bytes of `job_json(...)` & co. directly (no second validation
+# pass per request); the models below are what `/openapi.json` says those bodies are,
+# and the OpenAPI tests and the schemathesis run hold the two together.
 
 Timestamp = Annotated[
     datetime,
@@ -148,7 +268,9 @@ class AttemptResource(BaseModel):
 
     `outcome` is what the provider did as far as anyone could tell; `resolution` how an
     unknown attempt was settled afterwards (by provider evidence or an operator). A
-    superseded or cancelled attempt keeps its `result` for audit only."""
+    superseded or cancelled attempt keeps its `result` for audit only. `token` is the
+    random id the provider was sent (header and metadata): shown to the job's owner so
+    the provider's support can find the request; it is no credential and no row id."""
 
     id: int
     number: int = Field(description="1, 2, ... within the job; the path's {number}.")
@@ -162,40 +284,59 @@ class AttemptResource(BaseModel):
     outcome: OutcomeKind | None
     resolution: Resolution | None
     error: str | None
+    cause: str | None = Field(description="The signal (or deadline) that ended or blocked it.")
+    status_code: int | None = Field(description="The provider's HTTP status, if one arrived.")
+    billed: bool | None = Field(description="true: it executed (may be charged); null: unknown.")
+    retry_after: Seconds | None = Field(description="Seconds the provider asked us to wait.")
+    token: str | None = Field(description="The attempt's id at the provider (random).")
     result: Any = Field(description="The provider's payload, whether or not it won.")
 
-    @classmethod
-    def of(cls, attempt: Attempt) -> AttemptResource:
-        """The wire form of an engine attempt."""
-        return cls(
-            id=attempt.id,
-            number=attempt.number,
-            provider=attempt.provider,
-            model=attempt.model,
-            state=attempt.state,
-            provider_request_id=attempt.provider_request_id,
-            started_at=attempt.started_at,
-            deadline_at=attempt.deadline_at,
-            finished_at=attempt.finished_at,
-            outcome=attempt.outcome,
-            resolution=attempt.resolution,
-            error=attempt.error,
-            result=attempt.raw_result,
-        )
+
+WaitEnds = Annotated[
+    list[Any],
+    WithJsonSchema(
+        {
+            "type": "array",
+            "items": {
+                "anyOf": [
+                    {"enum": [w.value for w in WaitEnd]},
+                    {
+                        "type": "object",
+                        "minProperties": 1,
+                        "maxProperties": 1,
+                        "propertyNames": {"enum": [w.value for w in WaitEnd]},
+                        "additionalProperties": {"type": ["string", "null"]},
+                    },
+                ]
+            },
+        }
+    ),
+]
+
+
+class WaitingOn(BaseModel):
+    """What an open job waits for (I11): the attempt, since when, and what will end the
+    wait, each a word or `{word: instant}` (e.g. `{"max_runtime": "2026-..."}`)."""
+
+    attempt: int | None = Field(default=None, description="The number of the attempt.")
+    state: AttemptState | None = None
+    since: Timestamp | None = None
+    ends_by: WaitEnds
 
 
 class JobResource(BaseModel):
     """The durable record of one intent, with its attempts.
 
     `(owner, idempotency_key)` is bound to `fingerprint`; `result` is written once, by
-    the attempt whose id is `completed_by`, and `version` moves with every change."""
+    the attempt whose id is `completed_by`, and `version` moves with every change.
+    Replays and refused fallback clicks are counted here, not stored one row each."""
 
     id: int
     status: JobState
     idempotency_key: str
     fingerprint: str
     operation: str
-    input: Any
+    input: dict[str, Any]
     contract: str | None
     providers: list[str]
     policy: PolicyResource
@@ -204,28 +345,12 @@ class JobResource(BaseModel):
     result: Any
     created_at: Timestamp
     updated_at: Timestamp
+    replays: int = Field(description="Creates with this key and intent answered with this job.")
+    last_replayed_at: Timestamp | None
+    refused_clicks: int = Field(description="Fallback clicks the contract gate refused.")
+    last_refused_at: Timestamp | None
+    waiting_on: WaitingOn | None = Field(description="null once the job has finished.")
     attempts: list[AttemptResource]
-
-    @classmethod
-    def of(cls, job: Job) -> JobResource:
-        """The wire form of an engine job (the owner is the caller; it is not repeated)."""
-        return cls(
-            id=job.id,
-            status=job.status,
-            idempotency_key=job.idempotency_key,
-            fingerprint=job.fingerprint,
-            operation=job.operation,
-            input=job.input,
-            contract=job.contract,
-            providers=list(job.providers),
-            policy=PolicyResource(**job.policy.to_dict()),
-            version=job.version,
-            completed_by=job.completed_by,
-            result=job.result,
-            created_at=job.created_at,
-            updated_at=job.updated_at,
-            attempts=[AttemptResource.of(a) for a in job.attempts],
-        )
 
 
 class EventResource(BaseModel):
@@ -238,24 +363,118 @@ class EventResource(BaseModel):
     detail: dict[str, Any] = Field(description="The evidence; its members depend on kind.")
     at: Timestamp
 
-    @classmethod
-    def of(cls, event: Event) -> EventResource:
-        """The wire form of an engine event."""
-        return cls(
-            id=event.id,
-            kind=event.kind,
-            attempt_id=event.attempt_id,
-            actor=event.actor,
-            detail=event.detail,
-            at=event.at,
-        )
-
 
 class JobEvents(BaseModel):
-    """A job's whole history, oldest first."""
+    """One page of a job's history, oldest first; `next` (also the `Link: rel="next"`
+    header) is the URL of the following page, null on the last one."""
 
     job_id: int
     events: list[EventResource]
+    next: str | None = Field(description="The next page's URL (path and query), if any.")
+
+
+class ProviderResource(BaseModel):
+    """A configured provider's health as every process shares it (the circuit breaker
+    and any Retry-After hold), and whether an attempt may be sent to it now."""
+
+    name: str
+    state: BreakerState
+    failures: int = Field(description="Definite failures in the current window.")
+    opened_at: Timestamp | None
+    not_before: Timestamp | None = Field(description="Retry-After: no call before this.")
+    availability: Availability
+    available_after: Timestamp | None = Field(description="When it may be called again.")
+
+
+class ProviderList(BaseModel):
+    """Every configured provider, by name."""
+
+    providers: list[ProviderResource]
+
+
+# The wire forms, as plain JSON values -------------------------------------------------
+
+
+def _at(value: datetime | None) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+def attempt_json(attempt: Attempt) -> dict[str, Any]:
+    """An engine attempt as `AttemptResource` describes it."""
+    return {
+        "id": attempt.id,
+        "number": attempt.number,
+        "provider": attempt.provider,
+        "model": attempt.model,
+        "state": attempt.state.value,
+        "provider_request_id": attempt.provider_request_id,
+        "started_at": attempt.started_at.isoformat(),
+        "deadline_at": _at(attempt.deadline_at),
+        "finished_at": _at(attempt.finished_at),
+        "outcome": attempt.outcome.value if attempt.outcome is not None else None,
+        "resolution": attempt.resolution.value if attempt.resolution is not None else None,
+        "error": attempt.error,
+        "cause": attempt.cause,
+        "status_code": attempt.status_code,
+        "billed": attempt.billed,
+        "retry_after": attempt.retry_after,
+        "token": attempt.token,
+        "result": attempt.raw_result,
+    }
+
+
+def job_json(job: Job, *, waiting: dict[str, Any] | None) -> dict[str, Any]:
+    """An engine job as `JobResource` describes it (the owner is the caller; it is not
+    repeated). `waiting` is `harness.core.failover.waiting_on` of the job."""
+    return {
+        "id": job.id,
+        "status": job.status.value,
+        "idempotency_key": job.idempotency_key,
+        "fingerprint": job.fingerprint,
+        "operation": job.operation,
+        "input": job.input,
+        "contract": job.contract,
+        "providers": list(job.providers),
+        "policy": job.policy.to_dict(),
+        "version": job.version,
+        "completed_by": job.completed_by,
+        "result": job.result,
+        "created_at": job.created_at.isoformat(),
+        "updated_at": job.updated_at.isoformat(),
+        "replays": getattr(job, "replays", 0),
+        "last_replayed_at": _at(getattr(job, "last_replayed_at", None)),
+        "refused_clicks": getattr(job, "refused_clicks", 0),
+        "last_refused_at": _at(getattr(job, "last_refused_at", None)),
+        "waiting_on": waiting,
+        "attempts": [attempt_json(a) for a in job.attempts],
+    }
+
+
+def event_json(event: Event) -> dict[str, Any]:
+    """An engine event as `EventResource` describes it."""
+    return {
+        "id": event.id,
+        "kind": event.kind.value,
+        "attempt_id": event.attempt_id,
+        "actor": event.actor,
+        "detail": event.detail,
+        "at": event.at.isoformat(),
+    }
+
+
+def provider_json(
+    health: Health, availability: Availability, after: datetime | None
+) -> dict[str, Any]:
+    """A provider's shared health as `ProviderResource` describes it."""
+    return {
+        "name": health.provider,
+        "state": health.state.value,
+        "failures": health.failures,
+        "opened_at": _at(health.opened_at),
+        "not_before": _at(health.not_before),
+        "availability": availability.value,
+        "available_after": _at(after),
+    }
 
 
 class ProblemDetails(BaseModel):

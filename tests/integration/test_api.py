@@ -97,7 +97,7 @@ def service(db: Database) -> Iterator[Service]:
         ("k", {**BODY, "policy": {"attempt_timeout": True}}, ALICE, 422, "invalid-body"),
         ("k", {**BODY, "input": {"text": "nul\u0000"}}, ALICE, 422, "invalid-body"),
         ("k", {**BODY, "operation": "op\u0000"}, ALICE, 422, "invalid-body"),
-        ("k", b"[" * 3000, ALICE, 422, "invalid-body"),
+        ("k", b"[" * 3000, ALICE, 400, "malformed-json"),  # truncated: malformed first
         ("k", b'{"operation": "op", "input": {"a": "\\ud800"}}', ALICE, 422, "invalid-body"),
         (
             "k",
@@ -155,9 +155,11 @@ def test_timeout_blocks_fallback_until_resolved(service: Service) -> None:
         json={"outcome": "failed", "reason": "provider support: lost"},
     )
     assert resolve.status_code == 200 and resolve.json()["state"] == "failed"
-    click = service.client.post(f"/v1/jobs/{job_id}/attempts", headers=ALICE)
-    assert click.status_code == 202 and click.json()["number"] == 2
+    # the resolution moves the job on by itself (issue 9): the fallback starts, no click
     job = service.wait_for(job_id, lambda j: j["status"] == "succeeded")
+    assert job["waiting_on"] is None and job["attempts"][1]["number"] == 2
+    click = service.client.post(f"/v1/jobs/{job_id}/attempts", headers=ALICE)
+    assert click.status_code == 409 and click.json()["reason"] == "job_finished"
     assert job["result"]["provider"] == "fallback"
     assert (len(primary.calls), len(fallback.calls)) == (1, 1)
     kinds = [
@@ -209,6 +211,7 @@ def test_openapi_document_describes_every_endpoint(service: Service) -> None:
         "/v1/jobs/{job_id}/attempts",
         "/v1/jobs/{job_id}/attempts/{number}/resolve",
         "/v1/jobs/{job_id}/cancel",
+        "/v1/providers",
     }
     create = document["paths"]["/v1/jobs"]["post"]
     assert create["parameters"][0]["name"] == "Idempotency-Key"

@@ -1,8 +1,8 @@
-"""One `APIRouter` per resource: jobs, their attempts, and the health probe."""
+"""One `APIRouter` per resource: jobs, their attempts, providers, and the health probe."""
 
-from harness.api.routers import attempts, health, jobs
+from harness.api.routers import attempts, health, jobs, providers
 
-ROUTERS = (jobs.router, attempts.router, health.router)
+ROUTERS = (jobs.router, attempts.router, providers.router, health.router)
 """Every router of the API, in the order the app includes them."""
 
-__all__ = ["ROUTERS", "attempts", "health", "jobs"]
+__all__ = ["ROUTERS", "attempts", "health", "jobs", "providers"]

@@ -2,30 +2,29 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
-from fastapi.responses import JSONResponse
+from fastapi import APIRouter, Response
 
 from harness.api import problems as p
 from harness.api.deps import (
     AttemptBody,
     EngineDep,
     JobAttempt,
+    OptionalWorker,
     OwnedJob,
     Owner,
-    Resolve,
+    ResolveBody,
     RunningWorker,
 )
+from harness.api.render import attempt_response
 from harness.api.schemas import (
     RESOLVE_SCHEMA,
     START_ATTEMPT_SCHEMA,
     AttemptResource,
     request_body,
 )
-from harness.core.states import Resolution
+from harness.core.states import RefusalReason, Resolution
 
-router = APIRouter(
-    prefix="/v1/jobs/{job_id}/attempts", tags=["attempts"], default_response_class=JSONResponse
-)
+router = APIRouter(prefix="/v1/jobs/{job_id}/attempts", tags=["attempts"])
 
 
 @router.post(
@@ -38,33 +37,59 @@ router = APIRouter(
 )
 def start_attempt(
     job: OwnedJob, body: AttemptBody, worker: RunningWorker, owner: Owner
-) -> AttemptResource:
+) -> Response:
     """Start an attempt on the named provider, or on the next one of the chain.
 
     409 while the job's state forbids it (an attempt is live or unknown, the job is
     finished, the chain is exhausted); 422 when the provider is not in the job's chain
-    or the gate refuses it (I7: the refusal is also a `failover_refused` event)."""
+    or the gate refuses it (I7: the refusal is counted on the job, and recorded as a
+    `failover_refused` event once per burst of identical refusals)."""
     attempt = worker.fallback(job.id, body.get("provider"), actor=owner)
-    return AttemptResource.of(attempt)
+    return attempt_response(attempt, status=202)
 
 
 @router.post(
     "/{number}/resolve",
     response_model=AttemptResource,
-    responses=p.problem_responses(p.JOB_LOOKUP, p.BODY_READING, p.NOT_UNKNOWN),
+    responses=p.problem_responses(
+        p.JOB_LOOKUP,
+        p.BODY_READING,
+        p.NOT_UNKNOWN,
+        p.refusal_problem(RefusalReason.CONTRADICTS_EVIDENCE),
+    ),
     summary="Resolve an unknown attempt out of band",
     openapi_extra={"requestBody": request_body(RESOLVE_SCHEMA)},
 )
 def resolve_attempt(
-    attempt: JobAttempt, body: Resolve, owner: Owner, engine: EngineDep
-) -> AttemptResource:
+    attempt: JobAttempt,
+    body: ResolveBody,
+    owner: Owner,
+    engine: EngineDep,
+    worker: OptionalWorker,
+) -> Response:
     """Settle an unknown attempt with provider support's or an operator's word (I4),
-    recorded with who and why; 409 when the attempt is not unknown."""
-    resolved = engine.resolve_unknown(
-        attempt.id,
-        resolution=Resolution(body["outcome"]),
-        reason=body["reason"],
-        actor=owner,
-        result=body.get("result"),
-    )
-    return AttemptResource.of(resolved)
+    recorded with who and why; then the job moves on by itself (retry, fail over, or
+    fail as `chain_exhausted`). 409 when the attempt is not unknown, and when a `failed`
+    resolution contradicts the provider's own evidence (unless `force`, recorded).
+
+    Without an in-process worker the resolution is recorded and the `harness worker`
+    sweep moves the job on; the provider's evidence is then not consulted here."""
+    resolution = Resolution(body["outcome"])
+    if worker is not None:
+        resolved = worker.resolve(
+            attempt.id,
+            resolution=resolution,
+            reason=body["reason"],
+            actor=owner,
+            result=body.get("result"),
+            force=body.get("force", False),
+        )
+    else:
+        resolved = engine.resolve_unknown(
+            attempt.id,
+            resolution=resolution,
+            reason=body["reason"],
+            actor=owner,
+            result=body.get("result"),
+        )
+    return attempt_response(resolved)

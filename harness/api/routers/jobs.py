@@ -1,17 +1,21 @@
 """Jobs: create one per intent (Idempotency-Key), read it and its history, cancel it.
 
-Two refusals leave a trace on purpose, because the job's owner needs to see them in its
-history: the `conflict` event of a reused key (I2) and, on the attempts router, the
-`failover_refused` event of the gate (I7). Every other refusal writes nothing.
+Refusals write nothing, except two that leave a trace on purpose because the job's
+owner needs to see them in its history: the `conflict` event of a reused key (I2) and,
+on the attempts router, the `failover_refused` event of the gate (I7); each is stored
+once per burst of identical repeats, and replays and refused failovers are counted on
+the job instead of stored one row each, so a job's history stays bounded.
 """
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Response
-from fastapi.responses import JSONResponse
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Response
 
 from harness.api import problems as p
 from harness.api.deps import (
+    JOB_ID,
     CancelBody,
     EngineDep,
     IdempotencyKey,
@@ -19,36 +23,40 @@ from harness.api.deps import (
     OptionalWorker,
     OwnedJob,
     Owner,
+    State,
 )
+from harness.api.render import job_response, json_response
 from harness.api.schemas import (
     CANCEL_SCHEMA,
     CREATE_JOB_SCHEMA,
     IDEMPOTENCY_KEY_HEADER,
-    EventResource,
     JobEvents,
     JobResource,
+    event_json,
     request_body,
 )
+from harness.errors import NotFound
 
-router = APIRouter(prefix="/v1/jobs", tags=["jobs"], default_response_class=JSONResponse)
+router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
 
-_JOB_HEADERS = {
-    "Location": {"description": "The job's URL", "schema": {"type": "string"}},
-}
+DEFAULT_PAGE = 50
+MAX_PAGE = 100
+
+_LOCATION = {"Location": {"description": "The job's URL", "schema": {"type": "string"}}}
 _CREATE_RESPONSES = {
     200: {
         "model": JobResource,
         "description": "Replay: the job this key already created "
         "(header Idempotent-Replayed: true)",
         "headers": {
-            **_JOB_HEADERS,
+            **_LOCATION,
             "Idempotent-Replayed": {
                 "description": "Always `true`: no new job was created",
                 "schema": {"type": "string", "enum": ["true"]},
             },
         },
     },
-    201: {"description": "Created", "headers": _JOB_HEADERS},
+    201: {"description": "Created", "headers": _LOCATION},
     **p.problem_responses(
         p.UNAUTHORIZED,
         p.MISSING_KEY,
@@ -74,25 +82,25 @@ _CREATE_RESPONSES = {
     },
 )
 def create_job(
-    response: Response,
     owner: Owner,
     key: IdempotencyKey,
     intent: JobIntent,
+    state: State,
     engine: EngineDep,
     worker: OptionalWorker,
-) -> JobResource:
+) -> Response:
     """The job for `(owner, key)`: 201 when this request created it (its first attempt
     starts at once when this server runs a worker), 200 when it replays the job the same
-    key and intent created before; 409 when the key was used with another intent."""
+    key and intent created before (counted on the job); 409 when the key was used with
+    another intent."""
     created = engine.create_job(owner, key, intent)
     job = created.job
     if created.created and worker is not None:
         worker.scheduler.spawn(lambda: worker.start_job(job.id))
-    response.headers["Location"] = f"/v1/jobs/{job.id}"
+    headers = {"Location": f"/v1/jobs/{job.id}"}
     if not created.created:
-        response.status_code = 200
-        response.headers["Idempotent-Replayed"] = "true"
-    return JobResource.of(job)
+        headers["Idempotent-Replayed"] = "true"
+    return job_response(state, job, status=201 if created.created else 200, headers=headers)
 
 
 @router.get(
@@ -101,22 +109,57 @@ def create_job(
     responses=p.problem_responses(p.JOB_LOOKUP),
     summary="A job with its attempts",
 )
-def get_job(job: OwnedJob) -> JobResource:
-    """The caller's job, its attempts oldest first; 404 for another owner's job."""
-    return JobResource.of(job)
+async def get_job(job: OwnedJob, state: State) -> Response:
+    """The caller's job, its attempts oldest first, and what it waits on; 404 for
+    another owner's job."""
+    return job_response(state, job)
 
 
 @router.get(
     "/{job_id}/events",
     response_model=JobEvents,
-    responses=p.problem_responses(p.JOB_LOOKUP),
-    summary="The job's history",
+    responses={
+        200: {
+            "description": "One page of the job's history",
+            "headers": {
+                "Link": {
+                    "description": 'The next page: `<URL>; rel="next"` (absent on the last)',
+                    "schema": {"type": "string"},
+                }
+            },
+        },
+        **p.problem_responses(p.JOB_LOOKUP),
+    },
+    summary="The job's history, one page at a time",
 )
-def get_events(job: OwnedJob, engine: EngineDep) -> JobEvents:
-    """Every event of the job, oldest first: creates, replays, conflicts, attempts,
-    timeouts, races, resolutions, refusals."""
-    events = engine.events(job.id)
-    return JobEvents(job_id=job.id, events=[EventResource.of(e) for e in events])
+def get_events(
+    job_id: str,
+    owner: Owner,
+    engine: EngineDep,
+    limit: Annotated[
+        int, Query(ge=1, le=MAX_PAGE, description=f"Events per page (at most {MAX_PAGE}).")
+    ] = DEFAULT_PAGE,
+    after: Annotated[
+        str | None,
+        Query(
+            pattern="^[0-9]{1,18}$",
+            description="The cursor: the `next` link of the previous page carries it.",
+        ),
+    ] = None,
+) -> Response:
+    """The job's events after the cursor, oldest first: creates, a replay burst,
+    conflicts, attempts, unknowns, races, resolutions, refusals. `next` (and the Link
+    header) is the following page, null on the last one."""
+    if not JOB_ID.fullmatch(job_id):
+        raise NotFound(f"no job {job_id[:40]}", job_id=job_id[:40])
+    cursor = int(after) if after is not None else 0
+    page = engine.events_page(int(job_id), owner=owner, after=cursor, limit=limit + 1)
+    more = len(page) > limit
+    page = page[:limit]
+    following = f"/v1/jobs/{job_id}/events?after={page[-1].id}&limit={limit}" if more else None
+    headers = {"Link": f'<{following}>; rel="next"'} if following else None
+    body = {"job_id": int(job_id), "events": [event_json(e) for e in page], "next": following}
+    return json_response(body, headers=headers)
 
 
 @router.post(
@@ -126,7 +169,9 @@ def get_events(job: OwnedJob, engine: EngineDep) -> JobEvents:
     summary="Cancel a job and its live attempts",
     openapi_extra={"requestBody": request_body(CANCEL_SCHEMA)},
 )
-def cancel_job(job: OwnedJob, body: CancelBody, owner: Owner, engine: EngineDep) -> JobResource:
+def cancel_job(
+    job: OwnedJob, body: CancelBody, owner: Owner, engine: EngineDep, state: State
+) -> Response:
     """Cancel an open job and every live attempt (a late result is fenced off, I6);
     409 when the job already finished."""
-    return JobResource.of(engine.cancel_job(job.id, actor=owner, reason=body["reason"]))
+    return job_response(state, engine.cancel_job(job.id, actor=owner, reason=body["reason"]))
