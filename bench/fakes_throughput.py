@@ -171,9 +171,8 @@ def main() -> None:
     for i, w in enumerate(fakes):
         print(f"  {i + 1:6d}  {w['rps']:10.0f}  {w['rss_mib']:14.1f}")
     print(f"sustained (last window / first window): {fake_rps[-1] / fake_rps[0]:.2f}")
-    print(
-        f"vs bare Starlette (median window / bare median): {statistics.median(fake_rps) / bare_rps:.2f}"
-    )
+    ratio = statistics.median(fake_rps) / bare_rps
+    print(f"vs bare Starlette (median window / bare median): {ratio:.2f}")
     print(f"  (bare Starlette: {bare_rps:.0f} requests/s; absolute figures wander, ratios less)")
 
 
