@@ -96,7 +96,7 @@ def create(stage: Stage, args: Mapping[str, Any], step: Step) -> Answer:
                 operation=args.get("operation", DEFAULT_OPERATION),
                 input=args.get("input", dict(DEFAULT_INPUT)),
                 providers=tuple(args.get("chain", scenario.chain)),
-                contract=scenario.contract["name"] if scenario.contract else None,
+                contract=stage.contract.name if stage.contract is not None else None,
                 policy=Policy.from_dict({**scenario.policy, **(args.get("policy") or {})}),
             )
             result = stage.client(i % processes).create_job(stage.owner(owner), key, intent)

@@ -20,6 +20,7 @@ from harness.core.models import Event, Job
 
 HISTORY_FORMAT = 1
 _ID_KEYS = frozenset({"completed_by"})  # event detail values that are attempt row ids
+_RUN_KEYS = frozenset({"fingerprint"})  # event details that hold run-specific names
 
 
 def seconds(start: datetime, when: datetime | None) -> float | None:
@@ -68,9 +69,17 @@ class History:
     """Operations as they happen (thread-safe), then the final state (`finish`)."""
 
     def __init__(
-        self, *, scenario: str, seed: int, database: str, start: datetime, gate: str = "allow_all"
+        self,
+        *,
+        scenario: str,
+        seed: int,
+        database: str,
+        start: datetime,
+        gate: str = "allow_all",
+        scrub: tuple[str, ...] = (),
     ) -> None:
         self.scenario = scenario
+        self.scrub = scrub  # run-specific text (namespaces) kept out of the history
         self.gate = gate
         self.seed = seed
         self.database = database
@@ -109,6 +118,7 @@ class History:
         detail = {
             k: (self.names.attempt(v) if k in _ID_KEYS and isinstance(v, int) else v)
             for k, v in event.detail.items()
+            if k not in _RUN_KEYS
         }
         return {
             "t": seconds(self.start, event.at),
@@ -116,7 +126,7 @@ class History:
             "kind": str(event.kind),
             "attempt": self.names.attempt(event.attempt_id),
             "actor": _strip_namespace(event.actor),
-            "detail": _plain(detail),
+            "detail": _plain(detail, self.scrub),
         }
 
     def _execution(self, entry: Any) -> dict[str, Any]:
@@ -189,11 +199,14 @@ def _strip_namespace(value: str | None) -> str | None:
     return value.split(NAMESPACE_SEPARATOR, 1)[1] if NAMESPACE_SEPARATOR in value else value
 
 
-def _plain(value: Any) -> Any:
+def _plain(value: Any, scrub: tuple[str, ...] = ()) -> Any:
     if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
+        return {str(k): _plain(v, scrub) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
+        return [_plain(v, scrub) for v in value]
     if isinstance(value, float):
         return round(value, 6)
+    if isinstance(value, str):
+        for text in scrub:
+            value = value.replace(text, "")
     return value

@@ -120,8 +120,14 @@ def _play(stage: Stage, result: RunResult) -> None:
             answer = ACTIONS[step.action](stage, step.args, step)
         except ScenarioError:
             raise
-        except HarnessError as exc:
+        except (HarnessError, KeyError, AssertionError, TypeError, ValueError) as exc:
+            # A broken engine may fail in any way; the run goes on and says where.
             answer = f"error:{type(exc).__name__}"
+            message = exc.message if isinstance(exc, HarnessError) else str(exc)
+            result.failures.append(
+                f"{stage.scenario.file}:{step.line}: step {step.index + 1} ({step.action}) "
+                f"raised {type(exc).__name__}: {message}"
+            )
         stage.turns.settle()
         result.answers.append(answer)
         failure = judge_step(stage.scenario, step, answer)

@@ -8,6 +8,7 @@ has an engine of its own (its own fault points, so a crash armed for `w1` kills 
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -145,6 +146,7 @@ class Stage:
             database=self.dialect,
             start=self.start,
             gate=self.scenario.gate,
+            scrub=(f"@{self.namespace}", f"{self.namespace}{NAMESPACE_SEPARATOR}"),
         )
         counter = itertools.count(1)
         self.tokens = lambda: f"{self.namespace}-{self.seed}-{next(counter):04d}"
@@ -178,6 +180,11 @@ class Stage:
                 f"{self.scenario.file}: {path} holds contract {self.contract.name!r}, "
                 f"not {spec['name']!r}"
             )
+        # Verdicts live in the database with no owner; a contract name of this run's own
+        # keeps one run's verdicts from deciding another's gate.
+        self.contract = dataclasses.replace(
+            self.contract, name=f"{self.contract.name}@{self.namespace}"
+        )
         return VerdictGate(self.database, {self.contract.name: self.contract}, self.turns.clock)
 
     def engine(self, *, faults: Any = None) -> Engine:

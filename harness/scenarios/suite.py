@@ -1,0 +1,95 @@
+"""Finding and playing a suite of scenarios: the bundled one (top-level `scenarios/`)
+and a user's directory, each file loaded (and checked) before anything runs."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import harness
+from harness.errors import ScenarioError
+from harness.scenarios.loader import load_scenario, scenario_files
+from harness.scenarios.model import Scenario
+from harness.scenarios.runner import RunResult, run_scenario
+from harness.store.database import Database
+
+BUNDLED_DIR = Path(harness.__file__).resolve().parent.parent / "scenarios"
+"""The bundled suite: the project's top-level `scenarios/` directory."""
+USER_DIR = Path("scenarios")
+"""A user's own scenarios, played by `harness check` when the directory exists."""
+
+
+def bundled_files() -> list[Path]:
+    if not BUNDLED_DIR.is_dir():
+        raise ScenarioError(
+            f"the bundled scenarios are not at {BUNDLED_DIR} (install from a clone: "
+            "pip install -e .)"
+        )
+    return list(scenario_files(BUNDLED_DIR))
+
+
+def suite_files(extra: Iterable[Path] = (), *, bundled: bool = True) -> list[Path]:
+    """The bundled files and every scenario file under `extra` (files or directories),
+    each once, in a stable order."""
+    found: dict[Path, None] = {}
+    for path in bundled_files() if bundled else []:
+        found[path.resolve()] = None
+    for item in extra:
+        paths = scenario_files(item) if item.is_dir() else [item]
+        for path in paths:
+            found.setdefault(path.resolve(), None)
+    return list(found)
+
+
+def load_all(paths: Iterable[Path]) -> list[Scenario]:
+    """Load every file first: a malformed one stops the run before anything plays, and
+    two files may not share a name (a history names its scenario)."""
+    scenarios: list[Scenario] = []
+    names: dict[str, str] = {}
+    for path in paths:
+        scenario = load_scenario(_shown(path))
+        if scenario.name in names:
+            raise ScenarioError(
+                f"{scenario.file}: name {scenario.name!r} is also used by {names[scenario.name]}"
+            )
+        names[scenario.name] = scenario.file
+        scenarios.append(scenario)
+    return scenarios
+
+
+def _shown(path: Path) -> Path:
+    try:
+        return path.relative_to(Path.cwd())
+    except ValueError:
+        return path
+
+
+def play(
+    scenarios: Iterable[Scenario],
+    database: Database,
+    *,
+    seed: int = 0,
+    stop_at_first_failure: bool = False,
+    on_result: Callable[[RunResult], None] | None = None,
+) -> Iterator[RunResult]:
+    for scenario in scenarios:
+        result = run_scenario(scenario, database, seed=seed)
+        if on_result is not None:
+            on_result(result)
+        yield result
+        if stop_at_first_failure and not result.passed:
+            return
+
+
+@contextmanager
+def scenario_database(database_url: str | None) -> Iterator[Database]:
+    """The given database (each run under owners of its own), or a throwaway SQLite file."""
+    with tempfile.TemporaryDirectory(prefix="harness-scenarios-") as tmp:
+        database = Database(database_url or f"sqlite:///{Path(tmp) / 'scenarios.sqlite3'}")
+        try:
+            database.upgrade()
+            yield database
+        finally:
+            database.dispose()
