@@ -118,5 +118,30 @@ def _openapi(
         }
         for (path, method), body in bodies.items():
             paths[path][method]["requestBody"] = body
+        _links(paths)
         app.openapi_schema = document
     return app.openapi_schema
+
+
+def _links(paths: dict[str, Any]) -> None:
+    """OpenAPI links: where the ids a response carries lead (clients and stateful tests
+    follow them from a created job to its routes, from an attempt to its resolution)."""
+    job = {"job_id": "$response.body#/id"}
+    created = {
+        f"{verb}{name}": {"operationId": paths[path][method]["operationId"], "parameters": job}
+        for verb, name, path, method in (
+            ("Get", "Job", "/v1/jobs/{job_id}", "get"),
+            ("Get", "Events", "/v1/jobs/{job_id}/events", "get"),
+            ("Start", "Attempt", "/v1/jobs/{job_id}/attempts", "post"),
+            ("Cancel", "Job", "/v1/jobs/{job_id}/cancel", "post"),
+        )
+    }
+    for status in ("200", "201"):
+        paths["/v1/jobs"]["post"]["responses"][status]["links"] = created
+    resolve = paths["/v1/jobs/{job_id}/attempts/{number}/resolve"]["post"]["operationId"]
+    paths["/v1/jobs/{job_id}/attempts"]["post"]["responses"]["202"]["links"] = {
+        "ResolveAttempt": {
+            "operationId": resolve,
+            "parameters": {"job_id": "$request.path.job_id", "number": "$response.body#/number"},
+        }
+    }

@@ -20,6 +20,7 @@ import jsonschema
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
+from harness.api import schemas
 from harness.api.problems import (
     INVALID_BODY,
     NO_WORKER,
@@ -38,6 +39,9 @@ from harness.errors import InvalidIntent, NotFound
 from harness.runtime.worker import DEFAULT_MAX_RUNTIME, Worker
 
 JOB_ID = re.compile(r"[0-9]{1,18}")  # what fits a BIGINT; anything else is no job
+INTEGER_POLICY = frozenset(
+    n for n, (kind, *_) in schemas.POLICY_BOUNDS.items() if kind == "integer"
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -216,8 +220,12 @@ async def job_intent(body: CreateBody, state: State, config: ConfigDep) -> Inten
         raise HttpProblem(UNKNOWN_CONTRACT, f"contract: {contract!r} not found", field="contract")
     policy = config.default_policy
     if "policy" in body:
+        asked = {
+            name: int(value) if name in INTEGER_POLICY and isinstance(value, float) else value
+            for name, value in body["policy"].items()  # JSON's 2.0 is the integer 2
+        }
         try:
-            policy = Policy.from_dict({**policy.to_dict(), **body["policy"]})
+            policy = Policy.from_dict({**policy.to_dict(), **asked})
         except InvalidIntent as exc:
             raise HttpProblem(INVALID_BODY, exc.message, field="policy") from None
     return Intent(
