@@ -4,26 +4,27 @@ is it to a bare Starlette app on the same server stack?
 Each server runs in its own process (uvicorn with h11, as `FakeServer` runs; one
 worker), the load comes from this process: `--clients` threads, each with a keep-alive
 `httpx.Client`, posting small Chat Completions requests. The fakes answer `--requests`
-requests; their throughput is measured per window of `--window` requests, and the
-figures that matter are ratios measured in this run (these machines are shared and
-absolute numbers wander):
+requests in windows of `--window`; before each window a bare Starlette app (answering the
+same requests with a fixed JSON body) gets `--baseline-window` requests, so both are
+measured side by side in this run. The figures that matter are ratios (these machines
+are shared and absolute numbers wander):
 
-    sustained   the last window's requests/s over the first window's (1.0: no slowdown;
-                the ledger's bookkeeping is O(1) per request and its memory is bounded)
-    vs bare     the fakes' median window over a bare Starlette app answering the same
-                requests with a fixed JSON body, measured in the same run
+    sustained   the last window's requests/s over the first window's, raw and against
+                the bare app next to each (1.0: no slowdown; the ledger's bookkeeping is
+                O(1) per request and its memory is bounded)
+    vs bare     the fakes' requests/s over the bare app's, median window
 
-Both servers first get `WARMUP` requests that are not counted. The server's resident
-memory at the end of each window is printed too: it levels off once the ledger holds its
+Both servers first get `WARMUP` requests that are not counted. The fakes' resident
+memory after each window is printed too: it levels off once the ledger holds its
 capacity (`fake_providers.ledger.DEFAULT_CAPACITY` entries).
 
     python bench/fakes_throughput.py [--requests 50000] [--clients 4] [--window 5000]
+                                     [--baseline-window 1000]
 """
 
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import multiprocessing
 import statistics
@@ -107,51 +108,28 @@ def _start(target: Callable[..., None]) -> tuple[multiprocessing.Process, str]:
     raise RuntimeError(f"server at {url} did not start")
 
 
-def _windows(url: str, requests: int, clients: int, window: int, pid: int) -> list[dict]:
-    """Send `requests` requests from `clients` threads; requests/s and RSS per window."""
+def _rate(url: str, requests: int, clients: int) -> float:
+    """Requests per second for `requests` requests from `clients` threads."""
     lock = threading.Lock()
-    sent = 0
-    marks: list[float] = []
-    rss: list[float] = []
+    left = requests
 
     def work() -> None:
-        nonlocal sent
+        nonlocal left
         with httpx.Client(base_url=url, timeout=30) as client:
             while True:
                 with lock:
-                    if sent >= requests:
+                    if left <= 0:
                         return
-                    sent += 1
-                response = client.post(PATH, json=BODY)
-                response.raise_for_status()
-                with lock:
-                    marks.append(time.perf_counter())
-                    if len(marks) % window == 0:
-                        rss.append(_rss_mib(pid))
+                    left -= 1
+                client.post(PATH, json=BODY).raise_for_status()
 
-    start = time.perf_counter()
     threads = [threading.Thread(target=work) for _ in range(clients)]
+    start = time.perf_counter()
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    marks.sort()
-    edges = [start] + [marks[i - 1] for i in range(window, len(marks) + 1, window)]
-    return [
-        {"rps": window / (b - a), "rss_mib": rss[i] if i < len(rss) else float("nan")}
-        for i, (a, b) in enumerate(itertools.pairwise(edges))
-    ]
-
-
-def _measure(target: Callable[..., None], requests: int, clients: int, window: int) -> list:
-    """Warm the server up (WARMUP requests, not counted), then measure."""
-    process, url = _start(target)
-    try:
-        _windows(url, WARMUP, clients, WARMUP, process.pid or 0)
-        return _windows(url, requests, clients, window, process.pid or 0)
-    finally:
-        process.terminate()
-        process.join(10)
+    return requests / (time.perf_counter() - start)
 
 
 def main() -> None:
@@ -159,21 +137,46 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=50_000)
     parser.add_argument("--clients", type=int, default=4)
     parser.add_argument("--window", type=int, default=5_000)
-    parser.add_argument("--baseline-requests", type=int, default=10_000)
+    parser.add_argument(
+        "--baseline-window", type=int, default=1_000, help="bare requests next to each window"
+    )
     args = parser.parse_args()
 
-    bare = _measure(_serve_bare, args.baseline_requests, args.clients, args.window)
-    fakes = _measure(_serve_fakes, args.requests, args.clients, args.window)
-    bare_rps = statistics.median(w["rps"] for w in bare)
-    fake_rps = [w["rps"] for w in fakes]
-    print(f"fakes throughput over {args.requests} requests, {args.clients} clients")
-    print("  window  requests/s  server RSS MiB")
-    for i, w in enumerate(fakes):
-        print(f"  {i + 1:6d}  {w['rps']:10.0f}  {w['rss_mib']:14.1f}")
-    print(f"sustained (last window / first window): {fake_rps[-1] / fake_rps[0]:.2f}")
-    ratio = statistics.median(fake_rps) / bare_rps
-    print(f"vs bare Starlette (median window / bare median): {ratio:.2f}")
-    print(f"  (bare Starlette: {bare_rps:.0f} requests/s; absolute figures wander, ratios less)")
+    fakes, fakes_url = _start(_serve_fakes)
+    bare, bare_url = _start(_serve_bare)
+    try:
+        _rate(fakes_url, WARMUP, args.clients)
+        _rate(bare_url, WARMUP, args.clients)
+        rows = []
+        for _ in range(args.requests // args.window):
+            # Side by side, so a machine that gets busier slows both alike.
+            bare_rps = _rate(bare_url, args.baseline_window, args.clients)
+            fake_rps = _rate(fakes_url, args.window, args.clients)
+            rows.append((fake_rps, bare_rps, _rss_mib(fakes.pid or 0)))
+    finally:
+        for process in (fakes, bare):
+            process.terminate()
+            process.join(10)
+
+    print(
+        f"fakes over {len(rows) * args.window} requests, {args.clients} clients, "
+        f"next to a bare Starlette app"
+    )
+    print("  window  fakes req/s  bare req/s  fakes/bare  fakes RSS MiB")
+    for i, (fake_rps, bare_rps, rss) in enumerate(rows):
+        print(
+            f"  {i + 1:6d}  {fake_rps:11.0f}  {bare_rps:10.0f}  {fake_rps / bare_rps:10.2f}"
+            f"  {rss:13.1f}"
+        )
+    first, last = rows[0], rows[-1]
+    print(f"sustained, last window / first window: {last[0] / first[0]:.2f}")
+    print(
+        "sustained against the bare app, (last fakes/bare) / (first fakes/bare): "
+        f"{(last[0] / last[1]) / (first[0] / first[1]):.2f}"
+    )
+    ratios = [fake_rps / bare_rps for fake_rps, bare_rps, _ in rows]
+    print(f"fakes / bare Starlette, median window: {statistics.median(ratios):.2f}")
+    print(f"fakes RSS, first and last window: {first[2]:.1f} and {last[2]:.1f} MiB")
 
 
 if __name__ == "__main__":

@@ -28,10 +28,13 @@ Which word means what (the provider type has three names here, each for a reason
                    (an ``openai_compatible`` provider talks to the ``openai`` fake).
 
 Modules: ``providers`` (`FakeProviders`: state and dispatch), ``wire`` with
-``openai_wire`` and ``anthropic_wire`` (the dialects), ``behaviours`` and ``scripts``
-(what a request gets), ``plans`` (a behaviour as timed steps), ``transport`` and
-``asgi``/``server`` (the two drivers that play the steps), ``control`` and
-``control_client`` (the control API), ``ledger``, ``timing``, ``tokens``, ``content``.
+``openai_wire``, ``responses_wire`` and ``anthropic_wire`` (the dialects; ``openai_common``
+is what the two OpenAI ones share), ``tools`` with ``openai_tools`` and
+``anthropic_tools`` (tool calls), ``behaviours``, ``gates`` (faults over time and chance)
+and ``scripts`` (what a request gets), ``plans`` (a behaviour as timed steps),
+``transport`` and ``asgi``/``server`` (the two drivers that play the steps), ``retrieval``
+(models, stored completions and responses), ``control`` and ``control_client`` (the
+control API), ``ledger``, ``timing``, ``tokens``, ``content``.
 Of the harness, the fakes import only ``harness.core`` (its clock and constants).
 """
 

@@ -170,6 +170,14 @@ def test_flap_on_real_time() -> None:
     assert (first, second) == (500, 200)
 
 
+def test_p_on_real_time_draws_the_same_sequence_as_on_virtual_time(fakes, client) -> None:
+    model = "fake/overloaded?p=0.5&seed=3"
+    virtual = chance_sequence(fakes, client, model, 30)
+    real = FakeProviders(time=RealTime())
+    assert chance_sequence(real, httpx.Client(transport=FakeTransport(real)), model, 30) == virtual
+    assert {429, 200} != set(virtual) and {529, 200} == set(virtual)
+
+
 # -- the ledger's bound -----------------------------------------------------------------
 
 
