@@ -347,7 +347,7 @@ class JobResource(BaseModel):
     updated_at: Timestamp
     replays: int = Field(description="Creates with this key and intent answered with this job.")
     last_replayed_at: Timestamp | None
-    refused_clicks: int = Field(description="Fallback clicks the contract gate refused.")
+    refused_failovers: int = Field(description="Failovers the contract gate refused.")
     last_refused_at: Timestamp | None
     waiting_on: WaitingOn | None = Field(description="null once the job has finished.")
     attempts: list[AttemptResource]
@@ -443,7 +443,7 @@ def job_json(job: Job, *, waiting: dict[str, Any] | None) -> dict[str, Any]:
         "updated_at": job.updated_at.isoformat(),
         "replays": getattr(job, "replays", 0),
         "last_replayed_at": _at(getattr(job, "last_replayed_at", None)),
-        "refused_clicks": getattr(job, "refused_clicks", 0),
+        "refused_failovers": getattr(job, "refused_failovers", 0),
         "last_refused_at": _at(getattr(job, "last_refused_at", None)),
         "waiting_on": waiting,
         "attempts": [attempt_json(a) for a in job.attempts],

@@ -615,7 +615,7 @@ _STRANDED_IDS = (
         STRANDED,
         sa.or_(jobs.c.next_attempt_at.is_(None), jobs.c.next_attempt_at <= sa.bindparam("now")),
     )
-    .order_by(jobs.c.id)
+    .order_by(jobs.c.next_attempt_at, jobs.c.id)  # the index's order: a scan that stops early
     .limit(sa.bindparam("limit"))
 )
 _NEW_JOB_IDS = (
