@@ -79,7 +79,9 @@ def _json_checks(*columns: str) -> list[CheckConstraint]:
     (NaN, Infinity, a truncated document), so no code path can store a row that cannot
     be read back. PostgreSQL's JSONB refuses the same by its type (and NUL as well)."""
     return [
-        CheckConstraint(f"{c} IS NULL OR json_valid({c})", name=f"{c}_json").ddl_if(dialect="sqlite")
+        CheckConstraint(f"{c} IS NULL OR json_valid({c})", name=f"{c}_json").ddl_if(
+            dialect="sqlite"
+        )
         for c in columns
     ]
 
