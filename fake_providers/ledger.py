@@ -13,7 +13,7 @@ API key or other credential is ever stored.
 from __future__ import annotations
 
 import threading
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from typing import Any
@@ -68,7 +68,10 @@ class Ledger:
         self._now = now
         self.capacity = capacity
         self._lock = threading.Condition()
-        self._entries: dict[str, LedgerEntry] = {}  # by request id, oldest first
+        # By request id, oldest first. An OrderedDict, not a dict: popping a dict's first
+        # key leaves a hole that every later `next(iter(...))` walks past, so a dict used
+        # as a queue costs O(n) per eviction.
+        self._entries: OrderedDict[str, LedgerEntry] = OrderedDict()
         self._by_attempt: dict[str, deque[str]] = {}  # attempt id -> request ids, oldest first
         self._sequence = 0
         self._dropped = 0
@@ -98,8 +101,7 @@ class Ledger:
             self._lock.notify_all()
 
     def _forget_oldest(self) -> None:
-        request_id = next(iter(self._entries))
-        oldest = self._entries.pop(request_id)
+        _, oldest = self._entries.popitem(last=False)
         self._dropped += 1
         if oldest.attempt_id is not None:
             ids = self._by_attempt[oldest.attempt_id]

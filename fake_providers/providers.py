@@ -115,9 +115,11 @@ class FakeProviders:
         old.release()
 
     def reset(self) -> None:
-        """Forget scripts and ledger, and release hung requests."""
+        """Forget scripts, timed faults' clocks, seen models and the ledger (with what it
+        stored), and release hung requests."""
         self.scripts.clear()
         self.model_gates.clear()
+        self.models.clear()
         self.ledger.clear()
         self.release()
 
