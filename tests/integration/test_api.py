@@ -147,6 +147,10 @@ def test_timeout_blocks_fallback_until_resolved(service: Service) -> None:
     job_id = service.post("k1").json()["id"]
     job = service.wait_for(job_id, lambda j: j["status"] == "blocked_unknown")
     assert [a["state"] for a in job["attempts"]] == ["unknown"]
+    waiting = job["waiting_on"]
+    assert (waiting["attempt"], waiting["state"]) == (1, "unknown")
+    assert "operator" in waiting["ends_by"] and any("max_runtime" in e for e in waiting["ends_by"])
+    assert job["attempts"][0]["token"] and job["attempts"][0]["cause"]
     click = service.client.post(f"/v1/jobs/{job_id}/attempts", headers=ALICE)
     assert click.status_code == 409 and click.json()["reason"] == "unknown_attempt"
     resolve = service.client.post(
@@ -292,3 +296,26 @@ def test_verdict_gate_reasons_reach_the_fallback_button(service: Service, db: Da
         service.wait_for(job_id, lambda j: j["status"] == "succeeded")["result"]["provider"]
         == "fallback"
     )
+
+
+def test_a_resolution_the_provider_contradicts_is_409_unless_forced(service: Service) -> None:
+    from harness.providers.base import LookupResult, Outcome
+
+    primary = service.providers["primary"]
+    primary.steps = [Step(kind=OutcomeKind.UNKNOWN, reason="timeout_after_send")]
+    job_id = service.post("k1").json()["id"]
+    job = service.wait_for(job_id, lambda j: j["status"] == "blocked_unknown")
+    token = job["attempts"][0]["token"]
+    answer = Outcome(kind=OutcomeKind.EXECUTED, provider="primary", reason="ok", text="done")
+    primary.lookups[token] = LookupResult(found=True, finished=True, outcome=answer)
+    resolve = f"/v1/jobs/{job_id}/attempts/1/resolve"
+    failed = {"outcome": "failed", "reason": "support says it failed"}
+    refused = service.client.post(resolve, headers=ALICE, json=failed)
+    assert refused.status_code == 409, refused.text
+    assert refused.json()["reason"] == "contradicts_evidence"
+    assert service.client.get(f"/v1/jobs/{job_id}", headers=ALICE).json()["status"] == (
+        "blocked_unknown"
+    )
+    forced = service.client.post(resolve, headers=ALICE, json={**failed, "force": True})
+    assert forced.status_code == 200 and forced.json()["state"] == "failed"
+    assert "forced" in service.client.get(f"/v1/jobs/{job_id}/events", headers=ALICE).text

@@ -185,3 +185,41 @@ def test_refusals_answer_409_only_for_the_job_state() -> None:
     assert {p.slug for p in REFUSAL_PROBLEMS} == {refusal_problem(r).slug for r in reasons}
     for reason in reasons:
         assert refusal_problem(reason).status == (409 if reason in STATE_REFUSALS else 422)
+
+
+def test_every_operation_needs_the_bearer_token(api: Api) -> None:
+    schemes = api.document["components"]["securitySchemes"]
+    assert schemes == {"HTTPBearer": {**schemes["HTTPBearer"], "type": "http", "scheme": "bearer"}}
+    for path, operations in api.document["paths"].items():
+        for method, operation in operations.items():
+            assert operation["security"] == [{"HTTPBearer": []}], (method, path)
+            assert "401" in operation["responses"], (method, path)
+
+
+def test_body_routes_document_what_the_reader_refuses(api: Api) -> None:
+    for path, operations in api.document["paths"].items():
+        for method, operation in operations.items():
+            if "requestBody" in operation:
+                assert {"400", "413", "415", "422"} <= set(operation["responses"]), (method, path)
+
+
+def test_provider_names_are_an_enum_of_the_configured_ones(api: Api) -> None:
+    paths = api.document["paths"]
+    create = paths["/v1/jobs"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    assert create["properties"]["providers"]["items"] == {"enum": ["fallback", "primary"]}
+    start = paths["/v1/jobs/{job_id}/attempts"]["post"]["requestBody"]["content"]
+    assert start["application/json"]["schema"]["properties"]["provider"] == {
+        "enum": ["fallback", "primary"]
+    }
+    assert set(create["properties"]["policy"]["properties"]) == set(POLICY_FIELDS)
+
+
+def test_new_members_are_documented(api: Api) -> None:
+    job = api.schema("JobResource")["properties"]
+    assert {"waiting_on", "replays", "last_replayed_at", "refused_failovers"} <= set(job)
+    attempt = api.schema("AttemptResource")["properties"]
+    assert {"cause", "status_code", "billed", "retry_after", "token"} <= set(attempt)
+    assert set(api.schema("JobEvents")["properties"]) == {"job_id", "events", "next"}
+    listed = api.call("GET", "/v1/providers", headers=ALICE).json()["providers"]
+    assert [p["name"] for p in listed] == ["fallback", "primary"]
+    assert {p["availability"] for p in listed} == {"available"}
