@@ -6,11 +6,13 @@ contracts gate`, `verification_suite` for `harness contracts verify`.
 
 from __future__ import annotations
 
-import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from junitparser import Failure, JUnitXml, Skipped, TestCase, TestSuite
 
 if TYPE_CHECKING:
     from harness.contracts.chains import Link
@@ -19,7 +21,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, kw_only=True)
 class Case:
-    """One JUnit testcase: passed, failed (``failure``) or skipped (``skipped``)."""
+    """One JUnit testcase: passed, failed (``failure``) or skipped (``skipped``), with the
+    real seconds it took."""
 
     name: str
     classname: str
@@ -27,6 +30,7 @@ class Case:
     failure_type: str = "failure"
     details: str = ""
     skipped: str | None = None  # message; the case was skipped
+    seconds: float = 0.0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -37,36 +41,28 @@ class Suite:
     cases: Sequence[Case] = field(default_factory=tuple)
 
 
-def junit_xml(suites: Sequence[Suite]) -> str:
-    root = ET.Element("testsuites")
-    total = failures = skipped = 0
+def junit_xml(suites: Sequence[Suite], *, timestamp: datetime | None = None) -> str:
+    """The suites as JUnit XML (Jenkins/Surefire shape), built with junitparser: counts,
+    real times and a timestamp per suite."""
+    stamp = (timestamp or datetime.now(UTC)).replace(microsecond=0, tzinfo=None).isoformat()
+    xml = JUnitXml()
     for suite in suites:
-        node = ET.SubElement(root, "testsuite", name=suite.name)
-        suite_failures = sum(1 for c in suite.cases if c.failure is not None)
-        suite_skipped = sum(1 for c in suite.cases if c.skipped is not None and c.failure is None)
-        node.set("tests", str(len(suite.cases)))
-        node.set("failures", str(suite_failures))
-        node.set("errors", "0")
-        node.set("skipped", str(suite_skipped))
+        node = TestSuite(suite.name)
+        node.timestamp = stamp
+        node.hostname = "localhost"
         for case in suite.cases:
-            element = ET.SubElement(node, "testcase", name=case.name, classname=case.classname)
-            element.set("time", "0")
+            element = TestCase(case.name, classname=case.classname, time=round(case.seconds, 6))
             if case.failure is not None:
-                failure = ET.SubElement(
-                    element, "failure", message=case.failure, type=case.failure_type
-                )
+                failure = Failure(case.failure, type_=case.failure_type)
                 failure.text = case.details or case.failure
+                element.result = [failure]
             elif case.skipped is not None:
-                ET.SubElement(element, "skipped", message=case.skipped)
-        total += len(suite.cases)
-        failures += suite_failures
-        skipped += suite_skipped
-    root.set("tests", str(total))
-    root.set("failures", str(failures))
-    root.set("errors", "0")
-    root.set("skipped", str(skipped))
-    ET.indent(root)
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+                element.result = [Skipped(case.skipped)]
+            node.add_testcase(element)
+        node.update_statistics()
+        xml.add_testsuite(node)
+    xml.update_statistics()
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + xml.tostring().decode("utf-8") + "\n"
 
 
 def write_junit(path: str | Path, suites: Sequence[Suite]) -> None:

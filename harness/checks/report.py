@@ -1,4 +1,5 @@
-"""The report of `harness check`: console lines, JSON (with a schema) and JUnit XML for CI."""
+"""The report of `harness check` and `harness scenarios run`: console lines with a
+timeline per scenario, JSON (schema: harness/schemas/check-report.json) and JUnit XML."""
 
 from __future__ import annotations
 
@@ -8,8 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from harness.checks.junit import Case, Suite, gate_suite, write_junit
-from harness.checks.stories import Result
+from harness.checks.suite import MutantResult
 from harness.contracts.chains import Link
+from harness.scenarios.runner import RunResult
+from harness.scenarios.timeline import timeline_lines
 
 
 def report_schema() -> dict[str, Any]:
@@ -34,17 +37,23 @@ def gate_entries(links: list[Link]) -> list[dict[str, Any]]:
     ]
 
 
-def result_lines(result: Result) -> list[str]:
-    """A check's line in the console, then one line per violation."""
+def result_lines(result: RunResult, *, timeline: bool = False) -> list[str]:
+    """A scenario's line in the console, its problems (with witnesses), its timeline."""
+    if result.skipped is not None:
+        return [f"SKIP  {result.name:<34} {result.skipped}"]
     mark = "PASS" if result.passed else "FAIL"
-    line = f"{mark}  {result.name:<24} {result.seconds * 1000:7.0f} ms"
-    lines = [line + (f"  {result.detail}" if result.detail else "")]
-    return lines + [f"      {violation}" for violation in result.violations]
+    lines = [f"{mark}  {result.name:<34} {result.seconds * 1000:6.0f} ms  ({result.database})"]
+    for problem in result.problems():
+        lines.extend(f"      {line}" for line in problem.splitlines())
+    if (timeline or not result.passed) and result.history is not None:
+        lines.extend("    " + line for line in timeline_lines(result.history.to_dict()))
+    return lines
 
 
-def mutant_line(name: str, caught_by: list[str]) -> str:
-    return f"{'CAUGHT' if caught_by else 'MISSED'} mutant {name:<24}" + (
-        f" by {', '.join(caught_by)}" if caught_by else " by no check"
+def mutant_line(found: MutantResult) -> str:
+    name, by = found.mutant.name, found.caught_by
+    return f"{'CAUGHT' if by else 'MISSED'} mutant {name:<30} ({found.mutant.breaks})" + (
+        f" by {', '.join(by)}" if by else " by no scenario"
     )
 
 
@@ -57,36 +66,30 @@ def gate_line(link: Link) -> str:
 
 
 def check_report(
-    run_id: str, results: list[Result], caught: dict[str, list[str]] | None, links: list[Link]
+    run_id: str,
+    results: list[RunResult],
+    mutants: list[MutantResult] | None,
+    links: list[Link],
 ) -> dict[str, Any]:
-    from harness.checks.mutants import MUTANTS
-
-    breaks = {m.name: m.breaks for m in MUTANTS}
-    mutants = (
-        None
-        if caught is None
-        else [
-            {"name": name, "breaks": breaks[name], "caught_by": by} for name, by in caught.items()
-        ]
-    )
     outcomes = (
         [r.passed for r in results]
-        + [bool(m["caught_by"]) for m in mutants or []]
+        + [bool(m.caught_by) for m in mutants or []]
         + [link.allowed for link in links]
     )
     return {
         "run_id": run_id,
-        "checks": [
+        "scenarios": [r.to_dict() for r in results],
+        "mutants": None
+        if mutants is None
+        else [
             {
-                "name": r.name,
-                "passed": r.passed,
-                "seconds": round(r.seconds, 4),
-                "detail": r.detail,
-                "violations": r.violations,
+                "name": m.mutant.name,
+                "breaks": m.mutant.breaks,
+                "summary": m.mutant.summary,
+                "caught_by": list(m.caught_by),
             }
-            for r in results
+            for m in mutants
         ],
-        "mutants": mutants,
         "gate": gate_entries(links),
         "summary": {"passed": sum(outcomes), "failed": len(outcomes) - sum(outcomes)},
     }
@@ -95,15 +98,21 @@ def check_report(
 def write_outputs(
     report: dict[str, Any],
     *,
+    results: list[RunResult],
     links: list[Link],
     junit_path: Path | None,
     json_path: Path | None,
+    html_path: Path | None = None,
 ) -> None:
     if json_path is not None:
         json_path.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    if html_path is not None:
+        from harness.scenarios.html import write_html
+
+        write_html(html_path, results, title=f"harness check {report['run_id']}")
     if junit_path is None:
         return
-    suites = [_checks_suite(report["checks"])]
+    suites = [scenarios_suite(results)]
     if report["mutants"] is not None:
         suites.append(_mutants_suite(report["mutants"]))
     if links:
@@ -111,17 +120,19 @@ def write_outputs(
     write_junit(junit_path, suites)
 
 
-def _checks_suite(checks: list[dict[str, Any]]) -> Suite:
+def scenarios_suite(results: list[RunResult], *, name: str = "harness check") -> Suite:
     return Suite(
-        name="harness check",
+        name=name,
         cases=[
             Case(
-                name=c["name"],
-                classname="harness.checks.stories",
-                failure=None if c["passed"] else (c["detail"] or "failed"),
-                details="\n".join(c["violations"]),
+                name=r.name,
+                classname=f"scenarios.{r.database}",
+                failure=None if r.passed else (r.problems()[0].splitlines()[0]),
+                details="\n".join(r.problems()),
+                skipped=r.skipped,
+                seconds=r.seconds,
             )
-            for c in checks
+            for r in results
         ],
     )
 
@@ -133,7 +144,7 @@ def _mutants_suite(mutants: list[dict[str, Any]]) -> Suite:
             Case(
                 name=m["name"],
                 classname="harness.checks.mutants",
-                failure=None if m["caught_by"] else f"no check caught mutant {m['name']}",
+                failure=None if m["caught_by"] else f"no scenario caught mutant {m['name']}",
             )
             for m in mutants
         ],

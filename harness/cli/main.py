@@ -11,6 +11,8 @@ do the work, and map errors to exit codes; nothing else.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
@@ -189,12 +191,19 @@ def worker(
 @db_option
 @config_option
 @contracts_option
-@click.option("--only", multiple=True, help="Run only this check (repeatable).")
+@click.option(
+    "--scenarios",
+    "scenario_dirs",
+    multiple=True,
+    type=click.Path(exists=True, path_type=Path),
+    help="Also play the scenario files here (repeatable; default: ./scenarios when present).",
+)
+@click.option("--only", multiple=True, help="Play only this scenario (repeatable).")
 @click.option(
     "--mutants",
     is_flag=True,
-    help="Also prove each check can fail: every "
-    "deliberately broken engine must be caught by at least one check.",
+    help="Also prove the suite can fail: every "
+    "deliberately broken engine must be caught by at least one scenario.",
 )
 @click.option(
     "--junit",
@@ -208,23 +217,32 @@ def worker(
     type=click.Path(dir_okay=False, path_type=Path),
     help="Write a JSON report here (schema: harness/schemas/check-report.json).",
 )
+@click.option(
+    "--html",
+    "html_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write an HTML report with one SVG timeline per scenario here.",
+)
 @pass_wiring
 def check(
     wiring: Wiring,
     database_url: str,
     config_path: Path | None,
     contracts_dir: Path,
+    scenario_dirs: tuple[Path, ...],
     only: tuple[str, ...],
     mutants: bool,
     junit_path: Path | None,
     json_path: Path | None,
+    html_path: Path | None,
 ) -> None:
-    """Play the guarantee checks on the engine and the fakes; exit 1 if one breaks.
+    """Play the scenario suite on the engine and the fakes; exit 1 if a guarantee breaks.
 
-    The checks play in the --db database, each run under owners of its own. With
-    --config, also ask the failover gate about every chain in it, from the verdicts in
-    that database (a refused link fails the run, as in `harness contracts gate --all`)."""
-    import logging
+    The bundled suite, plus ./scenarios (or the directories given) when present, every
+    file checked before anything runs; each scenario plays in the database under owners
+    of its own, on virtual time. Given a configuration file, the failover gate is also
+    asked about every chain in it, from the verdicts in that database (a refused link
+    fails the run)."""
     import uuid
 
     from harness.checks.report import (
@@ -234,41 +252,82 @@ def check(
         result_lines,
         write_outputs,
     )
-    from harness.checks.stories import check_database, run_checks, run_mutants, selected
+    from harness.checks.suite import run_mutants, run_suite
+    from harness.errors import ConfigError
     from harness.runtime.service import failover_links, load_contracts
+    from harness.scenarios.suite import USER_DIR, load_all, scenario_database, suite_files
 
-    logging.getLogger("harness").setLevel(logging.CRITICAL)  # stories fail loudly themselves
     run_id = f"check-{uuid.uuid4().hex[:8]}"
     with exit_on_error():
         settings = wiring.settings(config_path) if config_path else None
-        names = only or tuple(c.__name__ for c in selected(only))
-        with check_database(database_url) as database:
-            results = []
-            for name in names:
-                (result,) = run_checks(database, run_id, (name,))
-                results.append(result)
-                click.echo("\n".join(result_lines(result)))
-            caught = run_mutants(database, run_id, only) if mutants else None
-            for name, by in (caught or {}).items():
-                click.echo(mutant_line(name, by))
+        extra = scenario_dirs or ((USER_DIR,) if USER_DIR.is_dir() else ())
+        loaded = load_all(suite_files(extra))
+        only = tuple(name.replace("_", "-") for name in only)  # the stories' old names
+        unknown = sorted(set(only) - {s.name for s in loaded})
+        if unknown:
+            raise ConfigError(f"unknown scenario {unknown[0]!r}; see `harness scenarios list`")
+        loaded = [s for s in loaded if not only or s.name in only]
+        with scenario_database(database_url) as database:
+            with _progress(len(loaded), "scenarios") as step:
+                results = run_suite(loaded, database, on_result=lambda r: step())
+            for result in results:
+                click.echo("\n".join(result_lines(result, timeline=True)))
+            found = None
+            if mutants:
+                from harness.checks.mutants import MUTANTS
+
+                with _progress(len(MUTANTS), "mutants") as step:
+                    found = run_mutants(loaded, database, on_result=lambda m: step())
+                for mutant in found:
+                    click.echo(mutant_line(mutant))
             links = []
             if settings is not None:
                 links = failover_links(settings, database, load_contracts(contracts_dir))
             for link in links:
                 click.echo(gate_line(link))
-        report = check_report(run_id, results, caught, links)
-        write_outputs(report, links=links, junit_path=junit_path, json_path=json_path)
+        report = check_report(run_id, results, found, links)
+        write_outputs(
+            report,
+            results=results,
+            links=links,
+            junit_path=junit_path,
+            json_path=json_path,
+            html_path=html_path,
+        )
     summary = report["summary"]
     click.echo(f"{summary['passed']} passed, {summary['failed']} failed")
     exit_with(summary["failed"] > 0)
 
 
+@contextmanager
+def _progress(total: int, what: str) -> Iterator[Callable[[], None]]:
+    """A progress bar on stderr while the work runs (rich; nothing when not a terminal)."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    console = Console(stderr=True)
+    if not console.is_terminal:
+        yield lambda: None
+        return
+    with Progress(
+        TextColumn(f"[bold]{what}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        console=console,
+        transient=True,
+    ) as progress:
+        task = progress.add_task(what, total=total)
+        yield lambda: progress.advance(task)
+
+
 def _register() -> None:
     from harness.cli.contracts import contracts
     from harness.cli.providers import fake_providers
+    from harness.cli.scenarios import scenarios
 
     main.add_command(contracts)
     main.add_command(fake_providers)
+    main.add_command(scenarios)
 
 
 _register()

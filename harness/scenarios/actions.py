@@ -125,10 +125,16 @@ def create(stage: Stage, args: Mapping[str, Any], step: Step) -> Answer:
         answers = _together(stage, fp.BEFORE_CREATE, engines, count, one)
     else:
         answers = [one(i) for i in range(count)]
+    stage.turns.settle()
     for job_id in sorted(set(made.values())):
         stage.bind(alias, job_id)
-    for i, answer in enumerate(answers):
-        job = stage.history.names.jobs.get(made[i]) if i in made else None
+    outcomes = [
+        (answer, stage.history.names.jobs.get(made[i]) if i in made else None)
+        for i, answer in enumerate(answers)
+    ]
+    if args.get("together"):  # which racer won is not the scenario's to choose: sort them
+        outcomes.sort(key=lambda pair: (pair[0], pair[1] or ""))
+    for i, (answer, job) in enumerate(outcomes):
         kind = "ok" if answer in ("created", "replayed") else "fail"
         stage.history.op(stage.now(), process, kind, "create", client=i, answer=answer, job=job)
     if args.get("start", True):
@@ -178,7 +184,8 @@ def fallback(stage: Stage, args: Mapping[str, Any], step: Step) -> Answer:
         answers = _together(stage, fp.BEFORE_START, [handle.engine], count, one)
     else:
         answers = [one(i) for i in range(count)]
-    for answer in answers:
+    stage.turns.settle()
+    for answer in sorted(answers) if args.get("together") else answers:
         kind = "ok" if answer == "started" else "fail"
         stage.history.op(
             stage.now(), "client:user", kind, "fallback", job=args["job"], answer=answer

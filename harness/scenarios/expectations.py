@@ -61,7 +61,12 @@ def _job(alias: str, wanted: Mapping[str, Any], history: Mapping[str, Any]) -> I
         yield "never created"
         return
     kinds = [e["kind"] for e in history["events"] if e["job"] == alias]
-    attempts = {int(a["attempt"].rsplit("#", 1)[1]): a for a in job["attempts"]}
+    yield from _job_state(job, wanted)
+    yield from _attempt_fields(job, wanted)
+    yield from _job_events(kinds, wanted)
+
+
+def _job_state(job: Mapping[str, Any], wanted: Mapping[str, Any]) -> Iterator[str]:
     if "status" in wanted and job["status"] != wanted["status"]:
         yield f"status {job['status']}, expected {wanted['status']}"
     if "winner" in wanted:
@@ -74,6 +79,10 @@ def _job(alias: str, wanted: Mapping[str, Any], history: Mapping[str, Any]) -> I
         seen = [f"{a['provider']}:{a['state']}" for a in job["attempts"]]
         if seen != list(wanted["attempts"]):
             yield f"attempts {seen}, expected {list(wanted['attempts'])}"
+
+
+def _attempt_fields(job: Mapping[str, Any], wanted: Mapping[str, Any]) -> Iterator[str]:
+    attempts = {int(a["attempt"].rsplit("#", 1)[1]): a for a in job["attempts"]}
     for number, fields in (wanted.get("attempt") or {}).items():
         attempt = attempts.get(int(number))
         if attempt is None:
@@ -82,6 +91,9 @@ def _job(alias: str, wanted: Mapping[str, Any], history: Mapping[str, Any]) -> I
         for name, value in fields.items():
             if attempt.get(name) != value:
                 yield f"attempt {number} {name} {attempt.get(name)!r}, expected {value!r}"
+
+
+def _job_events(kinds: list[str], wanted: Mapping[str, Any]) -> Iterator[str]:
     if "events" in wanted and not _in_order(list(wanted["events"]), kinds):
         yield f"events {kinds} do not contain {list(wanted['events'])} in order"
     for kind in wanted.get("absent", ()):

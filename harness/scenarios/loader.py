@@ -205,6 +205,18 @@ def _check_rules(scenario: Scenario, data: dict[str, Any], fail: Any) -> None:
             _behaviour(spec["then"], ("providers", name, "then"), fail)
     if scenario.gate == "verdicts" and scenario.contract is None:
         raise fail(("gate",), "the verdicts gate needs a `contract`")
+    jobs = _check_steps(scenario, fail)
+    for job in scenario.expect.get("jobs") or {}:
+        if job not in jobs:
+            raise fail(("expect", "jobs", job), f"job {job!r} is never created")
+    for i, reached in enumerate(scenario.reached):
+        for value in reached.values():
+            if isinstance(value, dict) and value.get("job") not in (None, *jobs):
+                raise fail(("reached", i), f"job {value['job']!r} is never created")
+
+
+def _check_steps(scenario: Scenario, fail: Any) -> set[str]:
+    """Time runs forwards, workers exist, jobs are created before they are used."""
     jobs: set[str] = set()
     times = 0.0
     for step in scenario.steps:
@@ -222,13 +234,7 @@ def _check_rules(scenario: Scenario, data: dict[str, Any], fail: Any) -> None:
             jobs.add(args["job"])
         elif "job" in args and args["job"] not in jobs:
             raise fail((*where, step.action, "job"), f"job {args['job']!r} is not created before")
-    for job in scenario.expect.get("jobs") or {}:
-        if job not in jobs:
-            raise fail(("expect", "jobs", job), f"job {job!r} is never created")
-    for i, reached in enumerate(scenario.reached):
-        for value in reached.values():
-            if isinstance(value, dict) and value.get("job") not in (None, *jobs):
-                raise fail(("reached", i), f"job {value['job']!r} is never created")
+    return jobs
 
 
 def _behaviour(raw: Any, where: Path_, fail: Any) -> None:

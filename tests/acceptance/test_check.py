@@ -1,8 +1,12 @@
-"""`harness check`, the main job: its stories, its mutants, its reports and exit codes."""
+"""`harness check`, the main job, and `harness scenarios`: the bundled suite, the
+mutants, the reports and the exit codes."""
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import time
 
 import jsonschema
 import pytest
@@ -10,8 +14,13 @@ from click.testing import CliRunner
 
 from harness.checks.mutants import MUTANTS, applied
 from harness.checks.report import report_schema
-from harness.checks.stories import CHECKS, check_database, run_checks, run_mutants
 from harness.cli.main import main
+from harness.scenarios.suite import BUNDLED_DIR, bundled_files
+
+BAD = (
+    "format: 1\nname: bad\nsummary: x\nsteps:\n  - create: {job: a}\n"
+    "  - fallback: {job: a, provder: x}\n"
+)
 
 
 @pytest.fixture(autouse=True)
@@ -19,50 +28,101 @@ def check_database_url(tmp_path, monkeypatch) -> str:
     """`harness check` plays in the --db database (HARNESS_DATABASE_URL): one per test."""
     url = f"sqlite:///{tmp_path / 'check.sqlite3'}"
     monkeypatch.setenv("HARNESS_DATABASE_URL", url)
+    monkeypatch.chdir(tmp_path)  # no ./scenarios of the user's here
     return url
 
 
-def test_check_passes_and_writes_valid_reports(tmp_path) -> None:
+def test_check_passes_fast_and_writes_valid_reports(tmp_path) -> None:
+    started = time.perf_counter()
     result = CliRunner().invoke(
-        main, ["check", "--json", str(tmp_path / "r.json"), "--junit", str(tmp_path / "j.xml")]
+        main,
+        ["check", "--json", "r.json", "--junit", "j.xml", "--html", "r.html"],
     )
+    took = time.perf_counter() - started
     assert result.exit_code == 0, result.output
-    assert result.output.count("PASS") == len(CHECKS)
-    assert result.output.strip().endswith(f"{len(CHECKS)} passed, 0 failed")
+    assert took < 10
+    files = bundled_files()
+    assert result.output.count("PASS") + result.output.count("SKIP") == len(files)
+    assert "won by" in result.output and "[|" in result.output  # the timelines
     report = json.loads((tmp_path / "r.json").read_text())
     jsonschema.validate(report, report_schema())
     assert report["mutants"] is None
-    assert 'tests="8" failures="0"' in (tmp_path / "j.xml").read_text()
+    assert {s["name"] for s in report["scenarios"]} >= {"double-click", "contract-gate"}
+    junit = (tmp_path / "j.xml").read_text()
+    assert f'tests="{len(files)}"' in junit and 'failures="0"' in junit and "timestamp=" in junit
+    html = (tmp_path / "r.html").read_text()
+    assert html.count("<svg") == len(files) - html.count("— skipped")
 
 
-def test_every_check_passes_on_both_backends(db_url: str) -> None:
-    with check_database(db_url) as database:
-        results = run_checks(database, "both")
-    assert [(r.name, r.passed, r.violations) for r in results] == [
-        (c.__name__, True, []) for c in CHECKS
-    ]
+def test_check_plays_the_users_scenarios_directory(tmp_path) -> None:
+    (tmp_path / "scenarios").mkdir()
+    own = (BUNDLED_DIR / "fencing.scenario.yaml").read_text().replace("name: fencing", "name: mine")
+    (tmp_path / "scenarios" / "mine.scenario.yaml").write_text(own)
+    result = CliRunner().invoke(main, ["check", "--only", "mine"])
+    assert result.exit_code == 0, result.output
+    assert "PASS  mine" in result.output
 
 
-def test_every_mutant_is_caught(db_url: str) -> None:
-    with check_database(db_url) as database:
-        caught = run_mutants(database, "mutants")
-    assert set(caught) == {m.name for m in MUTANTS}
-    assert {name: bool(by) for name, by in caught.items()} == {m.name: True for m in MUTANTS}
+def test_a_malformed_scenario_exits_2_naming_file_line_and_field(tmp_path) -> None:
+    (tmp_path / "bad.scenario.yaml").write_text(BAD)
+    for args in (
+        ["check", "--scenarios", "bad.scenario.yaml"],
+        ["scenarios", "run", "bad.scenario.yaml"],
+    ):
+        result = CliRunner().invoke(main, args)
+        assert result.exit_code == 2, result.output
+        assert "bad.scenario.yaml:6: steps[1].fallback: unknown field" in result.output
+
+
+def test_unknown_scenario_and_unknown_mutant_are_usage_errors() -> None:
+    assert CliRunner().invoke(main, ["check", "--only", "nope"]).exit_code == 2
+    result = CliRunner().invoke(
+        main, ["scenarios", "run", str(BUNDLED_DIR / "fencing.scenario.yaml"), "--mutant", "nope"]
+    )
+    assert result.exit_code == 2 and "unknown mutant 'nope'" in result.output
 
 
 @pytest.mark.parametrize("mutant", MUTANTS, ids=lambda m: m.name)
-def test_a_broken_engine_fails_the_main_job(mutant, monkeypatch) -> None:
-    monkeypatch.setattr("harness.checks.stories.WAIT_LIMIT", 1.0)
+def test_a_broken_engine_fails_the_main_job(mutant) -> None:
     with applied(mutant):
         result = CliRunner().invoke(main, ["check"])
     assert result.exit_code == 1, result.output
     assert "FAIL" in result.output
 
 
-def test_unknown_check_is_a_usage_error() -> None:
-    result = CliRunner().invoke(main, ["check", "--only", "nope"])
-    assert result.exit_code == 2
-    assert "unknown check 'nope'" in result.output
+def test_check_mutants_catches_every_mutant(tmp_path) -> None:
+    result = CliRunner().invoke(main, ["check", "--mutants", "--json", "m.json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads((tmp_path / "m.json").read_text())
+    jsonschema.validate(report, report_schema())
+    assert len(report["mutants"]) == len(MUTANTS) >= 20
+    assert all(m["caught_by"] for m in report["mutants"])
+
+
+def test_scenarios_run_replays_a_byte_identical_history(tmp_path) -> None:
+    file = str(BUNDLED_DIR / "hedged-reverse-order.scenario.yaml")
+    for name in ("h1.json", "h2.json"):
+        result = CliRunner().invoke(
+            main, ["scenarios", "run", file, "--seed", "3", "--history", name]
+        )
+        assert result.exit_code == 0, result.output
+    assert (tmp_path / "h1.json").read_bytes() == (tmp_path / "h2.json").read_bytes()
+
+
+def test_scenarios_run_against_a_mutant_fails(tmp_path) -> None:
+    file = str(BUNDLED_DIR / "two-owners.scenario.yaml")
+    result = CliRunner().invoke(main, ["scenarios", "run", file, "--mutant", "read_ignores_owner"])
+    assert result.exit_code == 1, result.output
+    assert "I10 job a" in result.output and "witness" in result.output
+
+
+def test_scenarios_list_and_show() -> None:
+    listed = CliRunner().invoke(main, ["scenarios", "list"])
+    assert listed.exit_code == 0 and "double-click" in listed.output
+    shown = CliRunner().invoke(
+        main, ["scenarios", "show", str(BUNDLED_DIR / "fencing.scenario.yaml")]
+    )
+    assert shown.exit_code == 0 and "name: fencing" in shown.output
 
 
 def test_gate_links_from_the_configuration(tmp_path) -> None:
@@ -73,11 +133,13 @@ def test_gate_links_from_the_configuration(tmp_path) -> None:
         [
             "check",
             "--only",
-            "double_click",
+            "double-click",
             "--config",
             str(config),
             "--json",
-            str(tmp_path / "r.json"),
+            "r.json",
+            "--contracts",
+            str(BUNDLED_DIR.parent / "contracts"),
         ],
     )
     assert result.exit_code == 1, result.output
@@ -85,3 +147,10 @@ def test_gate_links_from_the_configuration(tmp_path) -> None:
     report = json.loads((tmp_path / "r.json").read_text())
     jsonschema.validate(report, report_schema())
     assert report["summary"] == {"passed": 1, "failed": 1}
+
+
+def test_check_as_a_subprocess_exits_0() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "harness", "check"], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stdout + done.stderr

@@ -1,0 +1,85 @@
+"""The scenario format: the shipped schema, the loader's errors (file:line and field),
+the vocabularies it repeats (kept equal to the enums), and every bundled file."""
+
+from __future__ import annotations
+
+import jsonschema
+import pytest
+
+from fake_providers import BehaviourName
+from harness.core import faults
+from harness.core.states import AttemptState, EventKind
+from harness.errors import ScenarioFileError
+from harness.scenarios import dump_scenario, load_scenario, parse_scenario, scenario_schema
+from harness.scenarios.model import ACTIONS
+from harness.scenarios.suite import bundled_files
+
+MINIMAL = "format: 1\nname: tiny\nsummary: one create\nsteps:\n  - create: {job: a}\n"
+
+
+def test_the_schema_is_valid_json_schema() -> None:
+    jsonschema.Draft202012Validator.check_schema(scenario_schema())
+
+
+@pytest.mark.parametrize(
+    ("defs", "values"),
+    [
+        ("behaviour_name", {b.value for b in BehaviourName}),
+        ("event_kind", {e.value for e in EventKind}),
+        ("attempt_state", {s.value for s in AttemptState}),
+        ("fault_point", set(faults.FAULT_POINTS)),
+    ],
+)
+def test_the_schema_names_every_word_of_each_vocabulary(defs: str, values: set[str]) -> None:
+    assert set(scenario_schema()["$defs"][defs]["enum"]) == values
+
+
+def test_every_action_is_in_the_schema() -> None:
+    assert set(ACTIONS) <= set(scenario_schema()["$defs"]["step"]["properties"])
+
+
+def test_a_minimal_scenario_loads_and_round_trips() -> None:
+    scenario = parse_scenario(MINIMAL, file="tiny.scenario.yaml")
+    assert scenario.name == "tiny"
+    assert scenario.steps[0].action == "create"
+    assert scenario.steps[0].line == 5
+    again = parse_scenario(dump_scenario(scenario))
+    assert again.to_dict() == scenario.to_dict()
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "field"),
+    [
+        (MINIMAL.replace("job: a", "job: a, owner: [x]"), 5, "steps[0].create.owner"),
+        (MINIMAL + "  - fallback: {job: a, provder: fallback}\n", 6, "steps[1].fallback"),
+        (MINIMAL + "  - fallback: {job: b}\n", 6, "steps[1].fallback.job"),
+        (MINIMAL + "  - launch: {job: a}\n", 6, "steps[1].launch"),
+        (MINIMAL + "  - advance: 1\n    sweep:\n", 7, "steps[1].sweep"),
+        (MINIMAL.replace("format: 1", "format: 2"), 1, "format"),
+        (
+            MINIMAL + "providers:\n  primary: {script: [{behaviour: hang, retry_after: 2}]}\n",
+            7,
+            "providers.primary.script[0]",
+        ),
+        (MINIMAL + "  - at: 5\n  - at: 2\n", 7, "steps[2].at"),
+        ("format: 1\nname: x\nsummary: [unclosed\n", 4, "(yaml)"),
+    ],
+)
+def test_a_malformed_file_names_file_line_and_field(text: str, line: int, field: str) -> None:
+    with pytest.raises(ScenarioFileError) as caught:
+        parse_scenario(text, file="bad.scenario.yaml")
+    assert (caught.value.file, caught.value.line, caught.value.field) == (
+        "bad.scenario.yaml",
+        line,
+        field,
+    ), caught.value.message
+    assert caught.value.message.startswith(f"bad.scenario.yaml:{line}: {field}: ")
+
+
+def test_the_bundled_suite_has_at_least_24_valid_files_with_unique_names() -> None:
+    files = bundled_files()
+    assert len(files) >= 24
+    names = [load_scenario(f).name for f in files]
+    assert len(set(names)) == len(names)
+    for path in files:
+        assert path.name == f"{load_scenario(path).name}.scenario.yaml"
