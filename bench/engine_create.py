@@ -1,124 +1,151 @@
-"""Benchmark: create_job throughput through the engine vs. the raw INSERT statement.
+"""Benchmark: the engine's create (new key) and replay (existing key) against the same
+statement at the database's own speed, measured in the same run.
 
-Both run in the same process, on the same database server, with the same driver
-(sqlite3 / psycopg 3) and the same number of threads; the figure that matters is the
-ratio, because these machines are shared and absolute numbers wander.
+    PostgreSQL: pgbench running INSERT … ON CONFLICT DO NOTHING RETURNING id (prepared),
+                with new keys, and with existing keys (its conflict path);
+    SQLite:     a raw sqlite3 loop (BEGIN IMMEDIATE; the same INSERT; COMMIT; WAL,
+                synchronous=NORMAL, one connection per client thread).
 
-    python bench/engine_create.py [--n 2000] [--threads 8] [--postgres URL] [--no-postgres]
+1, 4 and 8 clients (threads sharing one Engine; pgbench connections), median of 3
+rounds of SECONDS each, baseline and engine alternating round by round.
+
+    python bench/engine_create.py [--seconds 3] [--postgres URL] [--no-postgres]
+                                  [--no-sqlite] [--clients 1,4,8] [--root DIR]
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import sys
 import tempfile
+import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
-from datetime import UTC, datetime
 from pathlib import Path
 
-import sqlalchemy as sa
+import _common as c
 
-from harness.core.clock import SystemClock
-from harness.core.gate import AllowAllGate
-from harness.core.models import Intent
-from harness.engine import Engine
-from harness.store.database import Database
+ROOT = c.use_root(sys.argv)
 
-RAW_INSERT = """
-INSERT INTO jobs (owner, idempotency_key, fingerprint, operation, input, contract, providers,
-                  policy, status, version, attempt_count, created_at, updated_at)
-VALUES ({p}, {p}, {p}, {p}, {p}, NULL, {p}, {p}, 'pending', 0, 0, {p}, {p})
-ON CONFLICT (owner, idempotency_key) DO NOTHING RETURNING id
-"""
+from harness.core.clock import SystemClock  # noqa: E402
+from harness.core.gate import AllowAllGate  # noqa: E402
+from harness.core.models import Intent  # noqa: E402
+from harness.engine import Engine  # noqa: E402
+
+REPLAY_KEYS = 2000
 
 
-def fresh(url: str | None, tmp: Path, name: str) -> Database:
-    if url is None:
-        database = Database(f"sqlite:///{tmp / name}.sqlite3", pool_size=16)
-    else:
-        server = sa.create_engine(url, isolation_level="AUTOCOMMIT")
-        with server.connect() as conn:
-            conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-            conn.exec_driver_sql(f'CREATE DATABASE "{name}"')
-        server.dispose()
-        target = sa.engine.make_url(url).set(database=name)
-        database = Database(target.render_as_string(hide_password=False), pool_size=16)
-    database.upgrade()
-    return database
+def timed(seconds: float, clients: int, work) -> float:
+    """Operations per second of `clients` threads calling `work(thread, i)` for `seconds`."""
+    deadline = time.perf_counter() + seconds
+    done = [0] * clients
 
+    def loop(t: int) -> None:
+        i = 0
+        while time.perf_counter() < deadline:
+            work(t, i)
+            i += 1
+        done[t] = i
 
-def run(n: int, threads: int, work) -> float:
+    threads = [threading.Thread(target=loop, args=(t,)) for t in range(clients)]
     start = time.perf_counter()
-    with ThreadPoolExecutor(threads) as pool:
-        list(pool.map(work, range(n)))
-    return n / (time.perf_counter() - start)
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return sum(done) / (time.perf_counter() - start)
 
 
-def bench(url: str | None, label: str, n: int, threads: int, tmp: Path) -> dict:
-    engine_db = fresh(url, tmp, "bench_engine")
-    raw_db = fresh(url, tmp, "bench_raw")
-    engine = Engine(engine_db, gate=AllowAllGate(), clock=SystemClock())
-    payload = {"text": "summarise this", "n": 1}
+def intent(key: str) -> Intent:
+    return Intent(operation="summarise", input={**c.PAYLOAD, "k": key}, providers=("a", "b"))
 
-    def via_engine(i: int) -> None:
-        intent = Intent(operation="summarise", input={**payload, "i": i}, providers=("a", "b"))
-        engine.create_job("owner", f"key-{i}", intent)
 
-    placeholder = "?" if raw_db.dialect == "sqlite" else "%s"
-    statement = RAW_INSERT.format(p=placeholder)
+def bench_backend(label: str, url: str, sqlite_path: str | None, args) -> list[dict]:
+    database = c.migrated(url)
+    engine = Engine(database, gate=AllowAllGate(), clock=SystemClock())
+    for i in range(REPLAY_KEYS):
+        engine.create_job("owner", f"key-{i}", intent(f"key-{i}"))
+    rows = []
+    for clients in args.clients:
+        for op in ("create", "replay"):
+            engine_rates, base_rates = [], []
+            for round_ in range(c.ROUNDS):
+                tag = f"{op}-{clients}-{round_}"
+                base_rates.append(baseline(label, url, sqlite_path, op, clients, tag, args))
+                engine_rates.append(timed(args.seconds, clients, via_engine(engine, op, tag)))
+            e, b = c.median(engine_rates), c.median(base_rates)
+            rows.append(
+                {
+                    "bench": "engine_create",
+                    "backend": label,
+                    "op": op,
+                    "clients": clients,
+                    "engine_per_s": round(e),
+                    "baseline": "pgbench" if label == "postgresql" else "raw sqlite3 loop",
+                    "baseline_per_s": round(b),
+                    "ratio": round(e / b, 3),
+                    "rounds_engine": [round(x) for x in engine_rates],
+                    "rounds_baseline": [round(x) for x in base_rates],
+                    "root": str(ROOT),
+                }
+            )
+            c.emit(rows[-1])
+    database.dispose()
+    return rows
 
-    def via_raw(i: int) -> None:
-        now = datetime.now(UTC)
-        stamp = now.replace(tzinfo=None).isoformat(" ") if raw_db.dialect == "sqlite" else now
-        params = (
-            "owner",
-            f"key-{i}",
-            "0" * 64,
-            "summarise",
-            json.dumps({**payload, "i": i}),
-            json.dumps(["a", "b"]),
-            json.dumps({}),
-            stamp,
-            stamp,
+
+def via_engine(engine: Engine, op: str, tag: str):
+    import random
+
+    if op == "replay":
+
+        def replay(t: int, i: int) -> None:
+            key = f"key-{random.randrange(REPLAY_KEYS)}"
+            assert not engine.create_job("owner", key, intent(key)).created
+
+        return replay
+
+    def create(t: int, i: int) -> None:
+        key = f"e-{tag}-{t}-{i}"
+        assert engine.create_job("owner", key, intent(key)).created
+
+    return create
+
+
+def baseline(label, url, sqlite_path, op, clients, tag, args) -> float:
+    if label == "postgresql":
+        script = (
+            c.PGBENCH_SCRIPT.format(prefix=f"pg-{tag}-")
+            if op == "create"
+            else c.PGBENCH_REPLAY.format(keys=REPLAY_KEYS - 1)
         )
-        with raw_db.write() as conn:
-            conn.exec_driver_sql(statement, params).first()
+        return c.pgbench(url, script, clients, args.seconds)
+    import random
 
-    # warm both pools, then alternate so drift in machine load hits both sides alike
-    for warm in (via_engine, via_raw):
-        warm(-1)
-    engine_rates, raw_rates = [], []
-    for round_ in range(3):
-        base = (round_ + 1) * n * 10
-        raw_rates.append(run(n, threads, lambda i, b=base: via_raw(b + i)))
-        engine_rates.append(run(n, threads, lambda i, b=base: via_engine(b + i)))
-    engine_db.dispose()
-    raw_db.dispose()
-    best_engine, best_raw = max(engine_rates), max(raw_rates)
-    return {
-        "backend": label,
-        "threads": threads,
-        "creates_per_round": n,
-        "engine_per_s": round(best_engine),
-        "raw_insert_per_s": round(best_raw),
-        "ratio_engine_to_raw": round(best_engine / best_raw, 3),
-    }
+    count = max(200, int(args.seconds * 6000))
+    keys = (
+        [f"raw-{tag}-{i}" for i in range(count)]
+        if op == "create"
+        else [f"key-{random.randrange(REPLAY_KEYS)}" for _ in range(count)]
+    )
+    return c.sqlite_raw_rate(sqlite_path, keys, clients)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--n", type=int, default=2000)
-    parser.add_argument("--threads", type=int, default=8)
-    parser.add_argument("--postgres", default="postgresql+psycopg://postgres@127.0.0.1:5432/test")
+    parser.add_argument("--seconds", type=float, default=3.0)
+    parser.add_argument("--postgres", default=c.DEFAULT_POSTGRES)
     parser.add_argument("--no-postgres", action="store_true")
+    parser.add_argument("--no-sqlite", action="store_true")
+    parser.add_argument("--clients", default=",".join(map(str, c.CLIENTS)))
     args = parser.parse_args()
+    args.clients = [int(x) for x in args.clients.split(",")]
     with tempfile.TemporaryDirectory() as tmp:
-        rows = [bench(None, "sqlite", args.n, args.threads, Path(tmp))]
+        if not args.no_sqlite:
+            path = str(Path(tmp) / "bench.sqlite3")
+            bench_backend("sqlite", f"sqlite:///{path}", path, args)
         if not args.no_postgres:
-            rows.append(bench(args.postgres, "postgresql", args.n, args.threads, Path(tmp)))
-    for row in rows:
-        print(json.dumps(row))
+            url = c.postgres_database(args.postgres, "bench_engine")
+            bench_backend("postgresql", url, None, args)
 
 
 if __name__ == "__main__":

@@ -30,15 +30,16 @@ class JobUnits(BaseUnits):
     def create_job(self, owner: str, key: str, intent: Intent) -> Created:
         """The job for `(owner, key)`: created now, or the earlier one replayed (I1, I2).
 
-        One statement on PostgreSQL (`queries.insert_job`): a creation and its event, or
-        a replay counted on the job (an event once per burst of replays) and returned
-        with its attempts. Only a conflict takes a second transaction, to record it."""
+        One statement on PostgreSQL (`queries.insert_job`, on the driver connection): a
+        creation and its event, or a replay counted on the job (an event once per burst
+        of replays) and returned with its attempts. Only a conflict takes a second
+        transaction, to record it."""
         check_owner(owner)
         check_key(key)
         fingerprint = intent.fingerprint
         self.faults.hit(fp.BEFORE_CREATE)
         now = self.clock.now()
-        with self.db.single() as conn:
+        with self.db.driver() as conn:
             job = q.insert_job(
                 conn, owner=owner, key=key, intent=intent, fingerprint=fingerprint, now=now
             )

@@ -148,6 +148,46 @@ class Database:
             yield conn.execution_options(isolation_level="AUTOCOMMIT")
 
     @contextmanager
+    def driver(self) -> Iterator[Any]:
+        """The driver's own connection, for the one unit hot enough to skip SQLAlchemy's
+        execution layer (`harness.store.creates`): on SQLite inside `BEGIN IMMEDIATE`
+        … COMMIT (rolled back on any error), on PostgreSQL in autocommit (each statement
+        its own transaction). Driver errors are translated like every other's; a
+        connection the server closed is invalidated, not returned to the pool."""
+        with self._writer, translate_errors():
+            pooled = self.engine.raw_connection()
+            raw = pooled.driver_connection
+            try:
+                with self._driver_errors(pooled):
+                    if self.dialect == "sqlite":
+                        raw.execute("BEGIN IMMEDIATE")
+                        try:
+                            yield raw
+                        except BaseException:
+                            raw.execute("ROLLBACK")
+                            raise
+                        raw.execute("COMMIT")
+                    else:
+                        raw.autocommit = True
+                        try:
+                            yield raw
+                        finally:
+                            if not raw.closed:
+                                raw.autocommit = False
+            finally:
+                pooled.close()
+
+    @contextmanager
+    def _driver_errors(self, pooled: Any) -> Iterator[None]:
+        dbapi = self.engine.dialect.loaded_dbapi
+        try:
+            yield
+        except dbapi.Error as exc:
+            if self.engine.dialect.is_disconnect(exc, pooled.dbapi_connection, None):
+                pooled.invalidate(exc)
+            raise sa.exc.DBAPIError.instance(None, None, exc, dbapi.Error) from exc
+
+    @contextmanager
     def read(self) -> Iterator[Connection]:
         with translate_errors(), self.engine.connect() as conn:
             conn = conn.execution_options(**{_READ: True})

@@ -1,5 +1,8 @@
 """Every SQL statement of the harness, as named functions over a Connection.
 
+(Creating or replaying a job, the hottest unit, lives in `harness.store.creates` and is
+re-exported here; rows become models in `harness.store.rows`.)
+
 Each function runs inside the caller's transaction (`Database.write()`/`read()`) and
 maps rows to the frozen models. State guards come from the pure tables in
 `harness.core.states`, so a conditional UPDATE touches a row only if the move is allowed.
@@ -8,18 +11,16 @@ maps rows to the frozen models. State guards come from the pure tables in
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.engine import Connection, RowMapping
-from sqlalchemy.sql.elements import ColumnElement
+from sqlalchemy.engine import Connection
 
 from harness.core.breaker import BreakerState, Health
-from harness.core.models import Attempt, Event, Intent, Job, Policy, Verdict
+from harness.core.models import Attempt, Event, Job, Verdict
 from harness.core.states import (
     LIVE_ATTEMPT_STATES,
     OPEN_JOB_STATES,
@@ -28,13 +29,14 @@ from harness.core.states import (
     EventKind,
     JobEvent,
     JobState,
-    OutcomeKind,
-    Resolution,
     attempt_next,
     attempt_sources,
     job_next,
     job_sources,
 )
+from harness.store import rows
+from harness.store.creates import insert_job as insert_job
+from harness.store.rows import JobRecord as JobRecord
 from harness.store.tables import (
     STRANDED,
     UNSTARTED,
@@ -45,249 +47,14 @@ from harness.store.tables import (
     verdicts,
 )
 
-# -- mapping -----------------------------------------------------------------------------
-
-
-def _attempt(row: RowMapping) -> Attempt:
-    return Attempt(
-        id=row["id"],
-        job_id=row["job_id"],
-        number=row["number"],
-        provider=row["provider"],
-        model=row["model"],
-        state=AttemptState(row["state"]),
-        live_slot=row["live_slot"],
-        read_version=row["read_version"],
-        provider_request_id=row["provider_request_id"],
-        started_at=row["started_at"],
-        deadline_at=row["deadline_at"],
-        finished_at=row["finished_at"],
-        outcome=OutcomeKind(row["outcome"]) if row["outcome"] is not None else None,
-        error=row["error"],
-        raw_result=row["raw_result"],
-        resolution=Resolution(row["resolution"]) if row["resolution"] is not None else None,
-        cause=row["cause"],
-        status_code=row["status_code"],
-        billed=row["billed"],
-        retry_after=row["retry_after"],
-        token=row["token"],
-    )
-
-
-@dataclass(frozen=True, kw_only=True)
-class JobRecord(Job):
-    """A job as the store holds it: the engine's `Job`, plus what is counted on the row
-    instead of stored one event each (bounded history): creates answered by replay and
-    failovers the contract gate refused."""
-
-    replays: int = 0
-    last_replayed_at: datetime | None = None
-    refused_failovers: int = 0
-    last_refused_at: datetime | None = None
-
-
-def _job(row: RowMapping, job_attempts: Iterable[Attempt] = ()) -> JobRecord:
-    return JobRecord(
-        id=row["id"],
-        owner=row["owner"],
-        idempotency_key=row["idempotency_key"],
-        fingerprint=row["fingerprint"],
-        operation=row["operation"],
-        input=row["input"],
-        contract=row["contract"],
-        providers=tuple(row["providers"]),
-        policy=Policy.from_dict(row["policy"]),
-        status=JobState(row["status"]),
-        version=row["version"],
-        attempt_count=row["attempt_count"],
-        completed_by=row["completed_by"],
-        result=row["result"],
-        created_at=row["created_at"],
-        updated_at=row["updated_at"],
-        attempts=tuple(job_attempts),
-        next_attempt_at=row["next_attempt_at"],
-        replays=row["replays"],
-        last_replayed_at=row["last_replayed_at"],
-        refused_failovers=row["refused_failovers"],
-        last_refused_at=row["last_refused_at"],
-    )
-
-
-_A = "a_"  # the prefix of attempt columns in a job-with-attempts row
-_ATTEMPT_COLUMNS = [c.name for c in attempts.c]
-
-
-def _attempt_columns(table: Any) -> list[ColumnElement[Any]]:
-    return [table.c[name].label(_A + name) for name in _ATTEMPT_COLUMNS]
-
-
-def _job_with_attempts(rows: Sequence[RowMapping]) -> JobRecord | None:
-    """One job from the rows of a job LEFT JOIN its attempts (ordered by number)."""
-    if not rows:
-        return None
-    found = [
-        _attempt({name: row[_A + name] for name in _ATTEMPT_COLUMNS})  # type: ignore[arg-type]
-        for row in rows
-        if row[_A + "id"] is not None
-    ]
-    return _job(rows[0], found)
-
-
-def _event(row: RowMapping) -> Event:
-    return Event(
-        id=row["id"],
-        job_id=row["job_id"],
-        kind=EventKind(row["kind"]),
-        attempt_id=row["attempt_id"],
-        actor=row["actor"],
-        detail=row["detail"],
-        at=row["at"],
-    )
-
-
-def _verdict(row: RowMapping) -> Verdict:
-    return Verdict(
-        id=row["id"],
-        provider=row["provider"],
-        model=row["model"],
-        contract_name=row["contract_name"],
-        contract_hash=row["contract_hash"],
-        passed=bool(row["passed"]),
-        checks=row["checks"],
-        sample_count=row["sample_count"],
-        created_at=row["created_at"],
-        created_by=row["created_by"],
-    )
-
-
-# -- jobs --------------------------------------------------------------------------------
-
-
-def _job_values() -> dict[str, Any]:
-    names = ("owner", "idempotency_key", "fingerprint", "operation", "input", "contract")
-    values: dict[str, Any] = {n: sa.bindparam(n, type_=jobs.c[n].type) for n in names}
-    values.update(
-        providers=sa.bindparam("providers", type_=jobs.c.providers.type),
-        policy=sa.bindparam("policy", type_=jobs.c.policy.type),
-        status=JobState.PENDING.value,
-        version=0,
-        attempt_count=0,
-        replays=0,
-        refused_failovers=0,
-        created_at=sa.bindparam("now", type_=jobs.c.created_at.type),
-        updated_at=sa.bindparam("now", type_=jobs.c.updated_at.type),
-    )
-    return values
-
-
-def _upsert(dialect: Any) -> Any:
-    """Insert the job, or count a replay of the row with the same key and fingerprint;
-    with another fingerprint nothing changes and nothing is returned (a conflict)."""
-    insert = dialect.insert(jobs).values(_job_values())
-    return insert.on_conflict_do_update(
-        index_elements=[jobs.c.owner, jobs.c.idempotency_key],
-        set_={"replays": jobs.c.replays + 1, "last_replayed_at": insert.excluded.created_at},
-        where=jobs.c.fingerprint == insert.excluded.fingerprint,
-    ).returning(*jobs.c)
-
-
-def _last_kind(job_id: Any) -> Any:
-    return (
-        sa.select(events.c.kind)
-        .where(events.c.job_id == job_id)
-        .order_by(events.c.id.desc())
-        .limit(1)
-        .scalar_subquery()
-    )
-
-
-def _create_or_replay_postgresql() -> Any:
-    """PostgreSQL: the whole create, or the whole replay, in one statement (one round
-    trip in autocommit): the upsert, its `created` event (or a `replayed` one when a new
-    burst of replays begins), and the job's attempts. A replay changes nothing but the
-    counters, so its commit does not wait for the WAL flush (`synchronous_commit` off
-    for that one transaction); a new job's commit keeps the server's setting (I9)."""
-    up = _upsert(postgresql).cte("up")
-    new = up.c.replays == 0
-    event = (
-        sa.insert(events)
-        .from_select(
-            ["job_id", "kind", "actor", "detail", "at"],
-            sa.select(
-                up.c.id,
-                sa.case((new, EventKind.CREATED.value), else_=EventKind.REPLAYED.value),
-                sa.bindparam("owner", type_=events.c.actor.type),
-                sa.case(
-                    (new, sa.func.jsonb_build_object("fingerprint", up.c.fingerprint)),
-                    else_=sa.cast(sa.literal("{}"), postgresql.JSONB),
-                ),
-                sa.bindparam("now", type_=events.c.at.type),
-            ).where(sa.or_(new, _last_kind(up.c.id).is_distinct_from(EventKind.REPLAYED.value))),
-        )
-        .cte("event")
-    )
-    commit = sa.func.set_config(
-        "synchronous_commit",
-        sa.case((new, sa.func.current_setting("synchronous_commit")), else_="off"),
-        True,
-    )
-    a = attempts.alias("a")
-    return (
-        sa.select(up, *_attempt_columns(a), commit.label("sync"))
-        .select_from(up.outerjoin(a, a.c.job_id == up.c.id))
-        .order_by(a.c.number)
-        .add_cte(event)
-    )
-
-
-_CREATE_OR_REPLAY = _create_or_replay_postgresql()
-_UPSERT_SQLITE = _upsert(sqlite)
-
-
-def insert_job(
-    conn: Connection, *, owner: str, key: str, intent: Intent, fingerprint: str, now: datetime
-) -> JobRecord | None:
-    """Insert the job unless `(owner, key)` exists; if it exists with the same
-    fingerprint, count the replay and return that job with its attempts (`replays` > 0
-    tells a replay from a creation); None when the key holds another intent (conflict,
-    nothing written). Each writes its event: `created`, or `replayed` once per burst of
-    replays (while the job's newest event is a replay, only the counter moves).
-
-    PostgreSQL runs it as one statement (run it in `Database.single`); SQLite as a few
-    in its one write transaction, where a round trip costs nothing. Statements are
-    built once; only parameters change."""
-    params = {
-        "owner": owner,
-        "idempotency_key": key,
-        "fingerprint": fingerprint,
-        "operation": intent.operation,
-        "input": intent.input,
-        "contract": intent.contract,
-        "providers": list(intent.providers),
-        "policy": intent.policy.to_dict(),
-        "now": now,
-    }
-    if conn.dialect.name == "postgresql":
-        return _job_with_attempts(conn.execute(_CREATE_OR_REPLAY, params).mappings().all())
-    row = conn.execute(_UPSERT_SQLITE, params).mappings().first()
-    if row is None:
-        return None
-    if row["replays"] == 0:
-        insert_event(
-            conn,
-            row["id"],
-            EventKind.CREATED,
-            now=now,
-            actor=owner,
-            detail={"fingerprint": fingerprint},
-        )
-        return _job(row)
-    if conn.execute(_LAST_KIND, {"job_id": row["id"]}).scalar() != EventKind.REPLAYED.value:
-        insert_event(conn, row["id"], EventKind.REPLAYED, now=now, actor=owner)
-    return _job(row, list_attempts(conn, row["id"]))
-
-
-_LAST_KIND = sa.select(_last_kind(sa.bindparam("job_id")))
+# Rows to models (harness.store.rows), by the short names used below.
+_attempt_columns = rows.attempt_columns
+_attempt = rows.attempt_of
+_event = rows.event_of
+_health = rows.health_of
+_job = rows.job_of
+_job_with_attempts = rows.job_with_attempts
+_verdict = rows.verdict_of
 
 
 def get_job_by_key(conn: Connection, *, owner: str, key: str) -> Job | None:
@@ -635,17 +402,6 @@ def new_job_ids(conn: Connection, *, limit: int) -> list[int]:
 
 
 # -- provider health ---------------------------------------------------------------------
-
-
-def _health(row: RowMapping) -> Health:
-    return Health(
-        provider=row["provider"],
-        state=BreakerState(row["state"]),
-        failures=row["failures"],
-        window_started_at=row["window_started_at"],
-        opened_at=row["opened_at"],
-        not_before=row["not_before"],
-    )
 
 
 _INSERT_HEALTH = {
