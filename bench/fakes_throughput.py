@@ -148,26 +148,26 @@ def main() -> None:
         _rate(fakes_url, WARMUP, args.clients)
         _rate(bare_url, WARMUP, args.clients)
         rows = []
-        for _ in range(args.requests // args.window):
+        print(
+            f"fakes over {args.requests // args.window * args.window} requests, "
+            f"{args.clients} clients, next to a bare Starlette app"
+        )
+        print("  window  fakes req/s  bare req/s  fakes/bare  fakes RSS MiB", flush=True)
+        for i in range(args.requests // args.window):
             # Side by side, so a machine that gets busier slows both alike.
             bare_rps = _rate(bare_url, args.baseline_window, args.clients)
             fake_rps = _rate(fakes_url, args.window, args.clients)
             rows.append((fake_rps, bare_rps, _rss_mib(fakes.pid or 0)))
+            print(
+                f"  {i + 1:6d}  {fake_rps:11.0f}  {bare_rps:10.0f}  {fake_rps / bare_rps:10.2f}"
+                f"  {rows[-1][2]:13.1f}",
+                flush=True,
+            )
     finally:
         for process in (fakes, bare):
             process.terminate()
             process.join(10)
 
-    print(
-        f"fakes over {len(rows) * args.window} requests, {args.clients} clients, "
-        f"next to a bare Starlette app"
-    )
-    print("  window  fakes req/s  bare req/s  fakes/bare  fakes RSS MiB")
-    for i, (fake_rps, bare_rps, rss) in enumerate(rows):
-        print(
-            f"  {i + 1:6d}  {fake_rps:11.0f}  {bare_rps:10.0f}  {fake_rps / bare_rps:10.2f}"
-            f"  {rss:13.1f}"
-        )
     first, last = rows[0], rows[-1]
     print(f"sustained, last window / first window: {last[0] / first[0]:.2f}")
     print(

@@ -163,9 +163,9 @@ def test_window_on_real_time() -> None:
 def test_flap_on_real_time() -> None:
     fakes = FakeProviders(time=RealTime())
     client = httpx.Client(transport=FakeTransport(fakes))
-    model = "fake/server_error?flap=0.3"
+    model = "fake/server_error?flap=0.5"
     first = client.post(URL, json=body(model)).status_code
-    fakes.time.sleep(0.4)
+    fakes.time.sleep(0.6)  # off from 0.5 s to 1 s: room for a slow machine
     second = client.post(URL, json=body(model)).status_code
     assert (first, second) == (500, 200)
 

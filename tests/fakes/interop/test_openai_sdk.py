@@ -238,7 +238,7 @@ def test_responses_tools_and_structured_output(client) -> None:
 def test_responses_background_is_polled_until_done(fake_provider_server) -> None:
     client = client_for(fake_provider_server)
     queued = client.responses.create(
-        model="fake/success?latency=0.3", input="Say hello.", background=True
+        model="fake/success?latency=1", input="Say hello.", background=True
     )
     assert queued.status == "queued" and queued.output == []
     assert client.responses.retrieve(queued.id).status == "in_progress"
