@@ -1,75 +1,41 @@
-"""Benchmark: POST /v1/jobs throughput and latency over loopback, against the raw insert.
+"""Benchmark: POST /v1/jobs over loopback with wrk, new keys and replays, against the
+database's own speed measured in the same run (pgbench on PostgreSQL, the raw sqlite3
+loop on SQLite) with the same number of clients.
 
-Starts `harness serve --no-worker` as a subprocess (SQLite file, then PostgreSQL), drives
-it with 50 concurrent connections, first with new keys, then replaying keys it created,
-and measures the raw INSERT statement's rate on the same database with the same driver
-and the same concurrency in the same run.
+Starts `harness serve --no-worker` as a subprocess (uvicorn with httptools and uvloop
+when installed), drives it with `wrk` (installed with apt-get when missing; without it
+the script says so and stops: a Python client saturates long before the server does on
+a 2-core machine, so its figures would describe the client). Median of 3 rounds.
 
-The load comes from `wrk` when it is installed (apt-get install wrk): a Python client
-saturates long before the server does on a 2-core machine (it measured ~350 req/s where
-wrk measured ~1000), so without wrk the figures describe the client, and say so.
+    python bench/api_create.py [--seconds 5] [--clients 4,8] [--no-postgres] [--no-sqlite]
+                               [--plain-server] [--root DIR]
 
-    python bench/api_create.py [--n 2000] [--clients 50] [--no-postgres]
+`--plain-server` runs uvicorn with h11 and asyncio (what `uvicorn` without [standard]
+gives), to measure what the faster server stack is worth.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
-import json
 import os
-import shutil
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-import httpx
+import _common as c
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from engine_create import RAW_INSERT, fresh, run
+ROOT = c.use_root(sys.argv)
+
+import httpx  # noqa: E402
 
 TOKEN = "bench-token"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-async def drive(url: str, keys: list[str], clients: int) -> tuple[float, list[float]]:
-    latencies: list[float] = []
-    queue: asyncio.Queue[str] = asyncio.Queue()
-    for key in keys:
-        queue.put_nowait(key)
-    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
-    async with httpx.AsyncClient(base_url=url, limits=limits, timeout=60) as client:
-
-        async def one_client() -> None:
-            while not queue.empty():
-                key = queue.get_nowait()
-                body = {"operation": "summarise", "input": {"key": key}}
-                start = time.perf_counter()
-                r = await client.post(
-                    "/v1/jobs",
-                    json=body,
-                    headers={"Authorization": f"Bearer {TOKEN}", "Idempotency-Key": key},
-                )
-                latencies.append(time.perf_counter() - start)
-                assert r.status_code in (200, 201), r.text
-
-        start = time.perf_counter()
-        await asyncio.gather(*(one_client() for _ in range(clients)))
-        elapsed = time.perf_counter() - start
-    return len(keys) / elapsed, latencies
-
-
+REPLAY_KEYS = 2000
 WRK_SCRIPT = """
 counter = 0
+math.randomseed(os.time() + tonumber(tostring({}):sub(8), 16))
 request = function()
   counter = counter + 1
   local key
@@ -84,130 +50,155 @@ request = function()
     '{"operation":"summarise","input":{"key":"' .. key .. '"}}')
 end
 done = function(summary, latency, requests)
-  io.write(string.format("RESULT %f %f %f %d %d\\n", summary.requests / (summary.duration / 1e6),
+  io.write(string.format("RESULT %f %f %f %d %d %d\\n", summary.requests / (summary.duration / 1e6),
     latency:percentile(50) / 1000, latency:percentile(99) / 1000,
-    summary.errors.status, summary.requests))
+    summary.errors.status, summary.errors.connect + summary.errors.read + summary.errors.write
+    + summary.errors.timeout, summary.requests))
 end
 """.replace("TOKEN", TOKEN)
+PLAIN = (
+    "import uvicorn; run = uvicorn.run; "
+    "uvicorn.run = lambda app, **kw: run(app, http='h11', loop='asyncio', **kw); "
+    "from harness.cli.main import main; main()"
+)
 
 
-def wrk(url: str, clients: int, seconds: int, *, replay_keys: int | None, tmp: Path) -> dict:
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wrk(url: str, clients: int, seconds: float, *, replay: bool, tmp: Path) -> dict:
     script = tmp / "post.lua"
     script.write_text(WRK_SCRIPT)
-    env = {
-        **os.environ,
-        "BENCH_REPLAY": "1" if replay_keys else "0",
-        "BENCH_KEYS": str(replay_keys or 1),
-    }
+    env = {**os.environ, "BENCH_REPLAY": "1" if replay else "0", "BENCH_KEYS": str(REPLAY_KEYS)}
+    threads = min(2, clients)
     out = subprocess.run(
-        ["wrk", "-t2", f"-c{clients}", f"-d{seconds}s", "-s", str(script), url],
+        ["wrk", f"-t{threads}", f"-c{clients}", f"-d{round(seconds)}s", "-s", str(script), url],
         capture_output=True,
         text=True,
         env=env,
         check=True,
     ).stdout
-    rate, p50, p99, errors, total = out.split("RESULT", 1)[1].split()
-    assert int(errors) == 0, f"{errors} of {total} requests failed"
-    return {
-        "per_s": round(float(rate)),
-        "p50_ms": round(float(p50), 1),
-        "p99_ms": round(float(p99), 1),
+    rate, p50, p99, status_errors, socket_errors, _total = out.split("RESULT", 1)[1].split()
+    assert int(status_errors) == 0 and int(socket_errors) == 0, out
+    return {"per_s": float(rate), "p50_ms": float(p50), "p99_ms": float(p99)}
+
+
+def serve(db_url: str, port: int, *, plain: bool) -> subprocess.Popen:
+    env = {
+        **os.environ,
+        "HARNESS_API_TOKENS": f"{TOKEN}=bench",
+        "PYTHONPATH": str(ROOT),
     }
-
-
-def pct(values: list[float], q: float) -> float:
-    return round(statistics.quantiles(values, n=100)[int(q) - 1] * 1000, 1)
-
-
-def bench(label: str, url: str | None, n: int, clients: int, tmp: Path) -> dict:
-    database = fresh(url, tmp, "bench_api")
-    db_url = database.url
-    database.dispose()
-    raw = fresh(url, tmp, "bench_api_raw")
-    port = free_port()
-    env = {**os.environ, "HARNESS_API_TOKENS": f"{TOKEN}=bench"}
+    command = ["-c", PLAIN] if plain else ["-m", "harness.cli.main"]
     server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "harness.cli.main",
-            "serve",
-            "--no-worker",
-            "--db",
-            db_url,
-            "--port",
-            str(port),
-        ],
+        [sys.executable, *command, "serve", "--no-worker", "--db", db_url, "--port", str(port)],
         env=env,
+        cwd=ROOT,
         stderr=subprocess.DEVNULL,
     )
     base = f"http://127.0.0.1:{port}"
+    for _ in range(600):
+        try:
+            if httpx.get(f"{base}/healthz").status_code == 200:
+                return server
+        except httpx.TransportError:
+            time.sleep(0.05)
+    server.kill()
+    raise RuntimeError("the server did not start")
+
+
+def bench(label: str, db_url: str, sqlite_path: str | None, args, tmp: Path) -> None:
+    database = c.migrated(db_url)
+    database.dispose()
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    server = serve(db_url, port, plain=args.plain_server)
     try:
-        for _ in range(300):
-            try:
-                if httpx.get(f"{base}/healthz").status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.05)
-        keys = [f"key-{i}" for i in range(n)]
-        python_new = asyncio.run(drive(base, keys, clients))  # also creates the replay keys
-        if shutil.which("wrk"):
-            load = "wrk"
-            new = wrk(base, clients, 5, replay_keys=None, tmp=tmp)
-            replay = wrk(base, clients, 5, replay_keys=n, tmp=tmp)
-        else:
-            load = "python asyncio client (client-bound; install wrk)"
-            python_replay = asyncio.run(drive(base, keys, clients))
-            new, replay = (
-                {"per_s": round(rate), "p50_ms": pct(lat, 50), "p99_ms": pct(lat, 99)}
-                for rate, lat in (python_new, python_replay)
-            )
+        with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {TOKEN}"}) as http:
+            for i in range(REPLAY_KEYS):
+                key = f"key-{i}"
+                made = http.post(
+                    "/v1/jobs",
+                    json={"operation": "summarise", "input": {"key": key}},
+                    headers={"Idempotency-Key": key},
+                )
+                assert made.status_code in (200, 201), made.text
+        for clients in args.clients:
+            for op in ("create", "replay"):
+                api, base_rates, p50s, p99s = [], [], [], []
+                for round_ in range(c.ROUNDS):
+                    tag = f"{op}-{clients}-{round_}"
+                    base_rates.append(baseline(label, db_url, sqlite_path, op, clients, tag, args))
+                    got = wrk(base, clients, args.seconds, replay=op == "replay", tmp=tmp)
+                    api.append(got["per_s"])
+                    p50s.append(got["p50_ms"])
+                    p99s.append(got["p99_ms"])
+                a, b = c.median(api), c.median(base_rates)
+                c.emit(
+                    {
+                        "bench": "api_create",
+                        "backend": label,
+                        "op": op,
+                        "clients": clients,
+                        "server": "uvicorn h11/asyncio" if args.plain_server else "uvicorn auto",
+                        "api_per_s": round(a),
+                        "p50_ms": round(c.median(p50s), 2),
+                        "p99_ms": round(c.median(p99s), 2),
+                        "baseline": "pgbench" if label == "postgresql" else "raw sqlite3 loop",
+                        "baseline_per_s": round(b),
+                        "ratio": round(a / b, 3),
+                        "rounds_api": [round(x) for x in api],
+                        "rounds_baseline": [round(x) for x in base_rates],
+                        "root": str(ROOT),
+                    }
+                )
     finally:
         server.terminate()
         server.wait(10)
-    placeholder = "?" if raw.dialect == "sqlite" else "%s"
-    statement = RAW_INSERT.format(p=placeholder)
 
-    def via_raw(i: int) -> None:
-        from datetime import UTC, datetime
 
-        now = datetime.now(UTC)
-        stamp = now.replace(tzinfo=None).isoformat(" ") if raw.dialect == "sqlite" else now
-        with raw.write() as conn:
-            conn.exec_driver_sql(
-                statement,
-                ("o", f"k{i}", "0" * 64, "s", json.dumps({"i": i}), "[]", "{}", stamp, stamp),
-            ).first()
+def baseline(label, db_url, sqlite_path, op, clients, tag, args) -> float:
+    if label == "postgresql":
+        script = (
+            c.PGBENCH_SCRIPT.format(prefix=f"pg-{tag}-")
+            if op == "create"
+            else c.PGBENCH_REPLAY.format(keys=REPLAY_KEYS - 1)
+        )
+        return c.pgbench(db_url, script, clients, args.seconds)
+    import random
 
-    raw_rate = run(n, clients, via_raw)
-    raw.dispose()
-    return {
-        "backend": label,
-        "clients": clients,
-        "load": load,
-        "new_keys_per_s": new["per_s"],
-        "new_p50_ms": new["p50_ms"],
-        "new_p99_ms": new["p99_ms"],
-        "replays_per_s": replay["per_s"],
-        "replay_p50_ms": replay["p50_ms"],
-        "replay_p99_ms": replay["p99_ms"],
-        "raw_insert_per_s": round(raw_rate),
-        "ratio_new_to_raw": round(new["per_s"] / raw_rate, 3),
-        "ratio_replay_to_raw": round(replay["per_s"] / raw_rate, 3),
-    }
+    count = max(200, int(args.seconds * 6000))
+    keys = (
+        [f"raw-{tag}-{i}" for i in range(count)]
+        if op == "create"
+        else [f"key-{random.randrange(REPLAY_KEYS)}" for _ in range(count)]
+    )
+    return c.sqlite_raw_rate(sqlite_path, keys, clients)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--n", type=int, default=2000)
-    parser.add_argument("--clients", type=int, default=50)
-    parser.add_argument("--postgres", default="postgresql+psycopg://postgres@127.0.0.1:5432/test")
+    parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--clients", default="4,8")
+    parser.add_argument("--postgres", default=c.DEFAULT_POSTGRES)
     parser.add_argument("--no-postgres", action="store_true")
+    parser.add_argument("--no-sqlite", action="store_true")
+    parser.add_argument("--plain-server", action="store_true")
     args = parser.parse_args()
+    args.clients = [int(x) for x in args.clients.split(",")]
+    if not c.have("wrk"):
+        c.emit({"bench": "api_create", "skipped": "wrk is not installed and apt-get failed"})
+        return
     with tempfile.TemporaryDirectory() as tmp:
-        print(json.dumps(bench("sqlite", None, args.n, args.clients, Path(tmp))))
+        if not args.no_sqlite:
+            path = str(Path(tmp) / "api.sqlite3")
+            bench("sqlite", f"sqlite:///{path}", path, args, Path(tmp))
         if not args.no_postgres:
-            print(json.dumps(bench("postgresql", args.postgres, args.n, args.clients, Path(tmp))))
+            url = c.postgres_database(args.postgres, "bench_api")
+            bench("postgresql", url, None, args, Path(tmp))
 
 
 if __name__ == "__main__":
