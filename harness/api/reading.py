@@ -48,15 +48,8 @@ _JSON_MEDIA = re.compile(r"application/(?:[\w.+-]+\+)?json", re.IGNORECASE)
 _SUSPECT_ESCAPE = re.compile(rb"\\u(?:0000|[dD][89a-fA-F])")
 
 
-class _Refused(Exception):
-    """Raised inside the decoder's hooks; carries the problem out of `json.loads`."""
-
-    def __init__(self, problem: HttpProblem) -> None:
-        self.problem = problem
-
-
-def _invalid(detail: str) -> _Refused:
-    return _Refused(HttpProblem(INVALID_BODY, detail))
+def _invalid(detail: str) -> HttpProblem:
+    return HttpProblem(INVALID_BODY, detail)
 
 
 def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -65,9 +58,7 @@ def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         seen: set[str] = set()
         for name, _ in pairs:
             if name in seen:
-                raise _Refused(
-                    HttpProblem(MALFORMED_JSON, f"the body repeats the member {name[:80]!r}")
-                )
+                raise HttpProblem(MALFORMED_JSON, f"the body repeats the member {name[:80]!r}")
             seen.add(name)
     return made
 
@@ -104,8 +95,8 @@ def read_json(raw: bytes) -> Any:
     try:
         text = raw.decode("utf-8")
         value = _DECODER.decode(text)
-    except _Refused as refused:
-        raise refused.problem from None
+    except HttpProblem as refused:  # raised by the decoder's hooks
+        raise refused.with_traceback(None) from None
     except RecursionError:
         if not well_formed(text):
             raise HttpProblem(MALFORMED_JSON, "the body is not JSON") from None
