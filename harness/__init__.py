@@ -12,7 +12,8 @@ The layout (each package's docstring says more):
     harness.config     the service configuration file, read once
     harness.runtime    service wiring, the worker and its schedulers
     harness.api        the HTTP API
-    harness.checks     `harness check`: stories, mutants, reports
+    harness.scenarios  scenario files: format, runner, history checker, reports
+    harness.checks     `harness check`: the scenario suite, mutants, reports
     harness.cli        the `harness` command line
 """
 
@@ -46,10 +47,13 @@ from harness.errors import (
     NotFound,
     ProviderConfigError,
     ProviderError,
+    ScenarioError,
+    ScenarioFileError,
     SchemaError,
     StoreError,
     UnknownContract,
     VerificationAborted,
+    WorkerKilled,
 )
 from harness.store.database import DEFAULT_DATABASE_URL, Database
 
@@ -91,6 +95,8 @@ __all__ = [
     "ProviderError",
     "RefusalReason",
     "Resolution",
+    "ScenarioError",
+    "ScenarioFileError",
     "SchemaError",
     "StaticGate",
     "StoreError",
@@ -100,5 +106,6 @@ __all__ = [
     "VerificationAborted",
     "Violation",
     "VirtualClock",
+    "WorkerKilled",
     "check_invariants",
 ]

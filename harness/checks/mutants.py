@@ -93,7 +93,10 @@ def _check_then_insert() -> Patches:
                     )
                 raise IdempotencyConflict("key reused", key=key, job_id=row.id)
             return Created(job=self.get_job(row.id), created=False)
-        with self.db.write() as conn:
+        # The same connection the engine hands `insert_job` (a driver connection, where
+        # the database has one), so the mutant breaks the check and nothing else.
+        connect = getattr(self.db, "driver", self.db.write)
+        with connect() as conn:
             job = real(
                 conn,
                 owner=owner,
