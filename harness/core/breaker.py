@@ -40,6 +40,7 @@ class Availability(enum.StrEnum):
     PROBE = "probe"  # yes, as the half-open probe: the caller takes the probe slot
     BREAKER_OPEN = "breaker_open"  # no: the breaker is open or a probe is out
     RETRY_AFTER = "retry_after_hold"  # no: it asked not to be called before `not_before`
+    GATE_REFUSED = "gate_refused"  # no: the contract gate refuses it for this job
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -33,6 +33,7 @@ from harness.core.breaker import (
     available_after,
 )
 from harness.core.failover import Plan, build_request, next_provider, plan_next, should_hedge
+from harness.core.gate import GateReason
 from harness.core.models import Attempt, Job
 from harness.core.states import (
     FINISHED_JOB_STATES,
@@ -289,7 +290,9 @@ class Worker:
             return None
         return self._carry_out(job, self._plan(job), first=not job.attempt_count)
 
-    def _plan(self, job: Job) -> Plan:
+    def _plan(self, job: Job, refused: frozenset[str] = frozenset()) -> Plan:
+        """`refused`: providers the gate just refused for this job; the plan passes them
+        over for good (they stay refused until a verdict changes)."""
         now = self.engine.clock.now()
         view: dict[str, tuple[Availability, datetime | None]] = {}
         for name, health in self.engine.provider_health(list(job.providers)).items():
@@ -297,39 +300,54 @@ class Worker:
                 availability(health, now, self.settings.breaker),
                 available_after(health, self.settings.breaker),
             )
+        view.update((name, (Availability.GATE_REFUSED, None)) for name in refused)
         return plan_next(job, now=now, health=view)
 
     def _carry_out(self, job: Job, plan: Plan, *, first: bool) -> Attempt | None:
+        """Do what the plan says. A provider the gate refuses is passed over and the
+        plan asked again, so a job whose every remaining provider is refused ends as
+        `chain_exhausted` instead of waiting for nobody (I11)."""
         actor = self.settings.name
-        for provider, why in plan.skipped:
-            detail = {"provider": provider, "why": why}
-            self.engine.note(job.id, EventKind.PROVIDER_SKIPPED, actor=actor, detail=detail)
-        if plan.provider is None:
+        refused: set[str] = set()
+        while True:
+            for provider, why in plan.skipped:
+                if provider not in refused:
+                    detail = {"provider": provider, "why": why}
+                    self.engine.note(job.id, EventKind.PROVIDER_SKIPPED, actor=actor, detail=detail)
+            if plan.provider is None:
+                try:
+                    self.engine.fail_job(job.id, reason=RefusalReason.CHAIN_EXHAUSTED, actor=actor)
+                except InvalidTransition:
+                    pass  # someone else moved it on
+                return None
+            if plan.delay > 0:
+                self._defer(job, plan)
+                return None
+            if self._held(plan.provider):
+                return None
             try:
-                self.engine.fail_job(job.id, reason=RefusalReason.CHAIN_EXHAUSTED, actor=actor)
-            except InvalidTransition:
-                pass  # someone else moved it on
-            return None
-        if plan.delay > 0:
-            detail = {"provider": plan.provider, "why": plan.reason}
-            if self.engine.defer(
-                job.id, delay=plan.delay, reason=plan.reason, actor=actor, detail=detail
-            ):
-                self.scheduler.call_later(plan.delay, lambda: self.advance(job.id))
-            return None
-        if self._held(plan.provider):
-            return None
-        try:
-            return self._launch(job, plan.provider, first=first)
-        except AttemptRefused as refused:
-            if refused.reason is not RefusalReason.ALREADY_STARTED:
-                self.engine.note(
-                    job.id,
-                    EventKind.START_REFUSED,
-                    actor=actor,
-                    detail={"provider": plan.provider, "reason": refused.reason},
-                )
-            return None
+                return self._launch(job, plan.provider, first=first)
+            except AttemptRefused as refused_start:
+                if not isinstance(refused_start.reason, GateReason):
+                    self._note_refusal(job, plan.provider, refused_start)
+                    return None  # the job's state refused it: whoever changed it moves on
+                refused.add(plan.provider)  # the gate said no (recorded as failover_refused)
+                plan = self._plan(job, frozenset(refused))
+
+    def _defer(self, job: Job, plan: Plan) -> None:
+        detail = {"provider": plan.provider, "why": plan.reason}
+        actor = self.settings.name
+        if self.engine.defer(
+            job.id, delay=plan.delay, reason=plan.reason, actor=actor, detail=detail
+        ):
+            self.scheduler.call_later(plan.delay, lambda: self.advance(job.id))
+
+    def _note_refusal(self, job: Job, provider: str, refused: AttemptRefused) -> None:
+        if refused.reason is not RefusalReason.ALREADY_STARTED:
+            detail = {"provider": provider, "reason": refused.reason}
+            self.engine.note(
+                job.id, EventKind.START_REFUSED, actor=self.settings.name, detail=detail
+            )
 
     def _held(self, provider: str) -> bool:
         """A breaker past its cool-down lets exactly one probe through (the database

@@ -86,13 +86,18 @@ def test_not_executed_fails_over(worker: Worker, scheduler: ManualScheduler, pri
 
 
 def test_gate_refusal_stops_failover(worker: Worker, scheduler: ManualScheduler, primary) -> None:
+    """The gate refuses the only fallback: the job ends (chain exhausted) instead of
+    waiting, pending, for nobody (I11); the refusal is recorded."""
     worker.engine.gate = StaticGate(set())
     primary.steps = [NOT_EXECUTED]
     job_id = submit(worker)
     scheduler.wait_idle()
-    assert worker.engine.get_job(job_id).status is JobState.PENDING
-    refused = [e for e in worker.engine.events(job_id) if e.kind == "failover_refused"]
-    assert refused[0].detail["reason"] == "no_verdict"
+    assert worker.engine.get_job(job_id).status is JobState.FAILED
+    events = worker.engine.events(job_id)
+    refused = [e for e in events if e.kind == "failover_refused"]
+    assert refused[0].detail["reason"] == "no_verdict" and len(refused) == 1
+    assert [e.detail["reason"] for e in events if e.kind == "job_failed"] == ["chain_exhausted"]
+    assert worker.sweep() == 0  # nothing left to move on
 
 
 def test_exhausted_chain_fails_the_job(worker, scheduler, primary, fallback) -> None:
@@ -433,12 +438,28 @@ def test_the_sweep_moves_on_a_job_a_crash_left_pending(worker, scheduler, primar
 def test_a_refused_scheduled_start_is_an_event_not_a_traceback(
     worker, scheduler, primary, caplog
 ) -> None:
-    worker.engine.gate = StaticGate(set())
-    primary.steps = [NOT_EXECUTED]
-    job_id = submit(worker)
+    """Two workers move one stranded job on at once (forced together at the start): one
+    starts it, the other's refusal is an event, never a traceback."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from harness.core import faults
+
+    intent = Intent(operation="op", input={}, providers=("primary", "fallback"))
+    job = worker.engine.create_job("alice", "twice", intent).job
+    attempt = worker.engine.start_attempt(job.id, "primary")
+    worker.engine.mark_running(attempt.id)
+    worker.engine.record_failure(
+        attempt.id, kind=OutcomeKind.NOT_EXECUTED, error="auth", actor="w", cause="unauthorized"
+    )
+    barrier = threading.Barrier(2, timeout=10)
+    worker.engine.faults.on(faults.BEFORE_START, barrier.wait)
+    with ThreadPoolExecutor(2) as pool:
+        started = list(pool.map(lambda _: worker.advance(job.id), range(2)))
+    worker.engine.faults = type(worker.engine.faults)()
     scheduler.wait_idle()
-    kinds = [e.kind for e in worker.engine.events(job_id)]
-    assert "failover_refused" in kinds and "start_refused" in kinds
+    assert sum(a is not None for a in started) == 1
+    refusals = [e for e in worker.engine.events(job.id) if e.kind == "start_refused"]
+    assert [e.detail["reason"] for e in refusals] == ["live_attempt"]
     assert not [r for r in caplog.records if r.exc_info]
 
 
