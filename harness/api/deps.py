@@ -121,8 +121,13 @@ async def owner(
 
     The token is compared with every known token in constant time, and the loop does
     not stop at a match, so the answer's timing says nothing about which tokens exist."""
-    if credentials is not None:
-        given = credentials.credentials.encode()
+    return authorise(state, credentials.credentials if credentials is not None else None)
+
+
+def authorise(state: ApiState, token: str | None) -> str:
+    """The owner `token` names, compared with every known token in constant time."""
+    if token is not None:
+        given = token.encode()
         found = None
         for known, name in state.tokens:
             if hmac.compare_digest(known, given):
@@ -130,6 +135,12 @@ async def owner(
         if found is not None:
             return found
     raise HttpProblem(UNAUTHORIZED, "send Authorization: Bearer <token> with a known token")
+
+
+def bearer_token(header: str | None) -> str | None:
+    """The token of an `Authorization: Bearer <token>` header (as `HTTPBearer` reads it)."""
+    scheme, _, token = (header or "").partition(" ")
+    return token if scheme.lower() == "bearer" and token else None
 
 
 Owner = Annotated[str, Depends(owner)]
@@ -174,23 +185,30 @@ class JsonBody:
         self.name = name
         self.optional = optional
 
-    async def __call__(self, request: Request, state: State, config: ConfigDep) -> dict[str, Any]:
-        media = request.headers.get("content-type")
-        if not self.optional:
-            check_media_type(media)
-        raw = await body_bytes(request, config)
-        if self.optional:
-            if not raw.strip():
-                return {}
-            check_media_type(media)
-        data = read_json(raw)
-        validator = state.validators[self.name]
-        if not validator.is_valid(data):
-            error = jsonschema.exceptions.best_match(validator.iter_errors(data))
-            assert error is not None
-            where = "/".join(str(p) for p in error.absolute_path) or "(body)"
-            raise HttpProblem(INVALID_BODY, f"{where}: {error.message}", field=where)
-        return data
+    async def __call__(self, request: Request, state: State) -> dict[str, Any]:
+        return await read_body(request, state, self.name, optional=self.optional)
+
+
+async def read_body(
+    request: Request, state: ApiState, name: str, *, optional: bool = False
+) -> dict[str, Any]:
+    """What `JsonBody` does, as a plain call (see there)."""
+    media = request.headers.get("content-type")
+    if not optional:
+        check_media_type(media)
+    raw = await body_bytes(request, state.config)
+    if optional:
+        if not raw.strip():
+            return {}
+        check_media_type(media)
+    data = read_json(raw)
+    validator = state.validators[name]
+    if not validator.is_valid(data):
+        error = jsonschema.exceptions.best_match(validator.iter_errors(data))
+        assert error is not None
+        where = "/".join(str(p) for p in error.absolute_path) or "(body)"
+        raise HttpProblem(INVALID_BODY, f"{where}: {error.message}", field=where)
+    return data
 
 
 CREATE, START, RESOLVE, CANCEL = "create", "start", "resolve", "cancel"
@@ -201,11 +219,20 @@ ResolveBody = Annotated[dict[str, Any], Depends(JsonBody(RESOLVE))]
 CancelBody = Annotated[dict[str, Any], Depends(JsonBody(CANCEL))]
 
 
-async def job_intent(body: CreateBody, state: State, config: ConfigDep) -> Intent:
-    """The intent a create body asks for, with the service's defaults filled in.
+async def job_intent(body: CreateBody, state: State) -> Intent:
+    """The intent a create body asks for, with the service's defaults filled in."""
+    return intent_of(body, state)
+
+
+JobIntent = Annotated[Intent, Depends(job_intent)]
+
+
+def intent_of(body: dict[str, Any], state: ApiState) -> Intent:
+    """The intent of a create body, with the service's defaults filled in.
 
     Providers and the contract must be ones the service knows (422 naming them); a
     policy is checked by `Policy` itself (422 with its message)."""
+    config = state.config
     providers = tuple(body.get("providers") or config.default_providers)
     if state.providers is not None:
         missing = [p for p in providers if p not in state.providers]
@@ -237,7 +264,29 @@ async def job_intent(body: CreateBody, state: State, config: ConfigDep) -> Inten
     )
 
 
-JobIntent = Annotated[Intent, Depends(job_intent)]
+@dataclass(frozen=True, kw_only=True)
+class CreateCall:
+    """Everything a create needs, checked in the documented order (401, 400 key, 415,
+    413, 400 JSON, 422) by one dependency: the create is the hottest route, and the
+    profile put FastAPI's walk of a dozen small dependencies at a third of its CPU."""
+
+    state: ApiState
+    owner: str
+    key: str
+    intent: Intent
+
+
+async def create_call(request: Request) -> CreateCall:
+    """The checks of `owner`, `idempotency_key`, `CreateBody` and `job_intent`, in that
+    order, as plain calls."""
+    state: ApiState = request.app.state.api
+    who = authorise(state, bearer_token(request.headers.get("authorization")))
+    key = one_idempotency_key(request.headers.getlist("idempotency-key"))
+    body = await read_body(request, state, CREATE)
+    return CreateCall(state=state, owner=who, key=key, intent=intent_of(body, state))
+
+
+Create = Annotated[CreateCall, Depends(create_call)]
 
 
 # What they ask about ------------------------------------------------------------------

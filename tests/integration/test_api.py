@@ -181,14 +181,19 @@ def test_timeout_blocks_fallback_until_resolved(service: Service) -> None:
 
 
 def test_gate_refusal_is_a_problem_naming_the_reason(service: Service) -> None:
+    """The gate answers before the live slot: a click on an unverified fallback is a 422
+    naming the gate's reason even while the primary is still running."""
     service.worker.engine.gate = StaticGate(set())
-    service.providers["primary"].steps = [Step(kind=OutcomeKind.NOT_EXECUTED, reason="auth")]
+    release = threading.Event()
+    service.providers["primary"].steps = [Step(gate=release)]
     job_id = service.post("k1").json()["id"]
-    service.wait_for(job_id, lambda j: j["attempts"] and j["attempts"][0]["state"] == "failed")
+    service.wait_for(job_id, lambda j: j["attempts"])
     click = service.client.post(
         f"/v1/jobs/{job_id}/attempts", headers=ALICE, json={"provider": "fallback"}
     )
+    release.set()
     assert click.status_code == 422 and click.json()["reason"] == "no_verdict"
+    assert click.headers["content-type"] == "application/problem+json"
 
 
 def test_resolving_a_live_attempt_is_409(service: Service) -> None:

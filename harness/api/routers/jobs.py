@@ -12,15 +12,14 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Response
+from starlette.concurrency import run_in_threadpool
 
 from harness.api import problems as p
 from harness.api.deps import (
     JOB_ID,
     CancelBody,
+    Create,
     EngineDep,
-    IdempotencyKey,
-    JobIntent,
-    OptionalWorker,
     OwnedJob,
     Owner,
     State,
@@ -79,21 +78,17 @@ _CREATE_RESPONSES = {
     openapi_extra={
         "parameters": [IDEMPOTENCY_KEY_HEADER],
         "requestBody": request_body(CREATE_JOB_SCHEMA),
+        "security": [{"HTTPBearer": []}],
     },
 )
-def create_job(
-    owner: Owner,
-    key: IdempotencyKey,
-    intent: JobIntent,
-    state: State,
-    engine: EngineDep,
-    worker: OptionalWorker,
-) -> Response:
+async def create_job(call: Create) -> Response:
     """The job for `(owner, key)`: 201 when this request created it (its first attempt
     starts at once when this server runs a worker), 200 when it replays the job the same
     key and intent created before (counted on the job); 409 when the key was used with
-    another intent."""
-    created = engine.create_job(owner, key, intent)
+    another intent. (Checked by one dependency, `deps.create_call`; the engine's call
+    runs on the thread pool, the one thread hop of the request.)"""
+    state, worker = call.state, call.state.worker
+    created = await run_in_threadpool(state.engine.create_job, call.owner, call.key, call.intent)
     job = created.job
     if created.created and worker is not None:
         worker.scheduler.spawn(lambda: worker.start_job(job.id))
