@@ -30,6 +30,8 @@ import pytest
 if TYPE_CHECKING:  # the fakes load only when a test asks for them
     from fake_providers import FakeProviders, FakeServer
 
+pytest_plugins = ["harness.scenarios.pytest_items"]  # *.scenario.yaml files as tests
+
 MARKER = "fake_providers"
 INI_ASSERT_ALL_USED = "fake_providers_assert_all_used"
 
