@@ -1,0 +1,142 @@
+"""Issue 12, acceptance 5: `harness check --junit F` validates against a JUnit XSD
+(tests/data/junit.xsd, the Jenkins/Surefire structure), passing and failing runs alike;
+`--html F` renders in headless Chromium to a screenshot that is not blank and shows the
+timelines' colours (skipped, with the reason, where Debian's `chromium` is not
+installed; CI installs it)."""
+
+from __future__ import annotations
+
+import shutil
+import struct
+import subprocess
+import zlib
+from pathlib import Path
+
+import pytest
+import xmlschema
+from click.testing import CliRunner
+
+from harness.checks.mutants import MUTANTS, applied
+from harness.cli.main import main
+
+XSD = Path(__file__).resolve().parent.parent / "data" / "junit.xsd"
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+WON, FAILED = bytes.fromhex("2e7d32"), bytes.fromhex("c62828")  # harness/scenarios/html.py
+
+
+@pytest.fixture(autouse=True)
+def _check_database(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("HARNESS_DATABASE_URL", f"sqlite:///{tmp_path / 'check.sqlite3'}")
+    monkeypatch.chdir(tmp_path)
+
+
+@pytest.fixture(scope="module")
+def junit_schema() -> xmlschema.XMLSchema:
+    return xmlschema.XMLSchema(XSD)
+
+
+def test_the_junit_report_validates_against_the_xsd(tmp_path, junit_schema) -> None:
+    result = CliRunner().invoke(main, ["check", "--junit", "j.xml"])
+    assert result.exit_code == 0, result.output
+    junit_schema.validate(tmp_path / "j.xml")
+    suite = junit_schema.to_dict(tmp_path / "j.xml")["testsuite"][0]
+    assert suite["@timestamp"] and suite["@time"] > 0
+    assert all(case["@time"] >= 0 for case in suite["testcase"])
+
+
+def test_a_failing_run_still_validates_with_its_failures(tmp_path, junit_schema) -> None:
+    mutant = next(m for m in MUTANTS if m.name == "ignore_idempotency_key")
+    with applied(mutant):
+        result = CliRunner().invoke(main, ["check", "--junit", "j.xml"])
+    assert result.exit_code == 1, result.output
+    junit_schema.validate(tmp_path / "j.xml")
+    cases = junit_schema.to_dict(tmp_path / "j.xml")["testsuite"][0]["testcase"]
+    failed = {c["@name"]: c["failure"] for c in cases if "failure" in c}
+    assert "answered {'created': 20}" in failed["double-click"][0]["@message"]
+    assert "I1 job a" in failed["double-click"][0]["$"]  # the details: with the witness
+
+
+def test_the_xsd_refuses_what_jenkins_would_not_read(junit_schema) -> None:
+    nameless = '<testsuites><testsuite tests="1" failures="0" errors="0"/></testsuites>'
+    no_class = (
+        '<testsuites><testsuite name="s" tests="1" failures="0" errors="0">'
+        '<testcase name="a"/></testsuite></testsuites>'
+    )
+    bad_time = no_class.replace('name="a"', 'name="a" classname="c" time="soon"')
+    for document in (nameless, no_class, bad_time):
+        assert not junit_schema.is_valid(document), document
+
+
+def png_pixels(data: bytes) -> tuple[int, int, list[bytes]]:
+    """An 8-bit RGB/RGBA PNG (what Chromium writes) decoded to rows of RGB pixels."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
+    pos, idat, header = 8, [], None
+    while pos < len(data):
+        (length,) = struct.unpack(">I", data[pos : pos + 4])
+        kind, body = data[pos + 4 : pos + 8], data[pos + 8 : pos + 8 + length]
+        pos += 12 + length
+        if kind == b"IHDR":
+            header = struct.unpack(">IIBBBBB", body)
+        elif kind == b"IDAT":
+            idat.append(body)
+    assert header is not None
+    width, height, depth, colour, _, _, interlace = header
+    assert depth == 8 and colour in (2, 6) and interlace == 0, header
+    bpp = 3 if colour == 2 else 4
+    raw, stride = zlib.decompress(b"".join(idat)), width * bpp
+    prev, rows = bytearray(stride), []
+    for y in range(height):
+        start = y * (stride + 1)
+        line = _unfilter(raw[start], bytearray(raw[start + 1 : start + 1 + stride]), prev, bpp)
+        rows.append(b"".join(bytes(line[i : i + 3]) for i in range(0, stride, bpp)))
+        prev = line
+    return width, height, rows
+
+
+def _unfilter(kind: int, line: bytearray, prev: bytearray, bpp: int) -> bytearray:
+    for i in range(len(line)) if kind else ():
+        a = line[i - bpp] if i >= bpp else 0
+        b, c = prev[i], (prev[i - bpp] if i >= bpp else 0)
+        if kind == 1:
+            line[i] = (line[i] + a) & 255
+        elif kind == 2:
+            line[i] = (line[i] + b) & 255
+        elif kind == 3:
+            line[i] = (line[i] + ((a + b) >> 1)) & 255
+        else:
+            p = a + b - c
+            pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+            line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+    return line
+
+
+@pytest.mark.skipif(
+    CHROMIUM is None, reason="Debian's chromium is not installed (apt-get install chromium)"
+)
+def test_the_html_report_renders_in_headless_chromium(tmp_path) -> None:
+    result = CliRunner().invoke(main, ["check", "--html", "r.html"])
+    assert result.exit_code == 0, result.output
+    shot = tmp_path / "r.png"
+    command = [
+        str(CHROMIUM),
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={tmp_path / 'profile'}",
+        f"--screenshot={shot}",
+        "--window-size=1200,900",
+        (tmp_path / "r.html").as_uri(),
+    ]
+    subprocess.run(command, capture_output=True, timeout=120, check=True)
+    assert shot.is_file() and shot.stat().st_size > 1000
+    width, height, rows = png_pixels(shot.read_bytes())
+    assert (width, height) == (1200, 900)
+    pixels = [row[i : i + 3] for row in rows for i in range(0, len(row), 3)]
+    colours = set(pixels)
+    assert len(colours) > 50, f"a nearly blank screenshot: {len(colours)} colours"
+    assert WON in colours and FAILED in colours  # the timelines' bars were drawn
