@@ -45,7 +45,13 @@ from harness.core.states import (
     Resolution,
 )
 from harness.engine import Engine
-from harness.errors import AttemptRefused, HarnessError, InvalidTransition, NotFound
+from harness.errors import (
+    AttemptRefused,
+    HarnessError,
+    InvalidTransition,
+    NotFound,
+    ProviderError,
+)
 from harness.providers.base import BaseProvider, LookupResult, Outcome
 from harness.providers.outcomes import DEFINITE_PROVIDER_FAILURES
 from harness.runtime.scheduler import BaseScheduler
@@ -159,16 +165,14 @@ class Worker:
         A `failed` resolution that the provider's own evidence contradicts (it finished
         with a result) is refused, naming the evidence, unless `force` (recorded)."""
         resolution = Resolution(resolution)
-        if resolution is Resolution.FAILED:
-            evidence = self._lookup(self.engine.attempt(attempt_id))
-            if evidence is not None and evidence.finished and _executed(evidence) and not force:
-                raise AttemptRefused(
-                    f"attempt {attempt_id}: the provider reports it finished with a result "
-                    f"(request {evidence.outcome.request_id if evidence.outcome else None}); "
-                    "resolve it as succeeded, or pass force to override",
-                    reason=RefusalReason.CONTRADICTS_EVIDENCE,
-                )
-        if force:
+        contradicted = resolution is Resolution.FAILED and self._finished_with_result(attempt_id)
+        if contradicted and not force:
+            raise AttemptRefused(
+                f"attempt {attempt_id}: the provider reports it finished with a result; "
+                "resolve it as succeeded, or pass force to override",
+                reason=RefusalReason.CONTRADICTS_EVIDENCE,
+            )
+        if contradicted:
             reason = f"{reason} (forced against provider evidence)"
         attempt = self.engine.resolve_unknown(
             attempt_id, resolution=resolution, reason=reason, actor=actor, result=result
@@ -494,6 +498,16 @@ class Worker:
         self.advance(attempt.job_id)
         return True
 
+    def _finished_with_result(self, attempt_id: int) -> bool:
+        """Does the provider's own evidence say the attempt finished with a result? A
+        lookup that cannot be made is no evidence either way."""
+        try:
+            found = self._lookup(self.engine.attempt(attempt_id))
+        except ProviderError:
+            return False
+        outcome = found.outcome if found is not None and found.finished else None
+        return outcome is not None and outcome.kind is OutcomeKind.EXECUTED
+
     def _lookup(self, attempt: Attempt) -> LookupResult | None:
         adapter = self.providers.get(attempt.provider)
         if adapter is None:
@@ -534,7 +548,3 @@ class Worker:
 
     def stop(self) -> None:
         self._stop.set()
-
-
-def _executed(lookup: LookupResult) -> bool:
-    return lookup.outcome is not None and lookup.outcome.kind is OutcomeKind.EXECUTED
