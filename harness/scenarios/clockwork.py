@@ -15,6 +15,7 @@ import heapq
 import itertools
 import logging
 import threading
+from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -56,8 +57,9 @@ class Turns:
         self._seq = itertools.count()
         self._timers: list[_Due] = []
         self._waiters: dict[int, _Waiter] = {}
-        self._busy = 0
+        self._busy = 0  # tasks started and not finished (running or parked)
         self._parked = 0
+        self._queued: deque[tuple[Callable[[], object], Future[object]]] = deque()
         self.peak_parked = 0
         self._pool = ThreadPoolExecutor(pool_size, thread_name_prefix="scenario")
         self.errors: list[BaseException] = []
@@ -72,21 +74,28 @@ class Turns:
         return timer
 
     def spawn(self, fn: Callable[[], object]) -> Future[object]:
+        """Queue a task; it starts only when the driver settles, after every task before
+        it has finished or parked. One task runs at a time, so the order of what tasks
+        record never depends on the machine's load."""
+        future: Future[object] = Future()
         with self._cv:
-            self._busy += 1
+            self._queued.append((fn, future))
+        return future
 
-        def run() -> object:
+    def _start(self, fn: Callable[[], object], future: Future[object]) -> None:
+        def run() -> None:
             try:
-                return fn()
+                future.set_result(fn())
             except BaseException as exc:
                 self.errors.append(exc)
-                raise
+                future.set_exception(exc)
             finally:
                 with self._cv:
                     self._busy -= 1
                     self._cv.notify_all()
 
-        return self._pool.submit(run)
+        self._busy += 1
+        self._pool.submit(run)
 
     def park(self, seconds: float | None, event: threading.Event | None = None) -> bool:
         """Block the calling task until the driver wakes it at now + `seconds` (None:
@@ -104,13 +113,18 @@ class Turns:
     # -- what the driver calls -----------------------------------------------------------
 
     def settle(self, limit: float = SETTLE_LIMIT) -> None:
-        """Wait until every task in flight has finished or parked."""
+        """Start the queued tasks one at a time, each after the one before it finished
+        or parked, until none is queued and every task in flight waits."""
         with self._cv:
-            if not self._cv.wait_for(lambda: self._busy <= self._parked, limit):
-                raise ScenarioError(
-                    f"stuck: {self._busy - self._parked} task(s) neither finished nor waited "
-                    f"within {limit:g} s"
-                )
+            while True:
+                if not self._cv.wait_for(lambda: self._busy <= self._parked, limit):
+                    raise ScenarioError(
+                        f"stuck: {self._busy - self._parked} task(s) neither finished nor "
+                        f"waited within {limit:g} s"
+                    )
+                if not self._queued:
+                    return
+                self._start(*self._queued.popleft())
 
     def in_flight(self) -> int:
         with self._cv:
@@ -186,6 +200,7 @@ class Turns:
         """Teardown: wake every parked task (in order) and let it finish; drop timers."""
         with self._cv:
             self._timers.clear()
+            self._queued.clear()
         while True:
             self.settle()
             with self._cv:
