@@ -24,6 +24,7 @@
     │   └── CaptureError             a capture file is malformed
     ├── ScenarioError                a scenario could not be loaded or played
     │   ├── ScenarioFileError        a scenario file is malformed (names file:line and field)
+    │   ├── ScenarioFailed           a scenario did not hold (a pytest item's failure)
     │   └── WorkerKilled             a scenario killed a worker at a fault point (in-process)
     ├── CheckFailed                  a guarantee did not hold in `harness check`
     └── HttpProblem                  an API error answer (problem details), in harness.api

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from harness.errors import HarnessError
+from harness.errors import HarnessError, ScenarioError
 from harness.scenarios.loader import SCENARIO_SUFFIX, load_scenario
 from harness.scenarios.model import Scenario
 from harness.scenarios.runner import RunResult, run_scenario
@@ -78,7 +78,7 @@ class ScenarioFile(pytest.File):
             return self.path
 
 
-class ScenarioFailed(Exception):
+class ScenarioFailed(ScenarioError):
     """A scenario that did not hold: its result carries the problems and the history."""
 
     def __init__(self, result: RunResult) -> None:
