@@ -52,6 +52,7 @@ class Plan:
     delay: float
     reason: PlanReason
     skipped: tuple[tuple[str, Availability], ...] = ()  # passed over, and why
+    probe: bool = False  # the provider's breaker is past its cool-down: this is its probe
 
 
 HealthView = Mapping[str, tuple[Availability, datetime | None]]
@@ -69,7 +70,10 @@ def plan_next(job: Job, *, now: datetime, health: HealthView) -> Plan:
     for provider, delay, reason in candidates:
         state, until = health.get(provider, (Availability.AVAILABLE, None))
         if state in (Availability.AVAILABLE, Availability.PROBE):
-            return Plan(provider=provider, delay=delay, reason=reason, skipped=tuple(skipped))
+            probe = state is Availability.PROBE
+            return Plan(
+                provider=provider, delay=delay, reason=reason, skipped=tuple(skipped), probe=probe
+            )
         held_for = None if until is None else (until - now).total_seconds()
         if (  # a retry waits out the provider's own hold, within the policy's bound
             reason is PlanReason.RETRY_SAME

@@ -327,8 +327,8 @@ class Worker:
             if plan.delay > 0:
                 self._defer(job, plan)
                 return None
-            if self._held(plan.provider):
-                return None
+            if plan.probe and not self.engine.take_probe(plan.provider, self.settings.breaker):
+                return None  # another process sends the probe; the sweep comes back later
             try:
                 return self._launch(job, plan.provider, first=first)
             except AttemptRefused as refused_start:
@@ -352,16 +352,6 @@ class Worker:
             self.engine.note(
                 job.id, EventKind.START_REFUSED, actor=self.settings.name, detail=detail
             )
-
-    def _held(self, provider: str) -> bool:
-        """A breaker past its cool-down lets exactly one probe through (the database
-        decides who); everyone else waits for the probe's result."""
-        health = self.engine.provider_health([provider])[provider]
-        now = self.engine.clock.now()
-        state = availability(health, now, self.settings.breaker)
-        if state is Availability.PROBE:
-            return not self.engine.take_probe(provider, self.settings.breaker)
-        return state is not Availability.AVAILABLE
 
     # -- timers ----------------------------------------------------------------------------
 
@@ -423,7 +413,12 @@ class Worker:
     def claim(self) -> int:
         """Start the first attempt of new jobs nobody has started (e.g. the API died, or
         it runs without a worker)."""
-        held = {p for p in self.providers if self._unavailable(p)}
+        now = self.engine.clock.now()
+        held = {
+            name
+            for name, health in self.engine.provider_health(list(self.providers)).items()
+            if availability(health, now, self.settings.breaker) is not Availability.AVAILABLE
+        }
         claimed = self.engine.claim_new_jobs(
             limit=self.settings.claim_batch,
             actor=self.settings.name,
@@ -435,11 +430,6 @@ class Worker:
         for job in claimed.skipped:  # their primary is held: the plan picks another
             self.start_job(job.id)
         return len(claimed.started) + len(claimed.skipped)
-
-    def _unavailable(self, provider: str) -> bool:
-        health = self.engine.provider_health([provider])[provider]
-        state = availability(health, self.engine.clock.now(), self.settings.breaker)
-        return state is not Availability.AVAILABLE
 
     def reconcile(self) -> int:
         """Resolve unknown attempts from provider evidence (I4), or abandon those past
