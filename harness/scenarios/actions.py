@@ -194,7 +194,6 @@ def fallback(stage: Stage, args: Mapping[str, Any], step: Step) -> Answer:
 
 
 def resolve(stage: Stage, args: Mapping[str, Any], step: Step) -> Answer:
-    attempt = stage.attempt(args["job"], args["attempt"])
     actor = args.get("actor", "oncall")
     label = f"{args['job']}#{args['attempt']}"
     stage.history.op(
@@ -205,6 +204,14 @@ def resolve(stage: Stage, args: Mapping[str, Any], step: Step) -> Answer:
         attempt=label,
         outcome=args["outcome"],
     )
+    try:
+        attempt = stage.attempt(args["job"], args["attempt"])
+    except NotFound:  # as the API answers 404 for an attempt that does not exist
+        answer = "not_found"
+        stage.history.op(
+            stage.now(), f"operator:{actor}", "fail", "resolve", attempt=label, answer=answer
+        )
+        return answer
     result = None
     if args["outcome"] == "succeeded":
         result = {"provider": attempt.provider, "text": "resolved out of band"}
@@ -246,6 +253,8 @@ def cancel(stage: Stage, args: Mapping[str, Any], step: Step) -> Answer:
         answer = "cancelled"
     except InvalidTransition:
         answer = "invalid_transition"
+    except NotFound:
+        answer = "not_found"
     kind = "ok" if answer == "cancelled" else "fail"
     stage.history.op(stage.now(), "client:user", kind, "cancel", target=target, answer=answer)
     return answer
