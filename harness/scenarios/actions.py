@@ -329,6 +329,12 @@ def release(stage: Stage, args: Any, step: Step) -> Answer:
     return "ok"
 
 
+def heal(stage: Stage, args: Any, step: Step) -> Answer:
+    """Faults off: every provider script is dropped, so later calls answer success."""
+    stage.fakes.scripts.clear()
+    return "ok"
+
+
 def verdict(stage: Stage, args: Mapping[str, Any], step: Step) -> Answer:
     contract = stage.contract
     if contract is None:
@@ -366,6 +372,7 @@ ACTIONS: Mapping[str, Callable[[Stage, Any, Step], Answer]] = {
     "reconcile": _duty("reconcile"),
     "tick": _duty("tick"),
     "release": release,
+    "heal": heal,
     "verdict": verdict,
 }
 

@@ -31,6 +31,7 @@ ACTIONS = (
     "reconcile",
     "tick",
     "release",
+    "heal",
     "verdict",
 )
 """Every action a step may take, one per step (a step with only `at` moves time)."""
