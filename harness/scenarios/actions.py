@@ -59,21 +59,62 @@ def http_status(answer: str) -> int:
     return _STATUS.get(answer, 500)
 
 
+class _Meeting:
+    """Every party of a `together` step waits at the fault point until all the others
+    are there too, or have returned without reaching it (refused before the point): the
+    race is forced when it can happen, and nobody waits for a party that never comes."""
+
+    def __init__(self, parties: int) -> None:
+        self.parties = self.expected = parties
+        self.arrived = 0
+        self.timed_out = False
+        self.here = threading.local()
+        self.lock = threading.Condition()
+
+    def arrive(self) -> None:
+        with self.lock:
+            self.here.arrived = True
+            self.arrived += 1
+            self.lock.notify_all()
+            met = self.lock.wait_for(lambda: self.arrived >= self.expected, BARRIER_LIMIT)
+            self.timed_out |= not met
+
+    def leave(self) -> None:
+        """This thread's call returned; if it never arrived, stop waiting for it."""
+        with self.lock:
+            if not getattr(self.here, "arrived", False):
+                self.expected -= 1
+                self.lock.notify_all()
+            self.here.arrived = False
+
+    @property
+    def met(self) -> bool:
+        """Every party was inside the point at once."""
+        return self.arrived >= self.parties and not self.timed_out
+
+
 def _together(
     stage: Stage, point: str, engines: list[Any], count: int, call: Callable[[int], str]
 ) -> list[str]:
     """Run `call(i)` for i < count on threads that all reach fault point `point` before
     any goes on: the race is forced, not hoped for."""
-    barrier = threading.Barrier(count, timeout=BARRIER_LIMIT)
+    meeting = _Meeting(count)
     for engine in {id(e): e for e in engines}.values():
-        engine.faults.on(point, barrier.wait)
+        engine.faults.on(point, meeting.arrive)
+
+    def party(i: int) -> str:
+        try:
+            return call(i)
+        finally:
+            meeting.leave()
+
     try:
         with ThreadPoolExecutor(count) as pool:
-            answers = list(pool.map(call, range(count)))
+            answers = list(pool.map(party, range(count)))
     finally:
         for engine in engines:
             engine.faults.clear()
-    stage.history.mark(stage.now(), barrier=point, parties=count, passed=not barrier.broken)
+    stage.history.mark(stage.now(), barrier=point, parties=count, passed=meeting.met)
     return answers
 
 

@@ -19,9 +19,9 @@ from typing import Any
 from fake_providers import FakeProviders
 from harness.core.gate import AllowAllGate, BaseGate
 from harness.core.models import Attempt, CompletionRequest, Job
-from harness.core.states import OutcomeKind
+from harness.core.states import FINISHED_JOB_STATES, OutcomeKind
 from harness.engine import Engine
-from harness.errors import NotFound, ScenarioError, WorkerKilled
+from harness.errors import HarnessError, NotFound, ScenarioError, WorkerKilled
 from harness.providers.base import BaseProvider, LookupResult, Outcome
 from harness.runtime.builtin import builtin_fake_providers
 from harness.runtime.worker import Worker, WorkerSettings
@@ -264,11 +264,26 @@ class Stage:
     def close(self) -> None:
         for handle in self.workers.values():
             handle.scheduler.kill()
+        self._cancel_open_jobs()
         self.fakes.release()
         try:
             self.turns.drain()
         finally:
             self.turns.close()
+
+    def _cancel_open_jobs(self) -> None:
+        """Runs may share a database: a job this run leaves open (a run cut short, a job
+        waiting on an unknown) must not be picked up by a later run's workers."""
+        with self.database.read() as conn:
+            jobs = [queries.get_job(conn, job_id) for job_id in sorted(self.seen_jobs)]
+        engine = self.client()
+        for job in jobs:
+            if job is None or job.status in FINISHED_JOB_STATES:
+                continue
+            try:
+                engine.cancel_job(job.id, actor=self.owner("runner"), reason="the run ended")
+            except HarnessError:  # a broken engine may refuse; the run is over anyway
+                pass
 
 
 def _breaker(spec: Mapping[str, Any]) -> Any:
