@@ -25,21 +25,24 @@ from datetime import datetime, timedelta
 
 from harness.contracts.model import Contract
 from harness.core.clock import Clock
-from harness.core.gate import GateDecision
+from harness.core.gate import GateDecision, GateReason
 from harness.core.models import Verdict
 from harness.store import queries
 from harness.store.database import Database
 
 DEFAULT_MAX_VERDICT_AGE = timedelta(days=30)
 
-ALLOWED = "allowed"
-NO_CONTRACT = "no_contract"
-UNKNOWN_CONTRACT = "unknown_contract"
-NO_VERDICT = "no_verdict"
-CONTRACT_CHANGED = "contract_changed"
-FAILED_VERDICT = "failed_verdict"
-MODEL_CHANGED = "model_changed"
-STALE_VERDICT = "stale_verdict"
+# The gate's answers are the core's `GateReason`s, so the engine and the worker tell a
+# gate refusal from a refusal by the job's state by type (the worker passes a refused
+# provider over; it must never mistake the gate's "no" for "someone else moved it").
+ALLOWED = GateReason.ALLOWED
+NO_CONTRACT = GateReason.NO_CONTRACT
+UNKNOWN_CONTRACT = GateReason.UNKNOWN_CONTRACT
+NO_VERDICT = GateReason.NO_VERDICT
+CONTRACT_CHANGED = GateReason.CONTRACT_CHANGED
+FAILED_VERDICT = GateReason.FAILED_VERDICT
+MODEL_CHANGED = GateReason.MODEL_CHANGED
+STALE_VERDICT = GateReason.STALE_VERDICT
 REASONS = (
     ALLOWED,
     NO_CONTRACT,
@@ -71,7 +74,7 @@ def _age(delta: timedelta) -> str:
     return f"{seconds} seconds"
 
 
-def _refuse(reason: str, detail: str, verdict: Verdict | None = None) -> GateCheck:
+def _refuse(reason: GateReason, detail: str, verdict: Verdict | None = None) -> GateCheck:
     return GateCheck(
         decision=GateDecision(allowed=False, reason=reason, detail=detail), verdict=verdict
     )

@@ -100,6 +100,32 @@ def test_gate_refusal_stops_failover(worker: Worker, scheduler: ManualScheduler,
     assert worker.sweep() == 0  # nothing left to move on
 
 
+def test_the_verdict_gates_refusal_also_ends_the_job(
+    worker: Worker, scheduler: ManualScheduler, primary, db: Database, mini
+) -> None:
+    """The real verdict gate, not a stand-in: its reasons are the gate's own kind, so
+    the worker passes the unverified fallback over and the job ends (found by the
+    simulator: it stayed pending forever, the sweep refusing it every round)."""
+    from harness.contracts.gate import VerdictGate
+
+    worker.engine.gate = VerdictGate(db, {mini.name: mini}, scheduler.clock)
+    primary.steps = [NOT_EXECUTED]
+    intent = Intent(
+        operation="summarise",
+        input={"prompt": "hi"},
+        providers=("primary", "fallback"),
+        contract=mini.name,
+        policy=Policy(attempt_timeout=30),
+    )
+    job_id = worker.engine.create_job("alice", "gated", intent).job.id
+    worker.start_job(job_id)
+    scheduler.wait_idle()
+    assert worker.engine.get_job(job_id).status is JobState.FAILED
+    events = worker.engine.events(job_id)
+    assert [e.detail["reason"] for e in events if e.kind == "job_failed"] == ["chain_exhausted"]
+    assert worker.sweep() == 0
+
+
 def test_exhausted_chain_fails_the_job(worker, scheduler, primary, fallback) -> None:
     primary.steps, fallback.steps = [NOT_EXECUTED], [NOT_EXECUTED]
     job_id = submit(worker)
