@@ -63,6 +63,42 @@ def current_revision(database_url: str) -> None:
         sys.exit(EXIT_FAILED)
 
 
+def _apply_mutant(ctx: click.Context, param: click.Parameter, name: str | None) -> str | None:
+    """Patch the mutant `name` in for as long as the command runs (the context's life),
+    warning loudly on stderr; an unknown name is a usage error (exit 2) listing them."""
+    if name is None:
+        return None
+    from harness.checks.mutants import applied, mutant_named
+    from harness.errors import ConfigError
+
+    try:
+        mutant = mutant_named(name)
+    except ConfigError as exc:
+        raise click.BadParameter(exc.message, ctx=ctx, param=param) from None
+    click.secho(
+        f"WARNING: running the deliberately broken engine {mutant.name!r} (it breaks "
+        f"{mutant.breaks}: {mutant.summary}). It exists to test the harness itself; "
+        "never serve real work with it.",
+        err=True,
+        fg="red",
+        bold=True,
+    )
+    ctx.with_resource(applied(mutant))
+    return name
+
+
+mutant_option = click.option(
+    "--mutant",
+    default=None,
+    metavar="NAME",
+    expose_value=False,
+    callback=_apply_mutant,
+    allow_from_autoenv=False,  # a broken engine is asked for on the command line, never inherited
+    help="For testing the harness itself: run a deliberately broken engine "
+    "(harness/checks/mutants.py), to see a scenario suite catch it. Never for real work.",
+)
+
+
 def _service(
     wiring: Wiring, config_path: Path | None, database_url: str, contracts_dir: Path, **kw
 ) -> Service:
@@ -85,6 +121,7 @@ def _service(
     show_default=True,
     help="Run attempts in this process (or leave them to `harness worker`).",
 )
+@mutant_option
 @pass_wiring
 def serve(
     wiring: Wiring,
@@ -151,6 +188,7 @@ def serve(
     type=click.FloatRange(0.01, 3600),
     help="Seconds between reconciliations of unknown attempts.",
 )
+@mutant_option
 @pass_wiring
 def worker(
     wiring: Wiring,
