@@ -1,0 +1,107 @@
+"""The simulator's multi-process mode (issue 13, acceptance 4), end to end: real `harness
+serve` and `harness worker` processes on PostgreSQL and the fake-provider server,
+clients over loopback HTTP, workers SIGKILLed and restarted, then judged whole.
+
+The short run asserts on what the run recorded (the database, the fake server's ledger,
+the clients' answers), never on how long anything took.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from harness.errors import ConfigError
+from harness.simulate import processes
+from harness.simulate.processes import run_processes
+
+
+def _no_process(*args: object, **kwargs: object) -> None:
+    raise AssertionError(f"a process was launched: {args[:1]}")
+
+
+@pytest.mark.parametrize(
+    ("url", "match"),
+    [
+        ("sqlite:///{tmp}/sim.sqlite3", "needs PostgreSQL"),
+        ("mysql://root@127.0.0.1/sim", "unsupported database"),
+        ("postgresql://postgres@127.0.0.1:1/sim", "not usable"),  # nothing listens on 1
+    ],
+)
+def test_only_a_reachable_postgres_is_accepted_and_nothing_starts_otherwise(
+    url: str, match: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(subprocess, "Popen", _no_process)
+    with pytest.raises(ConfigError, match=match):
+        run_processes(url.format(tmp=tmp_path), duration=1)
+    assert list(tmp_path.iterdir()) == []  # not even the SQLite file was made
+
+
+def _children() -> list[str]:
+    """Processes whose parent is this one (Linux /proc), each as 'pid: command'."""
+    mine, found = str(os.getpid()), []
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            fields = dict(
+                line.split(":\t", 1) for line in status.read_text().splitlines() if ":\t" in line
+            )
+        except OSError:
+            continue  # it ended while we looked
+        if fields.get("PPid", "").strip() == mine:
+            found.append(f"{status.parent.name}: {fields.get('Name', '').strip()}")
+    return found
+
+
+@pytest.mark.slow
+@pytest.mark.postgres
+def test_two_apis_and_two_killed_workers_keep_every_guarantee(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    made: list[str] = []
+    real = secrets.token_urlsafe
+
+    def token(n: int) -> str:
+        made.append(real(n))
+        return made[-1]
+
+    monkeypatch.setattr(processes.secrets, "token_urlsafe", token)
+    before = _children()
+    summary = run_processes(
+        postgres_url,
+        api_processes=2,
+        worker_processes=2,
+        clients=8,
+        duration=15,
+        kill_every=3,
+        seed=7,
+    )
+    text = json.dumps(summary)  # plain JSON, all of it
+
+    assert summary["violations"] == []
+    assert summary["liveness"] == []
+    assert summary["lost"] == []
+    assert summary["worker_kills"] > 0
+    assert summary["jobs"] > 0 and summary["attempts"] >= summary["jobs"] - summary["waiting"]
+    # Every execution the fake server performed is in its ledger, each mapped to exactly
+    # one attempt by its token (check_executions found nothing above).
+    assert summary["ledger"]["dropped"] == 0 and summary["ledger"]["entries"] > 0
+    assert summary["duplicate_executions"]["violations"] == 0
+    assert summary["recovery"]["settled"], summary["recovery"]
+    assert summary["crashed"] == [] and summary["stuck_threads"] == []
+    assert summary["client_errors"] == []
+    assert summary["processes"]["tracebacks"] == 0, summary["processes"]["examples"]
+
+    creates = summary["answers_by_action"]["create"]
+    assert creates.get("201") and creates.get("200") and creates.get("409"), creates
+    assert set(summary["answers_by_action"]["foreign_read"]) == {"404"}  # I10
+
+    # No token anywhere: not in the summary, not on stdout or stderr; no process left.
+    out, err = capfd.readouterr()
+    assert len(made) == summary["owners"]
+    assert not [t for t in made if t in text or t in out or t in err]
+    assert _children() == before
