@@ -22,12 +22,15 @@ from __future__ import annotations
 
 import os
 import random
+import re
+import shutil
 import signal
 import socket
 import subprocess
 import sys
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -233,6 +236,9 @@ class Deployment:
         self._generations: list[int] = []
         self._all: list[Process] = []
         self._config: Path | None = None
+        self._lock = threading.Lock()  # kills, restarts and the supervisor take turns
+        self._stopped = False
+        self.crashes: list[dict[str, Any]] = []  # workers that died by themselves
 
     def __enter__(self) -> Deployment:
         return self
@@ -326,27 +332,41 @@ class Deployment:
 
     def kill_and_restart(self, slot: int) -> str:
         """SIGKILL worker `slot` and start its next incarnation; the killed one's name."""
-        killed = self.workers[slot]
-        killed.kill()
+        with self._lock:
+            killed = self.workers[slot]
+            killed.kill()
+            self._restart(slot)
+            return killed.name
+
+    def supervise(self) -> None:
+        """Restart any worker that died by itself, as a supervisor would, recording the
+        crash (its exit code and the end of its log) in `crashes`."""
+        with self._lock:
+            for slot, worker in enumerate(self.workers):
+                if worker.popen is not None and not worker.alive:
+                    self.crashes.append(_crash(worker))
+                    self._restart(slot)
+
+    def _restart(self, slot: int) -> None:
+        if self._stopped:
+            return
         self._generations[slot] += 1
         self.workers[slot] = self._start_worker(slot, self._generations[slot])
-        return killed.name
 
-    def dead(self) -> list[str]:
-        """Processes that should be running but are not (a worker killed by the run and
-        already replaced does not count)."""
-        current = {id(p) for p in self.workers}
-        return [
-            p.name
-            for p in self._all
-            if not p.alive and (not p.name.startswith("sim-worker") or id(p) in current)
-        ]
+    def dead(self) -> list[dict[str, Any]]:
+        """The fake server and API processes that are no longer running, and why."""
+        return [_crash(p) for p in self._all if not p.alive and p not in self._worker_runs()]
+
+    def _worker_runs(self) -> list[Process]:
+        return [p for p in self._all if p.name.startswith("sim-worker")]
 
     # -- stopping ---------------------------------------------------------------------
 
     def stop(self) -> None:
-        """Stop every process ever started: SIGTERM to all at once, then each is waited
-        for (bounded) and SIGKILLed if still there."""
+        """Stop every process ever started, and start none after: SIGTERM to all at
+        once, then each is waited for (bounded) and SIGKILLed if still there."""
+        with self._lock:
+            self._stopped = True
         for process in self._all:
             if process.alive:
                 process.signal_group(signal.SIGTERM)
@@ -357,24 +377,30 @@ class Deployment:
                 process.signal_group(signal.SIGKILL)
 
     def log_report(self) -> dict[str, Any]:
-        """Tracebacks in the processes' logs: how many, and the last line of a few."""
-        count, examples = 0, []
+        """What the processes' logs say went wrong: how many tracebacks, and the most
+        frequent exception lines (each cut short; the logs hold no token)."""
+        tracebacks, exceptions = 0, Counter[str]()
         for process in self._all:
-            lines = process.log_tail(lines=100_000).splitlines()
-            for i, line in enumerate(lines):
-                if line.startswith("Traceback"):
-                    count += 1
-                    last = _exception_line(lines, i)
-                    if last and len(examples) < 5 and last not in examples:
-                        examples.append(f"{process.name}: {last}"[:300])
-        return {"tracebacks": count, "examples": examples}
+            for line in process.log_tail(lines=1_000_000).splitlines():
+                tracebacks += line.startswith("Traceback")
+                if _EXCEPTION_LINE.match(line):
+                    exceptions[f"{process.name.split('.')[0]}: {line[:160]}"] += 1
+        return {"tracebacks": tracebacks, "exceptions": dict(exceptions.most_common(8))}
+
+    def save_logs(self, directory: Path) -> None:
+        """Copy every process's log into `directory` (made if missing)."""
+        directory.mkdir(parents=True, exist_ok=True)
+        for process in self._all:
+            if process.log_path.exists():
+                shutil.copyfile(process.log_path, directory / process.log_path.name)
 
 
-def _exception_line(lines: list[str], start: int) -> str:
-    for line in lines[start + 1 :]:
-        if line and not line.startswith((" ", "Traceback")):
-            return line
-    return ""
+_EXCEPTION_LINE = re.compile(r"^[\w.]+(Error|Exception|Warning|Interrupt|Exit)\b:?")
+
+
+def _crash(process: Process) -> dict[str, Any]:
+    code = process.popen.returncode if process.popen is not None else None
+    return {"process": process.name, "exit_code": code, "log": process.log_tail(5)[-1000:]}
 
 
 def _healthy(url: str) -> bool:
@@ -423,15 +449,16 @@ FAULTS: tuple[tuple[int, Callable[[random.Random], Fault]], ...] = (
 )
 """Every fault the fakes script, with its weight: one is queued per faulted job. A
 slow success (latency past the attempt timeout) is the late answer of an unknown."""
-OUTAGE_EVERY = 15.0  # seconds between chances of a timed outage on one provider
+OUTAGE_EVERY = 15.0  # seconds between timed outages, each of one provider
 OUTAGE_SECONDS = 2.0
 
 
 class FaultScripter:
     """Queues provider faults on the fake server while the chaos lasts: for each job the
     clients created since its last round, one random fault with chance `fault_rate`
-    (the primary's API four times in five), and now and then a timed outage that trips
-    the shared breaker. Every request it makes has a timeout; it runs until `stop`."""
+    (the primary's API four times in five), and every OUTAGE_EVERY seconds a timed
+    outage of one provider (its error for every request for OUTAGE_SECONDS), which
+    trips the shared breaker. Every request it makes has a timeout; it runs until `stop`."""
 
     def __init__(
         self,
@@ -458,8 +485,7 @@ class FaultScripter:
             seen = created
             if now - last_outage >= OUTAGE_EVERY:
                 last_outage = now
-                if self.rng.random() < 0.5:
-                    self._outage()
+                self._outage()
 
     def _fault(self) -> Fault:
         weights = [w for w, _ in FAULTS]
@@ -471,7 +497,7 @@ class FaultScripter:
 
     def _outage(self) -> None:
         kind = self.rng.choice([B.SERVICE_UNAVAILABLE, B.OVERLOADED, B.SERVER_ERROR])
-        self._script({"behaviour": kind, "window": OUTAGE_SECONDS}, api="openai")
+        self._script({"behaviour": kind, "window": OUTAGE_SECONDS}, api=self._api())
         self.outages += 1
 
     def _script(self, fault: Fault, *, api: str) -> None:

@@ -103,6 +103,7 @@ def run_processes(
     fault_rate: float = 0.1,
     max_jobs: int = DEFAULT_MAX_JOBS,
     timings: Timings | None = None,
+    logs: Path | None = None,
     progress: Callable[[float], None] | None = None,
 ) -> dict[str, Any]:
     """Run the multi-process simulation on PostgreSQL and return its summary: plain,
@@ -118,7 +119,8 @@ def run_processes(
     every `kill_every` seconds (0: never); provider faults for about `fault_rate` of the
     jobs; at most `max_jobs` new jobs (then the clients only replay, read, resolve...:
     the fake server's ledger must hold every execution); `timings` the deployment's
-    short policy. `progress` gets the fraction of the
+    short policy; `logs` a directory to keep the processes' logs in (else they go with
+    the run's temporary directory). `progress` gets the fraction of the
     run done (0..1), from the calling thread.
 
     Every process it started is stopped before it returns or raises (KeyboardInterrupt
@@ -154,9 +156,12 @@ def run_processes(
                     deployment.start(deadline=run.deadline)
                     chaos = _chaos(run, clients, duration, kill_every, fault_rate, report)
                     recovery = _recover(run, report)
+                    summary = _summary(run, chaos, recovery)
                 finally:
                     run.stop.set()  # whatever happened, the driver's threads wind down
-                summary = _summary(run, chaos, recovery)
+                    deployment.stop()
+                    if logs is not None:
+                        deployment.save_logs(logs)
     finally:
         database.dispose()
     report(1.0)
@@ -593,6 +598,7 @@ def _chaos(
     end = min(started + duration, run.deadline)
     while time.monotonic() < end:
         report(0.8 * (time.monotonic() - started) / max(duration, 1e-9))
+        run.deployment.supervise()
         time.sleep(max(0.0, min(0.25, end - time.monotonic())))
     seconds = time.monotonic() - started
     run.stop.set()
@@ -641,6 +647,7 @@ def _recover(run: _Run, report: Callable[[float], None]) -> dict[str, Any]:
 
     def settled() -> bool:
         report(0.8 + 0.15 * (time.monotonic() - started) / timings.recovery_bound)
+        deployment.supervise()
         deployment.control("POST", "/release")  # a hang taken just as scripts were cleared
         still = _open_jobs(run.database, watching)
         watching.intersection_update(job.id for job in still)
@@ -708,7 +715,8 @@ def _summary(run: _Run, chaos_seconds: float, recovery: dict[str, Any]) -> dict[
         "faults": run.faults.report() if run.faults else {},
         "ledger": {"entries": len(ledger["entries"]), "dropped": ledger["dropped"]},
         "recovery": recovery,
-        "crashed": run.deployment.dead(),
+        "crashes": run.deployment.crashes,  # workers that died by themselves (restarted)
+        "dead": run.deployment.dead(),  # the fake server or an API process, gone
         "stuck_threads": [t.name for t in run.threads if t.is_alive()],
         "client_errors": run.record.errors[:20],
         "processes": run.deployment.log_report(),

@@ -92,9 +92,10 @@ def test_two_apis_and_two_killed_workers_keep_every_guarantee(
     assert summary["ledger"]["dropped"] == 0 and summary["ledger"]["entries"] > 0
     assert summary["duplicate_executions"]["violations"] == 0
     assert summary["recovery"]["settled"], summary["recovery"]
-    assert summary["crashed"] == [] and summary["stuck_threads"] == []
+    assert summary["crashes"] == [] and summary["dead"] == [], (summary["crashes"], summary["dead"])
+    assert summary["stuck_threads"] == []
     assert summary["client_errors"] == []
-    assert summary["processes"]["tracebacks"] == 0, summary["processes"]["examples"]
+    assert summary["processes"]["tracebacks"] == 0, summary["processes"]["exceptions"]
 
     creates = summary["answers_by_action"]["create"]
     assert creates.get("201") and creates.get("200") and creates.get("409"), creates
