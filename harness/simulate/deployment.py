@@ -140,9 +140,13 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def _child_environment() -> dict[str, str]:
+def _child_environment(database_url: str | None) -> dict[str, str]:
+    """The parent's environment without HARNESS_* variables; the database URL goes
+    here rather than on the command line, where `ps` would show its password."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("HARNESS_")}
     env["PYTHONUNBUFFERED"] = "1"
+    if database_url is not None:
+        env["HARNESS_DATABASE_URL"] = database_url
     return env
 
 
@@ -154,6 +158,7 @@ class Process:
     args: tuple[str, ...]
     log_path: Path
     cwd: Path
+    database_url: str | None = field(default=None, repr=False)
     popen: subprocess.Popen[bytes] | None = field(default=None, repr=False)
 
     def start(self) -> None:
@@ -164,7 +169,7 @@ class Process:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 cwd=self.cwd,
-                env=_child_environment(),
+                env=_child_environment(self.database_url),
                 start_new_session=True,
             )
 
@@ -275,7 +280,11 @@ class Deployment:
 
     def _spawn(self, name: str, *args: str) -> Process:
         process = Process(
-            name=name, args=args, log_path=self.directory / f"{name}.log", cwd=self.directory
+            name=name,
+            args=args,
+            log_path=self.directory / f"{name}.log",
+            cwd=self.directory,
+            database_url=None if name == "fakes" else self.database_url,
         )
         self._all.append(process)
         process.start()
@@ -283,10 +292,7 @@ class Deployment:
 
     def _common(self) -> tuple[str, ...]:
         assert self._config is not None
-        return (
-            "--db", self.database_url, "--config", str(self._config),
-            "--contracts", str(self.directory / "contracts"),
-        )  # fmt: skip
+        return ("--config", str(self._config), "--contracts", str(self.directory / "contracts"))
 
     def _start_api(self, index: int, *, with_worker: bool) -> tuple[Process, str]:
         port = free_port()

@@ -109,26 +109,36 @@ def run_processes(
     """Run the multi-process simulation on PostgreSQL and return its summary: plain,
     JSON-able, with `violations`, `liveness` and `lost` empty when every guarantee held.
 
-    `database_url` must be PostgreSQL (ConfigError otherwise, before anything starts);
-    it is migrated first (ConfigError when that fails). `api_processes` of `harness
-    serve`, of which the first `api_workers` also run attempts in-process (the fallback
-    button needs a worker where it lands; the others are `--no-worker`);
-    `worker_processes` of `harness worker`; `clients` threads shared among `owners`
-    owners for `duration` seconds; `seed` drives every choice the driver makes (the
-    processes' timing is real, so two runs differ in detail); a random worker SIGKILLed
-    every `kill_every` seconds (0: never); provider faults for about `fault_rate` of the
-    jobs; at most `max_jobs` new jobs (then the clients only replay, read, resolve...:
-    the fake server's ledger must hold every execution); `timings` the deployment's
-    short policy; `logs` a directory to keep the processes' logs in (else they go with
-    the run's temporary directory). `progress` gets the fraction of the
-    run done (0..1), from the calling thread.
+    - `database_url`: PostgreSQL only (ConfigError otherwise, before anything starts),
+      migrated first (ConfigError when it cannot be reached or migrated);
+    - `api_processes` processes of `harness serve`, of which the first `api_workers`
+      also run attempts in-process (the fallback button needs a worker where it lands;
+      the others run `--no-worker`), and `worker_processes` of `harness worker`;
+    - `clients` threads among `owners` owners, for `duration` seconds of chaos;
+    - `seed` drives every choice the driver makes (the processes' timing is real, so two
+      runs differ in detail); a random worker is SIGKILLed every `kill_every` seconds
+      (0: never); provider faults for about `fault_rate` of the jobs;
+    - at most `max_jobs` new jobs, then the clients only replay, read, resolve, ... (the
+      fake server's ledger must hold every execution for I8 to be judged on all);
+    - `timings`: the deployment's short policy (`Timings()`); `logs`: a directory to
+      keep the processes' logs in (else they go with the run's temporary directory);
+    - `progress`: called with the fraction of the run done (0..1), from this thread.
 
     Every process it started is stopped before it returns or raises (KeyboardInterrupt
     too). Bearer tokens are never printed, logged or returned."""
+    _check_settings(
+        api_processes=api_processes,
+        worker_processes=worker_processes,
+        clients=clients,
+        owners=owners,
+        duration=duration,
+        kill_every=kill_every,
+        fault_rate=fault_rate,
+    )
     database = _checked_database(database_url)
     timings = timings or Timings()
     run_id = f"{seed}-{secrets.token_hex(3)}"
-    tokens = {f"sim{run_id}-o{i}": secrets.token_urlsafe(24) for i in range(max(1, owners))}
+    tokens = {f"sim{run_id}-o{i}": secrets.token_urlsafe(24) for i in range(owners)}
     report = _monotone(progress)
     started = time.monotonic()
     budget = STARTUP_TIMEOUT + duration + DRAIN_TIMEOUT + timings.recovery_bound
@@ -180,6 +190,20 @@ def run_processes(
         "max_jobs": max_jobs,
     }
     return {**settings, **summary, "wall_seconds": round(time.monotonic() - started, 2)}
+
+
+def _check_settings(**settings: float) -> None:
+    """ConfigError naming the first setting out of its range."""
+    least = {"api_processes": 1, "worker_processes": 0, "clients": 1, "owners": 1}
+    for name, low in least.items():
+        if settings[name] < low or settings[name] != int(settings[name]):
+            raise ConfigError(f"{name} must be a whole number of at least {low}", field=name)
+    if not settings["duration"] > 0:
+        raise ConfigError("duration must be a positive number of seconds", field="duration")
+    if not settings["kill_every"] >= 0:
+        raise ConfigError("kill_every must be 0 (never) or seconds", field="kill_every")
+    if not 0 <= settings["fault_rate"] <= 1:
+        raise ConfigError("fault_rate must be a fraction from 0 to 1", field="fault_rate")
 
 
 def _checked_database(database_url: str) -> Database:
@@ -590,7 +614,7 @@ def _chaos(
     )
     faults = run.faults
     run.spawn("sim-faults", lambda: faults.run(run.stop))
-    if kill_every > 0:
+    if kill_every > 0 and run.deployment.workers:
         killer = random.Random(run.rng.getrandbits(64))
         run.spawn("sim-killer", lambda: _kill_loop(run, killer, kill_every))
     run.spawn("sim-watcher", lambda: _watch(run))

@@ -42,6 +42,18 @@ def test_only_a_reachable_postgres_is_accepted_and_nothing_starts_otherwise(
     assert list(tmp_path.iterdir()) == []  # not even the SQLite file was made
 
 
+@pytest.mark.parametrize(
+    "settings",
+    [{"api_processes": 0}, {"worker_processes": -1}, {"duration": 0}, {"fault_rate": 1.5}],
+)
+def test_settings_out_of_range_are_refused_before_anything_starts(
+    settings: dict[str, float], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(subprocess, "Popen", _no_process)
+    with pytest.raises(ConfigError, match=next(iter(settings))):
+        run_processes("postgresql://postgres@127.0.0.1:1/sim", **settings)
+
+
 def _children() -> list[str]:
     """Processes whose parent is this one (Linux /proc), each as 'pid: command'."""
     mine, found = str(os.getpid()), []
