@@ -40,6 +40,11 @@ def scenario_schema() -> dict[str, Any]:
     return json.loads(text)
 
 
+@cache
+def _validator() -> jsonschema.Draft202012Validator:
+    return jsonschema.Draft202012Validator(scenario_schema())
+
+
 def _field(path: Path_) -> str:
     out = ""
     for part in path:
@@ -91,10 +96,14 @@ def load_scenario(path: str | Path) -> Scenario:
     return parse_scenario(text, file=str(path))
 
 
+_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when installed
+_SAFE_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
 def parse_scenario(text: str, *, file: str = "<string>") -> Scenario:
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        node = yaml.compose(text, Loader=_SAFE_LOADER)
+        data = yaml.load(text, Loader=_SAFE_LOADER)  # a safe loader (libyaml when present)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
@@ -102,8 +111,18 @@ def parse_scenario(text: str, *, file: str = "<string>") -> Scenario:
         raise ScenarioFileError(
             f"not YAML: {problem}", file=file, line=line, field="(yaml)"
         ) from None
-    lines = _Lines(node)
+    return _checked(data, file, _Lines(node))
 
+
+def scenario_from_mapping(data: Any, *, file: str = "<mapping>", schema: bool = True) -> Scenario:
+    """A scenario built in memory (the simulator's), checked as a file is, without the
+    round trip through YAML text (errors name the field, not a line). `schema=False`
+    skips the JSON Schema for a mapping a program built (its tests check the schema);
+    the engine's own rules (times, workers, jobs before use) are always checked."""
+    return _checked(data, file, _Lines(None), schema=schema)
+
+
+def _checked(data: Any, file: str, lines: _Lines, *, schema: bool = True) -> Scenario:
     def fail(where: Path_, message: str) -> ScenarioFileError:
         return ScenarioFileError(message, file=file, line=lines.line(where), field=_field(where))
 
@@ -111,7 +130,7 @@ def parse_scenario(text: str, *, file: str = "<string>") -> Scenario:
         raise fail((), "a scenario is a mapping (name, summary, steps, ...)")
     _check_steps_shape(data, fail)
     errors = sorted(
-        jsonschema.Draft202012Validator(scenario_schema()).iter_errors(data),
+        _validator().iter_errors(data) if schema else (),
         key=lambda e: (lines.line(e.absolute_path) or 0, list(e.absolute_path)),
     )
     if errors:
@@ -252,4 +271,4 @@ def scenario_files(directory: str | Path) -> Iterator[Path]:
 def dump_scenario(scenario: Scenario | dict[str, Any]) -> str:
     """A scenario (or its mapping) as YAML text that `parse_scenario` reads back."""
     data = scenario.to_dict() if isinstance(scenario, Scenario) else scenario
-    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+    return yaml.dump(data, Dumper=_SAFE_DUMPER, sort_keys=False, allow_unicode=True)
