@@ -1,0 +1,222 @@
+"""`harness simulate`: randomized clients, workers and provider faults, judged whole.
+
+Exit codes as everywhere: 0 no violation · 1 a safety or liveness violation (or an
+error the engine raised) · 2 bad options, an unknown mutant, a database that cannot be
+reached (all checked before anything runs).
+"""
+
+from __future__ import annotations
+
+import shlex
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+from harness.cli.exits import exit_on_error, exit_with
+from harness.cli.options import db_option
+from harness.store.database import DEFAULT_DATABASE_URL
+
+_path = click.Path(dir_okay=False, path_type=Path)
+
+
+@click.command()
+@db_option
+@click.option("--jobs", default=200, show_default=True, type=click.IntRange(1, 1_000_000))
+@click.option(
+    "--clients",
+    default=20,
+    show_default=True,
+    type=click.IntRange(1, 100_000),
+    help="Simulated clients (each its own owner).",
+)
+@click.option("--seed", default=0, show_default=True, type=int, help="The run's seed.")
+@click.option(
+    "--seeds",
+    default=None,
+    type=click.IntRange(1, 100_000),
+    help="Run K seeds from --seed on (each draws its own faults unless --faults is given).",
+)
+@click.option(
+    "--faults",
+    default=None,
+    help="Fault kinds and rates: all=0.1, hang=0.2,stream_cut=0.05, or none "
+    "(default: each seed draws its own, swarm-style). Kinds: see docs/simulate.md.",
+)
+@click.option(
+    "--duration",
+    default=60.0,
+    show_default=True,
+    type=click.FloatRange(1, 3600),
+    help="Seconds of chaos: virtual per episode; real with --processes.",
+)
+@click.option(
+    "--per-episode",
+    default=20,
+    show_default=True,
+    type=click.IntRange(1, 1000),
+    help="Jobs per episode (virtual time): a violation is shrunk from its episode.",
+)
+@click.option(
+    "--processes",
+    default=None,
+    type=click.IntRange(1, 16),
+    help="Real-time mode on PostgreSQL: P API and P worker processes, workers killed.",
+)
+@click.option("--mutant", default=None, help="Simulate against this built-in mutant.")
+@click.option("--shrink-to", type=_path, help="Write the shrunk failing scenario here.")
+@click.option("--json", "json_path", type=_path, help="Write the summary (JSON) here.")
+@click.option("--html", "html_path", type=_path, help="Write an HTML page with plots here.")
+def simulate(
+    database_url: str,
+    jobs: int,
+    clients: int,
+    seed: int,
+    seeds: int | None,
+    faults: str | None,
+    duration: float,
+    per_episode: int,
+    processes: int | None,
+    mutant: str | None,
+    shrink_to: Path | None,
+    json_path: Path | None,
+    html_path: Path | None,
+) -> None:
+    """Simulate many clients, workers and faults; judge every invariant; shrink a failure."""
+    from harness.checks.mutants import mutant_named
+    from harness.simulate.run import Settings
+    from harness.simulate.swarm import parse_faults
+
+    with exit_on_error():
+        rates = parse_faults(faults) if faults is not None else None
+        broken = mutant_named(mutant) if mutant else None
+        for path in (shrink_to, json_path, html_path):
+            if path is not None and not path.resolve().parent.is_dir():
+                raise click.BadParameter(f"{path}: its directory does not exist")
+    if processes is not None:
+        _processes(database_url, processes, clients, duration, seed, rates, json_path)
+        return
+    settings = Settings(
+        jobs=jobs, clients=clients, duration=duration, per_episode=per_episode, faults=rates
+    )
+    order = list(range(seed, seed + (seeds or 1)))
+    with exit_on_error():
+        report, runs, wall = _virtual(database_url, settings, order, broken, shrink_to)
+    _finish(report, runs, wall, json_path, html_path, database_url, mutant, faults, settings)
+
+
+def _virtual(database_url: str, settings: Any, order: list[int], broken: Any, shrink_to: Any):
+    from contextlib import nullcontext
+
+    from harness.checks.mutants import applied
+    from harness.cli.main import _progress
+    from harness.scenarios.runner import dialect_of
+    from harness.scenarios.suite import scenario_database
+    from harness.simulate.report import summary
+    from harness.simulate.run import run_seed
+
+    runs, shrunk = [], {}
+    started = time.perf_counter()
+    with scenario_database(database_url) as database, applied(broken) if broken else nullcontext():
+        with _progress(settings.jobs * len(order), "jobs") as step:
+            for seed in order:
+                run = run_seed(
+                    seed,
+                    settings,
+                    database,
+                    stop_at_first=broken is not None or shrink_to is not None,
+                    progress=lambda n: [step() for _ in range(n)],
+                )
+                runs.append(run)
+                if run.failed is not None and shrink_to is not None and not shrunk:
+                    shrunk[seed] = _shrink(run, database, shrink_to, broken)
+                if run.failed is not None and broken is not None:
+                    break  # a mutant's run ends as soon as it is caught
+        wall = time.perf_counter() - started
+        report = summary(
+            runs,
+            settings,
+            database=dialect_of(database),
+            mutant=broken.name if broken else None,
+            shrunk=shrunk,
+        )
+    return report, runs, wall
+
+
+def _shrink(run: Any, database: Any, target: Path, broken: Any) -> dict[str, Any]:
+    from harness.simulate.run import fails_like
+    from harness.simulate.shrink import shrink, write_scenario
+
+    episode = run.failed
+    signature = episode.signature()
+    click.echo(f"shrinking seed {run.seed} episode {episode.index} ({signature}) ...", err=True)
+    result = shrink(episode.scenario, fails_like(signature, database, seed=run.seed))
+    write_scenario(
+        result.scenario,
+        target,
+        seed=run.seed,
+        signature=signature,
+        mutant=broken.name if broken else None,
+    )
+    return {
+        "file": str(target),
+        "signature": signature,
+        "steps_before": result.steps_before,
+        "steps": result.steps_after,
+        "replays": result.replays,
+    }
+
+
+def _finish(report, runs, wall, json_path, html_path, database_url, mutant, faults, settings):
+    from harness.simulate.report import html_page, lines, to_json
+
+    on_db = ["--db", database_url] if database_url != DEFAULT_DATABASE_URL else []
+    as_mutant = ["--mutant", mutant] if mutant else []
+    replay = None
+    shrunk = next((s for s in report["seeds"] if s["shrunk"]), None)
+    if shrunk:
+        file = shrunk["shrunk"]["file"]
+        seed = str(shrunk["seed"])
+        replay = shlex.join(
+            ["harness", "scenarios", "run", file, "--seed", seed, *as_mutant, *on_db]
+        )
+    click.echo("\n".join(lines(report, wall_seconds=wall, replay=replay)))
+    for failing in report["failing_seeds"]:
+        again = [
+            *("harness", "simulate", "--seed", str(failing), "--jobs", str(settings.jobs)),
+            *("--clients", str(settings.clients), "--duration", f"{settings.duration:g}"),
+            *("--per-episode", str(settings.per_episode)),
+            *(["--faults", faults] if faults else []),
+            *as_mutant,
+            *on_db,
+        ]
+        click.echo(f"seed {failing} fails; replay it: {shlex.join(again)}")
+    if json_path is not None:
+        json_path.write_text(to_json(report), encoding="utf-8")
+    if html_path is not None:
+        html_path.write_text(html_page(report, runs), encoding="utf-8")
+    exit_with(not report["passed"])
+
+
+def _processes(database_url, processes, clients, duration, seed, rates, json_path) -> None:
+    import json
+
+    from harness.simulate.processes import run_processes
+
+    fault_rate = max(rates.values(), default=0.0) if rates is not None else 0.1
+    with exit_on_error():
+        result = run_processes(
+            database_url,
+            api_processes=processes,
+            worker_processes=processes,
+            clients=clients,
+            duration=duration,
+            seed=seed,
+            fault_rate=fault_rate,
+        )
+    click.echo(json.dumps(result, indent=1, sort_keys=True))
+    if json_path is not None:
+        json_path.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    broken = any(result.get(k) for k in ("violations", "liveness", "lost"))
+    exit_with(broken)

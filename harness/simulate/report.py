@@ -1,0 +1,206 @@
+"""What a simulation tells: the JSON summary (schema: harness/schemas/simulate-report.json),
+the lines a person reads, and the HTML page with plots.
+
+The JSON holds only what the seed decides (no wall-clock figures), so the same seed and
+settings give the same bytes; the wall-clock throughput goes to the console.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from harness.scenarios.checker import Finding
+from harness.simulate.generate import RECOVERY
+from harness.simulate.run import Episode, SeedRun, Settings
+
+FORMAT = 1
+WITNESSES_SHOWN = 3
+
+
+def _finding(episode: Episode, finding: Finding) -> dict[str, Any]:
+    return {"episode": episode.index, **finding.to_dict()}
+
+
+def _totals(counts: Counter[str]) -> dict[str, Any]:
+    final = {k.split(":", 1)[1]: v for k, v in sorted(counts.items()) if k.startswith("final:")}
+    unknown = {k.split(":", 1)[1]: v for k, v in sorted(counts.items()) if k.startswith("unknown:")}
+    return {
+        "jobs": counts["jobs"],
+        "client_operations": counts["client_operations"],
+        "attempts": counts["attempts"],
+        "executions": counts["executions"],
+        "billed_executions": counts["billed_executions"],
+        "duplicate_executions": counts["duplicate_executions"],
+        "discarded_late_results": counts["discarded_late_results"],
+        "unknowns": {"total": counts["unknowns"], "ended_by": unknown},
+        "breaker_trips": counts["breaker_trips"],
+        "final_states": final,
+        "waiting": counts["waiting"],
+    }
+
+
+def run_summary(run: SeedRun, *, shrunk: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    safety = [_finding(e, f) for e in run.episodes for f in e.safety]
+    liveness = [_finding(e, f) for e in run.episodes for f in e.liveness]
+    errors = [{"episode": e.index, "message": m} for e in run.episodes for m in e.errors]
+    duplicates_by_violation = sum(1 for f in safety if f["invariant"] == "I8")
+    totals = _totals(run.totals())
+    totals["duplicate_executions"] = {
+        "total": totals["duplicate_executions"],
+        "violations": duplicates_by_violation,
+    }
+    failed = run.failed
+    return {
+        "seed": run.seed,
+        "passed": failed is None,
+        "knobs": run.knobs.to_dict(),
+        "episodes": len(run.episodes),
+        "virtual_seconds": round(run.virtual_seconds, 3),
+        **totals,
+        "violations": safety,
+        "liveness": liveness,
+        "errors": errors,
+        "failed_episode": None if failed is None else failed.index,
+        "shrunk": dict(shrunk) if shrunk else None,
+    }
+
+
+def summary(
+    runs: Iterable[SeedRun],
+    settings: Settings,
+    *,
+    database: str,
+    mutant: str | None,
+    shrunk: Mapping[int, Mapping[str, Any]] | None = None,
+) -> dict[str, Any]:
+    shrunk = shrunk or {}
+    seeds = [run_summary(r, shrunk=shrunk.get(r.seed)) for r in runs]
+    return {
+        "format": FORMAT,
+        "mode": "virtual",
+        "database": database,
+        "mutant": mutant,
+        "settings": settings.to_dict(),
+        "recovery_seconds": RECOVERY,
+        "passed": all(s["passed"] for s in seeds),
+        "seeds": seeds,
+        "failing_seeds": [s["seed"] for s in seeds if not s["passed"]],
+    }
+
+
+def to_json(report: Mapping[str, Any]) -> str:
+    return json.dumps(report, indent=1, sort_keys=True) + "\n"
+
+
+def lines(report: Mapping[str, Any], *, wall_seconds: float, replay: str | None) -> list[str]:
+    """The summary for people: one line per seed, then every violation with its witness."""
+    out = []
+    jobs = virtual = 0.0
+    for seed in report["seeds"]:
+        jobs += seed["jobs"]
+        virtual += seed["virtual_seconds"]
+        word = "PASS" if seed["passed"] else "FAIL"
+        states = " ".join(f"{k} {v}" for k, v in seed["final_states"].items())
+        out.append(
+            f"{word}  seed {seed['seed']:<6} {seed['jobs']:>6} jobs  {states}  "
+            f"waiting {seed['waiting']}  unknowns {seed['unknowns']['total']}  "
+            f"duplicates {seed['duplicate_executions']['total']}  "
+            f"discarded {seed['discarded_late_results']}  breaker trips {seed['breaker_trips']}"
+        )
+        for item in [*seed["violations"], *seed["liveness"]][:WITNESSES_SHOWN]:
+            where = f" job {item['job']}" if item["job"] else ""
+            out.append(
+                f"      {item['invariant']}{where} (episode {item['episode']}): {item['message']}"
+            )
+            out.extend(f"          witness {_witness(w)}" for w in item["witness"])
+        for item in seed["errors"][:WITNESSES_SHOWN]:
+            out.append(f"      error (episode {item['episode']}): {item['message']}")
+        if seed["shrunk"]:
+            out.append(
+                f"      shrunk to {seed['shrunk']['file']}: {seed['shrunk']['steps']} steps "
+                f"(from {seed['shrunk']['steps_before']}), {seed['shrunk']['replays']} replays"
+            )
+    rate = virtual / wall_seconds if wall_seconds else 0.0
+    out.append(
+        f"{len(report['seeds'])} seed(s), {int(jobs)} jobs, {virtual:,.0f} virtual s in "
+        f"{wall_seconds:.1f} wall s: {rate:,.0f} virtual s per wall s, "
+        f"{jobs / wall_seconds if wall_seconds else 0:,.0f} jobs per wall s"
+    )
+    failing = report["failing_seeds"]
+    out.append("no violations" if not failing else f"failing seeds: {failing}")
+    if replay:
+        out.append(f"replay: {replay}")
+    return out
+
+
+def _witness(entry: Mapping[str, Any]) -> str:
+    from harness.scenarios.checker import describe
+
+    return describe(entry)
+
+
+# -- HTML --------------------------------------------------------------------------------
+
+
+def html_page(report: Mapping[str, Any], runs: Iterable[SeedRun]) -> str:
+    """A self-contained page: per seed, jobs by final state, attempts per job and time to
+    a result, as SVG bar charts."""
+    sections = []
+    for seed, run in zip(report["seeds"], runs, strict=True):
+        jobs = [job for episode in run.episodes for job in episode.jobs]
+        attempts = Counter(min(j["attempts"], 6) for j in jobs)
+        results = Counter(_bucket(j["result_after"]) for j in jobs if j["result_after"] is not None)
+        sections.append(
+            f"<section><h2>seed {seed['seed']}: {'passed' if seed['passed'] else 'FAILED'}</h2>"
+            f"<p>{seed['jobs']} jobs, {seed['attempts']} attempts, "
+            f"{seed['billed_executions']} billed executions, {seed['waiting']} waiting, "
+            f"{len(seed['violations'])} violations, {len(seed['liveness'])} liveness</p>"
+            + _bars("jobs by final state", seed["final_states"])
+            + _bars("attempts per job (6 = 6 or more)", dict(sorted(attempts.items())))
+            + _bars(
+                "virtual seconds to a result", {k: results[k] for k in _BUCKETS if k in results}
+            )
+            + "</section>"
+        )
+    title = f"harness simulate: {'passed' if report['passed'] else 'FAILED'}"
+    return (
+        "<!doctype html><html><head><meta charset='utf-8'>"
+        f"<title>{html.escape(title)}</title><style>{_CSS}</style></head><body>"
+        f"<h1>{html.escape(title)}</h1>"
+        f"<p>database {html.escape(report['database'])}, mutant "
+        f"{html.escape(str(report['mutant']))}</p>" + "".join(sections) + "</body></html>\n"
+    )
+
+
+_BUCKETS = ("<1", "1-5", "5-30", "30-90", "90-300", ">300")
+_CSS = "body{font-family:sans-serif;margin:2em}svg{display:block;margin:1em 0}text{font-size:12px}"
+
+
+def _bucket(seconds: float) -> str:
+    for limit, name in ((1, "<1"), (5, "1-5"), (30, "5-30"), (90, "30-90"), (300, "90-300")):
+        if seconds < limit:
+            return name
+    return ">300"
+
+
+def _bars(title: str, values: Mapping[Any, int]) -> str:
+    width, row = 520, 22
+    top = max(values.values(), default=0) or 1
+    rows = []
+    for i, (label, value) in enumerate(values.items()):
+        y = 24 + i * row
+        bar = int((width - 160) * value / top)
+        rows.append(
+            f"<text x='0' y='{y + 14}'>{html.escape(str(label))}</text>"
+            f"<rect x='120' y='{y}' width='{bar}' height='{row - 6}' fill='#4a7ab5'/>"
+            f"<text x='{126 + bar}' y='{y + 14}'>{value}</text>"
+        )
+    height = 30 + row * max(len(values), 1)
+    return (
+        f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height}'>"
+        f"<text x='0' y='14' font-weight='bold'>{html.escape(title)}</text>{''.join(rows)}</svg>"
+    )

@@ -1,0 +1,167 @@
+"""A simulated run: one seed's episodes played on the scenario runner, judged whole.
+
+`run_seed(seed, settings, database)` draws the seed's world (`swarm.knobs_for`), plays
+`ceil(jobs / per_episode)` generated episodes one after another on `database` (each
+under owners of its own), and judges each: the history checker's invariants during the
+chaos phase, liveness after the recovery phase (`harness.simulate.judge`). Everything
+but the wall-clock figures is a function of the seed and the settings.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.errors import ScenarioError
+from harness.scenarios.checker import Finding
+from harness.scenarios.loader import scenario_from_mapping
+from harness.scenarios.runner import RunResult, run_scenario
+from harness.simulate import generate, judge
+from harness.simulate.swarm import Knobs, knobs_for
+from harness.store.database import Database
+
+DEFAULT_PER_EPISODE = 20
+
+
+@dataclass(frozen=True, kw_only=True)
+class Settings:
+    """What a run simulates: `jobs` jobs from `clients` clients, `per_episode` jobs per
+    episode, created over `duration` virtual seconds of chaos; `faults` None: swarm."""
+
+    jobs: int = 200
+    clients: int = 20
+    duration: float = 60.0
+    per_episode: int = DEFAULT_PER_EPISODE
+    faults: Mapping[str, float] | None = None
+
+    def episodes(self) -> list[int]:
+        """The number of jobs of each episode."""
+        full, rest = divmod(self.jobs, self.per_episode)
+        return [self.per_episode] * full + ([rest] if rest else [])
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "jobs": self.jobs,
+            "clients": self.clients,
+            "duration": self.duration,
+            "per_episode": self.per_episode,
+            "faults": None if self.faults is None else dict(sorted(self.faults.items())),
+        }
+
+
+@dataclass
+class Episode:
+    """One played episode: its scenario mapping, what broke, and its figures."""
+
+    index: int
+    scenario: dict[str, Any]
+    safety: list[Finding] = field(default_factory=list)
+    liveness: list[Finding] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    figures: Counter[str] = field(default_factory=Counter)
+    jobs: list[dict[str, Any]] = field(default_factory=list)  # judge.job_records
+    virtual_seconds: float = 0.0
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.safety or self.liveness or self.errors)
+
+    def signature(self) -> str | None:
+        """What a shrunk episode must still show to fail "the same way"."""
+        if self.safety or self.liveness:
+            return min(f.invariant for f in [*self.safety, *self.liveness])
+        return "error" if self.errors else None
+
+
+@dataclass
+class SeedRun:
+    seed: int
+    knobs: Knobs
+    episodes: list[Episode]
+    wall_seconds: float = 0.0
+
+    @property
+    def failed(self) -> Episode | None:
+        return next((e for e in self.episodes if e.failed), None)
+
+    def totals(self) -> Counter[str]:
+        total: Counter[str] = Counter()
+        for episode in self.episodes:
+            total.update(episode.figures)
+        return total
+
+    @property
+    def virtual_seconds(self) -> float:
+        return sum(e.virtual_seconds for e in self.episodes)
+
+
+def play(scenario: Mapping[str, Any], database: Database, *, seed: int) -> RunResult:
+    """Play one generated scenario mapping."""
+    file = f"{scenario['name']}.scenario.yaml"
+    parsed = scenario_from_mapping(scenario, file=file, schema=False)  # tests check the schema
+    return run_scenario(parsed, database, seed=seed)
+
+
+def judge_episode(index: int, scenario: dict[str, Any], result: RunResult) -> Episode:
+    episode = Episode(index, scenario, errors=list(result.failures))
+    episode.virtual_seconds = max((s.get("at") or 0.0 for s in scenario["steps"]), default=0.0)
+    if result.history is None:
+        return episode
+    history = result.history.to_dict()
+    max_runtime = scenario.get("worker", {}).get("max_runtime", {})
+    episode.safety, episode.liveness = judge.violations(history, max_runtime=max_runtime)
+    episode.figures = judge.figures(history, max_runtime=max_runtime)
+    episode.jobs = judge.job_records(history)
+    return episode
+
+
+def run_seed(
+    seed: int,
+    settings: Settings,
+    database: Database,
+    *,
+    stop_at_first: bool = False,
+    progress: Callable[[int], None] | None = None,
+) -> SeedRun:
+    """Play every episode of `seed` (stopping at the first that fails, if asked)."""
+    started = time.perf_counter()
+    knobs = knobs_for(seed, settings.faults)
+    run = SeedRun(seed, knobs, [])
+    for index, jobs in enumerate(settings.episodes()):
+        scenario = generate.episode(
+            seed, index, knobs, jobs=jobs, clients=settings.clients, duration=settings.duration
+        )
+        episode = judge_episode(index, scenario, play(scenario, database, seed=seed))
+        run.episodes.append(episode)
+        if progress is not None:
+            progress(jobs)
+        if stop_at_first and episode.failed:
+            break
+    run.wall_seconds = time.perf_counter() - started
+    return run
+
+
+def episode_count(settings: Settings) -> int:
+    return math.ceil(settings.jobs / settings.per_episode)
+
+
+def fails_like(
+    signature: str, database: Database, *, seed: int
+) -> Callable[[dict[str, Any]], bool]:
+    """Does a candidate scenario still fail the way the original did (for the shrinker)?"""
+
+    def fails(candidate: dict[str, Any]) -> bool:
+        try:
+            result = play(candidate, database, seed=seed)
+        except ScenarioError:  # a cut the format refuses (a job used before it is created)
+            return False
+        episode = judge_episode(0, candidate, result)
+        if signature == "error":
+            return bool(episode.errors)
+        return signature in {f.invariant for f in [*episode.safety, *episode.liveness]}
+
+    return fails
