@@ -383,15 +383,26 @@ class Deployment:
                 process.signal_group(signal.SIGKILL)
 
     def log_report(self) -> dict[str, Any]:
-        """What the processes' logs say went wrong: how many tracebacks, and the most
-        frequent exception lines (each cut short; the logs hold no token)."""
+        """What the processes' logs say went wrong: how many tracebacks, the most
+        frequent exception lines, and every one that is not the database refusing a
+        connection, or is an error uvicorn logged (the API answered 500); each cut
+        short, and the logs hold no token."""
         tracebacks, exceptions = 0, Counter[str]()
         for process in self._all:
             for line in process.log_tail(lines=1_000_000).splitlines():
                 tracebacks += line.startswith("Traceback")
-                if _EXCEPTION_LINE.match(line):
+                if _EXCEPTION_LINE.match(line) or line.startswith("ERROR:"):
                     exceptions[f"{process.name.split('.')[0]}: {line[:160]}"] += 1
-        return {"tracebacks": tracebacks, "exceptions": dict(exceptions.most_common(8))}
+        unexpected = {
+            line: n
+            for line, n in exceptions.items()
+            if _DATABASE_REFUSED not in line or "psycopg." in line  # raw: not translated
+        }
+        return {
+            "tracebacks": tracebacks,
+            "exceptions": dict(exceptions.most_common(8)),
+            "unexpected": unexpected,
+        }
 
     def save_logs(self, directory: Path) -> None:
         """Copy every process's log into `directory` (made if missing)."""
@@ -401,6 +412,9 @@ class Deployment:
                 shutil.copyfile(process.log_path, directory / process.log_path.name)
 
 
+_DATABASE_REFUSED = "OperationalError: connection failed"
+"""An exception line of a database that refused a connection (e.g. too many clients):
+the engine answers 503 or retries on its next round, by design."""
 _EXCEPTION_LINE = re.compile(r"^[\w.]+(Error|Exception|Warning|Interrupt|Exit)\b:?")
 
 

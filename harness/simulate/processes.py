@@ -250,6 +250,7 @@ class _Run:
     record: Record = field(default_factory=lambda: Record())
     kills: list[str] = field(default_factory=list)
     watched: list[Violation] = field(default_factory=list)  # seen while the chaos ran
+    snapshots: int = 0  # the watcher's
     threads: list[threading.Thread] = field(default_factory=list)
     faults: FaultScripter | None = None
 
@@ -646,6 +647,7 @@ def _watch(run: _Run) -> None:
             jobs, events = read_run(run.database, run.tokens)
         except HarnessError:
             continue  # the database is busy: look again next round
+        run.snapshots += 1
         for violation in check_invariants(jobs, events):
             if (violation.invariant, violation.job_id, violation.message) not in seen:
                 seen.add((violation.invariant, violation.job_id, violation.message))
@@ -735,6 +737,7 @@ def _summary(run: _Run, chaos_seconds: float, recovery: dict[str, Any]) -> dict[
     return {
         **summary,
         "violations": final + during,
+        "watched_snapshots": run.snapshots,
         "worker_kills": len(run.kills),
         "faults": run.faults.report() if run.faults else {},
         "ledger": {"entries": len(ledger["entries"]), "dropped": ledger["dropped"]},
