@@ -25,6 +25,7 @@
     ├── ScenarioError                a scenario could not be loaded or played
     │   ├── ScenarioFileError        a scenario file is malformed (names file:line and field)
     │   ├── ScenarioFailed           a scenario did not hold (a pytest item's failure)
+    │   ├── TargetUnreachable        the live target (`--target`, `--fakes`) did not answer
     │   └── WorkerKilled             a scenario killed a worker at a fault point (in-process)
     ├── CheckFailed                  a guarantee did not hold in `harness check`
     └── HttpProblem                  an API error answer (problem details), in harness.api
@@ -145,6 +146,10 @@ class ScenarioFileError(ScenarioError):
         self.field = field
         where = f"{file}:{line}" if line is not None else file
         super().__init__(f"{where}: {field}: {message or self.__doc__}", **details)
+
+
+class TargetUnreachable(ScenarioError):
+    """The live target (a `harness serve` or its fake-provider server) did not answer."""
 
 
 class WorkerKilled(ScenarioError):

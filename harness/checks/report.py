@@ -45,6 +45,7 @@ def result_lines(result: RunResult, *, timeline: bool = False) -> list[str]:
     lines = [f"{mark}  {result.name:<34} {result.seconds * 1000:6.0f} ms  ({result.database})"]
     for problem in result.problems():
         lines.extend(f"      {line}" for line in problem.splitlines())
+    lines.extend(f"      note: {note}" for note in result.notes)
     if (timeline or not result.passed) and result.history is not None:
         lines.extend("    " + line for line in timeline_lines(result.history.to_dict()))
     return lines

@@ -40,6 +40,7 @@ class RunResult:
     history: History | None = None
     skipped: str | None = None
     answers: list[Any] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # what the target could not observe
 
     @property
     def name(self) -> str:
@@ -63,6 +64,7 @@ class RunResult:
             "seconds": round(self.seconds, 4),
             "failures": self.failures,
             "violations": [f.to_dict() for f in self.findings],
+            "notes": self.notes,
         }
 
 
