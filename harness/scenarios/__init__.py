@@ -10,6 +10,10 @@ deterministically on virtual time and judged on their whole history.
     checker.py       I1-I11 on a whole history, each violation with a minimal witness
     expectations.py  answers, final state and `reached` against the file
     runner.py        run_scenario: play, record, judge
+    target.py        a live `harness serve` and its fakes over HTTP; tokens never shown
+    remote_steps.py  what each step does over HTTP, in real time, and its answer
+    observed.py      the target's answers as a history (the same shape, the same judges)
+    remote.py        run_remote: the HTTP target, and what it cannot play or see
     timeline.py      a run drawn as text, for the console
 """
 
@@ -24,7 +28,9 @@ from harness.scenarios.loader import (
     scenario_schema,
 )
 from harness.scenarios.model import Scenario, Step
+from harness.scenarios.remote import run_remote, run_remote_suite
 from harness.scenarios.runner import RunResult, dialect_of, run_scenario
+from harness.scenarios.target import Target, TargetClient, Tokens
 
 __all__ = [
     "SCENARIO_SUFFIX",
@@ -33,11 +39,16 @@ __all__ = [
     "RunResult",
     "Scenario",
     "Step",
+    "Target",
+    "TargetClient",
+    "Tokens",
     "check_history",
     "dialect_of",
     "dump_scenario",
     "load_scenario",
     "parse_scenario",
+    "run_remote",
+    "run_remote_suite",
     "run_scenario",
     "scenario_files",
     "scenario_schema",
