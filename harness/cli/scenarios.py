@@ -1,19 +1,37 @@
 """`harness scenarios`: list, show and run scenario files (`harness.scenarios`).
 
 Exit codes as everywhere: 0 every scenario held · 1 one broke · 2 a malformed file, an
-unknown mutant, a database that cannot be reached (checked before anything runs).
+unknown mutant, a database or live target that cannot be reached, a bad flag (checked
+before anything runs). With --target, the bearer tokens are read from the environment
+here, at the edge, and handed down in a `Tokens` that never shows them.
 """
 
 from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from harness.cli.exits import exit_on_error, exit_with
 from harness.cli.options import db_option
+from harness.cli.wiring import Wiring, pass_wiring
+from harness.errors import ConfigError
+from harness.scenarios.target import (
+    DEFAULT_TIME_SCALE,
+    DEFAULT_TOKENS_ENV,
+    MAX_TIME_SCALE,
+    Target,
+    TargetClient,
+    Tokens,
+)
+
+if TYPE_CHECKING:
+    from harness.scenarios.model import Scenario
+    from harness.scenarios.runner import RunResult
 
 _path = click.Path(dir_okay=False, path_type=Path)
 
@@ -56,48 +74,80 @@ def show(file: Path) -> None:
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed of the run.")
 @click.option("--history", "history_path", type=_path, help="Write the run's history (JSON).")
 @click.option("--mutant", default=None, help="Play against this built-in mutant.")
+@click.option(
+    "--target",
+    "target_url",
+    metavar="URL",
+    help="Play against this live `harness serve` (the base URL of its API) in real time, "
+    "instead of in-process; needs --fakes.",
+)
+@click.option(
+    "--fakes",
+    "fakes_url",
+    metavar="URL",
+    help="With --target: the fake-provider server the target's providers call (its base "
+    "URL; the control API is under /control). It is reset before each scenario.",
+)
+@click.option(
+    "--time-scale",
+    type=click.FloatRange(0, MAX_TIME_SCALE, min_open=True),
+    default=None,
+    help=f"With --target: real seconds per scenario second [default: {DEFAULT_TIME_SCALE:g}].",
+)
+@click.option(
+    "--tokens-env",
+    default=DEFAULT_TOKENS_ENV,
+    show_default=True,
+    metavar="NAME",
+    help="With --target: the environment variable holding the target's bearer tokens as "
+    "OWNER=TOKEN,OWNER=TOKEN (never printed).",
+)
 @click.option("--json", "json_path", type=_path, help="Write a JSON report here.")
 @click.option("--junit", "junit_path", type=_path, help="Write JUnit XML here.")
 @click.option("--html", "html_path", type=_path, help="Write an HTML report with timelines.")
 @click.option("--timeline/--no-timeline", default=True, show_default=True)
+@pass_wiring
 def run(
+    wiring: Wiring,
     files: tuple[Path, ...],
     database_url: str,
     seed: int,
     history_path: Path | None,
     mutant: str | None,
+    target_url: str | None,
+    fakes_url: str | None,
+    time_scale: float | None,
+    tokens_env: str,
     json_path: Path | None,
     junit_path: Path | None,
     html_path: Path | None,
     timeline: bool,
 ) -> None:
-    """Play FILES (scenario files or directories) in-process on virtual time."""
-    from contextlib import nullcontext
+    """Play FILES (scenario files or directories) in-process on virtual time, or with
+    --target against a live `harness serve` and its fakes in real time.
 
-    from harness.checks.mutants import applied, mutant_named
+    \b
+    Against a live target, steps HTTP cannot play (crash, restart, sweep, reconcile,
+    tick, verdict, processes, ...) skip their scenario, naming the step; a `barrier`
+    reached assertion is reported as a note, not observable over HTTP (docs/scenarios.md).
+    """
     from harness.checks.report import check_report, result_lines, write_outputs
-    from harness.scenarios.suite import load_all, scenario_database, suite_files
+    from harness.scenarios.suite import load_all, suite_files
+
+    def show(result: RunResult) -> None:
+        click.echo("\n".join(result_lines(result, timeline=timeline)))
 
     with exit_on_error():
-        broken = mutant_named(mutant) if mutant else None
+        remote = _target(target_url, fakes_url, time_scale, tokens_env, mutant, wiring.environ)
         loaded = load_all(suite_files(files, bundled=False))
-        with (
-            scenario_database(database_url) as database,
-            applied(broken) if broken else nullcontext(),
-        ):
-            from harness.checks.suite import run_suite
-
-            results = run_suite(loaded, database, seed=seed)
-        for result in results:
-            click.echo("\n".join(result_lines(result, timeline=timeline)))
+        if remote is not None:
+            results = _play_remote(loaded, remote, show)
+        else:
+            results = _play_in_process(loaded, database_url, seed, mutant)
+            for result in results:
+                show(result)
         if history_path is not None:
-            histories = [r.history.to_dict() for r in results if r.history is not None]
-            text = (
-                results[0].history.to_json()
-                if len(results) == 1 and results[0].history is not None
-                else json.dumps(histories, indent=1, sort_keys=True) + "\n"
-            )
-            history_path.write_text(text, encoding="utf-8")
+            _write_histories(history_path, results)
         report = check_report(f"scenarios-{uuid.uuid4().hex[:8]}", results, None, [])
         write_outputs(
             report,
@@ -107,6 +157,76 @@ def run(
             json_path=json_path,
             html_path=html_path,
         )
-    summary = report["summary"]
-    click.echo(f"{summary['passed']} passed, {summary['failed']} failed")
+    summary, skipped = report["summary"], sum(r.skipped is not None for r in results)
+    line = f"{summary['passed'] - skipped} passed, {summary['failed']} failed"
+    click.echo(line + (f", {skipped} skipped" if skipped else ""))
     exit_with(summary["failed"] > 0)
+
+
+def _play_in_process(
+    loaded: list[Scenario], database_url: str, seed: int, mutant: str | None
+) -> list[RunResult]:
+    from contextlib import nullcontext
+
+    from harness.checks.mutants import applied, mutant_named
+    from harness.checks.suite import run_suite
+    from harness.scenarios.suite import scenario_database
+
+    broken = mutant_named(mutant) if mutant else None
+    with scenario_database(database_url) as database, applied(broken) if broken else nullcontext():
+        return run_suite(loaded, database, seed=seed)
+
+
+def _target(
+    target_url: str | None,
+    fakes_url: str | None,
+    time_scale: float | None,
+    tokens_env: str,
+    mutant: str | None,
+    environ: Mapping[str, str],
+) -> Target | None:
+    """The live target the flags name (None: play in-process), checked before anything
+    runs; the tokens come from the environment, at this edge only."""
+    if target_url is None:
+        for flag, value in (("--fakes", fakes_url), ("--time-scale", time_scale)):
+            if value is not None:
+                raise ConfigError(f"{flag} is for runs against a live service: give --target")
+        return None
+    if fakes_url is None:
+        raise ConfigError("--target needs --fakes: the fake-provider server its providers call")
+    if mutant is not None:
+        raise ConfigError(
+            "--mutant plays in-process; to play against a broken live service, start it "
+            "with `harness serve --mutant NAME`"
+        )
+    text = environ.get(tokens_env)
+    if not text:
+        raise ConfigError(
+            f"--target needs the target's bearer tokens: set {tokens_env}=OWNER=TOKEN,..."
+        )
+    return Target(
+        api_url=target_url,
+        fakes_url=fakes_url,
+        tokens=Tokens.parse(text, source=tokens_env),
+        time_scale=DEFAULT_TIME_SCALE if time_scale is None else time_scale,
+        tokens_source=tokens_env,
+    )
+
+
+def _play_remote(
+    loaded: list[Scenario], target: Target, show: Callable[[RunResult], None]
+) -> list[RunResult]:
+    from harness.scenarios.remote import run_remote_suite
+
+    with TargetClient(target) as client:
+        client.preflight()
+        return run_remote_suite(loaded, client, on_result=show)
+
+
+def _write_histories(path: Path, results: list[RunResult]) -> None:
+    histories = [r.history for r in results if r.history is not None]
+    if len(results) == 1 and histories:
+        text = histories[0].to_json()
+    else:
+        text = json.dumps([h.to_dict() for h in histories], indent=1, sort_keys=True) + "\n"
+    path.write_text(text, encoding="utf-8")
