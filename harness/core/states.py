@@ -219,6 +219,7 @@ class PlanReason(enum.StrEnum):
     FAIL_OVER = "fail_over"  # the next provider of the chain
     WAIT = "wait_for_provider"  # every remaining provider is held; wait for the first
     EXHAUSTED = "chain_exhausted"  # no provider left to try
+    PROBE_ELSEWHERE = "probe_elsewhere"  # the breaker's one probe is another process's
 
 
 class UnknownCause(enum.StrEnum):

@@ -41,6 +41,7 @@ from harness.core.states import (
     EventKind,
     JobState,
     OutcomeKind,
+    PlanReason,
     RefusalReason,
     Resolution,
 )
@@ -328,7 +329,11 @@ class Worker:
                 self._defer(job, plan)
                 return None
             if plan.probe and not self.engine.take_probe(plan.provider, self.settings.breaker):
-                return None  # another process sends the probe; the sweep comes back later
+                # Another process sends the probe; the sweep comes back later. Said in the
+                # job's events, so a job left to the sweep is never silently stranded.
+                detail = {"provider": plan.provider, "why": PlanReason.PROBE_ELSEWHERE}
+                self.engine.note(job.id, EventKind.WAITING, actor=actor, detail=detail)
+                return None
             try:
                 return self._launch(job, plan.provider, first=first)
             except AttemptRefused as refused_start:

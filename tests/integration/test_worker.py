@@ -515,3 +515,30 @@ def test_the_breaker_skips_a_failing_provider_then_one_probe_closes_it(
     scheduler.wait_idle()
     assert states(worker, third) == [("primary", "succeeded")] and len(primary.calls) == calls + 1
     assert "breaker_closed" in [e.kind for e in engine.events(third)]
+
+
+def test_a_probe_taken_elsewhere_leaves_the_job_waiting_for_the_sweep_and_says_so(
+    db: Database, scheduler, primary, fallback, monkeypatch
+) -> None:
+    """Two workers plan the same half-open probe; the one that loses it leaves the job to
+    the sweep, and the job's events say so (never silently stranded)."""
+    from harness.core.breaker import BreakerSettings
+
+    engine = Engine(db, gate=AllowAllGate(), clock=scheduler.clock)
+    settings = WorkerSettings(breaker=BreakerSettings(failures=1, window=30, cool_down=10))
+    worker = Worker(engine, {"primary": primary, "fallback": fallback}, scheduler, settings)
+    primary.steps = [Step(kind=OutcomeKind.NOT_EXECUTED, reason="unavailable")]
+    policy = Policy(attempt_timeout=30, same_provider_retries=0)
+    submit(worker, policy, key="a")  # the breaker opens
+    scheduler.wait_idle()
+    scheduler.advance(11)  # past the cool-down: the next start is the probe
+    monkeypatch.setattr(engine, "take_probe", lambda *a, **k: False)  # another process won it
+    job_id = submit(worker, policy, key="b")
+    scheduler.wait_idle()
+    assert not worker.engine.get_job(job_id).attempts
+    waits = [e.detail for e in engine.events(job_id) if e.kind == "waiting"]
+    assert waits == [{"provider": "primary", "why": "probe_elsewhere"}]
+    monkeypatch.undo()
+    worker.tick()  # the next round comes back: the probe is this worker's now
+    scheduler.wait_idle()
+    assert states(worker, job_id) == [("primary", "succeeded")]
