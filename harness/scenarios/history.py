@@ -3,6 +3,13 @@ on virtual time, and at the end the engine's events, the fakes' ledger and the f
 jobs, all named by the scenario's own words (job aliases, `a#2` for a job's second
 attempt), never by database ids or wall-clock values.
 
+Beside them, what the checker needs to judge a run with no expectations: `config` (the
+worker names, the breaker's thresholds and each provider's maximum runtime, as the
+scenario and the documented defaults set them), `end` (the virtual time the final state
+was read), each job's `policy`, each attempt's `retry_after`, and the Retry-After of a
+call that was refused with one. An owner outside the run's namespace (a job only a
+broken engine hands out) is shown as `(another run)/NAME`, never by the other namespace.
+
 Written as JSON (`History.to_json`, schema `history.schema.json`) it is byte-identical
 for one file and one seed on one database kind: that is what `--history` compares.
 """
@@ -77,9 +84,14 @@ class History:
         start: datetime,
         gate: str = "allow_all",
         scrub: tuple[str, ...] = (),
+        namespace: str | None = None,
+        config: Mapping[str, Any] | None = None,
     ) -> None:
         self.scenario = scenario
         self.scrub = scrub  # run-specific text (namespaces) kept out of the history
+        self.namespace = namespace  # this run's owners' prefix: any other is foreign
+        self.config = None if config is None else _plain(config)  # what the checker needs
+        self.end: float | None = None  # virtual seconds when the final state was read
         self.gate = gate
         self.seed = seed
         self.database = database
@@ -141,14 +153,22 @@ class History:
             "finished": entry.finished,
         }
 
+    def _owner(self, owner: str) -> str | None:
+        """The owner's name in the scenario; one of another run (only a broken engine
+        hands it out) keeps its name behind a fixed mark, never the other namespace."""
+        if self.namespace is None or owner.startswith(self.namespace + NAMESPACE_SEPARATOR):
+            return _strip_namespace(owner)
+        return f"{FOREIGN_OWNER}{NAMESPACE_SEPARATOR}{_strip_namespace(owner)}"
+
     def _job(self, job: Job) -> dict[str, Any]:
         return {
-            "owner": _strip_namespace(job.owner),
+            "owner": self._owner(job.owner),
             "key": job.idempotency_key,
             "status": str(job.status),
             "version": job.version,
             "chain": list(job.providers),
             "max_live_attempts": job.policy.max_live_attempts,
+            "policy": _plain(job.policy.to_dict()),
             "next_attempt_at": seconds(self.start, job.next_attempt_at),
             "winner": self.names.attempt(job.completed_by),
             "result_provider": (job.result or {}).get("provider")
@@ -164,6 +184,7 @@ class History:
                     "cause": a.cause,
                     "status_code": a.status_code,
                     "billed": a.billed,
+                    "retry_after": a.retry_after,
                     "started_at": seconds(self.start, a.started_at),
                     "finished_at": seconds(self.start, a.finished_at),
                 }
@@ -172,12 +193,15 @@ class History:
         }
 
     def to_dict(self) -> dict[str, Any]:
+        extra: dict[str, Any] = {} if self.config is None else {"config": self.config}
         return {
             "format": HISTORY_FORMAT,
             "scenario": self.scenario,
             "seed": self.seed,
             "database": self.database,
             "gate": self.gate,
+            **extra,
+            "end": self.end,
             "operations": self.ops,
             "events": self.events,
             "ledger": self.ledger,
@@ -190,6 +214,8 @@ class History:
 
 
 NAMESPACE_SEPARATOR = "/"
+FOREIGN_OWNER = "(another run)"
+"""How the history names an owner outside the run's namespace (I10: never seen)."""
 
 
 def _one_per_burst(events: list[dict[str, Any]]) -> list[dict[str, Any]]:

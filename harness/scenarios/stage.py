@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from fake_providers import FakeProviders
+from harness.core.breaker import DEFAULT_COOL_DOWN, DEFAULT_FAILURES, DEFAULT_WINDOW
 from harness.core.gate import AllowAllGate, BaseGate
 from harness.core.models import Attempt, CompletionRequest, Job
 from harness.core.states import FINISHED_JOB_STATES, OutcomeKind
@@ -24,9 +25,9 @@ from harness.engine import Engine
 from harness.errors import HarnessError, NotFound, ScenarioError, WorkerKilled
 from harness.providers.base import BaseProvider, LookupResult, Outcome
 from harness.runtime.builtin import builtin_fake_providers
-from harness.runtime.worker import Worker, WorkerSettings
+from harness.runtime.worker import DEFAULT_MAX_RUNTIME, Worker, WorkerSettings
 from harness.scenarios.clockwork import Turns, TurnTime, WorkerScheduler
-from harness.scenarios.history import NAMESPACE_SEPARATOR, History
+from harness.scenarios.history import NAMESPACE_SEPARATOR, History, seconds
 from harness.scenarios.model import Scenario
 from harness.store import queries
 from harness.store.database import Database
@@ -81,6 +82,7 @@ class RecordingProvider:
             kind=str(outcome.kind),
             reason=outcome.reason,
             status=outcome.status_code,
+            **({} if outcome.retry_after is None else {"retry_after": outcome.retry_after}),
         )
         return outcome
 
@@ -147,6 +149,7 @@ class Stage:
             start=self.start,
             gate=self.scenario.gate,
             scrub=(f"@{self.namespace}", f"{self.namespace}{NAMESPACE_SEPARATOR}"),
+            namespace=self.namespace,
         )
         counter = itertools.count(1)
         self.tokens = lambda: f"{self.namespace}-{self.seed}-{next(counter):04d}"
@@ -155,6 +158,7 @@ class Stage:
             if spec.script or spec.then is not None:
                 self.fakes.script(*spec.script, api=PROVIDER_API[name], then=spec.then)
         self.adapters = builtin_fake_providers(self.fakes)
+        self.history.config = run_config(self.scenario, sorted(self.adapters))
         for adapter in self.adapters.values():
             adapter._monotonic = TurnTime(self.turns).now  # type: ignore[attr-defined]
         with self.database.write() as conn:  # each run starts with healthy providers
@@ -252,6 +256,8 @@ class Stage:
         return self.turns.clock.now()
 
     def snapshot(self) -> tuple[list[Job], list[Any]]:
+        """The final jobs and their events (and the history's end: now)."""
+        self.history.end = seconds(self.start, self.now())
         jobs, events = [], []
         with self.database.read() as conn:
             for job_id in sorted(self.seen_jobs):
@@ -284,6 +290,24 @@ class Stage:
                 engine.cancel_job(job.id, actor=self.owner("runner"), reason="the run ended")
             except HarnessError:  # a broken engine may refuse; the run is over anyway
                 pass
+
+
+def run_config(scenario: Scenario, providers: list[str]) -> dict[str, Any]:
+    """What the worker runs with, from the scenario and the documented defaults (never
+    read back from the engine under test): the history checker judges the breaker, the
+    maximum runtimes and which actors are workers by it."""
+    breaker = {
+        "failures": DEFAULT_FAILURES,
+        "window": DEFAULT_WINDOW,
+        "cool_down": DEFAULT_COOL_DOWN,
+        **(scenario.worker.get("breaker") or {}),
+    }
+    declared = scenario.worker.get("max_runtime") or {}
+    return {
+        "workers": list(scenario.workers),
+        "breaker": breaker,
+        "max_runtime": {p: declared.get(p, DEFAULT_MAX_RUNTIME) for p in providers},
+    }
 
 
 def _breaker(spec: Mapping[str, Any]) -> Any:
