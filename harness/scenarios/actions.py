@@ -266,6 +266,8 @@ def resolve(stage: Stage, args: Mapping[str, Any], step: Step) -> Answer:
             force=args.get("force", False),
         )
         answer = "resolved"
+    except WorkerKilled:  # the worker died on the way (its crash was armed): an error answer
+        answer = "crashed"
     except AttemptRefused as refused:
         answer = f"refused:{refused.reason}"
     except InvalidTransition:
@@ -292,6 +294,8 @@ def cancel(stage: Stage, args: Mapping[str, Any], step: Step) -> Answer:
         else:
             stage.client().cancel_job(job_id, actor="user", reason=reason)
         answer = "cancelled"
+    except WorkerKilled:
+        answer = "crashed"
     except InvalidTransition:
         answer = "invalid_transition"
     except NotFound:

@@ -11,6 +11,7 @@ index give the same mapping.
 
 from __future__ import annotations
 
+import itertools
 import random
 from typing import Any
 
@@ -181,12 +182,17 @@ def _job_steps(
 
 
 def _crashes(rng: random.Random, knobs: Knobs, jobs: int, duration: float) -> list[dict[str, Any]]:
+    """Crashes armed at named fault points, each worker restarted before the next crash is
+    armed, so one worker is always alive to serve the operator and the duties."""
     rate = knobs.faults.get("crash", 0.0)
+    count = sum(rng.random() < rate for _ in range(jobs))
+    times = [*sorted(rng.uniform(0, duration) for _ in range(count)), duration + 59]
     steps: list[dict[str, Any]] = []
-    for _ in range(sum(rng.random() < rate for _ in range(jobs))):
-        worker, at = WORKERS[-1], rng.uniform(0, duration)  # one worker always lives
+    for at, following in itertools.pairwise(times):
+        worker = rng.choice(WORKERS)
+        back = min(at + rng.uniform(1, 40), following - 0.01)
         steps.append({"at": _t(at), "crash": {"worker": worker, "at": rng.choice(CRASH_POINTS)}})
-        steps.append({"at": _t(at + rng.uniform(1, 40)), "restart": {"worker": worker}})
+        steps.append({"at": _t(max(at, back)), "restart": {"worker": worker}})
     return steps
 
 
