@@ -27,8 +27,63 @@ def violations(
     safety = [f for f in found if f.invariant != LIVENESS]
     liveness = [f for f in found if f.invariant == LIVENESS]
     seen = {f.job for f in liveness}
+    liveness += [f for f in _stranded(history) if f.job not in seen]
+    seen |= {f.job for f in liveness}
     liveness += [f for f in _after_recovery(history, max_runtime) if f.job not in seen]
     return safety, liveness
+
+
+_STARTS = frozenset({EventKind.ATTEMPT_STARTED})
+_LIVE_ENDS = frozenset(
+    {
+        EventKind.ATTEMPT_FAILED,
+        EventKind.WON,
+        EventKind.ATTEMPT_CANCELLED,
+        EventKind.ATTEMPT_SUPERSEDED,
+        EventKind.RESOLVED,
+    }
+)
+_JOB_ENDS = frozenset({EventKind.WON, EventKind.JOB_FAILED, EventKind.JOB_CANCELLED})
+
+
+def _stranded(history: Mapping[str, Any]) -> list[Finding]:
+    """I11 at every instant: when a job's last live attempt ends and the job stays open,
+    the same instant must start the next attempt, end the job, or record why it waits
+    (`waiting`); unless a worker died then, leaving the job to the sweep. A job that
+    sits with nothing live and nothing scheduled until a sweep happens to find it is
+    stranded, however soon that sweep comes."""
+    crashes = {op["t"] for op in history.get("operations", []) if op["op"] == "crash"}
+    by_instant: dict[str, dict[float, list[Mapping[str, Any]]]] = {}
+    for event in history.get("events", []):
+        by_instant.setdefault(event["job"], {}).setdefault(event["t"], []).append(event)
+    found = []
+    for job, instants in by_instant.items():
+        live: set[str] = set()
+        for t, events in instants.items():
+            for event in events:
+                if event["kind"] in _STARTS:
+                    live.add(event["attempt"])
+                elif (
+                    event["kind"] in _LIVE_ENDS
+                    and event.get("detail", {}).get("outcome") != "unknown"
+                ):
+                    live.discard(event["attempt"])
+            kinds = {e["kind"] for e in events}
+            if kinds & _JOB_ENDS:
+                break
+            ended = kinds & _LIVE_ENDS
+            if ended and not live and EventKind.WAITING not in kinds and t not in crashes:
+                found.append(
+                    Finding(
+                        LIVENESS,
+                        job,
+                        "left with nothing live and nothing scheduled after its last attempt "
+                        "ended (only a sweep would find it)",
+                        tuple(events[-3:]),
+                    )
+                )
+                break
+    return found
 
 
 def _after_recovery(history: Mapping[str, Any], max_runtime: Mapping[str, float]) -> list[Finding]:
