@@ -8,11 +8,8 @@ story is the operator's resolution. Real time, short timeouts: each story takes 
 
 from __future__ import annotations
 
-import os
 import re
-import socket
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,13 +17,13 @@ from typing import Any
 
 import httpx
 import pytest
-import yaml
 
 from fake_providers import FakeControlClient
 from harness.core.gate import AllowAllGate
 from harness.core.states import AttemptState
 from harness.engine import Engine
 from harness.store.database import Database
+from tests.support.live import fake_server, service_config, start_serve, stop
 from tests.support.polling import wait_until
 
 pytestmark = pytest.mark.slow
@@ -35,50 +32,11 @@ TOKEN = {"Authorization": "Bearer t-alice"}
 BODY = {"operation": "summarise", "input": {"prompt": "hello"}}
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _harness(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, "-m", "harness", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env={**os.environ, **(env or {})},
-    )
-
-
-def _stop(process: subprocess.Popen) -> str:
-    process.terminate()
-    try:
-        out, _ = process.communicate(timeout=10)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        out, _ = process.communicate()
-    return out or ""
-
-
 @pytest.fixture(scope="module")
 def fakes_url() -> Iterator[str]:
     """`harness fake-providers serve` on a free port, for the whole module."""
-    port = _free_port()
-    process = _harness("fake-providers", "serve", "--port", str(port))
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_until(lambda: _healthy(f"{url}/control/health"), timeout=20, what="the fake server")
+    with fake_server() as url:
         yield url
-    finally:
-        _stop(process)
-
-
-def _healthy(url: str) -> bool:
-    try:
-        return httpx.get(url, timeout=1).status_code == 200
-    except httpx.HTTPError:
-        return False
 
 
 @pytest.fixture
@@ -138,53 +96,24 @@ def serve(db_url: str, fakes_url: str, tmp_path: Path):
         breaker: dict[str, Any] | None = None,
         primary: dict[str, Any] | None = None,
     ) -> Service:
-        config = {
-            "tokens": {"t-alice": "alice"},
-            "providers": [
-                {
-                    "name": "primary",
-                    "kind": "openai",
-                    "base_url": f"{fakes_url}/openai/v1",
-                    "model": "gpt-fake",
-                    "lookup_url": f"{fakes_url}/control/lookup",
-                    **(primary or {}),
-                },
-                {
-                    "name": "fallback",
-                    "kind": "anthropic",
-                    "base_url": f"{fakes_url}/anthropic",
-                    "model": "claude-fake",
-                    "lookup_url": f"{fakes_url}/control/lookup",
-                },
-            ],
-            "defaults": {
-                "providers": list(providers),
-                "policy": {"attempt_timeout": 1, **(policy or {})},
-            },
-            "failover_without_contract": "allow",
-            "max_runtime": max_runtime or {"primary": 600, "fallback": 600},
-            "breaker": breaker or {"failures": 3, "window": 30, "cool_down": 10},
-        }
-        path = tmp_path / f"harness-{len(started)}.yaml"
-        path.write_text(yaml.safe_dump(config))
-        (tmp_path / "contracts").mkdir(exist_ok=True)
-        port = _free_port()
-        process = _harness(
-            "serve", "--config", str(path), "--db", db_url, "--port", str(port),
-            "--contracts", str(tmp_path / "contracts"),
-        )  # fmt: skip
-        service = Service(f"http://127.0.0.1:{port}", db_url, process)
+        config = service_config(
+            fakes_url,
+            tokens={"t-alice": "alice"},
+            providers=providers,
+            policy={"attempt_timeout": 1, **(policy or {})},
+            max_runtime=max_runtime,
+            breaker=breaker,
+            primary=primary,
+        )
+        url, process = start_serve(config, db_url, tmp_path)
+        service = Service(url, db_url, process)
         started.append(service)
-        try:
-            wait_until(lambda: _healthy(f"{service.url}/healthz"), timeout=30, what="serve")
-        except AssertionError:
-            raise AssertionError(f"harness serve did not start:\n{_stop(process)}") from None
         return service
 
     yield start
     for service in started:
         service.client.close()
-        output = _stop(service.process)
+        output = stop(service.process)
         service.database.dispose()
         assert "Traceback" not in output, output
 

@@ -1,19 +1,30 @@
-"""Run an ASGI app on a real loopback socket for the length of a test."""
+"""Live servers for a test: an ASGI app on a real loopback socket (in this process), and
+the `harness` command's own servers as subprocesses (`harness serve`, `harness
+fake-providers serve`) on free ports, with the configuration that points the one at the
+other.
+"""
 
 from __future__ import annotations
 
 import multiprocessing
+import os
 import socket
+import subprocess
+import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import httpx
 import uvicorn
+import yaml
 
 from tests.support.polling import wait_until
+
+START_TIMEOUT = 30.0  # seconds a subprocess server may take to answer its health check
 
 
 @contextmanager
@@ -72,3 +83,123 @@ def double_click(
     for p in clients:
         p.join(30)
     return answers
+
+
+# -- the harness's own servers, as subprocesses ------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def harness(*args: str, env: Mapping[str, str] | None = None) -> subprocess.Popen:
+    """`python -m harness ARGS` with its output (stdout and stderr) piped."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "harness", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def stop(process: subprocess.Popen) -> str:
+    """Terminate `process` (kill it if it will not stop); everything it printed."""
+    process.terminate()
+    try:
+        out, _ = process.communicate(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        out, _ = process.communicate()
+    return out or ""
+
+
+def healthy(url: str) -> bool:
+    try:
+        return httpx.get(url, timeout=1).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def _await(process: subprocess.Popen, url: str, what: str) -> None:
+    def up() -> bool:
+        assert process.poll() is None, f"{what} exited:\n{stop(process)}"
+        return healthy(url)
+
+    try:
+        wait_until(up, timeout=START_TIMEOUT, what=what)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\n{stop(process)}") from None
+
+
+@contextmanager
+def fake_server() -> Iterator[str]:
+    """`harness fake-providers serve` on a free port; yields its base URL."""
+    port = free_port()
+    process = harness("fake-providers", "serve", "--port", str(port), "--no-access-log")
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _await(process, f"{url}/control/health", "the fake server")
+        yield url
+    finally:
+        stop(process)
+
+
+def service_config(
+    fakes_url: str,
+    *,
+    tokens: Mapping[str, str],
+    providers: tuple[str, ...] = ("primary", "fallback"),
+    policy: Mapping[str, Any] | None = None,
+    max_runtime: Mapping[str, float] | None = None,
+    breaker: Mapping[str, Any] | None = None,
+    primary: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A `harness serve` configuration whose providers are the fakes at `fakes_url`:
+    `primary` OpenAI-style, `fallback` Anthropic-style, both with the fakes' lookup;
+    `tokens` maps each token to its owner."""
+    lookup = f"{fakes_url}/control/lookup"
+    return {
+        "tokens": dict(tokens),
+        "providers": [
+            {
+                "name": "primary",
+                "kind": "openai",
+                "base_url": f"{fakes_url}/openai/v1",
+                "model": "gpt-fake",
+                "lookup_url": lookup,
+                **(primary or {}),
+            },
+            {
+                "name": "fallback",
+                "kind": "anthropic",
+                "base_url": f"{fakes_url}/anthropic",
+                "model": "claude-fake",
+                "lookup_url": lookup,
+            },
+        ],
+        "defaults": {"providers": list(providers), "policy": dict(policy or {})},
+        "failover_without_contract": "allow",
+        "max_runtime": dict(max_runtime or {"primary": 600, "fallback": 600}),
+        "breaker": dict(breaker or {"failures": 3, "window": 30, "cool_down": 10}),
+    }
+
+
+def start_serve(
+    config: Mapping[str, Any], db_url: str, directory: Path, *args: str
+) -> tuple[str, subprocess.Popen]:
+    """`harness serve` with `config` (written into `directory`) on `db_url` and a free
+    port, once it answers; its URL and process (`stop` it, and read what it printed)."""
+    path = directory / f"harness-{free_port()}.yaml"
+    path.write_text(yaml.safe_dump(dict(config)))
+    (directory / "contracts").mkdir(exist_ok=True)
+    port = free_port()
+    process = harness(
+        "serve", "--config", str(path), "--db", db_url, "--port", str(port),
+        "--contracts", str(directory / "contracts"), *args,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    _await(process, f"{url}/healthz", "harness serve")
+    return url, process
