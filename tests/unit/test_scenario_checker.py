@@ -116,7 +116,11 @@ def test_another_owners_job_handed_out_is_i10() -> None:
 
 
 def test_a_stranded_pending_job_is_a_liveness_violation() -> None:
-    events = [ev(0, "attempt_started", "a#1"), ev(1, "resolved", "a#1", outcome="failed")]
+    events = [
+        ev(0, "attempt_started", "a#1"),
+        ev(0.5, "became_unknown", "a#1", cause="deadline"),
+        ev(1, "resolved", "a#1", outcome="failed"),
+    ]
     data = history(
         events,
         status="pending",

@@ -1,0 +1,503 @@
+"""The history checker's general properties (the outcome table, fencing, discarded
+results, the gate's order, Retry-After, the breaker, max runtime, the sweep, owners):
+for each, a hand-made history that breaks it is found with its minimal witness, one
+that keeps it is not, and one that lacks the data it needs says nothing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.scenarios.checker import Finding, check_history
+from harness.scenarios.history import History
+
+
+def ev(t: float, kind: str, attempt: str | None = None, actor: Any = None, **detail: Any) -> dict:
+    job = attempt.split("#")[0] if attempt else detail.pop("job", "a")
+    return {"t": t, "job": job, "kind": kind, "attempt": attempt, "actor": actor, "detail": detail}
+
+
+def call(i: int, t: float, attempt: str, type_: str = "ok", **fields: Any) -> dict:
+    kinds = {"ok": "executed", "fail": "not_executed", "unknown": "unknown"}
+    entry = {"t": t, "i": i, "process": fields.pop("process", "w1"), "type": type_, "op": "call"}
+    entry.update(attempt=attempt, provider=fields.pop("provider", "primary"))
+    if type_ != "invoke":
+        entry["kind"] = fields.pop("kind", kinds.get(type_))
+    return {**entry, **fields}
+
+
+def op(i: int, t: float, process: str, type_: str, name: str, **fields: Any) -> dict:
+    return {"t": t, "i": i, "process": process, "type": type_, "op": name, **fields}
+
+
+def attempt(label: str, provider: str, state: str, started: float = 0.0) -> dict:
+    return {"attempt": label, "provider": provider, "state": state, "started_at": started}
+
+
+def job(status: str, winner: str | None, *attempts: dict, **extra: Any) -> dict:
+    return {
+        "owner": "alice",
+        "status": status,
+        "winner": winner,
+        "chain": ["primary", "fallback"],
+        "max_live_attempts": 1,
+        "next_attempt_at": None,
+        "result_provider": None,
+        "attempts": list(attempts),
+        **extra,
+    }
+
+
+def history(events: list, jobs: dict | None = None, operations: list | None = None, **top: Any):
+    return {
+        "operations": operations or [],
+        "events": events,
+        "ledger": [],
+        "jobs": jobs if jobs is not None else {},
+        "gate": "allow_all",
+        **top,
+    }
+
+
+CONFIG = {
+    "workers": ["w1", "w2"],
+    "breaker": {"failures": 2, "window": 30, "cool_down": 20},
+    "max_runtime": {"primary": 60.0, "fallback": 60.0},
+}
+POLICY = {"attempt_timeout": 30.0, "retry_backoff": 0.5, "max_retry_after": 5}
+
+
+def found(data: dict, invariant: str | None = None) -> list[Finding]:
+    return [f for f in check_history(data) if invariant is None or f.invariant == invariant]
+
+
+# -- I2, I10: conflicts and owners -------------------------------------------------------
+
+
+def creates(*pairs: tuple[str, str, str, str | None]) -> list[dict]:
+    """(owner, key, fingerprint, answer) -> invoke and answer operations."""
+    ops: list[dict] = []
+    for owner, key, fingerprint, answer in pairs:
+        process = f"client:{owner}"
+        ops.append(
+            op(
+                len(ops),
+                0,
+                process,
+                "invoke",
+                "create",
+                client=0,
+                key=key,
+                job=key,
+                fingerprint=fingerprint,
+            )
+        )
+        kind = "ok" if answer in ("created", "replayed") else "fail"
+        job_ = f"{owner}-{key}" if kind == "ok" else None
+        ops.append(op(len(ops), 0, process, kind, "create", client=0, answer=answer, job=job_))
+    return ops
+
+
+def test_a_conflict_with_another_owners_key_is_i10() -> None:
+    ops = creates(("alice", "k", "f1", "created"), ("bob", "k", "f2", "conflict"))
+    (finding,) = found(history([], operations=ops))
+    assert finding.invariant == "I10" and "another owner's job" in finding.message
+    assert finding.witness == (ops[1], ops[2], ops[3])
+
+
+def test_a_conflict_with_the_owners_own_other_intent_is_right() -> None:
+    ops = creates(("bob", "k", "f1", "created"), ("bob", "k", "f2", "conflict"))
+    assert found(history([], operations=ops)) == []
+
+
+def test_a_conflict_out_of_nowhere_is_i2() -> None:
+    ops = creates(("bob", "k", "f2", "conflict"))
+    (finding,) = found(history([], operations=ops))
+    assert finding.invariant == "I2" and "no other intent" in finding.message
+
+
+def test_a_conflict_without_fingerprints_says_nothing() -> None:
+    ops = creates(("alice", "k", "f1", "created"), ("bob", "k", "f2", "conflict"))
+    for entry in ops:
+        entry.pop("fingerprint", None)
+    assert found(history([], operations=ops)) == []
+
+
+def test_one_job_answered_to_two_owners_is_i10_where_no_owner_is_known() -> None:
+    ops = creates(("alice", "k", "f1", "created"), ("bob", "k", "f1", "replayed"))
+    ops[3]["job"] = ops[1]["job"]
+    jobs = {ops[1]["job"]: {"status": "succeeded", "attempts": []}}
+    (finding,) = found(history([], jobs, ops))
+    assert (finding.invariant, finding.witness) == ("I10", (ops[1], ops[3]))
+
+
+def test_a_job_of_another_run_is_another_owners() -> None:
+    from datetime import UTC, datetime
+
+    record = History(
+        scenario="s", seed=0, database="sqlite", start=datetime.now(UTC), namespace="n1"
+    )
+    assert record._owner("n1/alice") == "alice"
+    assert record._owner("n2/alice") == "(another run)/alice"
+    ops = [op(0, 0, "client:alice", "ok", "create", answer="replayed", job="a")]
+    data = history([], {"a": job("succeeded", None, owner=record._owner("n2/alice"))}, ops)
+    assert [f.invariant for f in found(data)] == ["I10"]
+
+
+# -- I4: resolutions and the outcome table ----------------------------------------------
+
+
+def test_a_resolution_of_an_attempt_that_is_not_unknown_is_i4() -> None:
+    events = [
+        ev(0, "attempt_started", "a#1", provider="primary"),
+        ev(2, "resolved", "a#1", outcome="failed"),
+    ]
+    (finding,) = found(history(events), "I4")
+    assert (
+        finding.witness == tuple(events)
+        and "not unknown (it was attempt_started)" in finding.message
+    )
+
+
+def test_a_resolution_of_an_unknown_attempt_is_right() -> None:
+    events = [
+        ev(0, "attempt_started", "a#1", provider="primary"),
+        ev(30, "became_unknown", "a#1", cause="deadline"),
+        ev(31, "resolved", "a#1", outcome="failed"),
+    ]
+    assert found(history(events)) == []
+
+
+def test_unknown_for_a_providers_own_503_is_i4_by_the_outcome_table() -> None:
+    answer = call(1, 0, "a#1", "fail", reason="unavailable", status=503)
+    events = [
+        ev(0, "attempt_started", "a#1", provider="primary"),
+        ev(0, "became_unknown", "a#1", cause="unavailable", status=503),
+    ]
+    jobs = {"a": job("blocked_unknown", None, attempt("a#1", "primary", "unknown"))}
+    (finding,) = found(history(events, jobs, [answer]), "I4")
+    assert finding.witness == (answer, events[1]) and "outcome table" in finding.message
+
+
+def test_unknown_for_a_deadline_or_a_reset_is_right() -> None:
+    for cause in ("deadline", "connection_reset", "bad_gateway", "intermediary_error"):
+        events = [
+            ev(0, "attempt_started", "a#1", provider="primary"),
+            ev(30, "became_unknown", "a#1", cause=cause),
+        ]
+        jobs = {"a": job("blocked_unknown", None, attempt("a#1", "primary", "unknown"))}
+        assert found(history(events, jobs)) == [], cause
+
+
+def test_an_attempt_left_unknown_after_its_call_answered_a_cut_stream_is_i4() -> None:
+    answer = call(1, 0, "a#1", "fail", kind="executed_unusable", reason="stream_cut")
+    events = [
+        ev(0, "attempt_started", "a#1", provider="primary"),
+        ev(0, "became_unknown", "a#1"),
+    ]  # no cause recorded
+    jobs = {"a": job("blocked_unknown", None, attempt("a#1", "primary", "unknown"))}
+    (finding,) = found(history(events, jobs, [answer]), "I4")
+    assert finding.witness[0] == answer and "ended unknown" in finding.message
+
+
+# -- I5, I6: winners, fencing, discarded results -----------------------------------------
+
+
+def test_a_cut_stream_that_wins_is_i5_by_the_outcome_table() -> None:
+    answer = call(1, 0, "a#1", "fail", kind="executed_unusable", reason="stream_cut")
+    events = [ev(0, "attempt_started", "a#1", provider="primary"), ev(0, "won", "a#1")]
+    jobs = {"a": job("succeeded", "a#1", attempt("a#1", "primary", "succeeded"))}
+    (finding,) = found(history(events, jobs, [answer]), "I5")
+    assert finding.witness == (answer, events[1]) and "only an executed answer" in finding.message
+
+
+def test_an_executed_answer_or_a_succeeded_resolution_may_win() -> None:
+    events = [ev(0, "attempt_started", "a#1", provider="primary"), ev(1, "won", "a#1")]
+    jobs = {"a": job("succeeded", "a#1", attempt("a#1", "primary", "succeeded"))}
+    assert found(history(events, jobs, [call(1, 1, "a#1")])) == []
+    resolved = [
+        events[0],
+        ev(30, "became_unknown", "a#1", cause="deadline"),
+        ev(40, "resolved", "a#1", outcome="succeeded"),
+        ev(40, "won", "a#1"),
+    ]
+    lost = call(1, 30, "a#1", "unknown", reason="timeout_after_send")
+    assert found(history(resolved, jobs, [lost])) == []
+
+
+def hedged(after_win: dict) -> tuple[list, dict]:
+    events = [
+        ev(0, "attempt_started", "a#1", provider="primary"),
+        ev(10, "attempt_started", "a#2", provider="fallback"),
+        ev(15, "won", "a#2"),
+        after_win,
+    ]
+    jobs = {
+        "a": job(
+            "succeeded",
+            "a#2",
+            attempt("a#1", "primary", "superseded"),
+            attempt("a#2", "fallback", "succeeded", 10),
+            max_live_attempts=2,
+        )
+    }
+    return events, jobs
+
+
+def test_a_win_that_leaves_another_attempt_live_is_i6() -> None:
+    events, jobs = hedged(ev(30, "discarded_late_result", "a#1", reason="job_completed"))
+    ops = [call(0, 15, "a#2"), call(1, 30, "a#1")]
+    (finding,) = found(history(events, jobs, ops), "I6")
+    assert finding.witness == (events[0], events[2], events[3])
+    assert "not fenced at that instant" in finding.message
+
+
+def test_a_win_that_fences_the_others_at_once_is_right() -> None:
+    events, jobs = hedged(ev(15, "attempt_superseded", "a#1", reason="job_completed"))
+    events.append(ev(30, "discarded_late_result", "a#1", reason="attempt_finished"))
+    ops = [call(0, 15, "a#2"), call(1, 30, "a#1")]
+    assert found(history(events, jobs, ops)) == []
+
+
+def test_a_cancel_that_leaves_the_attempt_live_and_then_wins_is_i6() -> None:
+    events = [
+        ev(0, "attempt_started", "a#1", provider="primary"),
+        ev(5, "job_cancelled", reason="changed my mind"),
+        ev(20, "won", "a#1"),
+    ]
+    jobs = {"a": job("succeeded", "a#1", attempt("a#1", "primary", "succeeded"))}
+    messages = {f.message for f in found(history(events, jobs, [call(0, 20, "a#1")]), "I6")}
+    assert messages == {
+        "job_cancelled while a#1 was still live",
+        "a#1 won after job_cancelled",
+        "job_cancelled at t=5, yet its final status is succeeded",
+    }
+
+
+def test_a_cancel_that_fences_first_is_right() -> None:
+    events = [
+        ev(0, "attempt_started", "a#1", provider="primary"),
+        ev(5, "attempt_cancelled", "a#1"),
+        ev(5, "job_cancelled"),
+        ev(20, "discarded_late_result", "a#1", reason="attempt_finished"),
+    ]
+    jobs = {"a": job("cancelled", None, attempt("a#1", "primary", "cancelled"))}
+    assert found(history(events, jobs, [call(0, 20, "a#1")])) == []
+
+
+def test_a_late_result_with_no_discarded_event_is_i5() -> None:
+    events = [
+        ev(0, "attempt_started", "a#1", provider="primary"),
+        ev(5, "attempt_cancelled", "a#1"),
+        ev(5, "job_cancelled"),
+    ]
+    jobs = {"a": job("cancelled", None, attempt("a#1", "primary", "cancelled"))}
+    late = call(0, 20, "a#1")
+    (finding,) = found(history(events, jobs, [late]), "I5")
+    assert finding.witness == (late,) and "discarded late result" in finding.message
+
+
+def test_an_answer_whose_worker_died_at_the_cas_was_never_offered() -> None:
+    events = [ev(0, "attempt_started", "a#1", provider="primary")]
+    jobs = {"a": job("running", None, attempt("a#1", "primary", "running"))}
+    ops = [call(0, 5, "a#1"), op(1, 5, "w1", "info", "crash", at="complete_attempt.before_cas")]
+    assert found(history(events, jobs, ops)) == []
+
+
+# -- I7: the gate, in the operations' order ---------------------------------------------
+
+
+def gated(verdict_first: bool) -> dict:
+    verdict = op(0, 31, "verifier", "ok", "verdict", provider="fallback", passed=True)
+    invoke = call(0, 31, "a#2", "invoke", provider="fallback")
+    ops = [verdict, invoke] if verdict_first else [invoke, verdict]
+    for i, entry in enumerate(ops):
+        entry["i"] = i
+    events = [
+        ev(0, "attempt_started", "a#1", provider="primary"),
+        ev(0, "attempt_failed", "a#1", cause="content_filtered"),
+        ev(31, "attempt_started", "a#2", provider="fallback"),
+        ev(31, "won", "a#2"),
+    ]
+    jobs = {
+        "a": job(
+            "succeeded",
+            "a#2",
+            attempt("a#1", "primary", "failed"),
+            attempt("a#2", "fallback", "succeeded", 31),
+        )
+    }
+    return history(events, jobs, ops, gate="verdicts")
+
+
+def test_a_fallback_called_before_its_verdict_at_the_same_instant_is_i7() -> None:
+    data = gated(verdict_first=False)
+    (finding,) = found(data, "I7")
+    assert finding.witness == (data["events"][2], data["operations"][0])
+
+
+def test_a_fallback_called_after_its_verdict_is_right() -> None:
+    assert found(gated(verdict_first=True), "I7") == []
+
+
+# -- I8: Retry-After and back-off ---------------------------------------------------------
+
+
+def retried(at: float, actor: str = "w1", **failure: Any) -> dict:
+    detail = {"cause": "rate_limited", "status_code": 429, "retry_after": 2.0, **failure}
+    events = [
+        ev(0, "attempt_started", "a#1", "w1", provider="primary"),
+        ev(0, "attempt_failed", "a#1", "w1", **detail),
+        ev(at, "attempt_started", "a#2", actor, provider="primary"),
+        ev(at, "won", "a#2"),
+    ]
+    jobs = {
+        "a": job(
+            "succeeded",
+            "a#2",
+            attempt("a#1", "primary", "failed"),
+            attempt("a#2", "primary", "succeeded", at),
+            policy=POLICY,
+        )
+    }
+    return history(events, jobs, [call(0, at, "a#2")], config=CONFIG)
+
+
+def test_a_retry_before_retry_after_is_i8() -> None:
+    data = retried(at=0)
+    (finding,) = found(data, "I8")
+    assert finding.witness == (data["events"][1], data["events"][2])
+    assert "asking for 2 s" in finding.message
+
+
+def test_a_retry_after_retry_after_or_by_the_button_is_right() -> None:
+    assert found(retried(at=2)) == []
+    assert found(retried(at=0.5, actor="user")) == []
+
+
+def test_a_retry_of_a_5xx_waits_the_policys_back_off() -> None:
+    early = retried(at=0.2, cause="server_error", status_code=500, retry_after=None)
+    assert [f.invariant for f in found(early)] == ["I8"]
+    assert found(retried(at=0.5, cause="server_error", status_code=500, retry_after=None)) == []
+
+
+def test_retries_say_nothing_without_the_workers_names() -> None:
+    data = retried(at=0)
+    del data["config"]
+    assert found(data) == []
+
+
+# -- I11: the breaker ---------------------------------------------------------------------
+
+
+def outage(*after: dict) -> dict:
+    events, jobs = [], {}
+    for n, name in enumerate(("a", "b")):
+        events += [
+            ev(n, "attempt_started", f"{name}#1", "w1", provider="primary"),
+            ev(n, "attempt_failed", f"{name}#1", "w1", cause="unavailable"),
+        ]
+        jobs[name] = job("failed", None, attempt(f"{name}#1", "primary", "failed", n))
+    events += list(after)
+    return history(events, jobs, config=CONFIG)
+
+
+def test_failures_that_reach_the_threshold_without_opening_the_breaker_are_i11() -> None:
+    data = outage()
+    (finding,) = found(data, "I11")
+    assert finding.witness == (data["events"][1], data["events"][3])
+    assert "2 definite failures of primary within 30 s" in finding.message
+
+
+def test_a_breaker_that_opens_at_the_threshold_is_right() -> None:
+    assert found(outage(ev(1, "breaker_opened", None, "w1", job="b", provider="primary"))) == []
+
+
+def test_failures_out_of_the_window_or_told_apart_by_a_success_do_not_open_it() -> None:
+    data = outage()
+    data["events"][2]["t"] = data["events"][3]["t"] = 31.0  # b fails 31 s after a
+    assert found(data, "I11") == []
+    data = outage()
+    data["events"][2:2] = [
+        ev(0.5, "attempt_started", "c#1", "w1", provider="primary"),
+        ev(0.5, "won", "c#1"),
+    ]
+    assert found(data, "I11") == []
+
+
+def test_a_worker_start_on_an_open_breaker_is_i11() -> None:
+    opened = ev(1, "breaker_opened", None, "w1", job="b", provider="primary")
+    start = ev(5, "attempt_started", "c#1", "w1", provider="primary")
+    (finding,) = found(outage(opened, start), "I11")
+    assert finding.witness == (start,) and "cool-down 20 s" in finding.message
+    later = dict(start, t=21.0)
+    assert found(outage(opened, later), "I11") == []
+    pressed = dict(start, actor="user")
+    assert found(outage(opened, pressed), "I11") == []
+
+
+def test_a_failure_the_engines_words_do_not_name_leaves_the_breaker_unjudged() -> None:
+    data = outage()
+    data["events"][3] = ev(
+        1, "resolved", "b#1", "w1", outcome="failed", reason="provider answered:"
+    )
+    assert found(data, "I11") == []
+
+
+# -- I11: max runtime and the sweep ------------------------------------------------------
+
+
+def hung(*after: dict, end: float = 100.0, ops: list | None = None) -> dict:
+    events = [
+        ev(0, "attempt_started", "a#1", "w1", provider="primary"),
+        ev(30, "became_unknown", "a#1", "w1", cause="deadline"),
+        *after,
+    ]
+    state = "cancelled" if after else "unknown"
+    jobs = {"a": job("blocked_unknown", None, attempt("a#1", "primary", state), policy=POLICY)}
+    return history(events, jobs, ops, config=CONFIG, end=end)
+
+
+def test_an_unknown_attempt_left_past_its_max_runtime_is_i11() -> None:
+    data = hung()
+    (finding,) = found(data, "I11")
+    assert finding.witness == tuple(data["events"]) and "maximum runtime of 60 s" in finding.message
+
+
+def test_an_unknown_attempt_abandoned_at_its_max_runtime_is_right() -> None:
+    assert found(hung(ev(60, "resolved", "a#1", "w1:reconciler", outcome="cancelled"))) == []
+
+
+def test_max_runtime_says_nothing_when_the_run_ends_first_or_the_worker_died() -> None:
+    assert found(hung(end=59)) == []
+    crashed = [op(0, 40, "w1", "info", "crash", at="start_attempt.before_insert")]
+    assert found(hung(ops=crashed)) == []
+    data = hung()
+    del data["end"]
+    assert found(data) == []
+
+
+def swept(*after: dict) -> dict:
+    events = [ev(0, "attempt_started", "a#1", "w1", provider="primary"), *after]
+    jobs = {"a": job("running", None, attempt("a#1", "primary", "running"), policy=POLICY)}
+    ops = [
+        op(0, 0, "w1", "info", "crash", at="complete_attempt.before_cas"),
+        op(1, 31, "w1", "invoke", "sweep"),
+        op(2, 31, "w1", "ok", "sweep"),
+    ]
+    return history(events, jobs, ops, config=CONFIG, end=31.0)
+
+
+def test_a_sweep_that_leaves_an_expired_attempt_running_is_i11() -> None:
+    data = swept()
+    (finding,) = found(data, "I11")
+    assert finding.witness == (data["events"][0], data["operations"][2])
+
+
+def test_a_sweep_that_makes_the_expired_attempt_unknown_is_right() -> None:
+    assert found(swept(ev(31, "became_unknown", "a#1", "w1", cause="deadline"))) == []
+
+
+def test_the_sweep_says_nothing_without_the_jobs_policy() -> None:
+    data = swept()
+    del data["jobs"]["a"]["policy"]
+    assert found(data) == []
