@@ -7,12 +7,16 @@ reached (all checked before anything runs).
 
 from __future__ import annotations
 
+import os
 import shlex
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import click
+from click.core import ParameterSource
 
 from harness.cli.exits import exit_on_error, exit_with
 from harness.cli.options import db_option
@@ -64,6 +68,14 @@ _path = click.Path(dir_okay=False, path_type=Path)
     type=click.IntRange(1, 16),
     help="Real-time mode on PostgreSQL: P API and P worker processes, workers killed.",
 )
+@click.option(
+    "--parallel",
+    default=min(2, os.cpu_count() or 1),
+    show_default=True,
+    type=click.IntRange(1, 64),
+    help="Processes playing episodes (virtual time, on throwaway SQLite databases; "
+    "with --db, one process on that database).",
+)
 @click.option("--mutant", default=None, help="Simulate against this built-in mutant.")
 @click.option("--shrink-to", type=_path, help="Write the shrunk failing scenario here.")
 @click.option("--json", "json_path", type=_path, help="Write the summary (JSON) here.")
@@ -78,6 +90,7 @@ def simulate(
     duration: float,
     per_episode: int,
     processes: int | None,
+    parallel: int,
     mutant: str | None,
     shrink_to: Path | None,
     json_path: Path | None,
@@ -101,24 +114,47 @@ def simulate(
         jobs=jobs, clients=clients, duration=duration, per_episode=per_episode, faults=rates
     )
     order = list(range(seed, seed + (seeds or 1)))
+    source = click.get_current_context().get_parameter_source("database_url")
+    explicit = source is not ParameterSource.DEFAULT
     with exit_on_error():
-        report, runs, wall = _virtual(database_url, settings, order, broken, shrink_to)
+        report, runs, wall = _virtual(
+            database_url if explicit else None,
+            settings,
+            order,
+            broken,
+            shrink_to,
+            parallel=1 if explicit else parallel,
+        )
     _finish(report, runs, wall, json_path, html_path, database_url, mutant, faults, settings)
 
 
-def _virtual(database_url: str, settings: Any, order: list[int], broken: Any, shrink_to: Any):
+def _virtual(
+    database_url: str | None,
+    settings: Any,
+    order: list[int],
+    broken: Any,
+    shrink_to: Any,
+    *,
+    parallel: int,
+):
     from contextlib import nullcontext
 
     from harness.checks.mutants import applied
     from harness.cli.main import _progress
     from harness.scenarios.runner import dialect_of
     from harness.scenarios.suite import scenario_database
+    from harness.simulate.pool import EpisodePool
     from harness.simulate.report import summary
     from harness.simulate.run import run_seed
 
     runs, shrunk = [], {}
     started = time.perf_counter()
-    with scenario_database(database_url) as database, applied(broken) if broken else nullcontext():
+    pool = EpisodePool(parallel, mutant=broken.name if broken else None) if parallel > 1 else None
+    with (
+        scenario_database(database_url) as database,
+        applied(broken) if broken else nullcontext(),
+        _closing(pool),
+    ):
         with _progress(settings.jobs * len(order), "jobs") as step:
             for seed in order:
                 run = run_seed(
@@ -127,6 +163,7 @@ def _virtual(database_url: str, settings: Any, order: list[int], broken: Any, sh
                     database,
                     stop_at_first=broken is not None or shrink_to is not None,
                     progress=lambda n: [step() for _ in range(n)],
+                    pool=pool,
                 )
                 runs.append(run)
                 if run.failed is not None and shrink_to is not None and not shrunk:
@@ -142,6 +179,15 @@ def _virtual(database_url: str, settings: Any, order: list[int], broken: Any, sh
             shrunk=shrunk,
         )
     return report, runs, wall
+
+
+@contextmanager
+def _closing(pool: Any) -> Iterator[None]:
+    try:
+        yield
+    finally:
+        if pool is not None:
+            pool.close()
 
 
 def _shrink(run: Any, database: Any, target: Path, broken: Any) -> dict[str, Any]:

@@ -12,9 +12,9 @@ from __future__ import annotations
 import math
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.errors import ScenarioError
 from harness.scenarios.checker import Finding
@@ -23,6 +23,9 @@ from harness.scenarios.runner import RunResult, run_scenario
 from harness.simulate import generate, judge
 from harness.simulate.swarm import Knobs, knobs_for
 from harness.store.database import Database
+
+if TYPE_CHECKING:
+    from harness.simulate.pool import EpisodePool
 
 DEFAULT_PER_EPISODE = 20
 
@@ -119,6 +122,16 @@ def judge_episode(index: int, scenario: dict[str, Any], result: RunResult) -> Ep
     return episode
 
 
+def play_episode(
+    seed: int, index: int, knobs: Knobs, settings: Settings, jobs: int, database: Database
+) -> Episode:
+    """Generate, play and judge episode `index` of the run of `seed`."""
+    scenario = generate.episode(
+        seed, index, knobs, jobs=jobs, clients=settings.clients, duration=settings.duration
+    )
+    return judge_episode(index, scenario, play(scenario, database, seed=seed))
+
+
 def run_seed(
     seed: int,
     settings: Settings,
@@ -126,21 +139,30 @@ def run_seed(
     *,
     stop_at_first: bool = False,
     progress: Callable[[int], None] | None = None,
+    pool: EpisodePool | None = None,
 ) -> SeedRun:
-    """Play every episode of `seed` (stopping at the first that fails, if asked)."""
+    """Play every episode of `seed`, in order (on `pool`'s processes, if given), stopping
+    at the first that fails if asked: the episodes after it are not reported."""
     started = time.perf_counter()
     knobs = knobs_for(seed, settings.faults)
     run = SeedRun(seed, knobs, [])
-    for index, jobs in enumerate(settings.episodes()):
-        scenario = generate.episode(
-            seed, index, knobs, jobs=jobs, clients=settings.clients, duration=settings.duration
+    sizes = settings.episodes()
+    if pool is None:
+        results: Iterable[Episode] = (
+            play_episode(seed, i, knobs, settings, jobs, database) for i, jobs in enumerate(sizes)
         )
-        episode = judge_episode(index, scenario, play(scenario, database, seed=seed))
+    else:
+        futures = [pool.submit(seed, i, knobs, settings, jobs) for i, jobs in enumerate(sizes)]
+        results = (future.result() for future in futures)
+    for episode, jobs in zip(results, sizes, strict=False):
         run.episodes.append(episode)
         if progress is not None:
             progress(jobs)
         if stop_at_first and episode.failed:
             break
+    if pool is not None:
+        for future in futures:
+            future.cancel()
     run.wall_seconds = time.perf_counter() - started
     return run
 
