@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager, nullcontext, suppress
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,7 @@ from sqlalchemy.engine import Connection, Engine, make_url
 
 from harness.errors import ConfigError, StoreError
 from harness.store import migrations
-from harness.store.boundary import translate_errors
+from harness.store.boundary import translate_errors, wrap_driver_errors
 from harness.store.tables import metadata
 
 DEFAULT_DATABASE_URL = "sqlite:///harness.sqlite3"
@@ -66,7 +66,11 @@ def create_engine(url: str, *, pool_size: int = 10) -> Engine:
     if make_url(url).get_backend_name() == "sqlite":
         database = make_url(url).database
         if database and database != ":memory:":
-            Path(database).parent.mkdir(parents=True, exist_ok=True)
+            # A directory that cannot be made (a file in the way) fails the first
+            # connection instead, a StoreError like any file that cannot be opened: the
+            # same answer on every backend, where a `Database` opens nothing until used.
+            with suppress(OSError):
+                Path(database).parent.mkdir(parents=True, exist_ok=True)
         engine = sa.create_engine(
             url,
             connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000},
@@ -154,11 +158,13 @@ class Database:
         … COMMIT (rolled back on any error), on PostgreSQL in autocommit (each statement
         its own transaction). Driver errors are translated like every other's; a
         connection the server closed is invalidated, not returned to the pool."""
+        dialect = self.engine.dialect
         with self._writer, translate_errors():
-            pooled = self.engine.raw_connection()
+            with wrap_driver_errors(dialect):  # a refused connect escapes the pool raw
+                pooled = self.engine.raw_connection()
             raw = pooled.driver_connection
             try:
-                with self._driver_errors(pooled):
+                with wrap_driver_errors(dialect, pooled):
                     if self.dialect == "sqlite":
                         raw.execute("BEGIN IMMEDIATE")
                         try:
@@ -176,16 +182,6 @@ class Database:
                                 raw.autocommit = False
             finally:
                 pooled.close()
-
-    @contextmanager
-    def _driver_errors(self, pooled: Any) -> Iterator[None]:
-        dbapi = self.engine.dialect.loaded_dbapi
-        try:
-            yield
-        except dbapi.Error as exc:
-            if self.engine.dialect.is_disconnect(exc, pooled.dbapi_connection, None):
-                pooled.invalidate(exc)
-            raise sa.exc.DBAPIError.instance(None, None, exc, dbapi.Error) from exc
 
     @contextmanager
     def read(self) -> Iterator[Connection]:
