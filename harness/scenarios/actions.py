@@ -140,7 +140,10 @@ def create(stage: Stage, args: Mapping[str, Any], step: Step) -> Answer:
                 contract=stage.contract.name if stage.contract is not None else None,
                 policy=Policy.from_dict({**scenario.policy, **(args.get("policy") or {})}),
             )
-            result = stage.client(i % processes).create_job(stage.owner(owner), key, intent)
+            # The key lives in the run's namespace as the owner does, so runs sharing a
+            # database never meet, even on an engine that scopes keys across owners.
+            scoped = stage.owner(key)
+            result = stage.client(i % processes).create_job(stage.owner(owner), scoped, intent)
         except IdempotencyConflict:
             return "conflict"
         except InvalidIntent:
