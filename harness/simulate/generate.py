@@ -26,7 +26,10 @@ RECOVERY = 200.0
 so after it a job is finished or waits on an unknown that only a lookup or an operator
 can end (when no max runtime is set)."""
 
-_DUTY_EVERY = 30.0
+DUTY_ROUNDS = (5.0, ATTEMPT_TIMEOUT + 5, MAX_RUNTIME + 5, RECOVERY)
+"""When, in the recovery phase, the worker's rounds (sweep, reconcile, claim) run: once the
+released hangs have answered, past every attempt deadline, past every max runtime, and
+at the end."""
 WORKERS = ("w1", "w2")
 CRASH_POINTS = (fp.BEFORE_START, fp.BEFORE_COMPLETE, fp.BEFORE_TIMEOUT, fp.BEFORE_CANCEL)
 """The worker's fault points (`create_job.before_insert` is the API's)."""
@@ -199,7 +202,7 @@ def _crashes(rng: random.Random, knobs: Knobs, jobs: int, duration: float) -> li
 def _recovery(duration: float, operator: list[str]) -> list[dict[str, Any]]:
     """Faults off, hangs released, every worker restarted, an operator resolving the
     first attempt of `operator`'s jobs (refused unless it is unknown), then the worker's
-    duties on their schedule until `RECOVERY` seconds have passed."""
+    rounds (`DUTY_ROUNDS`) until `RECOVERY` seconds have passed."""
     start = _t(duration + 60)  # the last client actions land within 60 s of the window
     steps: list[dict[str, Any]] = [{"at": start, "heal": None}, {"release": None}]
     steps += [{"restart": {"worker": w}} for w in WORKERS]
@@ -207,13 +210,6 @@ def _recovery(duration: float, operator: list[str]) -> list[dict[str, Any]]:
         {"resolve": {"job": job, "attempt": 1, "outcome": "failed", "reason": "confirmed"}}
         for job in operator
     ]
-    t = start
-    while t < start + RECOVERY:
-        t = _t(t + _DUTY_EVERY)
-        steps += [{"at": t, "sweep": None}, {"reconcile": None}, {"tick": None}]
+    for after in DUTY_ROUNDS:
+        steps += [{"at": _t(start + after), "sweep": None}, {"reconcile": None}, {"tick": None}]
     return steps
-
-
-def recovery_start(scenario: dict[str, Any]) -> float | None:
-    """When the recovery phase of an episode begins (its `heal` step), if it has one."""
-    return next((s.get("at") for s in scenario["steps"] if "heal" in s), None)

@@ -35,32 +35,29 @@ class Shrunk:
 
 
 def shrink(scenario: Scenario, fails: Fails, *, budget: int = DEFAULT_BUDGET) -> Shrunk:
-    """The smallest variant of `scenario` found for which `fails` still holds."""
+    """The smallest variant of `scenario` found for which `fails` still holds: each pass
+    (biggest cuts first) is repeated while it makes progress, and the passes again while
+    any of them did, within `budget` replays."""
     started = time.perf_counter()
     best = copy.deepcopy(scenario)
     replays = 0
-    progress = True
-    while progress and replays < budget:
-        progress = False
-        for candidate in _candidates(best):
-            if replays >= budget:
-                break
-            replays += 1
-            if fails(candidate):
-                best, progress = candidate, True
-                break  # start the passes again from the smaller scenario
+    changed = True
+    while changed and replays < budget:
+        changed = False
+        for cuts in PASSES:
+            progress = True
+            while progress and replays < budget:
+                progress = False
+                for candidate in cuts(best):
+                    if replays >= budget:
+                        break
+                    replays += 1
+                    if fails(candidate):
+                        best, progress, changed = candidate, True, True
+                        break  # this pass again, from the smaller scenario
     return Shrunk(
         best, replays, time.perf_counter() - started, len(scenario["steps"]), len(best["steps"])
     )
-
-
-def _candidates(scenario: Scenario) -> Iterator[Scenario]:
-    """Smaller variants of `scenario`, the biggest cuts first."""
-    yield from _without_jobs(scenario)
-    yield from _without_steps(scenario)
-    yield from _shorter_scripts(scenario)
-    yield from _plainer_settings(scenario)
-    yield from _plainer_steps(scenario)
 
 
 def _job_of(step: dict[str, Any]) -> str | None:
@@ -107,10 +104,14 @@ def _shorter_scripts(scenario: Scenario) -> Iterator[Scenario]:
             for i in range(len(script))
             if script[i] != "success"
         ]
+        if provider.get("then") == "success":  # the default
+            cuts.insert(0, script)
         for cut in cuts:
             smaller = copy.deepcopy(scenario)
             smaller["providers"][name]["script"] = cut
-            if not cut:
+            if smaller["providers"][name].get("then") == "success":
+                del smaller["providers"][name]["then"]
+            if not cut and "then" not in smaller["providers"][name]:
                 del smaller["providers"][name]
                 if not smaller["providers"]:
                     del smaller["providers"]
@@ -130,18 +131,27 @@ def _plainer_settings(scenario: Scenario) -> Iterator[Scenario]:
             if not smaller[section]:
                 del smaller[section]
             yield smaller
-    if len(scenario.get("workers", [])) > 1:
-        used = {
-            args["worker"]
-            for step in scenario["steps"]
-            for args in step.values()
-            if isinstance(args, dict) and "worker" in args
-        }
-        for worker in scenario["workers"]:
-            if worker not in used:
-                smaller = copy.deepcopy(scenario)
-                smaller["workers"] = [w for w in scenario["workers"] if w != worker]
-                yield smaller
+    yield from _fewer_workers(scenario)
+
+
+def _fewer_workers(scenario: Scenario) -> Iterator[Scenario]:
+    """A worker no step names is dropped; with none named, the default worker alone."""
+    used = {
+        args["worker"]
+        for step in scenario["steps"]
+        for args in step.values()
+        if isinstance(args, dict) and "worker" in args
+    }
+    if "workers" in scenario and not used:
+        smaller = copy.deepcopy(scenario)
+        del smaller["workers"]
+        yield smaller
+    workers = scenario.get("workers", [])
+    for worker in workers if len(workers) > 1 else []:
+        if worker not in used:
+            smaller = copy.deepcopy(scenario)
+            smaller["workers"] = [w for w in workers if w != worker]
+            yield smaller
 
 
 def _plainer_steps(scenario: Scenario) -> Iterator[Scenario]:
@@ -189,3 +199,13 @@ def write_scenario(
     ordered = {k: data[k] for k in ("format", "name", "summary") if k in data}
     ordered.update((k, v) for k, v in data.items() if k not in ordered)
     target.write_text(dump_scenario(ordered), encoding="utf-8")
+
+
+PASSES: tuple[Callable[[Scenario], Iterator[Scenario]], ...] = (
+    _without_jobs,
+    _without_steps,
+    _shorter_scripts,
+    _plainer_settings,
+    _plainer_steps,
+)
+"""The reductions, biggest cuts first."""
