@@ -45,12 +45,16 @@ _KIND_TYPES = {
 
 class RecordingProvider:
     """A provider adapter that records each call as invoke then ok / fail / unknown, and
-    loses the answer when its worker has been killed meanwhile."""
+    loses the answer when its worker has been killed meanwhile (this worker process, its
+    own scheduler: a restarted worker of the same name is another process)."""
 
-    def __init__(self, inner: BaseProvider, stage: Stage, worker: str) -> None:
+    def __init__(
+        self, inner: BaseProvider, stage: Stage, worker: str, scheduler: WorkerScheduler
+    ) -> None:
         self.inner = inner
         self.stage = stage
         self.worker = worker
+        self.scheduler = scheduler
         self.name = inner.name
         self.kind = inner.kind
         self.model = getattr(inner, "model", None)
@@ -61,7 +65,7 @@ class RecordingProvider:
         token = request.attempt_id
         history.op(now(), self.worker, "invoke", "call", provider=self.name, token=token)
         outcome = self.inner.complete(request, timeout=timeout)
-        if self.stage.workers[self.worker].dead:
+        if self.scheduler.dead:
             history.op(
                 now(),
                 self.worker,
@@ -209,7 +213,7 @@ class Stage:
         engine = self.engine()
         scheduler = WorkerScheduler(self.turns)
         providers: Mapping[str, BaseProvider] = {
-            p: RecordingProvider(a, self, name) for p, a in self.adapters.items()
+            p: RecordingProvider(a, self, name, scheduler) for p, a in self.adapters.items()
         }
         breaker = self.scenario.worker.get("breaker")
         settings = WorkerSettings(
