@@ -8,7 +8,8 @@ worker names, the breaker's thresholds and each provider's maximum runtime, as t
 scenario and the documented defaults set them), `end` (the virtual time the final state
 was read), each job's `policy`, each attempt's `retry_after`, and the Retry-After of a
 call that was refused with one. An owner outside the run's namespace (a job only a
-broken engine hands out) is shown as `(another run)/NAME`, never by the other namespace.
+broken engine hands out) is shown as `(another run)/NAME`, never by the other namespace;
+so is such a job's key.
 
 Written as JSON (`History.to_json`, schema `history.schema.json`) it is byte-identical
 for one file and one seed on one database kind: that is what `--history` compares.
@@ -160,10 +161,20 @@ class History:
             return _strip_namespace(owner)
         return f"{FOREIGN_OWNER}{NAMESPACE_SEPARATOR}{_strip_namespace(owner)}"
 
+    def _key(self, key: str) -> str:
+        """The key as the scenario wrote it (the runner keeps keys in the run's namespace);
+        one of another run behind the same mark as its owner."""
+        if self.namespace is None:
+            return key
+        mine = self.namespace + NAMESPACE_SEPARATOR
+        if key.startswith(mine):
+            return key.removeprefix(mine)
+        return f"{FOREIGN_OWNER}{NAMESPACE_SEPARATOR}{key.split(NAMESPACE_SEPARATOR, 1)[-1]}"
+
     def _job(self, job: Job) -> dict[str, Any]:
         return {
             "owner": self._owner(job.owner),
-            "key": job.idempotency_key,
+            "key": self._key(job.idempotency_key),
             "status": str(job.status),
             "version": job.version,
             "chain": list(job.providers),
