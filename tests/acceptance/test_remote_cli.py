@@ -133,3 +133,39 @@ def test_a_target_without_the_scenarios_providers_exits_2(stand_in_url: str) -> 
     refused_before_anything_ran(
         code, output, "--target serves providers ['openai']; scenarios need primary, fallback"
     )
+
+
+# -- `harness serve --mutant` / `harness worker --mutant`: a broken live service ------------
+
+
+@pytest.mark.parametrize("command", ["serve", "worker"])
+def test_an_unknown_mutant_exits_2_listing_the_known_ones(command: str) -> None:
+    result = CliRunner().invoke(main, [command, "--mutant", "no_such_bug"])
+    assert result.exit_code == 2, result.output
+    assert "unknown mutant 'no_such_bug'; known: ignore_idempotency_key," in result.output
+    assert "last_writer_wins" in result.output
+
+
+@pytest.mark.parametrize("command", ["serve", "worker"])
+def test_the_help_says_a_mutant_is_for_testing_the_harness_itself(command: str) -> None:
+    result = CliRunner().invoke(main, [command, "--help"])
+    text = " ".join(result.output.split())  # as wrapped for the terminal
+    assert "--mutant NAME For testing the harness itself: run a deliberately broken" in text
+
+
+def test_a_mutant_warns_loudly_and_is_undone_when_the_command_ends(tmp_path) -> None:
+    from harness.store import queries
+
+    real = queries.complete_job
+    missing = str(tmp_path / "missing.yaml")
+    result = CliRunner().invoke(
+        main, ["serve", "--mutant", "last_writer_wins", "--config", missing]
+    )
+    assert result.exit_code == 2, result.output  # the configuration cannot be read
+    assert "WARNING: running the deliberately broken engine 'last_writer_wins'" in result.output
+    assert queries.complete_job is real
+
+
+def test_a_mutant_is_never_taken_from_the_environment() -> None:
+    result = CliRunner().invoke(main, ["worker", "--help"], env={"HARNESS_WORKER_MUTANT": "x"})
+    assert result.exit_code == 0 and "HARNESS_WORKER_MUTANT" not in result.output
