@@ -176,7 +176,7 @@ class AttemptUnits(BaseUnits):
         unstarted, for the caller to start elsewhere through the gate."""
         started, skipped = [], []
         with self.db.write() as conn:
-            for job_id in q.new_job_ids(conn, limit=limit):
+            for job_id in q.new_job_ids(conn, now=self.clock.now(), limit=limit):
                 job = self._job(conn, job_id)
                 primary = job.providers[0]
                 if primary in skip_primaries:

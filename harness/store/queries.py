@@ -387,17 +387,21 @@ _STRANDED_IDS = (
 )
 _NEW_JOB_IDS = (
     sa.select(jobs.c.id)
-    .where(UNSTARTED)
+    .where(
+        UNSTARTED,
+        sa.or_(jobs.c.next_attempt_at.is_(None), jobs.c.next_attempt_at <= sa.bindparam("now")),
+    )
     .order_by(jobs.c.id)
     .limit(sa.bindparam("limit"))
     .with_for_update(skip_locked=True)
 )
 
 
-def new_job_ids(conn: Connection, *, limit: int) -> list[int]:
-    """Pending jobs with no attempt yet, locked for the caller's transaction; on Postgres
-    rows another worker is claiming right now are skipped, not waited for."""
-    rows = conn.execute(_NEW_JOB_IDS, {"limit": limit})
+def new_job_ids(conn: Connection, *, now: datetime, limit: int) -> list[int]:
+    """Pending jobs with no attempt yet and no wait still running (a job waiting for its
+    providers is not planned again every round), locked for the caller's transaction; on
+    Postgres rows another worker is claiming right now are skipped, not waited for."""
+    rows = conn.execute(_NEW_JOB_IDS, {"now": now, "limit": limit})
     return [r[0] for r in rows]
 
 

@@ -31,7 +31,7 @@ def plan(db: Database, statement, params: dict) -> str:
 @pytest.mark.parametrize(
     ("statement", "params", "index"),
     [
-        (q._NEW_JOB_IDS, {"limit": 20}, "ix_jobs_unstarted"),
+        (q._NEW_JOB_IDS, {"now": datetime.now(UTC), "limit": 20}, "ix_jobs_unstarted"),
         (q._STRANDED_IDS, {"limit": 100, "now": datetime.now(UTC)}, "ix_jobs_stranded"),
     ],
     ids=["claim", "sweep"],

@@ -542,3 +542,47 @@ def test_a_probe_taken_elsewhere_leaves_the_job_waiting_for_the_sweep_and_says_s
     worker.tick()  # the next round comes back: the probe is this worker's now
     scheduler.wait_idle()
     assert states(worker, job_id) == [("primary", "succeeded")]
+
+
+def test_a_new_job_waiting_for_its_providers_is_not_planned_again_every_round(
+    db: Database, scheduler, primary, fallback
+) -> None:
+    """Both breakers are open: the job waits (no attempt yet). Claim rounds before the
+    wait ends leave it alone (no new events); the first round after it plans it again,
+    even with the timer that was to wake it gone (its worker died)."""
+    from harness.core.breaker import BreakerSettings
+
+    engine = Engine(db, gate=AllowAllGate(), clock=scheduler.clock)
+    settings = WorkerSettings(breaker=BreakerSettings(failures=1, window=30, cool_down=10))
+    worker = Worker(engine, {"primary": primary, "fallback": fallback}, scheduler, settings)
+    down = Step(kind=OutcomeKind.NOT_EXECUTED, reason="unavailable")
+    primary.steps, fallback.steps = [down], [down]
+    policy = Policy(attempt_timeout=30, same_provider_retries=0)
+    submit(worker, policy, key="a")  # both breakers open
+    scheduler.wait_idle()
+    job_id = engine.create_job(
+        "alice",
+        "b",
+        Intent(
+            operation="summarise",
+            input={"prompt": "hi"},
+            providers=("primary", "fallback"),
+            policy=policy,
+        ),
+    ).job.id
+    other = Worker(
+        engine,
+        {"primary": primary, "fallback": fallback},
+        ManualScheduler(scheduler.clock),
+        settings,
+    )
+    other.claim()  # plans it: everything is held, so it waits; this worker's timer is lost
+    waiting = len(engine.events(job_id))
+    assert [e.kind for e in engine.events(job_id)][-1] == "waiting"
+    for _ in range(3):
+        worker.claim()
+    assert len(engine.events(job_id)) == waiting  # left alone while the wait runs
+    scheduler.clock.advance(11)
+    worker.claim()  # the wait is over: planned again (the breaker's probe), and it runs
+    scheduler.wait_idle()
+    assert states(worker, job_id) == [("primary", "succeeded")]
