@@ -26,10 +26,22 @@ RECOVERY = 200.0
 so after it a job is finished or waits on an unknown that only a lookup or an operator
 can end (when no max runtime is set)."""
 
-DUTY_ROUNDS = (5.0, ATTEMPT_TIMEOUT + 5, MAX_RUNTIME + 5, RECOVERY)
-"""When, in the recovery phase, the worker's rounds (sweep, reconcile, claim) run: once the
-released hangs have answered, past every attempt deadline, past every max runtime, and
-at the end."""
+TICK_EVERY = 20.0
+"""Virtual seconds between a worker's rounds (claim, sweep, reconcile: `Worker.tick`) in
+the chaos phase, as a deployed worker polls."""
+RECOVERY_TICKS = (
+    5.0,
+    10.0,
+    15.0,
+    20.0,
+    ATTEMPT_TIMEOUT + 5,
+    65.0,
+    MAX_RUNTIME + 5,
+    125.0,
+    RECOVERY,
+)
+"""When the worker's rounds run in the recovery phase: often at first (a claim takes a
+batch of jobs), past every attempt deadline, past every max runtime, and at the end."""
 WORKERS = ("w1", "w2")
 CRASH_POINTS = (fp.BEFORE_START, fp.BEFORE_COMPLETE, fp.BEFORE_TIMEOUT, fp.BEFORE_CANCEL)
 """The worker's fault points (`create_job.before_insert` is the API's)."""
@@ -48,6 +60,7 @@ def episode(
     for n in range(jobs):
         steps.extend(_job_steps(rng, knobs, f"j{n}", clients, duration))
     steps.extend(_crashes(rng, knobs, jobs, duration))
+    steps.extend({"at": _t(t), "tick": None} for t in _ticks(duration))
     if knobs.gate and rng.random() < 0.5:
         steps.append(
             {
@@ -202,7 +215,7 @@ def _crashes(rng: random.Random, knobs: Knobs, jobs: int, duration: float) -> li
 def _recovery(duration: float, operator: list[str]) -> list[dict[str, Any]]:
     """Faults off, hangs released, every worker restarted, an operator resolving the
     first attempt of `operator`'s jobs (refused unless it is unknown), then the worker's
-    rounds (`DUTY_ROUNDS`) until `RECOVERY` seconds have passed."""
+    rounds (`RECOVERY_TICKS`) until `RECOVERY` seconds have passed."""
     start = _t(duration + 60)  # the last client actions land within 60 s of the window
     steps: list[dict[str, Any]] = [{"at": start, "heal": None}, {"release": None}]
     steps += [{"restart": {"worker": w}} for w in WORKERS]
@@ -210,6 +223,13 @@ def _recovery(duration: float, operator: list[str]) -> list[dict[str, Any]]:
         {"resolve": {"job": job, "attempt": 1, "outcome": "failed", "reason": "confirmed"}}
         for job in operator
     ]
-    for after in DUTY_ROUNDS:
-        steps += [{"at": _t(start + after), "sweep": None}, {"reconcile": None}, {"tick": None}]
+    steps += [{"at": _t(start + after), "tick": None} for after in RECOVERY_TICKS]
     return steps
+
+
+def _ticks(duration: float) -> list[float]:
+    ticks, t = [], TICK_EVERY
+    while t < duration + 59:
+        ticks.append(t)
+        t += TICK_EVERY
+    return ticks
