@@ -10,6 +10,14 @@ loaded wherever the project is installed).
     The fakes served over HTTP on a free loopback port (`fake_providers.FakeServer`,
     one per session, reset for each test): ``.openai_base_url``,
     ``.anthropic_base_url``, ``.control_url``, ``.url`` and ``.fakes``.
+``harness_clock``
+    A `harness.VirtualClock` (moves only when told: ``.advance(seconds)``).
+``harness_database``
+    A migrated database: a throwaway SQLite file per test, or the one ``--scenario-db
+    URL`` names (PostgreSQL too; runs there keep to owners of their own).
+``harness_engine``
+    The real engine on ``harness_database`` and ``harness_clock``, with the allow-all
+    gate: ``create_job``, ``start_attempt``, ``complete_attempt``, ``get_job``, ...
 
 At teardown both release hung requests and check, as pytest-httpx does, that every
 scripted behaviour was requested: a script nobody consumed means the test never did what
@@ -27,8 +35,11 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-if TYPE_CHECKING:  # the fakes load only when a test asks for them
+if TYPE_CHECKING:  # the fakes and the engine load only when a test asks for them
     from fake_providers import FakeProviders, FakeServer
+    from harness.core.clock import VirtualClock
+    from harness.engine import Engine
+    from harness.store.database import Database
 
 pytest_plugins = ["harness.scenarios.pytest_items"]  # *.scenario.yaml files as tests
 
@@ -124,3 +135,36 @@ def fake_provider_server(
         _check_used(server.fakes, options)
     finally:
         server.fakes.reset()
+
+
+@pytest.fixture
+def harness_clock() -> VirtualClock:
+    """A virtual clock for the engine and the worker: time moves only when told."""
+    from harness.core.clock import VirtualClock
+
+    return VirtualClock()
+
+
+@pytest.fixture
+def harness_database(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Database]:
+    """A migrated database: the one ``--scenario-db`` names, else a throwaway SQLite."""
+    from harness.store.database import Database
+
+    url = request.config.getoption("--scenario-db", default=None)
+    if url is None:
+        url = f"sqlite:///{tmp_path_factory.mktemp('harness-db') / 'harness.sqlite3'}"
+    database = Database(url)
+    database.upgrade()
+    yield database
+    database.dispose()
+
+
+@pytest.fixture
+def harness_engine(harness_database: Database, harness_clock: VirtualClock) -> Engine:
+    """The real engine on `harness_database` and `harness_clock` (allow-all gate)."""
+    from harness.core.gate import AllowAllGate
+    from harness.engine import Engine
+
+    return Engine(harness_database, gate=AllowAllGate(), clock=harness_clock)

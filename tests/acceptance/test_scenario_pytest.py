@@ -87,3 +87,21 @@ def test_the_bundled_suite_collects_and_passes(pytester: pytest.Pytester) -> Non
         )
     result = pytester.runpytest("--scenario-seed", "7")
     result.assert_outcomes(passed=3)
+
+
+ENGINE_TEST = """
+from harness import Intent
+
+
+def test_one_key_one_job(harness_engine, harness_clock):
+    intent = Intent(operation="summarise", input={"prompt": "hi"}, providers=("primary",))
+    first = harness_engine.create_job("alice", "k", intent)
+    harness_clock.advance(5)
+    again = harness_engine.create_job("alice", "k", intent)
+    assert first.created and not again.created and again.job.id == first.job.id
+"""
+
+
+def test_the_engine_and_clock_fixtures_serve_a_users_test(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_mine=ENGINE_TEST)
+    pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)
