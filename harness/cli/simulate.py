@@ -150,21 +150,18 @@ def _virtual(
     runs, shrunk = [], {}
     started = time.perf_counter()
     pool = EpisodePool(parallel, mutant=broken.name if broken else None) if parallel > 1 else None
-    with (
-        scenario_database(database_url) as database,
-        applied(broken) if broken else nullcontext(),
-        _closing(pool),
-    ):
+    with scenario_database(database_url) as database, _closing(pool):
         with _progress(settings.jobs * len(order), "jobs") as step:
             for seed in order:
-                run = run_seed(
-                    seed,
-                    settings,
-                    database,
-                    stop_at_first=broken is not None or shrink_to is not None,
-                    progress=lambda n: [step() for _ in range(n)],
-                    pool=pool,
-                )
+                with applied(broken) if broken else nullcontext():
+                    run = run_seed(
+                        seed,
+                        settings,
+                        database,
+                        stop_at_first=broken is not None or shrink_to is not None,
+                        progress=lambda n: [step() for _ in range(n)],
+                        pool=pool,
+                    )
                 runs.append(run)
                 if run.failed is not None and shrink_to is not None and not shrunk:
                     shrunk[seed] = _shrink(run, database, shrink_to, broken)
@@ -197,7 +194,7 @@ def _shrink(run: Any, database: Any, target: Path, broken: Any) -> dict[str, Any
     episode = run.failed
     signature = episode.signature()
     click.echo(f"shrinking seed {run.seed} episode {episode.index} ({signature}) ...", err=True)
-    result = shrink(episode.scenario, fails_like(signature, database, seed=run.seed))
+    result = shrink(episode.scenario, fails_like(signature, database, seed=run.seed, mutant=broken))
     write_scenario(
         result.scenario,
         target,

@@ -10,6 +10,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from harness.scenarios.actions import http_status
+from harness.scenarios.checker import unsettled
 from harness.scenarios.model import Scenario, Step
 from harness.scenarios.stage import PROVIDER_API
 
@@ -48,6 +49,8 @@ def judge(scenario: Scenario, history: Mapping[str, Any]) -> list[str]:
         found.extend(f"job {alias}: {m}" for m in _job(alias, wanted, history))
     found.extend(_ledger(expect.get("ledger") or {}, history))
     found.extend(_per_owner(expect.get("jobs_per_owner") or {}, history))
+    if expect.get("settled"):
+        found.extend(f"not settled: {finding}" for finding in unsettled(history))
     for reached in scenario.reached:
         message = _reached(reached, history)
         if message:

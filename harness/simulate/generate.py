@@ -84,6 +84,7 @@ def episode(
         "policy": _policy(rng, knobs),
         "workers": list(WORKERS),
         "steps": steps,
+        "expect": {"settled": True},  # after the recovery phase (I11)
     }
     worker = _worker(rng, knobs)
     if worker:

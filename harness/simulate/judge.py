@@ -1,10 +1,13 @@
 """What an episode's history says: its violations (safety and liveness) and its figures.
 
-Pure: a history mapping (`History.to_dict()`) in. Safety is the history checker's
-I1-I10 (`harness.scenarios.checker`); liveness is I11 judged after the recovery phase:
-every job finished, or blocked on an unknown attempt that only a provider lookup or an
-operator can end (a provider without a max runtime): that job is *waiting*, counted and
-allowed. Anything else left open, with nothing scheduled to move it, is a violation.
+Pure: a history mapping (`History.to_dict()`) in. Every rule is the history checker's
+(`harness.scenarios.checker`), so a shrunk file replayed by `harness scenarios run`
+is judged exactly as its episode was: safety is I1-I10 and the outcome table; liveness
+is I11, at every instant (a job whose last attempt ended moves on at once or says why
+it waits) and after the recovery phase (`unsettled`: the episode's `expect: {settled:
+true}`): every job finished, blocked on an unknown attempt (a lookup, its max runtime
+or an operator ends it: *waiting*, counted and allowed), or waiting for a retry due
+after the end.
 """
 
 from __future__ import annotations
@@ -14,106 +17,29 @@ from collections.abc import Mapping
 from typing import Any
 
 from harness.core.states import FINISHED_JOB_STATES, EventKind
-from harness.scenarios.checker import Finding, check_history
+from harness.scenarios.checker import Finding, check_history, unsettled
 
 LIVENESS = "I11"
 
 
-def violations(
-    history: Mapping[str, Any], *, max_runtime: Mapping[str, float]
-) -> tuple[list[Finding], list[Finding]]:
+def violations(history: Mapping[str, Any]) -> tuple[list[Finding], list[Finding]]:
     """(safety, liveness) findings of one episode."""
     found = check_history(history)
     safety = [f for f in found if f.invariant != LIVENESS]
     liveness = [f for f in found if f.invariant == LIVENESS]
     seen = {f.job for f in liveness}
-    liveness += [f for f in _stranded(history) if f.job not in seen]
-    seen |= {f.job for f in liveness}
-    liveness += [f for f in _after_recovery(history, max_runtime) if f.job not in seen]
+    liveness += [f for f in unsettled(history) if f.job not in seen]
     return safety, liveness
 
 
-_STARTS = frozenset({EventKind.ATTEMPT_STARTED})
-_LIVE_ENDS = frozenset(
-    {
-        EventKind.ATTEMPT_FAILED,
-        EventKind.WON,
-        EventKind.ATTEMPT_CANCELLED,
-        EventKind.ATTEMPT_SUPERSEDED,
-        EventKind.RESOLVED,
-    }
-)
-_JOB_ENDS = frozenset({EventKind.WON, EventKind.JOB_FAILED, EventKind.JOB_CANCELLED})
-
-
-def _stranded(history: Mapping[str, Any]) -> list[Finding]:
-    """I11 at every instant: when a job's last live attempt ends and the job stays open,
-    the same instant must start the next attempt, end the job, or record why it waits
-    (`waiting`); unless a worker died then, leaving the job to the sweep. A job that
-    sits with nothing live and nothing scheduled until a sweep happens to find it is
-    stranded, however soon that sweep comes."""
-    crashes = {op["t"] for op in history.get("operations", []) if op["op"] == "crash"}
-    by_instant: dict[str, dict[float, list[Mapping[str, Any]]]] = {}
-    for event in history.get("events", []):
-        by_instant.setdefault(event["job"], {}).setdefault(event["t"], []).append(event)
-    found = []
-    for job, instants in by_instant.items():
-        live: set[str] = set()
-        for t, events in instants.items():
-            for event in events:
-                if event["kind"] in _STARTS:
-                    live.add(event["attempt"])
-                elif (
-                    event["kind"] in _LIVE_ENDS
-                    and event.get("detail", {}).get("outcome") != "unknown"
-                ):
-                    live.discard(event["attempt"])
-            kinds = {e["kind"] for e in events}
-            if kinds & _JOB_ENDS:
-                break
-            ended = kinds & _LIVE_ENDS
-            if ended and not live and EventKind.WAITING not in kinds and t not in crashes:
-                found.append(
-                    Finding(
-                        LIVENESS,
-                        job,
-                        "left with nothing live and nothing scheduled after its last attempt "
-                        "ended (only a sweep would find it)",
-                        tuple(events[-3:]),
-                    )
-                )
-                break
-    return found
-
-
-def _after_recovery(history: Mapping[str, Any], max_runtime: Mapping[str, float]) -> list[Finding]:
-    events: dict[str, list[Mapping[str, Any]]] = {}
-    for event in history.get("events", []):
-        events.setdefault(event["job"], []).append(event)
-    found = []
-    for alias, job in history.get("jobs", {}).items():
-        if job["status"] in FINISHED_JOB_STATES or _waiting(job, max_runtime):
-            continue
-        states = ", ".join(f"{a['attempt']} {a['state']}" for a in job["attempts"]) or "none"
-        found.append(
-            Finding(
-                LIVENESS,
-                alias,
-                f"{job['status']} after the recovery phase (faults off), attempts: {states}",
-                tuple(events.get(alias, [])[-3:]),
-            )
-        )
-    return found
-
-
-def _waiting(job: Mapping[str, Any], max_runtime: Mapping[str, float]) -> bool:
-    """Blocked on an unknown attempt that no max runtime will end: waiting, explicitly."""
-    return any(
-        a["state"] == "unknown" and a["provider"] not in max_runtime for a in job["attempts"]
+def _waiting(job: Mapping[str, Any]) -> bool:
+    """Open, and blocked on an unknown attempt: waiting, explicitly (I11 allows it)."""
+    return job["status"] not in FINISHED_JOB_STATES and any(
+        a["state"] == "unknown" for a in job["attempts"]
     )
 
 
-def figures(history: Mapping[str, Any], *, max_runtime: Mapping[str, float]) -> Counter[str]:
+def figures(history: Mapping[str, Any]) -> Counter[str]:
     """One episode's counts, as flat keys the run adds up (see `harness.simulate.report`)."""
     jobs = history.get("jobs", {})
     events = history.get("events", [])
@@ -125,9 +51,7 @@ def figures(history: Mapping[str, Any], *, max_runtime: Mapping[str, float]) -> 
     counts["billed_executions"] = sum(1 for e in ledger if e.get("billed"))
     for job in jobs.values():
         counts[f"final:{job['status']}"] += 1
-        counts["waiting"] += int(
-            job["status"] not in FINISHED_JOB_STATES and _waiting(job, max_runtime)
-        )
+        counts["waiting"] += int(_waiting(job))
     per_job = Counter(str(e.get("attempt") or "").split("#")[0] for e in ledger)
     counts["duplicate_executions"] = sum(n - 1 for n in per_job.values() if n > 1)
     kinds = Counter(e["kind"] for e in events)

@@ -13,9 +13,11 @@ import math
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from harness.checks.mutants import Mutant, applied
 from harness.errors import ScenarioError
 from harness.scenarios.checker import Finding
 from harness.scenarios.loader import scenario_from_mapping
@@ -110,14 +112,16 @@ def play(scenario: Mapping[str, Any], database: Database, *, seed: int) -> RunRe
 
 
 def judge_episode(index: int, scenario: dict[str, Any], result: RunResult) -> Episode:
-    episode = Episode(index, scenario, errors=list(result.failures))
+    # The runner's failures are the steps that raised and the `settled` expectation; the
+    # latter is judged below as liveness findings, with their witnesses.
+    raised = [f for f in result.failures if not f.startswith("not settled:")]
+    episode = Episode(index, scenario, errors=raised)
     episode.virtual_seconds = max((s.get("at") or 0.0 for s in scenario["steps"]), default=0.0)
     if result.history is None:
         return episode
     history = result.history.to_dict()
-    max_runtime = scenario.get("worker", {}).get("max_runtime", {})
-    episode.safety, episode.liveness = judge.violations(history, max_runtime=max_runtime)
-    episode.figures = judge.figures(history, max_runtime=max_runtime)
+    episode.safety, episode.liveness = judge.violations(history)
+    episode.figures = judge.figures(history)
     episode.jobs = judge.job_records(history)
     return episode
 
@@ -172,18 +176,33 @@ def episode_count(settings: Settings) -> int:
 
 
 def fails_like(
-    signature: str, database: Database, *, seed: int
+    signature: str, database: Database, *, seed: int, mutant: Mutant | None = None
 ) -> Callable[[dict[str, Any]], bool]:
-    """Does a candidate scenario still fail the way the original did (for the shrinker)?"""
+    """Does a candidate still fail the way the original did (for the shrinker)? Found
+    against a mutant, the candidate must also hold on the real engine, so the shrunk
+    file tells the mutant from the engine (call it with the mutant not applied)."""
 
-    def fails(candidate: dict[str, Any]) -> bool:
-        try:
-            result = play(candidate, database, seed=seed)
-        except ScenarioError:  # a cut the format refuses (a job used before it is created)
+    def broken(candidate: dict[str, Any]) -> bool:
+        with applied(mutant) if mutant is not None else nullcontext():
+            episode = _judged(candidate)
+        if episode is None:
             return False
-        episode = judge_episode(0, candidate, result)
         if signature == "error":
             return bool(episode.errors)
         return signature in {f.invariant for f in [*episode.safety, *episode.liveness]}
+
+    def _judged(candidate: dict[str, Any]) -> Episode | None:
+        try:
+            return judge_episode(0, candidate, play(candidate, database, seed=seed))
+        except ScenarioError:  # a cut the format refuses (a job used before it is created)
+            return None
+
+    def fails(candidate: dict[str, Any]) -> bool:
+        if not broken(candidate):
+            return False
+        if mutant is None:
+            return True
+        episode = _judged(candidate)  # the real engine must hold
+        return episode is not None and not episode.failed
 
     return fails

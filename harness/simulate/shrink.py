@@ -196,7 +196,9 @@ def write_scenario(
         data["contract"]["file"] = os.path.relpath(
             data["contract"]["file"], target.resolve().parent
         )
-    ordered = {k: data[k] for k in ("format", "name", "summary") if k in data}
+    order = ("format", "name", "summary", "providers", "policy", "gate", "contract")
+    order += ("worker", "workers", "steps", "expect")
+    ordered = {k: data[k] for k in order if k in data}
     ordered.update((k, v) for k, v in data.items() if k not in ordered)
     target.write_text(dump_scenario(ordered), encoding="utf-8")
 
