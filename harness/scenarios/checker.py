@@ -86,10 +86,10 @@ _LEAVES_UNKNOWN = frozenset(
     }
 )
 _LEAVES_RUNNING = _LEAVES_UNKNOWN | {EventKind.BECAME_UNKNOWN, EventKind.ATTEMPT_FAILED}
-_FINISHES = {
-    EventKind.WON: "succeeded",
-    EventKind.JOB_CANCELLED: "cancelled",
-    EventKind.JOB_FAILED: "failed",
+_FINISHES = {  # the event that finishes a job: its final status, and whose guarantee it is
+    EventKind.WON: ("succeeded", "I5"),
+    EventKind.JOB_CANCELLED: ("cancelled", "I6"),
+    EventKind.JOB_FAILED: ("failed", "I11"),
 }
 
 _DEFINITE_KINDS = frozenset({OutcomeKind.NOT_EXECUTED, OutcomeKind.EXECUTED_UNUSABLE})
@@ -614,14 +614,19 @@ def _fenced_at_finish(history: Mapping[str, Any]) -> Iterator[Finding]:
                 live[event.get("attempt")] = event
             elif _ends_live(event):
                 live.pop(event.get("attempt"), None)
-        status = jobs.get(job, {}).get("status")
-        if finished is not None and status not in (None, _FINISHES[finished["kind"]]):
-            yield Finding(
-                "I6" if finished["kind"] == EventKind.JOB_CANCELLED else "I5",
-                job,
-                f"{finished['kind']} at t={_t(finished):g}, yet its final status is {status}",
-                (finished, _final(job, status=status)),
-            )
+        if finished is not None:
+            yield from _final_is_first_finish(job, finished, jobs.get(job, {}).get("status"))
+
+
+def _final_is_first_finish(job: str, finished: Entry, status: str | None) -> Iterator[Finding]:
+    expected, invariant = _FINISHES[finished["kind"]]
+    if status not in (None, expected):
+        yield Finding(
+            invariant,
+            job,
+            f"{finished['kind']} at t={_t(finished):g}, yet its final status is {status}",
+            (finished, _final(job, status=status)),
+        )
 
 
 def _after_finish(job: str, finished: Entry, event: Entry) -> Iterator[Finding]:

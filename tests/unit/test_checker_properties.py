@@ -163,6 +163,7 @@ def test_a_resolution_of_an_unknown_attempt_is_right() -> None:
         ev(0, "attempt_started", "a#1", provider="primary"),
         ev(30, "became_unknown", "a#1", cause="deadline"),
         ev(31, "resolved", "a#1", outcome="failed"),
+        ev(31, "job_failed", reason="chain_exhausted"),
     ]
     assert found(history(events)) == []
 
@@ -347,6 +348,7 @@ def retried(at: float, actor: str = "w1", **failure: Any) -> dict:
     events = [
         ev(0, "attempt_started", "a#1", "w1", provider="primary"),
         ev(0, "attempt_failed", "a#1", "w1", **detail),
+        *([ev(0, "waiting", None, "w1", provider="primary")] if at > 0 else []),
         ev(at, "attempt_started", "a#2", actor, provider="primary"),
         ev(at, "won", "a#2"),
     ]
@@ -366,6 +368,7 @@ def test_a_retry_before_retry_after_is_i8() -> None:
     data = retried(at=0)
     (finding,) = found(data, "I8")
     assert finding.witness == (data["events"][1], data["events"][2])
+    assert [f.invariant for f in found(data)] == ["I8"]
     assert "asking for 2 s" in finding.message
 
 
@@ -389,22 +392,32 @@ def test_retries_say_nothing_without_the_workers_names() -> None:
 # -- I11: the breaker ---------------------------------------------------------------------
 
 
-def outage(*after: dict) -> dict:
+def outage(*after: dict, b_at: float = 1.0, b_failure: dict | None = None) -> dict:
+    """Jobs a (at 0) and b (at `b_at`) each fail on primary's 503 and end (one-provider
+    chains); then `after` (at b's instant: before b ends; later: after)."""
     events, jobs = [], {}
-    for n, name in enumerate(("a", "b")):
-        events += [
-            ev(n, "attempt_started", f"{name}#1", "w1", provider="primary"),
-            ev(n, "attempt_failed", f"{name}#1", "w1", cause="unavailable"),
-        ]
-        jobs[name] = job("failed", None, attempt(f"{name}#1", "primary", "failed", n))
-    events += list(after)
+    now = [e for e in after if _t(e) <= b_at]
+    for t, name in ((0.0, "a"), (b_at, "b")):
+        failure = ev(t, "attempt_failed", f"{name}#1", "w1", cause="unavailable")
+        if name == "b" and b_failure is not None:
+            failure = b_failure
+        events += [ev(t, "attempt_started", f"{name}#1", "w1", provider="primary"), failure]
+        events += now if name == "b" else []
+        events.append(ev(t, "job_failed", None, "w1", job=name, reason="chain_exhausted"))
+        jobs[name] = job("failed", None, attempt(f"{name}#1", "primary", "failed", t))
+    events += [e for e in after if _t(e) > b_at]
     return history(events, jobs, config=CONFIG)
+
+
+def _t(entry: dict) -> float:
+    return float(entry["t"])
 
 
 def test_failures_that_reach_the_threshold_without_opening_the_breaker_are_i11() -> None:
     data = outage()
-    (finding,) = found(data, "I11")
-    assert finding.witness == (data["events"][1], data["events"][3])
+    (finding,) = found(data)
+    assert finding.invariant == "I11"
+    assert finding.witness == (data["events"][1], data["events"][4])
     assert "2 definite failures of primary within 30 s" in finding.message
 
 
@@ -413,34 +426,30 @@ def test_a_breaker_that_opens_at_the_threshold_is_right() -> None:
 
 
 def test_failures_out_of_the_window_or_told_apart_by_a_success_do_not_open_it() -> None:
-    data = outage()
-    data["events"][2]["t"] = data["events"][3]["t"] = 31.0  # b fails 31 s after a
-    assert found(data, "I11") == []
-    data = outage()
-    data["events"][2:2] = [
+    assert found(outage(b_at=31.0)) == []  # b fails 31 s after a: the window has closed
+    success = [
         ev(0.5, "attempt_started", "c#1", "w1", provider="primary"),
         ev(0.5, "won", "c#1"),
     ]
-    assert found(data, "I11") == []
+    data = outage()
+    data["events"][3:3] = success
+    assert found(data) == []
 
 
 def test_a_worker_start_on_an_open_breaker_is_i11() -> None:
     opened = ev(1, "breaker_opened", None, "w1", job="b", provider="primary")
     start = ev(5, "attempt_started", "c#1", "w1", provider="primary")
-    (finding,) = found(outage(opened, start), "I11")
+    (finding,) = found(outage(opened, start))
     assert finding.witness == (start,) and "cool-down 20 s" in finding.message
     later = dict(start, t=21.0)
-    assert found(outage(opened, later), "I11") == []
+    assert found(outage(opened, later)) == []
     pressed = dict(start, actor="user")
-    assert found(outage(opened, pressed), "I11") == []
+    assert found(outage(opened, pressed)) == []
 
 
 def test_a_failure_the_engines_words_do_not_name_leaves_the_breaker_unjudged() -> None:
-    data = outage()
-    data["events"][3] = ev(
-        1, "resolved", "b#1", "w1", outcome="failed", reason="provider answered:"
-    )
-    assert found(data, "I11") == []
+    vague = ev(1, "resolved", "b#1", "w1", outcome="failed", reason="provider answered:")
+    assert found(outage(b_failure=vague), "I11") == []
 
 
 # -- I11: max runtime and the sweep ------------------------------------------------------
@@ -452,8 +461,8 @@ def hung(*after: dict, end: float = 100.0, ops: list | None = None) -> dict:
         ev(30, "became_unknown", "a#1", "w1", cause="deadline"),
         *after,
     ]
-    state = "cancelled" if after else "unknown"
-    jobs = {"a": job("blocked_unknown", None, attempt("a#1", "primary", state), policy=POLICY)}
+    state, status = ("cancelled", "failed") if after else ("unknown", "blocked_unknown")
+    jobs = {"a": job(status, None, attempt("a#1", "primary", state), policy=POLICY)}
     return history(events, jobs, ops, config=CONFIG, end=end)
 
 
@@ -464,7 +473,8 @@ def test_an_unknown_attempt_left_past_its_max_runtime_is_i11() -> None:
 
 
 def test_an_unknown_attempt_abandoned_at_its_max_runtime_is_right() -> None:
-    assert found(hung(ev(60, "resolved", "a#1", "w1:reconciler", outcome="cancelled"))) == []
+    abandoned = ev(60, "resolved", "a#1", "w1:reconciler", outcome="cancelled")
+    assert found(hung(abandoned, ev(60, "job_failed", None, "w1", reason="chain_exhausted"))) == []
 
 
 def test_max_runtime_says_nothing_when_the_run_ends_first_or_the_worker_died() -> None:
@@ -501,3 +511,14 @@ def test_the_sweep_says_nothing_without_the_jobs_policy() -> None:
     data = swept()
     del data["jobs"]["a"]["policy"]
     assert found(data) == []
+
+
+def test_a_failed_job_that_does_not_stay_failed_is_i11() -> None:
+    events = [
+        ev(0, "attempt_started", "a#1", provider="primary"),
+        ev(0, "attempt_failed", "a#1", cause="content_filtered"),
+        ev(0, "job_failed", reason="chain_exhausted"),
+    ]
+    jobs = {"a": job("pending", None, attempt("a#1", "primary", "failed"), next_attempt_at=1.0)}
+    (finding,) = found(history(events, jobs))
+    assert finding.invariant == "I11" and "final status is pending" in finding.message
