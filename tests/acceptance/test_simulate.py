@@ -149,3 +149,21 @@ def test_every_mutant_is_found_and_shrunk_to_a_scenario_that_replays(
         main, ["scenarios", "run", str(shrunk), "--db", db, "--mutant", mutant.name]
     )
     assert broken.exit_code == 1, broken.output  # the mutant does not
+
+
+def test_a_liveness_mutant_is_caught_by_the_recovery_phase(tmp_path: Path) -> None:
+    """An exhausted chain left pending breaks no safety rule: only the recovery phase's
+    judgement (every job settled) names it."""
+    from harness.checks.mutants import applied, mutant_named
+
+    database = Database(f"sqlite:///{tmp_path / 'live.sqlite3'}")
+    database.upgrade()
+    try:
+        with applied(mutant_named("exhausted_chain_left_pending")):
+            run = run_seed(0, Settings(jobs=40, per_episode=10), database, stop_at_first=True)
+    finally:
+        database.dispose()
+    failed = run.failed
+    assert failed is not None and not failed.safety
+    at_the_end = ("when the run settled", "nothing scheduled to move it")  # the final state
+    assert any(p in f.message for f in failed.liveness for p in at_the_end), failed.liveness
