@@ -59,6 +59,11 @@ HealthView = Mapping[str, tuple[Availability, datetime | None]]
 """Per provider: may it be called now, and if not, from when (None: not known)."""
 
 
+PROBE_RECHECK = 1.0
+"""Seconds a job waits before asking again about a provider whose half-open probe (another
+job's) has not reported yet."""
+
+
 def plan_next(job: Job, *, now: datetime, health: HealthView) -> Plan:
     """The next step for a job none of whose attempts is live (see the module doc).
 
@@ -87,7 +92,11 @@ def plan_next(job: Job, *, now: datetime, health: HealthView) -> Plan:
             waits.append((until, provider))
     if waits:
         until, provider = min(waits)
-        delay = max(0.0, (until - now).total_seconds())
+        # A held provider whose instant is already past is half-open: another job's probe
+        # is in flight and its answer decides. Look again a little later, never at once
+        # (a zero wait re-planned the job in a hot loop until the probe reported).
+        delay = (until - now).total_seconds()
+        delay = PROBE_RECHECK if delay <= 0 else delay
         return Plan(provider=provider, delay=delay, reason=PlanReason.WAIT, skipped=tuple(skipped))
     return Plan(provider=None, delay=0.0, reason=PlanReason.EXHAUSTED, skipped=tuple(skipped))
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from harness.core.breaker import Availability
-from harness.core.failover import plan_next, retry_delay, waiting_on
+from harness.core.failover import PROBE_RECHECK, plan_next, retry_delay, waiting_on
 from harness.core.models import Attempt, Job, Policy
 from harness.core.signals import Signal
 from harness.core.states import AttemptState, JobState, PlanReason
@@ -126,3 +126,18 @@ def dataclasses_replace(made: Job, status: JobState) -> Job:
     import dataclasses
 
     return dataclasses.replace(made, status=status)
+
+
+def test_a_provider_whose_probe_is_in_flight_is_waited_for_a_while_not_polled_at_once() -> None:
+    """A half-open breaker (another job's probe still running) is held, and the instant
+    its cool-down ended is past: waiting "0 s" for it re-planned the job at once, over and
+    over, until the probe reported (a hot loop of waiting events; found by the
+    simulator's profile)."""
+    health = {
+        "a": (Availability.BREAKER_OPEN, T0 - timedelta(seconds=5)),  # half-open: probing
+        "b": (Availability.BREAKER_OPEN, T0 + timedelta(seconds=9)),
+        "c": (Availability.BREAKER_OPEN, T0 + timedelta(seconds=9)),
+    }
+    plan = plan_next(job(), now=T0, health=health)
+    assert plan.reason is PlanReason.WAIT and plan.provider == "a"
+    assert plan.delay == PROBE_RECHECK > 0
