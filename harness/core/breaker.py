@@ -85,14 +85,18 @@ def availability(health: Health, now: datetime, settings: BreakerSettings) -> Av
         return Availability.RETRY_AFTER
     if health.state is BreakerState.CLOSED:
         return Availability.AVAILABLE
-    if health.state is BreakerState.OPEN and _cooled(health, now, settings):
+    if health.state is not BreakerState.CLOSED and _cooled(health, now, settings):
+        # Open and cooled down: one probe may go. Half-open for a whole cool-down: the
+        # probe never reported (its worker died with it), so another may go, or the
+        # provider would be skipped for ever.
         return Availability.PROBE
     return Availability.BREAKER_OPEN
 
 
-def take_probe(health: Health) -> tuple[Health, Change]:
-    """The caller sends the half-open probe; until it reports, everyone else skips."""
-    return replace(health, state=BreakerState.HALF_OPEN), Change.PROBING
+def take_probe(health: Health, now: datetime) -> tuple[Health, Change]:
+    """The caller sends the half-open probe; until it reports, or for one cool-down if
+    it never does, everyone else skips (`opened_at` is when the probe went out)."""
+    return replace(health, state=BreakerState.HALF_OPEN, opened_at=now), Change.PROBING
 
 
 def on_failure(

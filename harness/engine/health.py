@@ -29,7 +29,7 @@ class HealthUnits(BaseUnits):
             health = q.lock_health(conn, provider, now=now)
             if breaker.availability(health, now, settings) is not breaker.Availability.PROBE:
                 return False
-            probing, _ = breaker.take_probe(health)
+            probing, _ = breaker.take_probe(health, now)
             q.save_health(conn, probing, now=now)
             return True
 

@@ -51,13 +51,24 @@ def test_half_open_probe_closes_on_success_and_reopens_on_failure() -> None:
     h = Health(provider="p", state=BreakerState.OPEN, opened_at=at(0))
     assert availability(h, at(9.9), S) is Availability.BREAKER_OPEN
     assert availability(h, at(10), S) is Availability.PROBE
-    probing, change = take_probe(h)
+    probing, change = take_probe(h, at(10))
     assert change is Change.PROBING
     assert availability(probing, at(11), S) is Availability.BREAKER_OPEN  # one probe only
     closed, change = on_success(probing, at(12))
     assert change is Change.CLOSED and availability(closed, at(12), S) is Availability.AVAILABLE
     reopened, change = on_failure(probing, at(12), S)
     assert change is Change.OPENED and reopened.opened_at == at(12)
+
+
+def test_a_probe_that_never_reports_gives_way_to_another_after_a_cool_down() -> None:
+    """The worker sending the probe died with it: after one cool-down another job may
+    probe, instead of everyone skipping the provider for ever (found by the simulator:
+    jobs waited to the end of its recovery phase, the provider healthy again)."""
+    h = Health(provider="p", state=BreakerState.OPEN, opened_at=at(0))
+    probing, _ = take_probe(h, at(10))
+    assert availability(probing, at(19.9), S) is Availability.BREAKER_OPEN
+    assert available_after(probing, S) == at(20)  # when to look again: never "at once"
+    assert availability(probing, at(20), S) is Availability.PROBE
 
 
 def test_retry_after_holds_the_provider_whatever_the_breaker() -> None:
