@@ -29,19 +29,11 @@ can end (when no max runtime is set)."""
 TICK_EVERY = 20.0
 """Virtual seconds between a worker's rounds (claim, sweep, reconcile: `Worker.tick`) in
 the chaos phase, as a deployed worker polls."""
-RECOVERY_TICKS = (
-    5.0,
-    10.0,
-    15.0,
-    20.0,
-    ATTEMPT_TIMEOUT + 5,
-    65.0,
-    MAX_RUNTIME + 5,
-    125.0,
-    RECOVERY,
-)
-"""When the worker's rounds run in the recovery phase: often at first (a claim takes a
-batch of jobs), past every attempt deadline, past every max runtime, and at the end."""
+RECOVERY_TICK_EVERY = 5.0
+"""Virtual seconds between the worker's rounds in the recovery phase, after one a second
+until a round has had the chance to claim every job (`CLAIM_BATCH` a round): waits that
+end together (timers lost with a restarted worker) are claimed a batch a round."""
+CLAIM_BATCH = 20  # `WorkerSettings.claim_batch`
 WORKERS = ("w1", "w2")
 CRASH_POINTS = (fp.BEFORE_START, fp.BEFORE_COMPLETE, fp.BEFORE_TIMEOUT, fp.BEFORE_CANCEL)
 """The worker's fault points (`create_job.before_insert` is the API's)."""
@@ -72,7 +64,7 @@ def episode(
         step["at"] = min(step["at"], _t(duration + 59))
     steps.sort(key=lambda s: s["at"])  # stable: same-time steps keep their order
     operator = [f"j{n}" for n in range(jobs) if rng.random() < knobs.habits.get("resolve", 0)]
-    steps.extend(_recovery(duration, operator))
+    steps.extend(_recovery(duration, operator, jobs))
     scenario: dict[str, Any] = {
         "format": 1,
         "name": f"sim-{seed}-{index}",
@@ -213,10 +205,10 @@ def _crashes(rng: random.Random, knobs: Knobs, jobs: int, duration: float) -> li
     return steps
 
 
-def _recovery(duration: float, operator: list[str]) -> list[dict[str, Any]]:
+def _recovery(duration: float, operator: list[str], jobs: int) -> list[dict[str, Any]]:
     """Faults off, hangs released, every worker restarted, an operator resolving the
     first attempt of `operator`'s jobs (refused unless it is unknown), then the worker's
-    rounds (`RECOVERY_TICKS`) until `RECOVERY` seconds have passed."""
+    rounds (`RECOVERY_TICK_EVERY`) until `RECOVERY` seconds have passed."""
     start = _t(duration + 60)  # the last client actions land within 60 s of the window
     steps: list[dict[str, Any]] = [{"at": start, "heal": None}, {"release": None}]
     steps += [{"restart": {"worker": w}} for w in WORKERS]
@@ -224,7 +216,12 @@ def _recovery(duration: float, operator: list[str]) -> list[dict[str, Any]]:
         {"resolve": {"job": job, "attempt": 1, "outcome": "failed", "reason": "confirmed"}}
         for job in operator
     ]
-    steps += [{"at": _t(start + after), "tick": None} for after in RECOVERY_TICKS]
+    early = [float(n) for n in range(1, 2 + -(-jobs // CLAIM_BATCH))]
+    later = [
+        early[-1] + RECOVERY_TICK_EVERY * n for n in range(1, int(RECOVERY // RECOVERY_TICK_EVERY))
+    ]
+    ticks = [*early, *(t for t in later if t < RECOVERY), RECOVERY]
+    steps += [{"at": _t(start + after), "tick": None} for after in ticks]
     return steps
 
 
