@@ -94,10 +94,12 @@ def throughput(label: str, url: str, jobs: int, parallel: int) -> None:
 
 def shrink_times(names: set[str] | None) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        database = c.migrated(f"sqlite:///{Path(tmp) / 'shrink.sqlite3'}")
         for mutant in MUTANTS:
             if names and mutant.name not in names:
                 continue
+            # A database per mutant: a mutant that breaks cancel leaves jobs open, which a
+            # later run's workers would move on (docs/simulate.md).
+            database = c.migrated(f"sqlite:///{Path(tmp) / f'{mutant.name}.sqlite3'}")
             started = time.perf_counter()
             with applied(mutant):
                 for seed in range(20):
@@ -121,7 +123,7 @@ def shrink_times(names: set[str] | None) -> None:
                     steps=f"{result.steps_before} -> {result.steps_after}",
                 )
             c.emit(row)
-        database.dispose()
+            database.dispose()
 
 
 def main() -> None:
