@@ -6,4 +6,9 @@ acceptance/   the CLI, in process and as a subprocess
 fakes/        the fake providers' own tests, and the official SDKs against them
 """
 
-pytest_plugins = ["tests.support.databases", "tests.support.contracts", "tests.support.fakes"]
+pytest_plugins = [
+    "tests.support.databases",
+    "tests.support.contracts",
+    "tests.support.fakes",
+    "tests.support.load",
+]

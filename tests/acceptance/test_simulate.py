@@ -6,8 +6,6 @@ to a scenario file that passes on the engine and fails on the mutant."""
 from __future__ import annotations
 
 import json
-import multiprocessing
-from collections.abc import Iterator
 from pathlib import Path
 
 import jsonschema
@@ -30,23 +28,6 @@ REGRESSION_SEEDS = range(6)  # CI's fixed seeds (swarm: each its own faults)
 def simulate(*args: str) -> tuple[int, str]:
     result = CliRunner().invoke(main, ["simulate", *args], catch_exceptions=False)
     return result.exit_code, result.output
-
-
-def _burn(stop) -> None:  # type: ignore[no-untyped-def]
-    while not stop.is_set():
-        sum(i * i for i in range(10_000))
-
-
-@pytest.fixture
-def busy_cores() -> Iterator[None]:
-    stop = multiprocessing.Event()
-    burners = [multiprocessing.Process(target=_burn, args=(stop,)) for _ in range(2)]
-    for burner in burners:
-        burner.start()
-    yield
-    stop.set()
-    for burner in burners:
-        burner.join(10)
 
 
 def test_the_same_seed_gives_the_same_json_byte_for_byte_under_load(

@@ -4,7 +4,6 @@ every built-in mutant is caught by at least one scenario (the kill matrix)."""
 
 from __future__ import annotations
 
-import multiprocessing
 import time
 from collections.abc import Iterator
 
@@ -30,23 +29,6 @@ def database(db_url: str) -> Iterator[Database]:
 def test_every_bundled_scenario_holds_on_the_engine(scenario, database: Database) -> None:
     result = run_scenario(scenario, database)
     assert result.passed, "\n".join(result.problems())
-
-
-def _burn(stop: multiprocessing.synchronize.Event) -> None:  # type: ignore[name-defined]
-    while not stop.is_set():
-        sum(i * i for i in range(10_000))
-
-
-@pytest.fixture
-def busy_cores() -> Iterator[None]:
-    stop = multiprocessing.Event()
-    burners = [multiprocessing.Process(target=_burn, args=(stop,)) for _ in range(2)]
-    for burner in burners:
-        burner.start()
-    yield
-    stop.set()
-    for burner in burners:
-        burner.join(10)
 
 
 def test_the_same_file_and_seed_give_a_byte_identical_history_under_load(
