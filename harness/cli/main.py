@@ -11,8 +11,6 @@ do the work, and map errors to exit codes; nothing else.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
@@ -20,6 +18,7 @@ import click
 
 from harness.cli.exits import EXIT_FAILED, exit_on_error, exit_with
 from harness.cli.options import CONTEXT_SETTINGS, config_option, contracts_option, db_option
+from harness.cli.progress import progress_bar
 from harness.cli.wiring import Wiring, pass_wiring
 from harness.runtime.service import Service
 from harness.store.database import Database, redact
@@ -306,7 +305,7 @@ def check(
             raise ConfigError(f"unknown scenario {unknown[0]!r}; see `harness scenarios list`")
         loaded = [s for s in loaded if not only or s.name in only]
         with scenario_database(database_url) as database:
-            with _progress(len(loaded), "scenarios") as step:
+            with progress_bar(len(loaded), "scenarios") as step:
                 results = run_suite(loaded, database, on_result=lambda r: step())
             for result in results:
                 click.echo("\n".join(result_lines(result, timeline=True)))
@@ -314,7 +313,7 @@ def check(
             if mutants:
                 from harness.checks.mutants import MUTANTS
 
-                with _progress(len(MUTANTS), "mutants") as step:
+                with progress_bar(len(MUTANTS), "mutants") as step:
                     found = run_mutants(loaded, database, on_result=lambda m: step())
                 for mutant in found:
                     click.echo(mutant_line(mutant))
@@ -335,27 +334,6 @@ def check(
     summary = report["summary"]
     click.echo(f"{summary['passed']} passed, {summary['failed']} failed")
     exit_with(summary["failed"] > 0)
-
-
-@contextmanager
-def _progress(total: int, what: str) -> Iterator[Callable[[], None]]:
-    """A progress bar on stderr while the work runs (rich; nothing when not a terminal)."""
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
-    console = Console(stderr=True)
-    if not console.is_terminal:
-        yield lambda: None
-        return
-    with Progress(
-        TextColumn(f"[bold]{what}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        console=console,
-        transient=True,
-    ) as progress:
-        task = progress.add_task(what, total=total)
-        yield lambda: progress.advance(task)
 
 
 def _register() -> None:

@@ -140,7 +140,7 @@ def _virtual(
     from contextlib import nullcontext
 
     from harness.checks.mutants import applied
-    from harness.cli.main import _progress
+    from harness.cli.progress import progress_bar
     from harness.scenarios.runner import dialect_of
     from harness.scenarios.suite import scenario_database
     from harness.simulate.pool import EpisodePool
@@ -151,7 +151,7 @@ def _virtual(
     started = time.perf_counter()
     pool = EpisodePool(parallel, mutant=broken.name if broken else None) if parallel > 1 else None
     with scenario_database(database_url) as database, _closing(pool):
-        with _progress(settings.jobs * len(order), "jobs") as step:
+        with progress_bar(settings.jobs * len(order), "jobs") as step:
             for seed in order:
                 with applied(broken) if broken else nullcontext():
                     run = run_seed(
@@ -159,7 +159,7 @@ def _virtual(
                         settings,
                         database,
                         stop_at_first=broken is not None or shrink_to is not None,
-                        progress=lambda n: [step() for _ in range(n)],
+                        progress=step,
                         pool=pool,
                     )
                 runs.append(run)

@@ -9,7 +9,6 @@ but the wall-clock figures is a function of the seed and the settings.
 
 from __future__ import annotations
 
-import math
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
@@ -169,10 +168,6 @@ def run_seed(
             future.cancel()
     run.wall_seconds = time.perf_counter() - started
     return run
-
-
-def episode_count(settings: Settings) -> int:
-    return math.ceil(settings.jobs / settings.per_episode)
 
 
 def fails_like(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from harness.errors import ConfigError
@@ -68,7 +68,6 @@ class Knobs:
     max_runtime: bool = True
     gate: bool = False
     retries: bool = True
-    notes: tuple[str, ...] = field(default=())
 
     def to_dict(self) -> dict[str, Any]:
         return {
