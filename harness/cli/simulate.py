@@ -238,7 +238,7 @@ def _finish(report, runs, wall, json_path, html_path, database_url, mutant, faul
     if json_path is not None:
         json_path.write_text(to_json(report), encoding="utf-8")
     if html_path is not None:
-        html_path.write_text(html_page(report, runs), encoding="utf-8")
+        html_path.write_text(html_page(report, runs, replay=replay), encoding="utf-8")
     exit_with(not report["passed"])
 
 
