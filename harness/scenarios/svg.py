@@ -102,7 +102,7 @@ class _Canvas:
         self.parts.append(part)
 
 
-def _client_operations(history: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:
+def client_operations(history: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:
     """The answered client/operator operations, by job (an answer without a job, such as
     a conflict, belongs to the job its request named)."""
     asked: dict[tuple[Any, ...], Any] = {}
@@ -229,7 +229,7 @@ def _axis(canvas: _Canvas, height: float) -> None:
 def svg_timeline(history: Mapping[str, Any]) -> str:
     """One run's jobs, their operations, events and attempts on one time axis."""
     canvas = _Canvas(_span(history))
-    ops = _client_operations(history)
+    ops = client_operations(history)
     jobs = history.get("jobs", {})
     rows = sum(1 + len(job["attempts"]) for job in jobs.values())
     height = TOP + ROW * max(1, rows) + 10
