@@ -159,6 +159,7 @@ def serve(
         provider_names=lambda: set(service.providers),
         contract_names=lambda: set(service.registry),
         resolver=service.worker.resolver,
+        faces=True,
     )
     if worker:
         service.worker.start_background()
