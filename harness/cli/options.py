@@ -9,6 +9,7 @@ Environment variables are read here, at the edge, and shown in ``--help``:
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
@@ -53,3 +54,31 @@ contracts_option = click.option(
 
 SHARED_OPTIONS = {"--db": db_option, "--config": config_option, "--contracts": contracts_option}
 """The shared options by flag, for the test that walks every command."""
+
+
+def prepare_reports(*paths: Path | str | None) -> None:
+    """Check every report path before anything plays, creating its folders: a report that
+    cannot be written must fail the run at once (exit 2), not after the work is done."""
+    from harness.errors import ConfigError
+
+    for given in paths:
+        if given is None:
+            continue
+        path = Path(given)
+        if path.is_dir():
+            raise ConfigError(f"{path}: is a directory; a report needs a file name")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ConfigError(f"{path}: cannot create its folder: {exc.strerror}") from None
+        if not os.access(path.parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+            raise ConfigError(f"{path}: not writable")
+
+
+summary_md_option = click.option(
+    "--summary-md",
+    "summary_md_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write a Markdown summary for a CI job page here (at most 1 MiB); also appended "
+    "to $GITHUB_STEP_SUMMARY when that is set.",
+)
