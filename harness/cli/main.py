@@ -22,6 +22,7 @@ from harness.cli.options import (
     config_option,
     contracts_option,
     db_option,
+    document_commands,
     prepare_reports,
     summary_md_option,
 )
@@ -119,8 +120,14 @@ def _service(
 @db_option
 @config_option
 @contracts_option
-@click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", default=8080, show_default=True, type=click.IntRange(0, 65535))
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option(
+    "--port",
+    default=8080,
+    show_default=True,
+    type=click.IntRange(0, 65535),
+    help="Port to listen on (0: any free port).",
+)
 @click.option(
     "--worker/--no-worker",
     default=True,
@@ -375,6 +382,7 @@ def _register() -> None:
     main.add_command(fake_providers)
     main.add_command(scenarios)
     main.add_command(simulate)
+    document_commands(main)
 
 
 _register()

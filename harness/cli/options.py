@@ -82,3 +82,34 @@ summary_md_option = click.option(
     help="Write a Markdown summary for a CI job page here (at most 1 MiB); also appended "
     "to $GITHUB_STEP_SUMMARY when that is set.",
 )
+
+
+EXIT_CODES_HELP = (
+    "Exit codes: 0 success; 1 a guarantee, check or gate failed; 2 usage, configuration "
+    "or connection error."
+)
+
+
+def environment_name(ctx: click.Context, option: click.Option) -> str | None:
+    """The environment variable ``option`` reads in ``ctx``: its own (the shared options,
+    ``HARNESS_ACTOR``, ...), else ``HARNESS_<COMMAND>_<NAME>`` (click's auto_envvar_prefix,
+    sub-commands joined by ``_``); None for options never read from the environment."""
+    if option.envvar:
+        return option.envvar if isinstance(option.envvar, str) else option.envvar[0]
+    if not option.allow_from_autoenv or ctx.auto_envvar_prefix is None or not option.name:
+        return None
+    return f"{ctx.auto_envvar_prefix}_{option.name.upper()}"
+
+
+def document_commands(command: click.Command) -> None:
+    """The one decision about the environment and help, applied to every command: each
+    option shows the variable it reads in ``--help`` (all do, see `environment_name`), and
+    every command's help ends with the exit codes unless it states its own."""
+    for param in command.params:
+        if isinstance(param, click.Option) and not param.hidden and param.expose_value:
+            param.show_envvar = param.allow_from_autoenv or bool(param.envvar)
+    text = f"{command.help or ''} {command.epilog or ''}".lower()
+    if "exit 0" not in text and "exit codes" not in text:
+        command.epilog = EXIT_CODES_HELP
+    for sub in getattr(command, "commands", {}).values():
+        document_commands(sub)

@@ -105,7 +105,12 @@ def show(file: Path) -> None:
 @click.option("--json", "json_path", type=_path, help="Write a JSON report here.")
 @click.option("--junit", "junit_path", type=_path, help="Write JUnit XML here.")
 @click.option("--html", "html_path", type=_path, help="Write an HTML report with timelines.")
-@click.option("--timeline/--no-timeline", default=True, show_default=True)
+@click.option(
+    "--timeline/--no-timeline",
+    default=True,
+    show_default=True,
+    help="Print each scenario's text timeline (a failing one's is always printed).",
+)
 @pass_wiring
 def run(
     wiring: Wiring,
