@@ -173,3 +173,18 @@ def test_the_schema_is_jenkins_own(jenkins) -> None:
         '<testcase name="a" file="x"/></testsuite></testsuites>'
     )
     assert not jenkins.is_valid(case_file)
+
+
+def test_on_github_actions_failures_become_annotations_and_a_step_summary(
+    tmp_path, monkeypatch
+) -> None:
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path / "step.md"))
+    mutant = next(m for m in MUTANTS if m.name == "ignore_idempotency_key")
+    with applied(mutant):
+        result = CliRunner().invoke(main, ["check", *ENGINE_SCENARIOS])
+    assert result.exit_code == 1, result.output
+    notes = [line for line in result.output.splitlines() if line.startswith("::error ")]
+    assert 1 <= len(notes) <= 10
+    assert all("file=" in note and ".scenario.yaml" in note for note in notes)
+    assert "### Failures" in (tmp_path / "step.md").read_text()
