@@ -244,6 +244,8 @@ class FakeProviders:
         try:
             req = dialect.parse(request.headers, request.body, counting=False)
             behaviour = self._choose(dialect.api, req.model, attempt_id, provider)
+            if behaviour.name is BehaviourName.PREFILL_REJECTED and not req.prefill:
+                behaviour = Behaviour(name=BehaviourName.SUCCESS, latency=behaviour.latency)
         except (WireError, InvalidInput) as exc:
             refusal = _refusal(dialect, ids, exc)
             self.ledger.record(
