@@ -268,8 +268,9 @@ def _streamed(ctx: _Context, events: StreamEvents, fault: str | None) -> tuple[S
     ]
     steps += [Chunk(e) for e in events.head]
     fault, cut = _stream_cut(b, fault, len(events.content))
+    cuts = fault is not None and fault != "no_done"
     for i, event in enumerate(events.content):
-        if i == cut and fault is not None and fault != "no_done":
+        if i == cut and cuts:
             break
         if i and b.chunk_latency:
             steps.append(Pause(b.chunk_latency))
