@@ -30,7 +30,12 @@ def fake_providers() -> None:
     type=click.IntRange(0, 65535),
     help="Port to listen on; 0 picks a free one (printed at start).",
 )
-@click.option("--access-log/--no-access-log", default=True, show_default=True)
+@click.option(
+    "--access-log/--no-access-log",
+    default=True,
+    show_default=True,
+    help="Log one line per request (method, path, status) to standard error.",
+)
 @click.option(
     "--providers",
     "names",

@@ -22,6 +22,17 @@ from harness.simulate.run import Episode, SeedRun, Settings
 
 FORMAT = 1
 WITNESSES_SHOWN = 3
+LEGEND = (
+    "what the numbers are: jobs by final state; waiting: open jobs blocked on an unknown "
+    "attempt (allowed, I11);",
+    "  unknowns: attempts whose outcome became unknown (each ended by evidence, max runtime, "
+    "an operator or a late answer, or still waiting);",
+    "  duplicates: billed executions beyond a job's first: a hedge, a failover after an "
+    "unusable answer or a new attempt after a resolved unknown explains each, the "
+    "unexplained ones are I8 violations;",
+    "  discarded: late results the engine recorded and did not use; breaker trips: times "
+    "a provider's circuit breaker opened (it always runs: knobs say tuned or default)",
+)
 
 
 def _finding(episode: Episode, finding: Finding) -> dict[str, Any]:
@@ -111,7 +122,8 @@ def lines(report: Mapping[str, Any], *, wall_seconds: float, replay: str | None)
         out.append(
             f"{word}  seed {seed['seed']:<6} {seed['jobs']:>6} jobs  {states}  "
             f"waiting {seed['waiting']}  unknowns {seed['unknowns']['total']}  "
-            f"duplicates {seed['duplicate_executions']['total']}  "
+            f"duplicates {seed['duplicate_executions']['total']} "
+            f"({seed['duplicate_executions']['violations']} unexplained)  "
             f"discarded {seed['discarded_late_results']}  breaker trips {seed['breaker_trips']}"
         )
         for group in grouped([*seed["violations"], *seed["liveness"]])[:WITNESSES_SHOWN]:
@@ -130,6 +142,7 @@ def lines(report: Mapping[str, Any], *, wall_seconds: float, replay: str | None)
         f"{wall_seconds:.1f} wall s: {rate:,.0f} virtual s per wall s, "
         f"{jobs / wall_seconds if wall_seconds else 0:,.0f} jobs per wall s"
     )
+    out.extend(LEGEND)
     failing = report["failing_seeds"]
     out.append("no violations" if not failing else f"failing seeds: {failing}")
     if replay:

@@ -12,6 +12,7 @@ import jsonschema
 import pytest
 from click.testing import CliRunner
 
+from harness.bundled import bundled_dir
 from harness.checks.mutants import MUTANTS, applied
 from harness.checks.report import report_schema
 from harness.cli.main import main
@@ -143,14 +144,14 @@ def test_gate_links_from_the_configuration(tmp_path) -> None:
             "--json",
             "r.json",
             "--contracts",
-            str(BUNDLED_DIR.parent / "contracts"),
+            str(bundled_dir("contracts")),
         ],
     )
     assert result.exit_code == 1, result.output
     assert "REFUSE primary -> fallback (ticket-triage): no_verdict" in result.output
     report = json.loads((tmp_path / "r.json").read_text())
     jsonschema.validate(report, report_schema())
-    assert report["summary"] == {"passed": 1, "failed": 1}
+    assert report["summary"] == {"passed": 1, "failed": 1, "skipped": 0}
 
 
 def test_check_as_a_subprocess_exits_0() -> None:

@@ -1,5 +1,4 @@
-"""Issue 12, acceptance 5: `harness check --junit F` validates against a JUnit XSD
-(tests/data/junit.xsd, the Jenkins/Surefire structure), passing and failing runs alike;
+"""Issue 12, acceptance 5 (the JUnit half: test_junit.py, on Jenkins' junit-10.xsd):
 `--html F` renders in headless Chromium to a screenshot that is not blank and shows the
 timelines' colours (skipped, with the reason, where Debian's `chromium` is not
 installed; CI installs it)."""
@@ -16,13 +15,10 @@ import zlib
 from pathlib import Path
 
 import pytest
-import xmlschema
 from click.testing import CliRunner
 
-from harness.checks.mutants import MUTANTS, applied
 from harness.cli.main import main
 
-XSD = Path(__file__).resolve().parent.parent / "data" / "junit.xsd"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 WON, FAILED = bytes.fromhex("2e7d32"), bytes.fromhex("c62828")  # harness/scenarios/html.py
 
@@ -31,43 +27,6 @@ WON, FAILED = bytes.fromhex("2e7d32"), bytes.fromhex("c62828")  # harness/scenar
 def _check_database(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("HARNESS_DATABASE_URL", f"sqlite:///{tmp_path / 'check.sqlite3'}")
     monkeypatch.chdir(tmp_path)
-
-
-@pytest.fixture(scope="module")
-def junit_schema() -> xmlschema.XMLSchema:
-    return xmlschema.XMLSchema(XSD)
-
-
-def test_the_junit_report_validates_against_the_xsd(tmp_path, junit_schema) -> None:
-    result = CliRunner().invoke(main, ["check", "--junit", "j.xml"])
-    assert result.exit_code == 0, result.output
-    junit_schema.validate(tmp_path / "j.xml")
-    suite = junit_schema.to_dict(tmp_path / "j.xml")["testsuite"][0]
-    assert suite["@timestamp"] and suite["@time"] > 0
-    assert all(case["@time"] >= 0 for case in suite["testcase"])
-
-
-def test_a_failing_run_still_validates_with_its_failures(tmp_path, junit_schema) -> None:
-    mutant = next(m for m in MUTANTS if m.name == "ignore_idempotency_key")
-    with applied(mutant):
-        result = CliRunner().invoke(main, ["check", "--junit", "j.xml"])
-    assert result.exit_code == 1, result.output
-    junit_schema.validate(tmp_path / "j.xml")
-    cases = junit_schema.to_dict(tmp_path / "j.xml")["testsuite"][0]["testcase"]
-    failed = {c["@name"]: c["failure"] for c in cases if "failure" in c}
-    assert 'answered {"created": 20}' in failed["double-click"][0]["@message"]
-    assert "I1 job a" in failed["double-click"][0]["$"]  # the details: with the witness
-
-
-def test_the_xsd_refuses_what_jenkins_would_not_read(junit_schema) -> None:
-    nameless = '<testsuites><testsuite tests="1" failures="0" errors="0"/></testsuites>'
-    no_class = (
-        '<testsuites><testsuite name="s" tests="1" failures="0" errors="0">'
-        '<testcase name="a"/></testsuite></testsuites>'
-    )
-    bad_time = no_class.replace('name="a"', 'name="a" classname="c" time="soon"')
-    for document in (nameless, no_class, bad_time):
-        assert not junit_schema.is_valid(document), document
 
 
 def png_pixels(data: bytes) -> tuple[int, int, list[bytes]]:
