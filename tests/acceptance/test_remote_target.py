@@ -37,14 +37,14 @@ TOKENS = {"tok-alice-7f3a": "alice", "tok-bob-91c2": "bob"}  # token -> owner, a
 TOKENS_ENV = {"HARNESS_TARGET_TOKENS": ",".join(f"{o}={t}" for t, o in TOKENS.items())}
 
 MUTANTS = {
-    # 20 creates with one key each make a job of their own: answered {'created': 20}.
-    "double-click": ("ignore_idempotency_key", "answered {'created': 20}"),
+    # 20 creates with one key each make a job of their own: answered {"created": 20}.
+    "double-click": ("ignore_idempotency_key", 'answered {"created": 20}'),
     # Another input under the used key is a replay, never the 409 the file expects.
     "key-binds-intent": ("fingerprint_ignores_input", "answered 'replayed', expected 409"),
     # The deadline fails the attempt: nobody ever resolves it, whenever things happen.
-    "timeout-is-unknown": ("timeout_marks_failed", "attempt 1 resolution None, expected 'failed'"),
+    "timeout-is-unknown": ("timeout_marks_failed", "attempt 1 resolution none, expected failed"),
     # Nothing fences the hedged primary: it is never superseded, answered or not yet.
-    "hedged-reverse-order": ("last_writer_wins", "job a: attempts ['primary:"),
+    "hedged-reverse-order": ("last_writer_wins", 'job a: attempts ["primary:'),
 }
 
 
