@@ -159,13 +159,13 @@ def test_each_seed_breakpoint_fails_against_its_mutant(name, serve, fakes_url, t
 HOLD_LEFT = """\
 format: 1
 name: hold-left
-summary: a 429 whose Retry-After (4 scenario seconds) outlives the scenario on the server
+summary: a 429 whose Retry-After (30 scenario seconds) outlives the scenario on the server
 providers:
-  primary: {script: [{behaviour: rate_limit, retry_after: 4}]}
+  primary: {script: [{behaviour: rate_limit, retry_after: 30}]}
 policy: {same_provider_retries: 0}
 steps:
   - create: {job: a}
-  - advance: 1
+  - advance: 10  # room for the fallback to win on a busy machine; the hold outlasts it
 expect:
   jobs: {a: {status: succeeded, winner: fallback}}
 """
