@@ -158,6 +158,7 @@ def serve(
         config,
         provider_names=lambda: set(service.providers),
         contract_names=lambda: set(service.registry),
+        faces=True,
     )
     if worker:
         service.worker.start_background()
