@@ -68,11 +68,17 @@ class Evidence:
         return sorted((r for r in self.run.records if r.success), key=lambda r: r.seq)
 
     def source(self, record: ClientRecord) -> Entry | None:
-        """The execution whose whole answer is the text the client got, if any."""
-        for entry in self.for_intent(record.intent):
-            if whole(entry) and _same(full_text(entry), record.text):
-                return entry
-        return None
+        """The execution whose whole answer is the text the client got, if any: one that
+        sent it whole, else one whose work finished though its response was lost or cut
+        (a gateway may fetch that by the provider's own lookup)."""
+        found = [e for e in self.for_intent(record.intent) if _same(full_text(e), record.text)]
+        found.sort(key=lambda e: not whole(e))
+        return found[0] if found else None
+
+    def keyed(self, intent: str) -> bool:
+        """Every request of the intent carried one shared Idempotency-Key."""
+        keys = {r.key for r in self.records(intent)}
+        return len(keys) == 1 and None not in keys
 
     def t(self, moment: float) -> float:
         return round(moment - self.start, 3)

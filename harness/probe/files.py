@@ -86,8 +86,19 @@ def parse_yaml(text: str, file: str, schema_name: str) -> tuple[Any, Fail]:
     )
     if errors:
         error = _deepest(errors[0])
-        raise fail(tuple(error.absolute_path), _explain(error))
+        raise fail(_where(error), _explain(error))
     return data, fail
+
+
+def _where(error: jsonschema.ValidationError) -> Where:
+    """The error's path; for an unknown field, the field itself (its own line)."""
+    path = tuple(error.absolute_path)
+    if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+        known = set(error.schema.get("properties", {}))
+        extra = sorted(k for k in error.instance if k not in known)
+        if extra:
+            return (*path, extra[0])
+    return path
 
 
 def load_probe(path: str | Path) -> Probe:

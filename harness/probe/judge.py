@@ -76,20 +76,23 @@ Property = Callable[[Evidence, Mapping[str, Any]], Judgement]
 
 
 def attributed(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
+    """Every execution carries a nonce of this run; what does not is reported. Calls
+    after judgement (the probe released hung requests by then) are listed, not judged."""
     name = "attributed"
-    stray = ev.unattributed
-    late = ev.late
-    if stray or late:
-        witness = [ev.execution(e, "no probe nonce of this run") for e in stray]
-        witness += [ev.execution(e, "after the probe was judged") for e in late]
+    stray, late = ev.unattributed, ev.late
+    witness = [ev.execution(e, "no probe nonce of this run") for e in stray]
+    witness += [ev.execution(e, "after judgement, once hangs were released") for e in late]
+    summary = f"{len(ev.attributed)} execution(s) carry the probe's nonce"
+    if late:
+        summary += f"; {len(late)} more after judgement (listed, not judged)"
+    if stray:
         return _j(
             name,
             Verdict.PARTIAL,
-            f"{len(stray)} execution(s) not attributable to an intent, "
-            f"{len(late)} after judgement (reported, not counted)",
+            f"{len(stray)} execution(s) not attributable to an intent (reported); {summary}",
             witness,
         )
-    return _j(name, Verdict.PASS, f"all {len(ev.attributed)} execution(s) carry the probe's nonce")
+    return _j(name, Verdict.PASS, summary, witness)
 
 
 def executions_per_intent(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
@@ -122,28 +125,25 @@ def executions_per_intent(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
 
 def billed_vs_kept(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
     """Money: what the providers billed against what the client kept, per intent; what a
-    provider broke itself (a cut stream) is inherent, everything else is waste."""
+    provider broke itself (a cut stream) is inherent, everything else is waste. Waste on
+    an intent sent without one shared key is the client's to fix: reported, not judged."""
     name = "billed_vs_kept"
     kept_ids = {id(s) for r in ev.successes() if (s := ev.source(r)) is not None}
-    waste = [
-        e
-        for e in ev.attributed
-        if e.get("billed")
-        and id(e) not in kept_ids
-        and e.get("behaviour") not in BROKEN_BY_PROVIDER
-    ]
-    billed = total_cost(ev.attributed)
+    lost = [e for e in ev.attributed if e.get("billed") and id(e) not in kept_ids]
+    inherent = [e for e in lost if e.get("behaviour") in BROKEN_BY_PROVIDER]
+    waste = [e for e in lost if e.get("behaviour") not in BROKEN_BY_PROVIDER]
+    keyed = {ev.run.nonces[i] for i in ev.run.probe.intents if ev.keyed(i)}
+    judged = [e for e in waste if e.get("nonce") in keyed]
     kept = sum(cost(e) for e in ev.attributed if id(e) in kept_ids)
-    inherent = sum(cost(e) for e in ev.attributed if e.get("behaviour") in BROKEN_BY_PROVIDER)
     summary = (
-        f"billed ${billed:.6f} for kept ${kept:.6f} (inherent ${inherent:.6f}, "
-        f"waste ${total_cost(waste):.6f} in {len(waste)} execution(s))"
+        f"billed ${total_cost(ev.attributed):.6f} for kept ${kept:.6f} (inherent "
+        f"${total_cost(inherent):.6f}, waste ${total_cost(waste):.6f} in {len(waste)} "
+        "execution(s)"
+        + (f", {len(waste) - len(judged)} of them on requests without a key" if waste else "")
+        + ")"
     )
-    if waste:
-        return _j(
-            name, Verdict.PARTIAL, summary, [ev.execution(e, "billed, not kept") for e in waste]
-        )
-    return _j(name, Verdict.PASS, summary)
+    witness = [ev.execution(e, "billed, not kept") for e in waste]
+    return _j(name, Verdict.PARTIAL if judged else Verdict.PASS, summary, witness)
 
 
 def no_truncated_success(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
