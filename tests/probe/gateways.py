@@ -10,18 +10,20 @@ named fake providers' OpenAI base URLs, set once the fakes are up.
 from __future__ import annotations
 
 import asyncio
-import json
+import threading
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import httpx
+import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from tests.support.live import serve
+from tests.support.polling import wait_until
 
 MODELS = {"primary": "gpt-primary", "fallback": "gpt-fallback"}
 
@@ -149,11 +151,19 @@ def summarise_app(up: Upstreams, token: str) -> Starlette:
 
 
 @contextmanager
-def serving(app: Starlette) -> Iterator[str]:
-    """The app on a free loopback port; yields its base URL."""
-    with serve(app) as url:
-        yield url
-
-
-def dumps(data: object) -> str:
-    return json.dumps(data)
+def serving(app: Starlette, port: int = 0) -> Iterator[str]:
+    """The app on loopback (a free port unless given); yields its base URL."""
+    if not port:
+        with serve(app) as url:
+            yield url
+        return
+    config = uvicorn.Config(app, port=port, log_level="warning", lifespan="off")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    wait_until(lambda: server.started, timeout=10, what="the gateway to start")
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(10)
