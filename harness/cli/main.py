@@ -374,12 +374,14 @@ def _given(ctx: click.Context, name: str, value: str) -> str | None:
 
 def _register() -> None:
     from harness.cli.contracts import contracts
+    from harness.cli.probe import probe
     from harness.cli.providers import fake_providers
     from harness.cli.scenarios import scenarios
     from harness.cli.simulate import simulate
 
     main.add_command(contracts)
     main.add_command(fake_providers)
+    main.add_command(probe)
     main.add_command(scenarios)
     main.add_command(simulate)
     document_commands(main)
