@@ -36,6 +36,7 @@ from harness.core.breaker import BreakerSettings
 from harness.core.models import Attempt, Intent, Job, Policy
 from harness.engine import Engine
 from harness.errors import InvalidIntent, NotFound
+from harness.runtime.resolution import Resolver
 from harness.runtime.worker import DEFAULT_MAX_RUNTIME, Worker
 
 JOB_ID = re.compile(r"[0-9]{1,18}")  # what fits a BIGINT; anything else is no job
@@ -60,6 +61,7 @@ class ApiState:
     max_runtime: Mapping[str, float]
     lookups: frozenset[str]
     breaker: BreakerSettings = field(default_factory=BreakerSettings)
+    resolver: Resolver | None = None  # None: the worker's, else one with no providers
 
     def runtime(self, job: Job) -> dict[str, float]:
         """Each provider's maximum runtime, for every provider the job has used."""
@@ -99,7 +101,17 @@ async def running_worker(worker: Annotated[Worker | None, Depends(get_worker)]) 
     return worker
 
 
+async def get_resolver(state: State) -> Resolver:
+    """The one resolver of unknown attempts, with or without an in-process worker."""
+    if state.resolver is not None:
+        return state.resolver
+    if state.worker is not None:
+        return state.worker.resolver
+    return Resolver(state.engine, {})
+
+
 EngineDep = Annotated[Engine, Depends(get_engine)]
+ResolverDep = Annotated[Resolver, Depends(get_resolver)]
 ConfigDep = Annotated[ServiceConfig, Depends(get_config)]
 OptionalWorker = Annotated[Worker | None, Depends(get_worker)]
 RunningWorker = Annotated[Worker, Depends(running_worker)]

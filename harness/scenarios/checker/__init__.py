@@ -57,8 +57,8 @@ no property), `keys` (I1, I2, I10), `outcomes` (the outcome table: I4, I5, I8),
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping as _Mapping
+from typing import Any as _Any
 
 from harness.scenarios.checker.history import EPSILON, REAL_TIME, Check, Entry, Finding, describe
 from harness.scenarios.checker.keys import (
@@ -104,7 +104,7 @@ __all__ = [
 ]
 
 
-def check_history(history: Mapping[str, Any]) -> list[Finding]:
+def check_history(history: _Mapping[str, _Any]) -> list[Finding]:
     """Every violation of I1-I8, I10 and I11 the history shows (see the module doc)."""
     found: list[Finding] = []
     for check in HISTORY_CHECKS:
