@@ -22,7 +22,8 @@ DONE = OutcomeKind.EXECUTED
 UNUSABLE = OutcomeKind.EXECUTED_UNUSABLE
 UNKNOWN = OutcomeKind.UNKNOWN
 
-_SAME = {  # behaviour -> (whole body, streamed): what a call so answered is
+_SAME: dict[str, tuple[OutcomeKind | None, OutcomeKind | None]] = {
+    # behaviour -> (whole body, streamed): what a call so answered is (None: undecided)
     "success": (DONE, DONE),
     "hang": (UNKNOWN, UNKNOWN),  # sent, no head before the deadline: it may be working
     "accept_then_drop": (UNKNOWN, UNKNOWN),  # sent, then reset or silence: may have run
@@ -35,7 +36,9 @@ _SAME = {  # behaviour -> (whole body, streamed): what a call so answered is
     "stream_cut": (UNUSABLE, UNUSABLE),  # a 2xx head, then no whole answer: billed, done
     "stream_stall": (UNUSABLE, UNUSABLE),
     "stream_malformed_chunk": (UNUSABLE, UNUSABLE),
-    "stream_no_done": (UNUSABLE, UNUSABLE),
+    # streamed: complete if the finish chunk went out before the clean close (a proxy
+    # stripped the terminator), truncated if not; the ledger does not say which: None
+    "stream_no_done": (UNUSABLE, None),
     "stream_error_event": (NOT, UNUSABLE),  # whole: only an error; stream: after content
     "malformed_body": (UNUSABLE, UNUSABLE),
     "context_length_exceeded": (NOT, NOT),  # 400 about our request
@@ -46,12 +49,13 @@ _SAME = {  # behaviour -> (whole body, streamed): what a call so answered is
     "wrong_types": (DONE, DONE),
 }
 
-EXPECTED_KIND: Mapping[str, Mapping[str, tuple[OutcomeKind, OutcomeKind]]] = {
+EXPECTED_KIND: Mapping[str, Mapping[str, tuple[OutcomeKind | None, OutcomeKind | None]]] = {
     "openai": dict(_SAME),
     "anthropic": dict(_SAME),  # Anthropic documents the same semantics (529 included)
 }
 """Per fake API (the ledger's `provider_kind`), per behaviour the fake played: the
-outcome kind of a call that ended as the fake ended it, whole and streamed."""
+outcome kind of a call that ended as the fake ended it, whole and streamed (None: the
+ledger does not carry what decides)."""
 
 ENDED_BY_THE_CALLER = frozenset({"hang", "stream_stall"})
 """Behaviours the fake never ends: the caller's deadline does, so their row holds
