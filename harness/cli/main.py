@@ -245,6 +245,13 @@ def worker(
     "deliberately broken engine must be caught by at least one scenario.",
 )
 @click.option(
+    "--coverage",
+    "show_coverage",
+    is_flag=True,
+    help="Also report which transitions, outcome rows, fake behaviours and fault points "
+    "the scenarios reached (in the --json report too).",
+)
+@click.option(
     "--junit",
     "junit_path",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -271,6 +278,7 @@ def check(
     scenario_dirs: tuple[Path, ...],
     only: tuple[str, ...],
     mutants: bool,
+    show_coverage: bool,
     junit_path: Path | None,
     json_path: Path | None,
     html_path: Path | None,
@@ -325,6 +333,11 @@ def check(
             for link in links:
                 click.echo(gate_line(link))
         report = check_report(run_id, results, found, links)
+        if show_coverage:
+            from harness.checks.coverage import coverage_lines, suite_coverage
+
+            report["coverage"] = suite_coverage(results)
+            click.echo("\n".join(coverage_lines(report["coverage"])))
         write_outputs(
             report,
             results=results,

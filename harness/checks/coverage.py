@@ -1,0 +1,183 @@
+"""`harness check --coverage`: which parts of the engine's state space the scenario suite
+played, read from the runs' histories.
+
+A coverage report, not a judge: it reads the engine's own tables (the state tables, the
+adapters' outcome tables, the fault points) to know what there is to reach, and the
+histories to know what was reached. The checker (`harness.scenarios.checker`) never
+does. Each section lists every item with the scenarios that reached it; an item no
+scenario reached is a gap, and `KNOWN_GAPS` names those the suite cannot reach yet (a
+new table row, behaviour or fault point with no scenario fails
+tests/integration/test_check_coverage.py, and so does removing the only cover of one).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from fake_providers.behaviours import BehaviourName
+from harness.core.faults import FAULT_POINTS
+from harness.core.states import ATTEMPT_TRANSITIONS, JOB_TRANSITIONS, EventKind
+from harness.providers.outcomes import OUTCOME_TABLES
+from harness.scenarios.runner import RunResult
+from harness.scenarios.stage import PROVIDER_API
+
+ADAPTERS = ("openai", "anthropic")  # the fakes' APIs; openai_compatible shares openai's table
+SECTIONS = ("attempt_transitions", "job_transitions", "outcome_rows", "behaviours", "faults")
+
+_ATTEMPT_EVENT = {  # event kind -> the attempt event it records
+    EventKind.BECAME_UNKNOWN: "time_out",
+    EventKind.ATTEMPT_FAILED: "fail",
+    EventKind.WON: "succeed",
+    EventKind.ATTEMPT_CANCELLED: "cancel",
+    EventKind.ATTEMPT_SUPERSEDED: "supersede",
+}
+_AFTER = {  # attempt event -> the state it leaves
+    "run": "running",
+    "time_out": "unknown",
+    "fail": "failed",
+    "resolve_failed": "failed",
+    "succeed": "succeeded",
+    "cancel": "cancelled",
+    "supersede": "superseded",
+}
+
+
+def _attempt_steps(history: Mapping[str, Any]) -> Iterable[str]:
+    """Each attempt's (state, event) steps, replayed from its events; `run` is its first
+    provider call (the worker marks it running as it sends)."""
+    state: dict[str, str] = {}
+    calls = {op.get("attempt") for op in history.get("operations", ()) if op["op"] == "call"}
+    for event in history.get("events", ()):
+        attempt, kind = event.get("attempt"), event["kind"]
+        if attempt is None:
+            continue
+        if kind == EventKind.ATTEMPT_STARTED:
+            state[attempt] = "starting"
+            continue
+        step = _ATTEMPT_EVENT.get(kind)
+        if kind == EventKind.RESOLVED:
+            outcome = event["detail"].get("outcome")
+            step = {"failed": "resolve_failed", "cancelled": "cancel"}.get(outcome)
+        if step is None or attempt not in state:
+            continue
+        if state[attempt] == "starting" and attempt in calls and step != "cancel":
+            yield "starting/run"
+            state[attempt] = "running"
+        yield f"{state[attempt]}/{step}"
+        state[attempt] = _AFTER[step]
+
+
+_LEAVES_LIVE = frozenset(
+    {
+        EventKind.RESOLVED,
+        EventKind.ATTEMPT_FAILED,
+        EventKind.ATTEMPT_CANCELLED,
+        EventKind.ATTEMPT_SUPERSEDED,
+        EventKind.WON,
+    }
+)
+
+
+def _job_steps(history: Mapping[str, Any]) -> Iterable[str]:
+    live: dict[str, set[str]] = defaultdict(set)
+    unknown: dict[str, set[str]] = defaultdict(set)
+    for event in history.get("events", ()):
+        job, attempt, kind = event["job"], event.get("attempt"), event["kind"]
+        state = "blocked_unknown" if unknown[job] else ("running" if live[job] else "pending")
+        if kind == EventKind.ATTEMPT_STARTED:
+            yield f"{state}/start_attempt"
+            live[job].add(attempt)
+        elif kind == EventKind.WON:
+            yield f"{state}/succeed"
+        elif kind == EventKind.JOB_FAILED:
+            yield f"{state}/fail"
+        elif kind == EventKind.JOB_CANCELLED:
+            yield f"{state}/cancel"
+        elif kind == EventKind.BECAME_UNKNOWN:
+            unknown[job].add(attempt)
+        elif kind in _LEAVES_LIVE:
+            live[job].discard(attempt)
+            unknown[job].discard(attempt)
+
+
+def _outcome_rows(history: Mapping[str, Any]) -> Iterable[str]:
+    streamed = {x.get("attempt"): x.get("stream") for x in history.get("ledger", ())}
+    for op in history.get("operations", ()):
+        if op["op"] != "call" or op["type"] not in ("ok", "fail", "unknown"):
+            continue
+        api = PROVIDER_API.get(op.get("provider"), op.get("provider"))
+        how = "stream" if streamed.get(op.get("attempt"), True) else "whole"
+        yield f"{api}/{op.get('reason')}/{how}"
+
+
+def _faults(history: Mapping[str, Any]) -> Iterable[str]:
+    for op in history.get("operations", ()):
+        if op.get("at") in FAULT_POINTS:
+            yield op["at"]
+    for mark in history.get("reached", ()):
+        if mark.get("barrier") in FAULT_POINTS:
+            yield mark["barrier"]
+
+
+def universe() -> dict[str, list[str]]:
+    """Everything there is to reach, per section."""
+    return {
+        "attempt_transitions": sorted(f"{s}/{e}" for s, e in ATTEMPT_TRANSITIONS),
+        "job_transitions": sorted(f"{s}/{e}" for s, e in JOB_TRANSITIONS),
+        "outcome_rows": sorted(
+            f"{api}/{signal}/{how}"
+            for api in ADAPTERS
+            for signal in OUTCOME_TABLES[api]
+            for how in ("whole", "stream")
+        ),
+        "behaviours": sorted(str(b) for b in BehaviourName),
+        "faults": sorted(FAULT_POINTS),
+    }
+
+
+def _reached(history: Mapping[str, Any]) -> dict[str, set[str]]:
+    return {
+        "attempt_transitions": set(_attempt_steps(history)),
+        "job_transitions": set(_job_steps(history)),
+        "outcome_rows": set(_outcome_rows(history)),
+        "behaviours": {str(x.get("behaviour")) for x in history.get("ledger", ())},
+        "faults": set(_faults(history)),
+    }
+
+
+def suite_coverage(results: Iterable[RunResult]) -> dict[str, Any]:
+    """Per section: every item with the scenarios that reached it, the gaps, and the
+    share reached (JSON-ready)."""
+    covers: dict[str, dict[str, list[str]]] = {s: defaultdict(list) for s in SECTIONS}
+    for result in results:
+        if result.history is None:
+            continue
+        for section, items in _reached(result.history.to_dict()).items():
+            for item in items:
+                covers[section][item].append(result.name)
+    report: dict[str, Any] = {}
+    for section, items in universe().items():
+        reached = {i: sorted(set(covers[section].get(i, ()))) for i in items}
+        gaps = [i for i, by in reached.items() if not by]
+        report[section] = {
+            "items": reached,
+            "gaps": gaps,
+            "reached": len(items) - len(gaps),
+            "total": len(items),
+            "percent": round(100.0 * (len(items) - len(gaps)) / max(1, len(items)), 1),
+        }
+    return report
+
+
+def coverage_lines(report: Mapping[str, Any]) -> list[str]:
+    """The console summary: one line per section, then its gaps."""
+    lines = []
+    for section in SECTIONS:
+        part = report[section]
+        lines.append(
+            f"coverage {section}: {part['reached']}/{part['total']} ({part['percent']:g}%)"
+        )
+        lines += [f"    never reached: {gap}" for gap in part["gaps"]]
+    return lines

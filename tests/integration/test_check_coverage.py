@@ -1,0 +1,143 @@
+"""`harness check --coverage` on the bundled suite: what it reaches is what this file
+says, no less (removing the only scenario that covers an item fails here) and no more
+unnoticed (a new state-table row, outcome row, fake behaviour or fault point that no
+scenario reaches fails here until a scenario covers it or it is named a gap)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from harness.checks.coverage import SECTIONS, suite_coverage, universe
+from harness.checks.suite import run_suite
+from harness.cli.main import main
+from harness.scenarios.suite import bundled_files, load_all, scenario_database
+
+KNOWN_GAPS = {
+    "attempt_transitions": [
+        "running/cancel",
+        "starting/fail",
+        "starting/succeed",
+        "starting/supersede",
+        "starting/time_out",
+    ],
+    "behaviours": [
+        "hallucinated_key",
+        "malformed_json",
+        "prose_instead_of_json",
+        "rate_limit_no_retry_after",
+        "reset_before_headers",
+        "stream_error_event",
+        "stream_malformed_chunk",
+        "stream_stall",
+        "wrong_types",
+    ],
+    "faults": ["cancel.before_update", "record_timeout.before_update"],
+    "job_transitions": ["blocked_unknown/cancel", "running/cancel"],
+    "outcome_rows": [
+        "anthropic/bad_gateway/stream",
+        "anthropic/bad_request/stream",
+        "anthropic/client_error/stream",
+        "anthropic/conflict/stream",
+        "anthropic/connect_failed/stream",
+        "anthropic/connect_timeout/stream",
+        "anthropic/connection_reset/stream",
+        "anthropic/content_filtered/stream",
+        "anthropic/context_length_exceeded/stream",
+        "anthropic/deadline_exceeded/stream",
+        "anthropic/error_after_ok/stream",
+        "anthropic/error_before_content/stream",
+        "anthropic/forbidden/stream",
+        "anthropic/gateway_timeout/stream",
+        "anthropic/intermediary_error/stream",
+        "anthropic/malformed_body/stream",
+        "anthropic/not_found/stream",
+        "anthropic/not_sent/stream",
+        "anthropic/other_server_error/stream",
+        "anthropic/pool_timeout/stream",
+        "anthropic/rate_limited/stream",
+        "anthropic/request_timeout/stream",
+        "anthropic/send_failed/stream",
+        "anthropic/stream_cut/stream",
+        "anthropic/stream_incomplete/stream",
+        "anthropic/stream_malformed/stream",
+        "anthropic/stream_stalled/stream",
+        "anthropic/timeout_after_send/stream",
+        "anthropic/too_large/stream",
+        "anthropic/unauthorized/stream",
+        "anthropic/unavailable/stream",
+        "anthropic/unexpected_status/stream",
+        "anthropic/unprocessable/stream",
+        "openai/bad_gateway/stream",
+        "openai/bad_request/stream",
+        "openai/client_error/stream",
+        "openai/conflict/stream",
+        "openai/connect_failed/stream",
+        "openai/connect_timeout/stream",
+        "openai/deadline_exceeded/stream",
+        "openai/error_after_ok/stream",
+        "openai/error_before_content/stream",
+        "openai/forbidden/stream",
+        "openai/gateway_timeout/stream",
+        "openai/intermediary_error/stream",
+        "openai/not_found/stream",
+        "openai/not_sent/stream",
+        "openai/other_server_error/stream",
+        "openai/overloaded/stream",
+        "openai/pool_timeout/stream",
+        "openai/request_timeout/stream",
+        "openai/send_failed/stream",
+        "openai/stream_malformed/stream",
+        "openai/stream_stalled/stream",
+        "openai/too_large/stream",
+        "openai/unauthorized/stream",
+        "openai/unexpected_status/stream",
+        "openai/unprocessable/stream",
+    ],
+}
+"""What the bundled suite does not reach yet. The built-in fakes' adapters always
+stream, so every `/whole` outcome row is a gap too (not listed)."""
+
+
+@pytest.fixture(scope="module")
+def coverage(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    url = f"sqlite:///{tmp_path_factory.mktemp('cov')}/coverage.db"
+    with scenario_database(url) as database:
+        results = run_suite(load_all(bundled_files()), database)
+    assert all(r.passed for r in results)
+    return suite_coverage(results)
+
+
+@pytest.mark.parametrize("section", SECTIONS)
+def test_the_suite_reaches_exactly_what_is_known(coverage: dict, section: str) -> None:
+    gaps = [g for g in coverage[section]["gaps"] if not g.endswith("/whole")]
+    new = sorted(set(gaps) - set(KNOWN_GAPS[section]))
+    assert not new, f"{section}: nothing plays {new}: add a scenario (or name it a gap)"
+    covered = sorted(set(KNOWN_GAPS[section]) - set(gaps))
+    assert not covered, f"{section}: now covered, drop from KNOWN_GAPS: {covered}"
+
+
+def test_each_item_names_its_scenarios(coverage: dict) -> None:
+    everything = universe()
+    for section in SECTIONS:
+        assert sorted(coverage[section]["items"]) == everything[section]
+        part = coverage[section]
+        assert part["reached"] == sum(1 for by in part["items"].values() if by)
+    assert coverage["outcome_rows"]["items"]["openai/stream_cut/stream"] == [
+        "stream-cut-never-success"
+    ]
+
+
+def test_check_coverage_prints_and_writes_it(tmp_path: Path) -> None:
+    out = tmp_path / "report.json"
+    db = f"sqlite:///{tmp_path}/check.db"
+    only = ["--only", "failover-on-rate-limit"]
+    args = ["check", "--db", db, *only, "--coverage", "--json", str(out)]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    assert "coverage behaviours:" in result.output
+    coverage = json.loads(out.read_text())["coverage"]
+    assert coverage["behaviours"]["items"]["rate_limit"] == ["failover-on-rate-limit"]
