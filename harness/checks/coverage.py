@@ -62,7 +62,7 @@ def _attempt_steps(history: Mapping[str, Any]) -> Iterable[str]:
             step = {"failed": "resolve_failed", "cancelled": "cancel"}.get(outcome)
         if step is None or attempt not in state:
             continue
-        if state[attempt] == "starting" and attempt in calls and step != "cancel":
+        if state[attempt] == "starting" and attempt in calls:
             yield "starting/run"
             state[attempt] = "running"
         yield f"{state[attempt]}/{step}"
@@ -75,29 +75,38 @@ _LEAVES_LIVE = frozenset(
         EventKind.ATTEMPT_FAILED,
         EventKind.ATTEMPT_CANCELLED,
         EventKind.ATTEMPT_SUPERSEDED,
-        EventKind.WON,
     }
 )
+_FENCING = frozenset({EventKind.ATTEMPT_CANCELLED, EventKind.ATTEMPT_SUPERSEDED})
+_FINISHING = {
+    EventKind.WON: "succeed",
+    EventKind.JOB_FAILED: "fail",
+    EventKind.JOB_CANCELLED: "cancel",
+}
 
 
 def _job_steps(history: Mapping[str, Any]) -> Iterable[str]:
+    """Each job's (state, event) steps. The engine fences a job's attempts and then
+    finishes it in one transaction, so a finish sees the state before that instant's
+    fencing."""
     live: dict[str, set[str]] = defaultdict(set)
     unknown: dict[str, set[str]] = defaultdict(set)
+    before: dict[str, tuple[Any, str]] = {}  # job -> (instant, state before its fencing)
     for event in history.get("events", ()):
         job, attempt, kind = event["job"], event.get("attempt"), event["kind"]
         state = "blocked_unknown" if unknown[job] else ("running" if live[job] else "pending")
-        if kind == EventKind.ATTEMPT_STARTED:
+        if kind in _FINISHING and job in before and before[job][0] == event.get("t"):
+            state = before[job][1]
+        if kind in _FINISHING:
+            yield f"{state}/{_FINISHING[kind]}"
+        elif kind == EventKind.ATTEMPT_STARTED:
             yield f"{state}/start_attempt"
             live[job].add(attempt)
-        elif kind == EventKind.WON:
-            yield f"{state}/succeed"
-        elif kind == EventKind.JOB_FAILED:
-            yield f"{state}/fail"
-        elif kind == EventKind.JOB_CANCELLED:
-            yield f"{state}/cancel"
         elif kind == EventKind.BECAME_UNKNOWN:
             unknown[job].add(attempt)
         elif kind in _LEAVES_LIVE:
+            if kind in _FENCING and before.get(job, (None,))[0] != event.get("t"):
+                before[job] = (event.get("t"), state)
             live[job].discard(attempt)
             unknown[job].discard(attempt)
 
