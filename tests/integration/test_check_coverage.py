@@ -94,12 +94,34 @@ in virtual time nothing ends an attempt between its start and its call."""
 
 
 @pytest.fixture(scope="module")
-def coverage(tmp_path_factory: pytest.TempPathFactory) -> dict:
+def results(tmp_path_factory: pytest.TempPathFactory) -> list:
     url = f"sqlite:///{tmp_path_factory.mktemp('cov')}/coverage.db"
     with scenario_database(url) as database:
         results = run_suite(load_all(bundled_files()), database)
     assert all(r.passed for r in results)
+    return results
+
+
+@pytest.fixture(scope="module")
+def coverage(results: list) -> dict:
     return suite_coverage(results)
+
+
+def test_removing_the_only_cover_of_an_item_makes_it_a_gap(results: list, coverage: dict) -> None:
+    """What `test_the_suite_reaches_exactly_what_is_known` then reports: for every item
+    that one scenario alone covers, the suite without that scenario leaves it a gap."""
+    sole = [
+        (section, item, by[0])
+        for section in SECTIONS
+        for item, by in coverage[section]["items"].items()
+        if len(by) == 1
+    ]
+    assert len(sole) >= 10
+    for name in sorted({scenario for _, _, scenario in sole}):
+        without = suite_coverage([r for r in results if r.name != name])
+        for section, item, scenario in sole:
+            if scenario == name:
+                assert item in without[section]["gaps"], (name, section, item)
 
 
 @pytest.mark.parametrize("section", SECTIONS)
