@@ -13,6 +13,7 @@ from __future__ import annotations
 import sys
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -245,6 +246,21 @@ def worker(
     "deliberately broken engine must be caught by at least one scenario.",
 )
 @click.option(
+    "--swarm",
+    "swarm_seeds",
+    default=3,
+    show_default=True,
+    type=click.IntRange(0, 100),
+    help="Also play this many seeds of a short simulated swarm (0: none).",
+)
+@click.option(
+    "--seed",
+    "swarm_seed",
+    default=None,
+    type=int,
+    help="The swarm's first seed (default: one that rotates by date).",
+)
+@click.option(
     "--coverage",
     "show_coverage",
     is_flag=True,
@@ -278,6 +294,8 @@ def check(
     scenario_dirs: tuple[Path, ...],
     only: tuple[str, ...],
     mutants: bool,
+    swarm_seeds: int,
+    swarm_seed: int | None,
     show_coverage: bool,
     junit_path: Path | None,
     json_path: Path | None,
@@ -319,6 +337,7 @@ def check(
                 results = run_suite(loaded, database, on_result=lambda r: step())
             for result in results:
                 click.echo("\n".join(result_lines(result, timeline=True)))
+            swarm = _check_swarm(database, database_url, swarm_seeds, swarm_seed)
             found = None
             if mutants:
                 from harness.checks.mutants import MUTANTS
@@ -348,7 +367,22 @@ def check(
         )
     summary = report["summary"]
     click.echo(f"{summary['passed']} passed, {summary['failed']} failed")
-    exit_with(summary["failed"] > 0)
+    exit_with(summary["failed"] > 0 or (swarm is not None and swarm.failed is not None))
+
+
+def _check_swarm(database: Database, database_url: str, seeds: int, first: int | None) -> Any:
+    """`harness check`'s short swarm (harness/cli/check_swarm.py), printed as it ends."""
+    if seeds == 0:
+        return None
+    from harness.cli.check_swarm import SWARM_JOBS, date_seed, play_swarm, swarm_lines
+    from harness.store.database import DEFAULT_DATABASE_URL
+
+    with progress_bar(seeds * SWARM_JOBS, "swarm jobs") as step:
+        start = date_seed() if first is None else first
+        swarm = play_swarm(database, start, seeds=seeds, step=step)
+    on_db = ["--db", database_url] if database_url != DEFAULT_DATABASE_URL else []
+    click.echo("\n".join(swarm_lines(swarm, on_db)))
+    return swarm
 
 
 def _register() -> None:
