@@ -32,9 +32,9 @@ def test_check_plays_the_swarm_from_the_given_seed(tmp_path: Path) -> None:
 
 @pytest.mark.slow  # the shrink replays the episode some dozens of times
 def test_a_swarm_failure_prints_its_shrunk_file_and_replay(tmp_path: Path) -> None:
-    with scenario_database(f"sqlite:///{tmp_path}/swarm.db") as database:
-        with applied(mutant_named("ignore_idempotency_key")):
-            found = play_swarm(database, 7, seeds=3, step=lambda n: None)
+    url = f"sqlite:///{tmp_path}/swarm.db"
+    with scenario_database(url) as database, applied(mutant_named("ignore_idempotency_key")):
+        found = play_swarm(database, 7, seeds=3, step=lambda n: None)
     assert found.failed is not None and found.shrunk is not None, found
     scenario = yaml.safe_load(found.shrunk.read_text())
     assert scenario["steps"], scenario
