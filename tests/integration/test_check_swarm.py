@@ -41,6 +41,5 @@ def test_a_swarm_failure_prints_its_shrunk_file_and_replay(tmp_path: Path) -> No
     lines = swarm_lines(found, ["--db", "sqlite:///x.db"])
     assert lines[0].startswith(f"FAIL  swarm seed {found.failed}")
     assert lines[-1] == (
-        f"replay it: harness scenarios run {found.shrunk} --seed {found.failed} "
-        "--db sqlite:///x.db"
+        f"replay it: harness scenarios run {found.shrunk} --seed {found.failed} --db sqlite:///x.db"
     )
