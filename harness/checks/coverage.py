@@ -20,6 +20,7 @@ from fake_providers.behaviours import BehaviourName
 from harness.core.faults import FAULT_POINTS
 from harness.core.states import ATTEMPT_TRANSITIONS, JOB_TRANSITIONS, EventKind
 from harness.providers.outcomes import OUTCOME_TABLES
+from harness.scenarios.checker import HISTORY_CHECKS, unsettled
 from harness.scenarios.runner import RunResult
 from harness.scenarios.stage import PROVIDER_API
 
@@ -180,6 +181,43 @@ def suite_coverage(results: Iterable[RunResult]) -> dict[str, Any]:
     return report
 
 
+PROPERTIES = {check.__name__.lstrip("_"): check for check in (*HISTORY_CHECKS, unsettled)}
+"""The checker's properties by name (each a function of `harness.scenarios.checker`)."""
+
+
+def property_coverage(
+    results: Iterable[RunResult], mutants: Iterable[Any] | None
+) -> dict[str, dict[str, Any]]:
+    """Each checker property: `violated-in-a-mutant` (naming the mutants whose catching
+    run it reported), `never-violated` by any mutant, or `not-measured` without
+    `--mutants`; and `violated-on-the-engine`, which must stay empty."""
+    histories = [r.history.to_dict() for r in results if r.history is not None]
+    caught: dict[str, list[str]] = defaultdict(list)
+    for found in mutants or ():
+        for result in found.results:
+            if result.history is None:
+                continue
+            data = result.history.to_dict()
+            for name, check in PROPERTIES.items():
+                if next(iter(check(data)), None) is not None:
+                    caught[name].append(found.mutant.name)
+    report = {}
+    for name, check in PROPERTIES.items():
+        on_engine = sorted(
+            {str(h.get("scenario")) for h in histories if next(iter(check(h)), None)}
+        )
+        if mutants is None:
+            status = "not-measured"
+        else:
+            status = "violated-in-a-mutant" if caught[name] else "never-violated"
+        report[name] = {
+            "status": status,
+            "mutants": sorted(set(caught[name])),
+            "violated_on_the_engine": on_engine,
+        }
+    return report
+
+
 def coverage_lines(report: Mapping[str, Any]) -> list[str]:
     """The console summary: one line per section, then its gaps."""
     lines = []
@@ -189,4 +227,7 @@ def coverage_lines(report: Mapping[str, Any]) -> list[str]:
             f"coverage {section}: {part['reached']}/{part['total']} ({part['percent']:g}%)"
         )
         lines += [f"    never reached: {gap}" for gap in part["gaps"]]
+    for name, prop in report.get("properties", {}).items():
+        by = f" ({', '.join(prop['mutants'])})" if prop["mutants"] else ""
+        lines.append(f"property {name}: {prop['status']}{by}")
     return lines

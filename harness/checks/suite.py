@@ -25,6 +25,7 @@ class MutantResult:
 
     mutant: Mutant
     caught_by: tuple[str, ...]
+    results: tuple[RunResult, ...] = ()  # the catching runs (their histories: coverage)
 
 
 def run_suite(
@@ -62,15 +63,15 @@ def run_mutants(
         )
     found = []
     for mutant in mutants:
-        caught: list[str] = []
+        caught: list[RunResult] = []
         with applied(mutant):
             for scenario in scenarios:
                 result = run_scenario(scenario, database)
                 if result.skipped is None and not result.passed:
-                    caught.append(scenario.name)
+                    caught.append(result)
                     if not full:
                         break
-        found.append(MutantResult(mutant, tuple(caught)))
+        found.append(MutantResult(mutant, tuple(r.name for r in caught), tuple(caught)))
         if on_result is not None:
             on_result(found[-1])
     return found

@@ -353,9 +353,10 @@ def check(
                 click.echo(gate_line(link))
         report = check_report(run_id, results, found, links)
         if show_coverage:
-            from harness.checks.coverage import coverage_lines, suite_coverage
+            from harness.checks.coverage import coverage_lines, property_coverage, suite_coverage
 
             report["coverage"] = suite_coverage(results)
+            report["coverage"]["properties"] = property_coverage(results, found)
             click.echo("\n".join(coverage_lines(report["coverage"])))
         write_outputs(
             report,

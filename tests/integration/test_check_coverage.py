@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from harness.checks.coverage import SECTIONS, suite_coverage, universe
-from harness.checks.suite import run_suite
+from harness.checks.coverage import SECTIONS, property_coverage, suite_coverage, universe
+from harness.checks.mutants import mutant_named
+from harness.checks.suite import run_mutants, run_suite
 from harness.cli.main import main
 from harness.scenarios.suite import bundled_files, load_all, scenario_database
 
@@ -154,3 +155,23 @@ def test_check_coverage_prints_and_writes_it(tmp_path: Path) -> None:
     assert "coverage behaviours:" in result.output
     coverage = json.loads(out.read_text())["coverage"]
     assert coverage["behaviours"]["items"]["rate_limit"] == ["failover-on-rate-limit"]
+
+
+def test_no_property_is_violated_on_the_engine(results: list) -> None:
+    properties = property_coverage(results, None)
+    assert set(properties) >= {"classified_as_sent", "breaker_judged", "unsettled"}
+    for name, prop in properties.items():
+        assert prop["status"] == "not-measured" and prop["violated_on_the_engine"] == [], name
+
+
+def test_a_property_that_catches_a_mutant_says_which(tmp_path: Path) -> None:
+    scenario = next(s for s in load_all(bundled_files()) if s.name == "breaker-outage")
+    with scenario_database(f"sqlite:///{tmp_path}/m.db") as database:
+        found = run_mutants([scenario], database, mutants=[mutant_named("breaker_never_opens")])
+    properties = property_coverage([], found)
+    assert properties["breaker_judged"] == {
+        "status": "violated-in-a-mutant",
+        "mutants": ["breaker_never_opens"],
+        "violated_on_the_engine": [],
+    }
+    assert properties["one_job_per_intent"]["status"] == "never-violated"
