@@ -69,7 +69,7 @@ def play_swarm(
 def swarm_lines(result: SwarmResult, database_args: list[str]) -> list[str]:
     seeds = f"{result.seeds[0]}..{result.seeds[-1]}"
     if result.failed is None:
-        return [f"PASS  swarm seeds {seeds} ({SWARM_JOBS} jobs each): no violations"]
+        return [f"swarm seeds {seeds} ({SWARM_JOBS} jobs each): held, no violations"]
     assert result.shrunk is not None
     replay = shlex.join(
         [
@@ -83,7 +83,7 @@ def swarm_lines(result: SwarmResult, database_args: list[str]) -> list[str]:
         ]
     )
     return [
-        f"FAIL  swarm seed {result.failed} ({result.signature}); shrunk to {result.shrunk}:",
+        f"swarm seed {result.failed} FAILED ({result.signature}); shrunk to {result.shrunk}:",
         *("    " + line for line in result.shrunk.read_text(encoding="utf-8").splitlines()),
         f"replay it: {replay}",
     ]

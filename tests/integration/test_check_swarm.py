@@ -27,7 +27,7 @@ def test_check_plays_the_swarm_from_the_given_seed(tmp_path: Path) -> None:
     args = ["check", "--db", db, "--only", "double-click", "--swarm", "2", "--seed", "41"]
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
-    assert "PASS  swarm seeds 41..42" in result.output
+    assert "swarm seeds 41..42 (10 jobs each): held" in result.output
 
 
 @pytest.mark.slow  # the shrink replays the episode some dozens of times
@@ -39,7 +39,7 @@ def test_a_swarm_failure_prints_its_shrunk_file_and_replay(tmp_path: Path) -> No
     scenario = yaml.safe_load(found.shrunk.read_text())
     assert scenario["steps"], scenario
     lines = swarm_lines(found, ["--db", "sqlite:///x.db"])
-    assert lines[0].startswith(f"FAIL  swarm seed {found.failed}")
+    assert lines[0].startswith(f"swarm seed {found.failed} FAILED")
     assert lines[-1] == (
         f"replay it: harness scenarios run {found.shrunk} --seed {found.failed} --db sqlite:///x.db"
     )
