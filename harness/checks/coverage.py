@@ -231,3 +231,31 @@ def coverage_lines(report: Mapping[str, Any]) -> list[str]:
         by = f" ({', '.join(prop['mutants'])})" if prop["mutants"] else ""
         lines.append(f"property {name}: {prop['status']}{by}")
     return lines
+
+
+def coverage_html(report: Mapping[str, Any]) -> str:
+    """The coverage matrix as an HTML fragment (a section per part, one row per item:
+    reached or not, and by which scenarios), for the check report's page to include."""
+    from html import escape
+
+    parts = ['<section class="coverage"><h2>Coverage</h2>']
+    for section in SECTIONS:
+        part = report[section]
+        parts.append(
+            f"<h3>{escape(section.replace('_', ' '))}: {part['reached']}/{part['total']} "
+            f"({part['percent']:g}%)</h3><table><tr><th>item</th><th>scenarios</th></tr>"
+        )
+        for item, by in part["items"].items():
+            mark = "reached" if by else "gap"
+            names = ", ".join(escape(b) for b in by) or "never reached"
+            parts.append(f'<tr class="{mark}"><td>{escape(item)}</td><td>{names}</td></tr>')
+        parts.append("</table>")
+    properties = report.get("properties") or {}
+    if properties:
+        parts.append("<h3>checker properties</h3><table><tr><th>property</th><th>status</th></tr>")
+        for name, prop in properties.items():
+            by = escape(", ".join(prop["mutants"]))
+            parts.append(f"<tr><td>{escape(name)}</td><td>{prop['status']} {by}</td></tr>")
+        parts.append("</table>")
+    parts.append("</section>")
+    return "\n".join(parts)

@@ -11,7 +11,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from harness.checks.coverage import SECTIONS, property_coverage, suite_coverage, universe
+from harness.checks.coverage import (
+    SECTIONS,
+    coverage_html,
+    property_coverage,
+    suite_coverage,
+    universe,
+)
 from harness.checks.mutants import mutant_named
 from harness.checks.suite import run_mutants, run_suite
 from harness.cli.main import main
@@ -175,3 +181,11 @@ def test_a_property_that_catches_a_mutant_says_which(tmp_path: Path) -> None:
         "violated_on_the_engine": [],
     }
     assert properties["one_job_per_intent"]["status"] == "never-violated"
+
+
+def test_the_coverage_matrix_renders_as_html(coverage: dict) -> None:
+    page = coverage_html(coverage)
+    assert page.startswith('<section class="coverage">') and page.endswith("</section>")
+    assert page.count("<table>") == len(SECTIONS)
+    assert '<tr class="gap"><td>cancel.before_update</td><td>never reached</td></tr>' in page
+    assert "<td>openai/stream_cut/stream</td><td>stream-cut-never-success</td>" in page
