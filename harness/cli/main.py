@@ -18,7 +18,15 @@ from typing import Any
 import click
 
 from harness.cli.exits import EXIT_FAILED, exit_on_error, exit_with
-from harness.cli.options import CONTEXT_SETTINGS, config_option, contracts_option, db_option
+from harness.cli.options import (
+    CONTEXT_SETTINGS,
+    config_option,
+    contracts_option,
+    db_option,
+    document_commands,
+    prepare_reports,
+    summary_md_option,
+)
 from harness.cli.progress import progress_bar
 from harness.cli.wiring import Wiring, pass_wiring
 from harness.runtime.service import Service
@@ -113,8 +121,14 @@ def _service(
 @db_option
 @config_option
 @contracts_option
-@click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", default=8080, show_default=True, type=click.IntRange(0, 65535))
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option(
+    "--port",
+    default=8080,
+    show_default=True,
+    type=click.IntRange(0, 65535),
+    help="Port to listen on (0: any free port).",
+)
 @click.option(
     "--worker/--no-worker",
     default=True,
@@ -285,6 +299,7 @@ def worker(
     type=click.Path(dir_okay=False, path_type=Path),
     help="Write an HTML report with one SVG timeline per scenario here.",
 )
+@summary_md_option
 @pass_wiring
 def check(
     wiring: Wiring,
@@ -300,6 +315,7 @@ def check(
     junit_path: Path | None,
     json_path: Path | None,
     html_path: Path | None,
+    summary_md_path: Path | None,
 ) -> None:
     """Play the scenario suite on the engine and the fakes; exit 1 if a guarantee breaks.
 
@@ -308,13 +324,16 @@ def check(
     of its own, on virtual time. Given a configuration file, the failover gate is also
     asked about every chain in it, from the verdicts in that database (a refused link
     fails the run)."""
+    import time
     import uuid
 
     from harness.checks.report import (
         check_report,
         gate_line,
         mutant_line,
+        publish_check,
         result_lines,
+        summary_line,
         write_outputs,
     )
     from harness.checks.suite import run_mutants, run_suite
@@ -324,6 +343,7 @@ def check(
 
     run_id = f"check-{uuid.uuid4().hex[:8]}"
     with exit_on_error():
+        prepare_reports(junit_path, json_path, html_path, summary_md_path)
         settings = wiring.settings(config_path) if config_path else None
         extra = scenario_dirs or ((USER_DIR,) if USER_DIR.is_dir() else ())
         loaded = load_all(suite_files(extra))
@@ -346,7 +366,7 @@ def check(
                     found = run_mutants(loaded, database, on_result=lambda m: step())
                 for mutant in found:
                     click.echo(mutant_line(mutant))
-            links = []
+            links, asked = [], time.perf_counter()
             if settings is not None:
                 links = failover_links(settings, database, load_contracts(contracts_dir))
             for link in links:
@@ -358,6 +378,7 @@ def check(
             report["coverage"] = suite_coverage(results)
             report["coverage"]["properties"] = property_coverage(results, found)
             click.echo("\n".join(coverage_lines(report["coverage"])))
+        given_db = _given(click.get_current_context(), "database_url", database_url)
         write_outputs(
             report,
             results=results,
@@ -365,10 +386,23 @@ def check(
             junit_path=junit_path,
             json_path=json_path,
             html_path=html_path,
+            database_url=given_db,
+            config_file=str(config_path) if config_path else None,
+            gate_seconds=time.perf_counter() - asked,
         )
-    summary = report["summary"]
-    click.echo(f"{summary['passed']} passed, {summary['failed']} failed")
-    exit_with(summary["failed"] > 0 or (swarm is not None and swarm.failed is not None))
+        for line in publish_check(
+            report, results, summary_md_path, wiring.environ, database_url=given_db
+        ):
+            click.echo(line)  # GitHub annotations, on GitHub Actions only
+    click.echo(summary_line(report["summary"]))
+    exit_with(report["summary"]["failed"] > 0 or (swarm is not None and swarm.failed is not None))
+
+
+def _given(ctx: click.Context, name: str, value: str) -> str | None:
+    """An option's value when the user gave it (command line or environment), else None."""
+    from click.core import ParameterSource
+
+    return None if ctx.get_parameter_source(name) is ParameterSource.DEFAULT else value
 
 
 def _check_swarm(database: Database, database_url: str, seeds: int, first: int | None) -> Any:
@@ -396,6 +430,7 @@ def _register() -> None:
     main.add_command(fake_providers)
     main.add_command(scenarios)
     main.add_command(simulate)
+    document_commands(main)
 
 
 _register()

@@ -223,7 +223,9 @@ class BaseHttpProvider(abc.ABC):
             provider=self.name,
             reason=Signal.OK.value,
             request_id=request_id,
-            text=answer.text,
+            # An answer may echo the key (a prompt that carried it, a provider's debug
+            # text): it is stored and served, so it is masked like any error text.
+            text=None if answer.text is None else self._api_key.redact(answer.text),
             finish_reason=answer.finish_reason,
             model=answer.model or self.model,
             usage=answer.usage,
