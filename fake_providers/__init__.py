@@ -34,7 +34,12 @@ is what the two OpenAI ones share), ``tools`` with ``openai_tools`` and
 and ``scripts`` (what a request gets), ``plans`` (a behaviour as timed steps),
 ``transport`` and ``asgi``/``server`` (the two drivers that play the steps), ``retrieval``
 (models, stored completions and responses), ``control`` and ``control_client`` (the
-control API), ``ledger``, ``timing``, ``tokens``, ``content``.
+control API), ``ledger`` with ``nonce`` (probe nonces) and ``prices`` (cost per model),
+``timing``, ``tokens``, ``content``.
+
+Named fake providers: every route is also served under ``/p/{name}/`` (``FakeServer.
+base_url_for(name, api)``), recorded in the ledger's ``provider`` field and matched by
+``script(provider=name)``; the unprefixed routes are the provider ``default``.
 Of the harness, the fakes import only ``harness.core`` (its clock and constants).
 """
 
@@ -51,8 +56,11 @@ from fake_providers.behaviours import (
 )
 from fake_providers.control_client import FakeControlClient
 from fake_providers.errors import FakeProviderError, InvalidInput
+from fake_providers.intercept import Intercept, intercept
 from fake_providers.ledger import Ledger, LedgerEntry
-from fake_providers.providers import ATTEMPT_HEADER, FakeProviders
+from fake_providers.nonce import NONCE_PATTERN, find_nonce
+from fake_providers.prices import DEFAULT_PRICES, Price, PriceTable
+from fake_providers.providers import ATTEMPT_HEADER, DEFAULT_PROVIDER, FakeProviders
 from fake_providers.scripts import Script
 from fake_providers.server import FakeServer
 from fake_providers.timing import BaseTime, RealTime, Releaser, VirtualTime
@@ -63,7 +71,10 @@ from fake_providers.wire import Api, Dialect
 __all__ = [
     "ATTEMPT_HEADER",
     "BEHAVIOURS",
+    "DEFAULT_PRICES",
+    "DEFAULT_PROVIDER",
     "MODEL_PREFIX",
+    "NONCE_PATTERN",
     "Api",
     "BaseTime",
     "Behaviour",
@@ -78,14 +89,19 @@ __all__ = [
     "FakeProvidersApp",
     "FakeServer",
     "FakeTransport",
+    "Intercept",
     "InvalidInput",
     "Ledger",
     "LedgerEntry",
+    "Price",
+    "PriceTable",
     "RealTime",
     "Releaser",
     "Script",
     "VirtualTime",
     "count_prompt_tokens",
     "create_app",
+    "find_nonce",
+    "intercept",
     "mount_respx",
 ]

@@ -124,7 +124,8 @@ BEHAVIOURS: Mapping[BehaviourName, BehaviourSpec] = {
         summary="one SSE chunk (or the body) is not valid JSON", bills=True, params=_STREAMED
     ),
     BehaviourName.STREAM_NO_DONE: BehaviourSpec(
-        summary="end the stream cleanly without [DONE] / message_stop (body: truncated)",
+        summary="end the stream cleanly without [DONE] / message_stop, after the finish "
+        "chunk, or with cut_after before it (body: truncated)",
         bills=True,
         params=_STREAMED,
     ),

@@ -5,14 +5,16 @@
     GET    /control/scripts                 scripts still in force
     POST   /control/scripts                 add a script (201); body:
            {"behaviours": [name | {"behaviour": name, ...params}], "then": behaviour?,
-            "api": "openai"|"anthropic"?, "model": str?, "attempt_id": str?}
+            "api": "openai"|"anthropic"?, "model": str?, "attempt_id": str?,
+            "provider": str?}
     DELETE /control/scripts                 drop all scripts
     GET    /control/ledger                  {"entries": [...], "dropped": n}; filters:
-                                            attempt_id, provider_kind
+                                            attempt_id, provider_kind, nonce, provider
     GET    /control/ledger/{request_id}     one entry
     DELETE /control/ledger                  forget all entries
     GET    /control/lookup                  did it finish, and with what? by attempt_id
-                                            (optionally provider_kind) or request_id
+                                            (optionally provider_kind, provider) or
+                                            request_id
     POST   /control/release                 end every hang and stall now
     POST   /control/reset                   scripts, ledger and hangs, all at once
 
@@ -110,7 +112,7 @@ def _clear_scripts(fakes: Controlled, request: FakeRequest) -> Exchange:
 
 
 def _ledger(fakes: Controlled, request: FakeRequest) -> Exchange:
-    filters = _query(request, {"attempt_id", "provider_kind"})
+    filters = _query(request, {"attempt_id", "provider_kind", "nonce", "provider"})
     entries = fakes.ledger.entries(**filters)
     body = {"entries": [e.to_json() for e in entries], "dropped": fakes.ledger.dropped}
     return _reply(200, body)
@@ -122,7 +124,7 @@ def _clear_ledger(fakes: Controlled, request: FakeRequest) -> Exchange:
 
 
 def _lookup(fakes: Controlled, request: FakeRequest) -> Exchange:
-    params = _query(request, {"attempt_id", "request_id", "provider_kind"})
+    params = _query(request, {"attempt_id", "request_id", "provider_kind", "provider"})
     if not params.get("attempt_id") and not params.get("request_id"):
         raise InvalidInput("attempt_id", "give attempt_id or request_id")
     return _reply(200, fakes.ledger.lookup(**params))

@@ -70,19 +70,22 @@ class Gate:
 
 
 class ModelGates:
-    """The gates of timed behaviours chosen by model name, one per (API, model name), so
-    ``fake/service_unavailable?window=6`` is down for 6 s from its first request on each
-    API. Bounded: the least recently used gate is forgotten past `MAX_MODEL_GATES`."""
+    """The gates of timed behaviours chosen by model name, one per (API, model name, named
+    provider), so ``fake/service_unavailable?window=6`` is down for 6 s from its first
+    request on each API of each provider. Bounded: the least recently used gate is
+    forgotten past `MAX_MODEL_GATES`."""
 
     def __init__(self, capacity: int = MAX_MODEL_GATES) -> None:
         self._capacity = capacity
-        self._gates: OrderedDict[tuple[Api, str], Gate] = OrderedDict()
+        self._gates: OrderedDict[tuple[Api, str, str], Gate] = OrderedDict()
         self._lock = threading.Lock()
 
-    def resolve(self, api: Api, model: str, behaviour: Behaviour, now: float) -> Behaviour:
+    def resolve(
+        self, api: Api, model: str, behaviour: Behaviour, now: float, provider: str = "default"
+    ) -> Behaviour:
         if not behaviour.timed:
             return behaviour
-        key = (api, model)
+        key = (api, model, provider)
         with self._lock:
             gate = self._gates.get(key)
             if gate is None:

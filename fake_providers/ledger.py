@@ -46,6 +46,9 @@ class LedgerEntry:
     endpoint: str = "chat.completions"  # "chat.completions" | "responses" | "messages"
     stored: bool = False  # kept for retrieval (`store`): listed or fetched once finished
     metadata: dict[str, str] | None = None  # the request's `metadata`, for stored listings
+    nonce: str | None = None  # the probe nonce found in the request (fake_providers.nonce)
+    provider: str = "default"  # the named fake provider (/p/{name}/...); unprefixed: default
+    cost_usd: float = 0.0  # what a real provider charges for it, from the price table
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -73,6 +76,7 @@ class Ledger:
         # as a queue costs O(n) per eviction.
         self._entries: OrderedDict[str, LedgerEntry] = OrderedDict()
         self._by_attempt: dict[str, deque[str]] = {}  # attempt id -> request ids, oldest first
+        self._by_nonce: dict[str, deque[str]] = {}  # probe nonce -> request ids, oldest first
         self._sequence = 0
         self._dropped = 0
 
@@ -98,16 +102,19 @@ class Ledger:
             self._entries[entry.request_id] = entry
             if entry.attempt_id is not None:
                 self._by_attempt.setdefault(entry.attempt_id, deque()).append(entry.request_id)
+            if entry.nonce is not None:
+                self._by_nonce.setdefault(entry.nonce, deque()).append(entry.request_id)
             self._lock.notify_all()
 
     def _forget_oldest(self) -> None:
         _, oldest = self._entries.popitem(last=False)
         self._dropped += 1
-        if oldest.attempt_id is not None:
-            ids = self._by_attempt[oldest.attempt_id]
-            ids.popleft()  # the oldest entry is the oldest of its attempt too
-            if not ids:
-                del self._by_attempt[oldest.attempt_id]
+        for index, key in ((self._by_attempt, oldest.attempt_id), (self._by_nonce, oldest.nonce)):
+            if key is not None:
+                ids = index[key]
+                ids.popleft()  # the oldest entry is the oldest of its attempt (nonce) too
+                if not ids:
+                    del index[key]
 
     def mark_delivered(self, request_id: str) -> None:
         with self._lock:
@@ -121,17 +128,30 @@ class Ledger:
         return replace(entry, finished=done)
 
     def entries(
-        self, *, attempt_id: str | None = None, provider_kind: str | None = None
+        self,
+        *,
+        attempt_id: str | None = None,
+        provider_kind: str | None = None,
+        nonce: str | None = None,
+        provider: str | None = None,
     ) -> list[LedgerEntry]:
+        """Entries matching every filter given, oldest first; by attempt id or nonce the
+        lookup is indexed."""
         with self._lock:
             if attempt_id is not None:
-                ids = self._by_attempt.get(attempt_id, ())
-                found = [self._entries[i] for i in ids]
+                found = [self._entries[i] for i in self._by_attempt.get(attempt_id, ())]
+            elif nonce is not None:
+                found = [self._entries[i] for i in self._by_nonce.get(nonce, ())]
             else:
                 found = list(self._entries.values())
-        if provider_kind is not None:
-            found = [e for e in found if e.provider_kind == provider_kind]
+        wanted = {"attempt_id": attempt_id, "provider_kind": provider_kind, "nonce": nonce}
+        wanted = {k: v for k, v in {**wanted, "provider": provider}.items() if v is not None}
+        found = [e for e in found if all(getattr(e, k) == v for k, v in wanted.items())]
         return [self._snapshot(e) for e in found]
+
+    def by_nonce(self, nonce: str) -> list[LedgerEntry]:
+        """The executions whose request carried this probe nonce, oldest first."""
+        return self.entries(nonce=nonce)
 
     def get(self, request_id: str) -> LedgerEntry | None:
         with self._lock:
@@ -158,6 +178,7 @@ class Ledger:
         attempt_id: str | None = None,
         request_id: str | None = None,
         provider_kind: str | None = None,
+        provider: str | None = None,
     ) -> dict[str, Any]:
         """Did the execution for this attempt (or request) finish, and with what?
 
@@ -168,7 +189,9 @@ class Ledger:
             entry = self.get(request_id)
             matches = [] if entry is None else [entry]
         else:
-            matches = self.entries(attempt_id=attempt_id, provider_kind=provider_kind)
+            matches = self.entries(
+                attempt_id=attempt_id, provider_kind=provider_kind, provider=provider
+            )
         if not matches:
             return {"found": False, "executions": 0}
         answered = [e for e in matches if e.finished and e.billed and e.response is not None]
@@ -197,6 +220,7 @@ class Ledger:
         with self._lock:
             self._entries.clear()
             self._by_attempt.clear()
+            self._by_nonce.clear()
             self._dropped = 0
 
     def to_json(self) -> list[dict[str, Any]]:

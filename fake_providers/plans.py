@@ -243,8 +243,11 @@ def _streamed(ctx: _Context, events: StreamEvents, fault: str | None) -> tuple[S
     ]
     steps += [Chunk(e) for e in events.head]
     cut = _cut_point(b, len(events.content))
+    # `no_done` cuts only when told where: then the stream closes cleanly short of its
+    # finish chunk (a truncated answer); else everything but the terminator is sent.
+    cuts = fault is not None and (fault != "no_done" or b.cut_after is not None)
     for i, event in enumerate(events.content):
-        if i == cut and fault is not None and fault != "no_done":
+        if i == cut and cuts:
             break
         if i and b.chunk_latency:
             steps.append(Pause(b.chunk_latency))
@@ -260,6 +263,8 @@ def _streamed(ctx: _Context, events: StreamEvents, fault: str | None) -> tuple[S
         case "malformed":
             rest = [Chunk(e) for e in events.content[cut:]]
             return (*steps, Chunk(ctx.dialect.malformed_event()), *rest, *_end(events, True))
+        case "no_done" if cuts:
+            return (*steps, Complete())
         case "no_done":
             return (*steps, *_end(events, False))
     return (*steps, *_end(events, True))

@@ -11,6 +11,9 @@ Routes (one port, both APIs):
     GET  /openai/v1/models, /anthropic/v1/models, stored chat completions and responses:
                                               fake_providers.retrieval
     /control/...                              the control API (fake_providers.control)
+    /p/{name}/openai/..., /p/{name}/anthropic/...
+                                              the same routes as the named fake provider
+                                              {name}; the unprefixed ones are "default"
 
 Which behaviour a completion request gets, first match wins: the model name
 (``fake/<behaviour>``), then the most specific matching script, then success.
@@ -20,8 +23,9 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
-from dataclasses import dataclass
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
 from fake_providers.anthropic_wire import AnthropicDialect
@@ -30,8 +34,10 @@ from fake_providers.control import handle_control
 from fake_providers.errors import InvalidInput
 from fake_providers.gates import ModelGates
 from fake_providers.ledger import DEFAULT_CAPACITY, Ledger, LedgerEntry
+from fake_providers.nonce import find_nonce
 from fake_providers.openai_wire import OpenAIDialect
 from fake_providers.plans import Exchange, FakeRequest, Plan, plan, whole_response
+from fake_providers.prices import Price, PriceTable
 from fake_providers.responses_wire import ResponsesDialect
 from fake_providers.retrieval import ID_PREFIXES, STORABLE, ModelList, handle_retrieval
 from fake_providers.scripts import Script, ScriptBook
@@ -57,6 +63,9 @@ ATTEMPT_HEADER = models.ATTEMPT_HEADER.lower()
 """`harness.core.models.ATTEMPT_HEADER` as the fakes read it: both drivers hand over
 header names lower-cased, as HTTP/2 and ASGI do."""
 RETRY_COUNT_HEADER = "x-stainless-retry-count"
+PROVIDER_PREFIX = "/p/"  # a named fake provider: /p/{name}/openai/..., /p/{name}/anthropic/...
+DEFAULT_PROVIDER = "default"  # the provider name of the unprefixed routes
+PROVIDER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
 
 @dataclass(frozen=True)
@@ -87,8 +96,17 @@ class FakeProviders:
     """
 
     def __init__(
-        self, *, time: BaseTime | None = None, ledger_capacity: int = DEFAULT_CAPACITY
+        self,
+        *,
+        time: BaseTime | None = None,
+        ledger_capacity: int = DEFAULT_CAPACITY,
+        providers: Iterable[str] | None = None,
+        prices: PriceTable | Mapping[str, Price] | None = None,
     ) -> None:
+        """`providers`: the names served under ``/p/{name}/...`` (None: any well-formed
+        name); `prices`: the price table the ledger's ``cost_usd`` comes from."""
+        self.providers = None if providers is None else tuple(_provider_names(providers))
+        self.prices = prices if isinstance(prices, PriceTable) else PriceTable(prices)
         self.time: BaseTime = time if time is not None else RealTime()
         self.ledger = Ledger(self.time.now, capacity=ledger_capacity)
         self.scripts = ScriptBook()
@@ -105,9 +123,18 @@ class FakeProviders:
         model: str | None = None,
         attempt_id: str | None = None,
         then: Behaviour | str | None = None,
+        provider: str | None = None,
     ) -> Script:
-        """Queue behaviours for the next matching requests, in order."""
-        return self.scripts.add(behaviours, api=api, model=model, attempt_id=attempt_id, then=then)
+        """Queue behaviours for the next matching requests, in order; `provider` limits the
+        script to one named fake provider (``default``: the unprefixed routes)."""
+        return self.scripts.add(
+            behaviours,
+            api=api,
+            model=model,
+            attempt_id=attempt_id,
+            then=then,
+            provider=provider,
+        )
 
     def release(self) -> None:
         """End every hang and stall now (teardown); later hangs still hang."""
@@ -128,6 +155,12 @@ class FakeProviders:
     def dispatch(self, request: FakeRequest) -> Exchange:
         if request.path.startswith(CONTROL_PREFIX):
             return handle_control(self, request, request.path[len(CONTROL_PREFIX) :])
+        provider = DEFAULT_PROVIDER
+        if request.path.startswith(PROVIDER_PREFIX):
+            name, _, rest = request.path[len(PROVIDER_PREFIX) :].partition("/")
+            if not self._serves(name):
+                return self._no_provider(name)
+            provider, request = name, replace(request, path=f"/{rest}")
         route = _ROUTES.get((request.method, request.path))
         if route is None:
             found = handle_retrieval(self, request)
@@ -135,7 +168,21 @@ class FakeProviders:
         number = self.ledger.next_id()
         if route.counting:
             return self._count_tokens(route.dialect, request, number)
-        return self._complete(route.dialect, request, number)
+        return self._complete(route.dialect, request, number, provider)
+
+    def _serves(self, name: str) -> bool:
+        if self.providers is not None:
+            return name in self.providers
+        return PROVIDER_NAME.fullmatch(name) is not None and name != DEFAULT_PROVIDER
+
+    def _no_provider(self, name: str) -> Exchange:
+        known = "any name" if self.providers is None else ", ".join(self.providers) or "none"
+        message = f"no fake provider named {name!r} (served: {known})"
+        body = {"error": {"type": "not_found", "message": message}}
+        response = WireResponse(
+            status=404, headers=(("content-type", "application/json"),), body=json_body(body)
+        )
+        return whole_response(response)
 
     def _ids(self, dialect: Dialect, number: int) -> Ids:
         prefix = ID_PREFIXES[dialect.endpoint]
@@ -176,11 +223,15 @@ class FakeProviders:
         )
         return whole_response(response)
 
-    def _complete(self, dialect: Dialect, request: FakeRequest, number: int) -> Exchange:
+    def _complete(
+        self, dialect: Dialect, request: FakeRequest, number: int, provider: str
+    ) -> Exchange:
         ids = self._ids(dialect, number)
         attempt_id = request.headers.get(ATTEMPT_HEADER)
         now = self.time.now()
         common = {
+            "provider": provider,
+            "nonce": find_nonce(_json_or_none(request.body)),
             "request_id": ids.request_id,
             "attempt_id": attempt_id,
             "provider_kind": dialect.api.value,
@@ -192,7 +243,7 @@ class FakeProviders:
         }
         try:
             req = dialect.parse(request.headers, request.body, counting=False)
-            behaviour = self._choose(dialect.api, req.model, attempt_id)
+            behaviour = self._choose(dialect.api, req.model, attempt_id, provider)
         except (WireError, InvalidInput) as exc:
             refusal = _refusal(dialect, ids, exc)
             self.ledger.record(
@@ -213,6 +264,8 @@ class FakeProviders:
         input_tokens = count_prompt_tokens(req.texts)
         planned: Plan = plan(behaviour, req, dialect, ids, input_tokens)
         self.models.seen(dialect.api, req.model)
+        billed = bills(behaviour.name, stream=req.stream)
+        cost = self.prices.cost(req.model, input_tokens, planned.output_tokens) if billed else 0.0
         self.ledger.record(
             LedgerEntry(
                 **common,
@@ -222,7 +275,8 @@ class FakeProviders:
                 status_code=planned.status_code,
                 input_tokens=input_tokens,
                 output_tokens=planned.output_tokens,
-                billed=bills(behaviour.name, stream=req.stream),
+                billed=billed,
+                cost_usd=cost,
                 completes_at=None if planned.duration is None else now + planned.duration,
                 response=planned.response,
                 stored=req.store and behaviour.name in STORABLE,
@@ -238,12 +292,12 @@ class FakeProviders:
         )
         return Exchange(steps=planned.steps, request_id=ids.request_id)
 
-    def _choose(self, api: Api, model: str, attempt_id: str | None) -> Behaviour:
+    def _choose(self, api: Api, model: str, attempt_id: str | None, provider: str) -> Behaviour:
         now = self.time.now()
         chosen = Behaviour.from_model(model)
         if chosen is not None:
-            return self.model_gates.resolve(api, model, chosen, now)
-        chosen = self.scripts.take(api, model, attempt_id, now)
+            return self.model_gates.resolve(api, model, chosen, now, provider)
+        chosen = self.scripts.take(api, model, attempt_id, now, provider)
         return chosen or Behaviour(name=BehaviourName.SUCCESS)
 
 
@@ -257,6 +311,19 @@ def _refusal(dialect: Dialect, ids: Ids, exc: WireError | InvalidInput) -> WireR
     )
 
 
+def _provider_names(names: Iterable[str]) -> list[str]:
+    checked = []
+    for name in names:
+        if PROVIDER_NAME.fullmatch(name) is None or name == DEFAULT_PROVIDER:
+            raise InvalidInput(
+                "providers",
+                f"{name!r} is not a provider name (letters, digits, '_', '.', '-'; "
+                f"not {DEFAULT_PROVIDER!r}, the unprefixed routes' name)",
+            )
+        checked.append(name)
+    return checked
+
+
 def _int_or_none(value: str | None) -> int | None:
     try:
         return int(value) if value is not None else None
@@ -266,6 +333,7 @@ def _int_or_none(value: str | None) -> int | None:
 
 def _json_or_none(body: bytes) -> dict[str, Any] | None:
     try:
-        return json.loads(body)
+        found = json.loads(body)
     except ValueError:
         return None
+    return found if isinstance(found, dict) else None

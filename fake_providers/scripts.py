@@ -1,9 +1,11 @@
 """Scripts: sequences of behaviours the next matching requests will get.
 
-A script matches requests by any of api (``openai``/``anthropic``), model and attempt
-id; a request takes the next behaviour of the most specific matching script (oldest
-first among equals). An exhausted script is dropped, unless it has a ``then``
-behaviour, which it then gives forever. Requests no script matches answer successfully.
+A script matches requests by any of api (``openai``/``anthropic``), model, attempt id
+and named fake provider (``provider``: the ``{name}`` of ``/p/{name}/...``, or
+``default`` for the unprefixed routes); a request takes the next behaviour of the most
+specific matching script (oldest first among equals). An exhausted script is dropped,
+unless it has a ``then`` behaviour, which it then gives forever. Requests no script
+matches answer successfully.
 
 A timed behaviour (``window``, ``flap`` or ``p``; `fake_providers.gates`) *stands*: it
 answers every matching request, faulting when its gate says so and succeeding otherwise,
@@ -26,12 +28,13 @@ from fake_providers.errors import InvalidInput
 from fake_providers.gates import Gate
 from fake_providers.wire import Api
 
-_MATCH_KEYS = ("api", "model", "attempt_id")
+_MATCH_KEYS = ("api", "model", "attempt_id", "provider")
 
 
 @dataclass(kw_only=True)
 class Script:
-    """Behaviours queued for the requests that match it (by API, model and attempt id).
+    """Behaviours queued for the requests that match it (by API, model, attempt id and
+    named fake provider).
 
     Each matching request takes the next behaviour; once they are used up, ``then`` (when
     given) answers every later match, else the script is gone.
@@ -43,6 +46,7 @@ class Script:
     api: Api | None = None
     model: str | None = None
     attempt_id: str | None = None
+    provider: str | None = None  # a named fake provider (/p/{name}/...); "default": unprefixed
     taken: int = field(default=0)
     gate: Gate | None = field(default=None, repr=False)  # of the timed head behaviour
     then_gate: Gate | None = field(default=None, repr=False)  # of a timed `then`
@@ -51,11 +55,14 @@ class Script:
     def specificity(self) -> int:
         return sum(getattr(self, key) is not None for key in _MATCH_KEYS)
 
-    def matches(self, api: Api, model: str | None, attempt_id: str | None) -> bool:
+    def matches(
+        self, api: Api, model: str | None, attempt_id: str | None, provider: str = "default"
+    ) -> bool:
         return (
             (self.api is None or self.api == api)
             and (self.model is None or self.model == model)
             and (self.attempt_id is None or self.attempt_id == attempt_id)
+            and (self.provider is None or self.provider == provider)
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -64,6 +71,7 @@ class Script:
             "api": self.api.value if self.api else None,
             "model": self.model,
             "attempt_id": self.attempt_id,
+            "provider": self.provider,
             "behaviours": [b.to_json() for b in self.behaviours],
             "then": self.then.to_json() if self.then else None,
             "taken": self.taken,
@@ -88,6 +96,7 @@ class ScriptBook:
         model: str | None = None,
         attempt_id: str | None = None,
         then: Behaviour | str | None = None,
+        provider: str | None = None,
     ) -> Script:
         queue = deque(b if isinstance(b, Behaviour) else Behaviour.parse(b) for b in behaviours)
         if isinstance(then, str):
@@ -102,6 +111,7 @@ class ScriptBook:
                 api=Api(api) if api is not None else None,
                 model=model,
                 attempt_id=attempt_id,
+                provider=provider,
             )
             self._scripts.append(script)
         return script
@@ -122,7 +132,7 @@ class ScriptBook:
         api = data.get("api")
         if api is not None and (not isinstance(api, str) or api not in {a.value for a in Api}):
             raise InvalidInput("api", f"must be one of {[a.value for a in Api]}")
-        for key in ("model", "attempt_id"):
+        for key in ("model", "attempt_id", "provider"):
             if data.get(key) is not None and not isinstance(data[key], str):
                 raise InvalidInput(key, "must be a string")
         return self.add(
@@ -131,16 +141,24 @@ class ScriptBook:
             model=data.get("model"),
             attempt_id=data.get("attempt_id"),
             then=then,
+            provider=data.get("provider"),
         )
 
     def take(
-        self, api: Api, model: str | None, attempt_id: str | None, now: float = 0.0
+        self,
+        api: Api,
+        model: str | None,
+        attempt_id: str | None,
+        now: float = 0.0,
+        provider: str = "default",
     ) -> Behaviour | None:
         """The behaviour the next matching request gets (None: no script matches), with
         timed behaviours already resolved to the fault or to success for `now`."""
         with self._lock:
             while True:
-                candidates = [s for s in self._scripts if s.matches(api, model, attempt_id)]
+                candidates = [
+                    s for s in self._scripts if s.matches(api, model, attempt_id, provider)
+                ]
                 if not candidates:
                     return None
                 script = max(candidates, key=lambda s: (s.specificity, -s.id))

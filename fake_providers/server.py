@@ -21,7 +21,15 @@ import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from fake_providers.asgi import TRANSPORT_STATE_KEY, create_app
-from fake_providers.providers import ANTHROPIC_PREFIX, CONTROL_PREFIX, OPENAI_PREFIX, FakeProviders
+from fake_providers.providers import (
+    ANTHROPIC_PREFIX,
+    CONTROL_PREFIX,
+    DEFAULT_PROVIDER,
+    OPENAI_PREFIX,
+    PROVIDER_PREFIX,
+    FakeProviders,
+)
+from fake_providers.wire import Api
 
 DEFAULT_HOST = "127.0.0.1"
 STARTUP_TIMEOUT = 10.0
@@ -109,6 +117,16 @@ class FakeServer:
     def anthropic_base_url(self) -> str:
         """What the anthropic SDK takes as ``base_url``."""
         return f"{self.url}{ANTHROPIC_PREFIX}"
+
+    def base_url_for(self, name: str, api: Api | str) -> str:
+        """What an SDK takes as ``base_url`` for the named fake provider `name` speaking
+        `api` (``openai`` | ``anthropic``), e.g. ``http://127.0.0.1:PORT/p/primary/openai/v1``;
+        ``default`` names the unprefixed routes."""
+        api = Api(api)
+        if self.fakes.providers is not None and name not in (*self.fakes.providers, "default"):
+            raise ValueError(f"no fake provider {name!r}; served: {self.fakes.providers}")
+        root = self.url if name == DEFAULT_PROVIDER else f"{self.url}{PROVIDER_PREFIX}{name}"
+        return f"{root}{OPENAI_PREFIX}/v1" if api is Api.OPENAI else f"{root}{ANTHROPIC_PREFIX}"
 
     @property
     def control_url(self) -> str:

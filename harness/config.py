@@ -14,6 +14,9 @@ for a ``.toml`` file) at the edge by the CLI, and handed to every part.
     limits: {max_body_bytes: 65536}
     max_runtime: {primary: 600}        # seconds, per provider, for the reconciler
     breaker: {failures: 3, window: 30, cool_down: 10}   # the shared circuit breaker
+    routes:                            # the gateway's models (docs/gateway.md)
+      fast: [primary, fallback]        # a chain, or {providers, contract, policy}
+    gateway: {wait: 60}                # seconds a gateway call holds before its 202
 
 Every field is checked when the file is loaded, by one small parser per section (the
 providers' and the chains' parsers live with them); an error names the file and the
@@ -47,8 +50,23 @@ KNOWN_KEYS = {
     "max_runtime",
     "chains",
     "breaker",
+    "routes",
+    "gateway",
 }
 MIN_BODY_BYTES = 256
+DEFAULT_GATEWAY_WAIT = 60.0
+MAX_GATEWAY_WAIT = 600.0  # the SDKs' own default timeout; a longer hold is never seen
+
+
+@dataclass(frozen=True, kw_only=True)
+class Route:
+    """A model the gateway serves (`routes` section): the failover chain behind it, and
+    the contract and policy its jobs run with (None: the defaults')."""
+
+    name: str
+    providers: tuple[str, ...]
+    contract: str | None = None
+    policy: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -70,6 +88,8 @@ class ServiceConfig:
     breaker: BreakerSettings = field(default_factory=BreakerSettings)
     providers: Mapping[str, ProviderConfig] = field(default_factory=dict)
     chains: tuple[Chain, ...] = ()  # the `chains` section; see `failover_chains`
+    routes: Mapping[str, Route] = field(default_factory=dict)  # the gateway's models
+    gateway_wait: float = DEFAULT_GATEWAY_WAIT  # seconds a gateway call holds (Prefer: wait)
     path: Path | None = None  # the file it came from, for messages
 
     @property
@@ -78,7 +98,11 @@ class ServiceConfig:
         defaults = Chain(
             contract=self.default_contract, providers=self.default_providers, source="defaults"
         )
-        return (defaults, *self.chains)
+        routes = (
+            Chain(contract=r.contract, providers=r.providers, source=f"routes.{r.name}")
+            for r in self.routes.values()
+        )
+        return (defaults, *self.chains, *routes)
 
     def __repr__(self) -> str:  # tokens are secrets
         return (
@@ -118,6 +142,8 @@ def load_config(path: Path | None, environ: Mapping[str, str] = os.environ) -> S
         breaker=_breaker(data, file),
         providers=parse_providers(data, source=file, required=False),
         chains=tuple(chains),
+        routes=_routes(data, file),
+        gateway_wait=_gateway_wait(data, file),
         path=Path(path) if path is not None else None,
     )
 
@@ -204,3 +230,42 @@ def _breaker(data: dict[str, Any], file: str) -> BreakerSettings:
         return BreakerSettings(**raw)
     except ValueError as exc:
         raise _fail(file, "breaker.failures", str(exc)) from None
+
+
+def _routes(data: dict[str, Any], file: str) -> dict[str, Route]:
+    raw = data.get("routes") or {}
+    if not isinstance(raw, dict):
+        raise _fail(file, "routes", "must map model names to provider lists")
+    routes = {}
+    for name, value in raw.items():
+        where = f"routes.{name}"
+        spec = {"providers": value} if isinstance(value, list) else value
+        if not isinstance(name, str) or not name or not isinstance(spec, dict):
+            raise _fail(file, where, "must be a list of providers or {providers, contract, policy}")
+        providers = spec.get("providers")
+        contract, policy = spec.get("contract"), spec.get("policy")
+        if set(spec) - {"providers", "contract", "policy"} or not (
+            isinstance(providers, list)
+            and providers
+            and all(isinstance(p, str) and p for p in providers)
+            and len(set(providers)) == len(providers)
+        ):
+            raise _fail(file, where, "needs a non-empty list of distinct provider names")
+        if contract is not None and not isinstance(contract, str):
+            raise _fail(file, f"{where}.contract", "must be a contract name")
+        try:
+            Policy.from_dict(policy)
+        except (InvalidIntent, TypeError, AttributeError):
+            raise _fail(file, f"{where}.policy", "must be a valid policy") from None
+        routes[name] = Route(
+            name=name, providers=tuple(providers), contract=contract, policy=policy
+        )
+    return routes
+
+
+def _gateway_wait(data: dict[str, Any], file: str) -> float:
+    raw = data.get("gateway") or {}
+    value = raw.get("wait", DEFAULT_GATEWAY_WAIT) if isinstance(raw, dict) else None
+    if not isinstance(raw, dict) or set(raw) - {"wait"} or not _positive_seconds(value):
+        raise _fail(file, "gateway", "must be {wait: positive seconds}")
+    return min(float(value), MAX_GATEWAY_WAIT)

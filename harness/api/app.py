@@ -17,6 +17,7 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
 from harness.api import deps, schemas
+from harness.api import faces as gateway
 from harness.api.deps import ApiState
 from harness.api.problems import PROBLEM_SCHEMA_REF, install_problem_handlers
 from harness.api.routers import ROUTERS
@@ -24,6 +25,7 @@ from harness.api.schemas import ProblemDetails
 from harness.config import ServiceConfig
 from harness.core.breaker import BreakerSettings
 from harness.engine import Engine
+from harness.runtime.resolution import Resolver
 from harness.runtime.worker import Worker
 
 TITLE = "failover-harness"
@@ -43,11 +45,16 @@ def create_app(
     *,
     provider_names: Callable[[], set[str]] | None = None,
     contract_names: Callable[[], set[str]] | None = None,
+    resolver: Resolver | None = None,
+    faces: bool = False,
 ) -> FastAPI:
     """The API over one engine. `worker` runs attempts in this process (None: separate
     `harness worker` processes claim them from the database). `provider_names` and
     `contract_names`, when given, are asked once, here: creates naming anything else are
-    refused (422) before a job exists, and the OpenAPI document lists them as enums."""
+    refused (422) before a job exists, and the OpenAPI document lists them as enums.
+    `resolver` decides resolutions (default: the worker's); `--no-worker` passes one over
+    the configured providers, so their evidence is consulted there too.
+    `faces`: also serve the gateway's OpenAI and Anthropic faces (`harness.api.faces`)."""
     providers = tuple(sorted(provider_names())) if provider_names is not None else None
     contracts = frozenset(contract_names()) if contract_names is not None else None
     app = FastAPI(title=TITLE, version="1", description=DESCRIPTION)
@@ -68,10 +75,13 @@ def create_app(
         max_runtime=dict(worker.settings.max_runtime or {}) if worker else dict(config.max_runtime),
         lookups=_lookups(worker.providers if worker is not None else config.providers),
         breaker=worker.settings.breaker if worker is not None else BreakerSettings(),
+        resolver=resolver,
     )
     install_problem_handlers(app)
     for router in ROUTERS:
         app.include_router(router)
+    if faces:
+        gateway.install(app, app.state.api)
     app.openapi = lambda: _openapi(app, providers, contracts)  # type: ignore[method-assign]
     return app
 
@@ -119,6 +129,8 @@ def _openapi(
         for (path, method), body in bodies.items():
             paths[path][method]["requestBody"] = body
         _links(paths)
+        if hasattr(app.state, "gateway"):
+            gateway.document(document)
         app.openapi_schema = document
     return app.openapi_schema
 

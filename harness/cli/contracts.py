@@ -27,6 +27,7 @@ from pathlib import Path
 
 import click
 
+from harness.bundled import bundled_dir
 from harness.checks.junit import gate_suite, verification_suite, write_junit
 from harness.cli.exits import EXIT_FAILED, exit_on_error, exit_with, fail
 from harness.cli.options import config_option, contracts_option, db_option
@@ -37,7 +38,7 @@ from harness.contracts.chains import Chain, answer_line, chain_lines, gate_docum
 from harness.contracts.gate import DEFAULT_MAX_VERDICT_AGE
 from harness.contracts.loader import load_contract
 from harness.contracts.model import Contract
-from harness.contracts.registry import ContractRegistry, load_registry
+from harness.contracts.registry import DEFAULT_CONTRACTS_DIR, ContractRegistry, load_registry
 from harness.contracts.schema import SCHEMAS
 from harness.contracts.template import PROVIDER_KINDS
 from harness.contracts.tokens import DEFAULT_TOKENIZER, TOKENIZERS, BaseTokenizer, get_tokenizer
@@ -78,7 +79,7 @@ def contracts() -> None:
 def list_command(contracts_dir: Path, as_json: bool) -> None:
     """List the contracts of the contracts directory."""
     with exit_on_error():
-        registry = load_contracts(contracts_dir)
+        registry = _registry(contracts_dir)
     rows = [
         {
             "name": c.name,
@@ -192,7 +193,10 @@ def verify(
     Exit 0 pass, 1 contract violations, 2 usage, provider or database errors.
     """
     with exit_on_error():
-        found = find_contract(contract, lambda: load_contracts(contracts_dir))
+        database = Database(database_url) if record else None
+        if database is not None:  # migrated like every command, before any call is made
+            database.upgrade()
+        found = find_contract(contract, lambda: _registry(contracts_dir))
         settings = wiring.settings(config_path)
         local = get_tokenizer(tokenizer)
         if offline_path is not None:
@@ -215,9 +219,8 @@ def verify(
     created_by = created_by or _os_user()
     now = SystemClock().now()
     verdict, not_recorded = None, None
-    if record:
+    if database is not None:
         try:  # the report is shown even when the database refuses the verdict
-            database = Database(database_url)
             verdict = record_verdict(database, verification, created_by=created_by, now=now)
         except HarnessError as exc:
             not_recorded = exc.message
@@ -232,6 +235,18 @@ def verify(
     if not_recorded is not None:
         fail(f"the verdict was not recorded: {not_recorded}")
     exit_with(not verification.passed)
+
+
+def _registry(contracts_dir: Path) -> ContractRegistry:
+    """The contracts directory's; when it is the default one and absent (a folder other
+    than a clone), the bundled example contracts, saying so."""
+    if contracts_dir == Path(DEFAULT_CONTRACTS_DIR) and not contracts_dir.is_dir():
+        bundled = bundled_dir("contracts")
+        click.echo(
+            f"note: no ./{DEFAULT_CONTRACTS_DIR}: the bundled contracts ({bundled})", err=True
+        )
+        return load_registry(bundled)
+    return load_contracts(contracts_dir)
 
 
 def _verify_offline(

@@ -158,6 +158,8 @@ def serve(
         config,
         provider_names=lambda: set(service.providers),
         contract_names=lambda: set(service.registry),
+        resolver=service.worker.resolver,
+        faces=True,
     )
     if worker:
         service.worker.start_background()

@@ -10,7 +10,7 @@ import signal
 import click
 from uvicorn.config import LOGGING_CONFIG
 
-from fake_providers import FakeServer
+from fake_providers import FakeProviders, FakeServer, InvalidInput
 
 DEFAULT_PORT = 8765
 
@@ -30,7 +30,14 @@ def fake_providers() -> None:
     help="Port to listen on; 0 picks a free one (printed at start).",
 )
 @click.option("--access-log/--no-access-log", default=True, show_default=True)
-def serve(host: str, port: int, access_log: bool) -> None:
+@click.option(
+    "--providers",
+    "names",
+    default="",
+    metavar="NAME,...",
+    help="Also serve these named fake providers under /p/NAME/openai/v1 and /p/NAME/anthropic.",
+)
+def serve(host: str, port: int, access_log: bool, names: str) -> None:
     """Serve both fake APIs on one port until interrupted.
 
     \b
@@ -40,7 +47,14 @@ def serve(host: str, port: int, access_log: bool) -> None:
     Pick a fault per request with the model name fake/<behaviour>, e.g. fake/hang.
     """
     try:
-        server = FakeServer(host=host, port=port, access_log=access_log, log_config=LOGGING_CONFIG)
+        listed = [n.strip() for n in names.split(",") if n.strip()]
+        fakes = FakeProviders(providers=listed or None)  # none listed: any name is served
+    except InvalidInput as exc:
+        raise click.BadParameter(exc.message, param_hint="--providers") from None
+    try:
+        server = FakeServer(
+            fakes, host=host, port=port, access_log=access_log, log_config=LOGGING_CONFIG
+        )
     except OSError as exc:
         raise click.ClickException(
             f"cannot listen on {host}:{port}: {exc.strerror or exc}"
@@ -49,6 +63,9 @@ def serve(host: str, port: int, access_log: bool) -> None:
     click.echo(f"  OpenAI base_url:    {server.openai_base_url}")
     click.echo(f"  Anthropic base_url: {server.anthropic_base_url}")
     click.echo(f"  control API:        {server.control_url}")
+    for name in fakes.providers or ():
+        click.echo(f"  {name}: {server.base_url_for(name, 'openai')}")
+        click.echo(f"  {name}: {server.base_url_for(name, 'anthropic')}")
     # uvicorn shuts down gracefully, then re-raises the signal it caught; make that an
     # ordinary exit 0 rather than death by SIGTERM or a KeyboardInterrupt traceback.
     signal.signal(signal.SIGTERM, _exit_quietly)

@@ -72,6 +72,13 @@ class JobUnits(BaseUnits):
             raise NotFound(f"no job {job_id}", job_id=job_id)
         return job
 
+    def latest_job_by_key_prefix(self, owner: str, prefix: str) -> Job | None:
+        """The owner's newest job whose key starts with `prefix`, with its attempts (the
+        gateway's keyless calls carry a key of their own making; see docs/gateway.md)."""
+        with self.db.read() as conn:
+            found = q.latest_job_id_with_key_prefix(conn, owner=owner, prefix=prefix)
+            return q.get_job(conn, found) if found is not None else None
+
     def events(self, job_id: int, *, owner: str | None = None) -> list[Event]:
         """The job's whole history, oldest first (see `events_page` for a bounded read)."""
         with self.db.read() as conn:

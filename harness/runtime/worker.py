@@ -51,10 +51,10 @@ from harness.errors import (
     HarnessError,
     InvalidTransition,
     NotFound,
-    ProviderError,
 )
 from harness.providers.base import BaseProvider, LookupResult, Outcome
 from harness.providers.outcomes import DEFINITE_PROVIDER_FAILURES
+from harness.runtime.resolution import Resolver
 from harness.runtime.scheduler import BaseScheduler
 
 log = logging.getLogger(__name__)
@@ -120,6 +120,7 @@ class Worker:
         self.providers = providers
         self.scheduler = scheduler
         self.settings = settings or WorkerSettings()
+        self.resolver = Resolver(engine, providers)
         self._stop = threading.Event()
         self._last_reconcile: datetime | None = None
 
@@ -163,20 +164,16 @@ class Worker:
     ) -> Attempt:
         """An operator's resolution of an unknown attempt, then the job moves on.
 
-        A `failed` resolution that the provider's own evidence contradicts (it finished
-        with a result) is refused, naming the evidence, unless `force` (recorded)."""
-        resolution = Resolution(resolution)
-        contradicted = resolution is Resolution.FAILED and self._finished_with_result(attempt_id)
-        if contradicted and not force:
-            raise AttemptRefused(
-                f"attempt {attempt_id}: the provider reports it finished with a result; "
-                "resolve it as succeeded, or pass force to override",
-                reason=RefusalReason.CONTRADICTS_EVIDENCE,
-            )
-        if contradicted:
-            reason = f"{reason} (forced against provider evidence)"
-        attempt = self.engine.resolve_unknown(
-            attempt_id, resolution=resolution, reason=reason, actor=actor, result=result
+        Decided by the one `Resolver` (also used without a worker): refused when the
+        attempt is not unknown, and a `failed` resolution that the provider's own
+        evidence contradicts, unless `force` (recorded)."""
+        attempt = self.resolver.resolve(
+            attempt_id,
+            resolution=resolution,
+            reason=reason,
+            actor=actor,
+            result=result,
+            force=force,
         )
         self.advance(attempt.job_id)
         return attempt
@@ -493,21 +490,8 @@ class Worker:
         self.advance(attempt.job_id)
         return True
 
-    def _finished_with_result(self, attempt_id: int) -> bool:
-        """Does the provider's own evidence say the attempt finished with a result? A
-        lookup that cannot be made is no evidence either way."""
-        try:
-            found = self._lookup(self.engine.attempt(attempt_id))
-        except ProviderError:
-            return False
-        outcome = found.outcome if found is not None and found.finished else None
-        return outcome is not None and outcome.kind is OutcomeKind.EXECUTED
-
     def _lookup(self, attempt: Attempt) -> LookupResult | None:
-        adapter = self.providers.get(attempt.provider)
-        if adapter is None:
-            return None
-        return adapter.lookup(attempt.token or str(attempt.id))
+        return self.resolver.lookup(attempt)
 
     def tick(self) -> None:
         """One round of background duties: claim new jobs, sweep, reconcile.

@@ -653,3 +653,18 @@ def snapshot(conn: Connection) -> tuple[list[Job], list[Event]]:
         _event(r) for r in conn.execute(sa.select(events).order_by(events.c.id)).mappings()
     ]
     return job_list, event_list
+
+
+# -- the gateway ------------------------------------------------------------------------
+
+
+def latest_job_id_with_key_prefix(conn: Connection, *, owner: str, prefix: str) -> int | None:
+    """The id of the owner's newest job whose Idempotency-Key starts with `prefix` (the
+    gateway's keyless calls: an SDK's retry finds the job of the call it repeats)."""
+    query = (
+        sa.select(jobs.c.id)
+        .where(jobs.c.owner == owner, jobs.c.idempotency_key.startswith(prefix, autoescape=True))
+        .order_by(jobs.c.id.desc())
+        .limit(1)
+    )
+    return conn.execute(query).scalar()

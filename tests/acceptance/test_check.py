@@ -71,7 +71,10 @@ def test_a_malformed_scenario_exits_2_naming_file_line_and_field(tmp_path) -> No
     ):
         result = CliRunner().invoke(main, args)
         assert result.exit_code == 2, result.output
-        assert "bad.scenario.yaml:6: steps[1].fallback: unknown field" in result.output
+        assert (
+            "bad.scenario.yaml:6: steps[1].fallback.provder: unknown field 'provder'; "
+            "did you mean 'provider'?"
+        ) in result.output
 
 
 def test_unknown_scenario_and_unknown_mutant_are_usage_errors() -> None:

@@ -121,7 +121,7 @@ def test_lookup_over_http(target) -> None:
         ("POST", "/scripts", {"json": {"behaviours": ["hang"], "api": "gemini"}}, "api"),
         ("POST", "/scripts", {"json": {"behaviours": ["hang"], "api": ["openai"]}}, "api"),
         ("POST", "/scripts", {"json": {"behaviours": ["hang"], "attempt_id": 7}}, "attempt_id"),
-        ("POST", "/scripts", {"json": {"behaviours": ["hang"], "provider": "x"}}, "provider"),
+        ("POST", "/scripts", {"json": {"behaviours": ["hang"], "vendor": "x"}}, "vendor"),
         ("POST", "/scripts", {"json": {"then": {"behaviour": "hang", "drop": "x"}}}, "then.drop"),
         ("GET", "/ledger", {"params": {"attempt": "x"}}, "attempt"),
         ("GET", "/lookup", {}, "attempt_id"),

@@ -91,6 +91,8 @@ def test_behaviour_maps_to_outcome(target, behaviour, kind, stream) -> None:
     expected = EXPECTED[behaviour][1 if kind == "anthropic" else 0]
     if stream and behaviour is BehaviourName.STREAM_ERROR_EVENT:
         expected = UNUSABLE  # the error event follows content: it worked, nothing usable
+    if stream and behaviour is BehaviourName.STREAM_NO_DONE:
+        expected = DONE  # every chunk and the finish reason came; only the terminator not
     adapter = target.adapter(kind)
     attempt = f"{behaviour}-{kind}-{stream}"
     target.fakes.script(Behaviour(name=behaviour), attempt_id=attempt)
@@ -137,3 +139,35 @@ _DELIVERED_BUT_BROKEN = {
     BehaviourName.SERVICE_UNAVAILABLE,
     BehaviourName.OVERLOADED,
 }
+
+
+@pytest.mark.parametrize("kind", ADAPTER_KINDS)
+def test_clean_close_after_the_finish_chunk_is_a_complete_answer(target, kind) -> None:
+    """A proxy that strips `data: [DONE]` (or `message_stop`): the last chunk carried
+    the finish reason and usage, then the stream closed cleanly. A complete answer."""
+    adapter = target.adapter(kind)
+    target.fakes.script(Behaviour(name=BehaviourName.STREAM_NO_DONE), attempt_id="nodone")
+
+    outcome = adapter.complete(_request(True, "nodone"), timeout=LONG_TIMEOUT)
+
+    (entry,) = target.fakes.ledger.entries(attempt_id="nodone")
+    assert outcome.kind is DONE, outcome
+    assert outcome.reason == Signal.OK.value
+    assert outcome.finish_reason == "stop"
+    assert outcome.usage["output_tokens"] == entry.output_tokens
+    assert outcome.evidence["terminator"] is False  # said, so nobody mistakes it for [DONE]
+
+
+@pytest.mark.parametrize("kind", ADAPTER_KINDS)
+def test_clean_close_before_the_finish_chunk_stays_unusable(target, kind) -> None:
+    """The same clean close one chunk short of the finish reason is a truncated answer."""
+    adapter = target.adapter(kind)
+    script = Behaviour(name=BehaviourName.STREAM_NO_DONE, cut_after=1)
+    target.fakes.script(script, attempt_id="short")
+
+    outcome = adapter.complete(_request(True, "short"), timeout=LONG_TIMEOUT)
+
+    assert outcome.kind is UNUSABLE, outcome
+    assert outcome.reason == Signal.STREAM_INCOMPLETE.value
+    assert "finish reason" in (outcome.error or "")
+    assert outcome.text is None

@@ -1,0 +1,95 @@
+"""Errors in each face's own shape, so that an SDK raises the exception class it raises
+for the real API (the SDKs pick the class by status: 400 BadRequestError, 401
+AuthenticationError, 404 NotFoundError, 409 ConflictError, 5xx InternalServerError).
+
+Every refusal below a face is an `HttpProblem` (the API's catalogue, plus the gateway's
+own types in `harness.api.faces.gateway`) or a `HarnessError` (mapped by the API's one
+table, `harness.api.problems.problem_for`). A face's `ErrorTable` says, per problem
+type, the status and the error `type`/`code` its API uses, and renders the body. Errors
+that a retry cannot change carry `x-should-retry: false`, which the SDKs obey: a
+reused key or a failed job answers the same every time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from fastapi import Request, Response
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute
+from pydantic import BaseModel, ValidationError
+
+from harness.api.problems import INVALID_BODY, HttpProblem, problem_for
+from harness.errors import HarnessError
+
+M = TypeVar("M", bound=BaseModel)
+
+FINAL = frozenset({"idempotency-key-reused", "job-failed", "job-cancelled"})
+"""Problem types a retry cannot change: answered with `x-should-retry: false`."""
+
+
+@dataclass(frozen=True)
+class Face:
+    """How one API names its errors: `kinds` maps a problem slug (or a status, for the
+    rest) to the status and error type it answers with; `shape` builds the body."""
+
+    kinds: Mapping[str | int, tuple[int, str]]
+    shape: Callable[[str, str, str, str | None], dict[str, Any]]  # type, message, code, param
+    default: tuple[int, str] = (500, "api_error")
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+    def of(self, problem: HttpProblem) -> tuple[int, str]:
+        """The status and error type `problem` answers with."""
+        found = self.kinds.get(problem.kind.slug) or self.kinds.get(problem.status)
+        if found is not None:
+            return found
+        return (problem.status, self.default[1]) if problem.status >= 500 else self.default
+
+    def render(self, problem: HttpProblem) -> JSONResponse:
+        """The problem as this API's error response."""
+        status, kind = self.of(problem)
+        param = problem.extra.get("field")
+        body = self.shape(kind, problem.detail, problem.kind.slug.replace("-", "_"), param)
+        headers = {**self.headers, **dict(problem.headers or {})}
+        if problem.kind.slug in FINAL:
+            headers["x-should-retry"] = "false"
+        return JSONResponse(body, status_code=status, headers=headers)
+
+    def route_class(self) -> type[APIRoute]:
+        """An `APIRoute` whose every error (the route's, its dependencies', FastAPI's
+        parameter checks) is answered in this face's shape."""
+        face = self
+
+        class FaceRoute(APIRoute):
+            def get_route_handler(self) -> Callable[[Request], Awaitable[Response]]:
+                handler = super().get_route_handler()
+
+                async def handle(request: Request) -> Response:
+                    try:
+                        return await handler(request)
+                    except HttpProblem as problem:
+                        return face.render(problem)
+                    except HarnessError as error:
+                        return face.render(problem_for(error))
+                    except RequestValidationError as exc:
+                        where = [".".join(map(str, e.get("loc", ()))) for e in exc.errors()[:3]]
+                        return face.render(
+                            HttpProblem(INVALID_BODY, f"invalid parameters: {', '.join(where)}")
+                        )
+
+                return handle
+
+        return FaceRoute
+
+
+def parse(model: type[M], body: dict[str, Any]) -> M:
+    """`body` as the face's request model; the first error names its member (400)."""
+    try:
+        return model.model_validate(body)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "(body)"
+        raise HttpProblem(INVALID_BODY, f"{where}: {first['msg']}", field=where) from None

@@ -1,0 +1,233 @@
+"""The gateway's shared ground: what every face (OpenAI Chat Completions, OpenAI
+Responses, Anthropic Messages) does the same way between reading its request and
+rendering its answer.
+
+A face turns its request body into an `Ask` (the operation, the route's name, the
+engine's input). `Gateway.run` then: names the owner (`Authorization: Bearer` or
+`x-api-key`), finds the key (`Idempotency-Key`, else the face's metadata field, else a
+key of the gateway's own making), resolves the model to a route, creates or replays
+the job through the engine, and holds until the job ends or the wait bound passes
+(`Prefer: wait=S`, else the configuration's `gateway.wait`). The face renders the
+finished job (`Held`) in its own shape; errors are `HttpProblem`s, which each face
+renders with its own error table.
+
+Keyless calls (docs/gateway.md): each is one job, except an SDK's retry. The official
+SDKs send no key of their own, but number their tries (`x-stainless-retry-count`); a
+try numbered 1 or more with the same owner and fingerprint as a job created in the last
+`RETRY_WINDOW` seconds is that job's replay.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from fastapi import Request
+from starlette.concurrency import run_in_threadpool
+
+from harness.api.deps import ApiState, authorise, bearer_token, body_bytes
+from harness.api.faces.waiting import JobWatch
+from harness.api.problems import INVALID_BODY, MALFORMED_KEY, HttpProblem, ProblemType
+from harness.api.reading import check_media_type, one_idempotency_key, read_json
+from harness.config import MAX_GATEWAY_WAIT, Route
+from harness.core.models import Intent, Job, Policy
+from harness.core.states import FINISHED_JOB_STATES
+from harness.errors import InvalidIntent
+
+KEYLESS_PREFIX = "gw-"
+"""The keys the gateway makes for keyless calls start so (`gw-<fingerprint>-<random>`)."""
+RETRY_HEADER = "x-stainless-retry-count"
+RETRY_WINDOW = 900.0
+"""Seconds after its job was created that an SDK's retry of a keyless call is recognised:
+longer than the SDKs' default timeout (600 s) plus their back-off."""
+METADATA_KEY = "idempotency_key"
+"""The metadata member that may carry the key when a client cannot set headers."""
+
+UNKNOWN_MODEL = ProblemType(404, "unknown-model", "Unknown model")
+UNSUPPORTED = ProblemType(400, "unsupported", "Unsupported by this gateway")
+JOB_FAILED = ProblemType(502, "job-failed", "Every provider of the route failed")
+JOB_CANCELLED = ProblemType(409, "job-cancelled", "The job was cancelled")
+
+_WAIT = re.compile(r"(?:^|[,;\s])wait\s*=\s*\"?([0-9]{1,6}(?:\.[0-9]{1,6})?)\"?", re.IGNORECASE)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Ask:
+    """What one face request asks for, in the engine's terms. `input` is the job's input
+    (messages, system, max_tokens, temperature, and every other member of the request
+    that binds its fingerprint); `key` the metadata field's key, if the body had one."""
+
+    operation: str
+    model: str
+    input: Mapping[str, Any]
+    stream: bool = False
+    key: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Held:
+    """A gateway call's job as it stood when the call stopped holding: finished, or still
+    open at the wait bound (`finished` False: the face answers 202)."""
+
+    job: Job
+    replayed: bool
+    wait: float
+
+    @property
+    def finished(self) -> bool:
+        return self.job.status in FINISHED_JOB_STATES
+
+    @property
+    def result(self) -> Mapping[str, Any]:
+        return self.job.result if isinstance(self.job.result, dict) else {}
+
+    @property
+    def url(self) -> str:
+        return f"/v1/jobs/{self.job.id}"
+
+    def headers(self) -> dict[str, str]:
+        """The job's URL, whether this call replayed it, and the wait that was applied."""
+        headers = {"Location": self.url, "Preference-Applied": f"wait={self.wait:g}"}
+        if self.replayed:
+            headers["Idempotent-Replayed"] = "true"
+        if not self.finished:
+            headers["Retry-After"] = "1"
+        return headers
+
+    def failure(self) -> HttpProblem:
+        """The problem a job that ended without a result answers with."""
+        last = self.job.attempts[-1] if self.job.attempts else None
+        why = f": {last.provider}: {last.error}" if last is not None and last.error else ""
+        kind = JOB_CANCELLED if self.job.status.value == "cancelled" else JOB_FAILED
+        return HttpProblem(
+            kind, f"job {self.job.id} {self.job.status.value}{why}", headers=self.headers()
+        )
+
+
+def prefer_wait(header: str | None, default: float) -> float:
+    """Seconds to hold: the `wait` preference (RFC 7240) when given, else `default`; at
+    most `MAX_GATEWAY_WAIT`. A preference this server cannot read is ignored (RFC 7240)."""
+    found = _WAIT.search(header or "")
+    return min(float(found.group(1)) if found else default, MAX_GATEWAY_WAIT)
+
+
+def caller(state: ApiState, request: Request) -> str:
+    """The owner a face's caller names: `Authorization: Bearer <token>` (the OpenAI SDKs)
+    or `x-api-key: <token>` (the Anthropic SDK), compared in constant time."""
+    token = bearer_token(request.headers.get("authorization"))
+    return authorise(state, token if token is not None else request.headers.get("x-api-key"))
+
+
+async def read_face_body(state: ApiState, request: Request) -> dict[str, Any]:
+    """A face's JSON body, read by the API's one strict reader (415, 413, 400, 422)."""
+    check_media_type(request.headers.get("content-type"))
+    body = read_json(await body_bytes(request, state.config))
+    if not isinstance(body, dict):
+        raise HttpProblem(INVALID_BODY, "the body must be a JSON object")
+    return body
+
+
+def header_key(request: Request) -> str | None:
+    """The request's one Idempotency-Key, or None without one (400 for two, or bad)."""
+    values = request.headers.getlist("idempotency-key")
+    return one_idempotency_key(values) if values else None
+
+
+def metadata_key(metadata: object) -> str | None:
+    """The key of a request's metadata field (`metadata.idempotency_key`), if any."""
+    if not isinstance(metadata, dict) or metadata.get(METADATA_KEY) is None:
+        return None
+    try:
+        return one_idempotency_key([metadata[METADATA_KEY]])
+    except HttpProblem:
+        raise HttpProblem(
+            MALFORMED_KEY, f"metadata.{METADATA_KEY} must be 1 to 255 visible ASCII characters"
+        ) from None
+
+
+@dataclass
+class Gateway:
+    """Runs face requests as jobs (see the module): one per app, shared by its faces."""
+
+    state: ApiState
+    routes: Mapping[str, Route]
+    watch: JobWatch
+
+    def models(self) -> list[str]:
+        """The model names callers may ask for: every route, then every provider."""
+        names = list(self.routes)
+        names += [p for p in self.state.providers or () if p not in self.routes]
+        return names
+
+    def intent(self, ask: Ask) -> Intent:
+        """The job's intent: the route's chain, contract and policy (the defaults')."""
+        config = self.state.config
+        route = self.routes.get(ask.model)
+        if route is None and ask.model in (self.state.providers or ()):
+            route = Route(name=ask.model, providers=(ask.model,))
+        if route is None:
+            known = ", ".join(self.models())
+            raise HttpProblem(
+                UNKNOWN_MODEL, f"the model {ask.model[:80]!r} does not exist (known: {known})"
+            )
+        policy = config.default_policy
+        if route.policy:
+            policy = Policy.from_dict({**policy.to_dict(), **route.policy})
+        try:
+            return Intent(
+                operation=ask.operation,
+                input=dict(ask.input),
+                providers=route.providers,
+                contract=route.contract if route.contract is not None else config.default_contract,
+                policy=policy,
+            )
+        except (InvalidIntent, ValueError) as exc:
+            raise HttpProblem(INVALID_BODY, str(exc)) from None
+
+    async def run(self, request: Request, owner: str, ask: Ask) -> Held:
+        """Create or replay the call's job, and hold until it ends or the bound passes."""
+        intent = self.intent(ask)
+        key = header_key(request) or ask.key
+        wait = prefer_wait(request.headers.get("prefer"), self.state.config.gateway_wait)
+        job, created = await run_in_threadpool(
+            self._job, owner, key, intent, request.headers.get(RETRY_HEADER, "0") != "0"
+        )
+        worker = self.state.worker
+        if created and worker is not None:
+            worker.scheduler.spawn(lambda: worker.start_job(job.id))
+        done = await self.watch.wait(job, wait)
+        return Held(job=done, replayed=not created, wait=wait)
+
+    def _job(self, owner: str, key: str | None, intent: Intent, retry: bool) -> tuple[Job, bool]:
+        engine = self.state.engine
+        if key is None:
+            prefix = f"{KEYLESS_PREFIX}{intent.fingerprint}-"
+            if retry:
+                earlier = engine.latest_job_by_key_prefix(owner, prefix)
+                window = timedelta(seconds=RETRY_WINDOW)
+                if earlier is not None and engine.clock.now() - earlier.created_at <= window:
+                    return earlier, False
+            key = prefix + secrets.token_hex(16)
+        made = engine.create_job(owner, key, intent)
+        return made.job, made.created
+
+
+def fingerprint_input(body: Mapping[str, Any], used: frozenset[str]) -> dict[str, Any]:
+    """The request's members the engine does not use, but which make it another request
+    (`top_p`, `stop`, `user`, ...): kept in the job's input so that they bind the
+    fingerprint. Delivery (`stream`, `stream_options`) and the metadata key do not."""
+    rest = {k: v for k, v in body.items() if k not in used and k not in _DELIVERY}
+    metadata = rest.get("metadata")
+    if isinstance(metadata, dict):
+        metadata = {k: v for k, v in metadata.items() if k != METADATA_KEY}
+        rest["metadata"] = metadata
+        if not metadata:
+            del rest["metadata"]
+    return rest
+
+
+_DELIVERY = frozenset({"stream", "stream_options"})

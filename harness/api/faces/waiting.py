@@ -1,0 +1,75 @@
+"""Waiting for a job to end, for the gateway's calls that hold until an answer exists.
+
+The engine records every step in the database, and the attempts may run in this process
+or in separate `harness worker`s, so the one signal every deployment has is the job's
+row: `JobWatch` reads it, first soon and then less often (`FIRST_POLL` growing by
+`GROWTH` up to `LONGEST_POLL`). Waiters on the same job share one reader, so a burst
+of identical calls (a double click, an SDK's retries) costs one read per interval, not
+one per caller; the reader stops when its last waiter leaves.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+
+from starlette.concurrency import run_in_threadpool
+
+from harness.core.models import Job
+from harness.core.states import FINISHED_JOB_STATES
+from harness.engine import Engine
+
+FIRST_POLL = 0.002  # seconds: a fast provider has answered within a few milliseconds
+GROWTH = 1.5
+LONGEST_POLL = 0.1
+
+
+@dataclass
+class _Reader:
+    """One job's shared reader: its task, how many wait on it, its latest read."""
+
+    task: asyncio.Task[Job]
+    waiters: int = 0
+    latest: Job | None = None
+
+
+@dataclass
+class JobWatch:
+    """Waits, on the event loop, for jobs to reach a finished state (see the module)."""
+
+    engine: Engine
+    _readers: dict[int, _Reader] = field(default_factory=dict)
+
+    async def wait(self, job: Job, timeout: float) -> Job:
+        """The job once it has finished, or its latest read when `timeout` seconds pass
+        first (then still open). A finished job is returned at once."""
+        if job.status in FINISHED_JOB_STATES or timeout <= 0:
+            return job
+        reader = self._readers.get(job.id)
+        if reader is None or reader.task.done():
+            reader = _Reader(task=asyncio.get_running_loop().create_task(self._read(job.id)))
+            reader.latest = job
+            self._readers[job.id] = reader
+        reader.waiters += 1
+        try:
+            return await asyncio.wait_for(asyncio.shield(reader.task), timeout)
+        except TimeoutError:
+            return reader.latest or job
+        finally:
+            reader.waiters -= 1
+            if reader.waiters == 0:
+                reader.task.cancel()
+                if self._readers.get(job.id) is reader:
+                    del self._readers[job.id]
+
+    async def _read(self, job_id: int) -> Job:
+        delay = FIRST_POLL
+        while True:
+            await asyncio.sleep(delay)
+            job = await run_in_threadpool(self.engine.get_job, job_id)
+            reader = self._readers.get(job_id)
+            if reader is not None:
+                reader.latest = job
+            if job.status in FINISHED_JOB_STATES:
+                return job
+            delay = min(delay * GROWTH, LONGEST_POLL)
