@@ -78,6 +78,13 @@ _path = click.Path(dir_okay=False, path_type=Path)
 )
 @click.option("--mutant", default=None, help="Simulate against this built-in mutant.")
 @click.option("--shrink-to", type=_path, help="Write the shrunk failing scenario here.")
+@click.option(
+    "--shrink-budget",
+    default=600,
+    show_default=True,
+    type=click.IntRange(1, 100_000),
+    help="At most this many replays while shrinking.",
+)
 @click.option("--json", "json_path", type=_path, help="Write the summary (JSON) here.")
 @click.option("--html", "html_path", type=_path, help="Write an HTML page with plots here.")
 def simulate(
@@ -93,6 +100,7 @@ def simulate(
     parallel: int,
     mutant: str | None,
     shrink_to: Path | None,
+    shrink_budget: int,
     json_path: Path | None,
     html_path: Path | None,
 ) -> None:
@@ -124,6 +132,7 @@ def simulate(
             broken,
             shrink_to,
             parallel=1 if explicit else parallel,
+            budget=shrink_budget,
         )
     _finish(report, runs, wall, json_path, html_path, database_url, mutant, faults, settings)
 
@@ -136,6 +145,7 @@ def _virtual(
     shrink_to: Any,
     *,
     parallel: int,
+    budget: int = 600,
 ):
     from contextlib import nullcontext
 
@@ -164,7 +174,7 @@ def _virtual(
                     )
                 runs.append(run)
                 if run.failed is not None and shrink_to is not None and not shrunk:
-                    shrunk[seed] = _shrink(run, database, shrink_to, broken)
+                    shrunk[seed] = _shrink(run, database, shrink_to, broken, budget)
                 if run.failed is not None and broken is not None:
                     break  # a mutant's run ends as soon as it is caught
         wall = time.perf_counter() - started
@@ -187,14 +197,15 @@ def _closing(pool: Any) -> Iterator[None]:
             pool.close()
 
 
-def _shrink(run: Any, database: Any, target: Path, broken: Any) -> dict[str, Any]:
+def _shrink(run: Any, database: Any, target: Path, broken: Any, budget: int) -> dict[str, Any]:
     from harness.simulate.run import fails_like
     from harness.simulate.shrink import shrink, write_scenario
 
     episode = run.failed
     signature = episode.signature()
     click.echo(f"shrinking seed {run.seed} episode {episode.index} ({signature}) ...", err=True)
-    result = shrink(episode.scenario, fails_like(signature, database, seed=run.seed, mutant=broken))
+    fails = fails_like(signature, database, seed=run.seed, mutant=broken)
+    result = shrink(episode.scenario, fails, budget=budget)
     write_scenario(
         result.scenario,
         target,
