@@ -69,6 +69,12 @@ _path = click.Path(dir_okay=False, path_type=Path)
     help="Real-time mode on PostgreSQL: P API and P worker processes, workers killed.",
 )
 @click.option(
+    "--ports",
+    default=None,
+    metavar="LOW-HIGH",
+    help="With --processes: listen on ports from this range (default: any free port).",
+)
+@click.option(
     "--parallel",
     default=min(2, os.cpu_count() or 1),
     show_default=True,
@@ -97,6 +103,7 @@ def simulate(
     duration: float,
     per_episode: int,
     processes: int | None,
+    ports: str | None,
     parallel: int,
     mutant: str | None,
     shrink_to: Path | None,
@@ -116,7 +123,8 @@ def simulate(
             if path is not None and not path.resolve().parent.is_dir():
                 raise click.BadParameter(f"{path}: its directory does not exist")
     if processes is not None:
-        _processes(database_url, processes, clients, duration, seed, rates, json_path)
+        span = _port_range(ports, processes)
+        _processes(database_url, processes, clients, duration, seed, rates, json_path, span)
         return
     settings = Settings(
         jobs=jobs, clients=clients, duration=duration, per_episode=per_episode, faults=rates
@@ -253,7 +261,21 @@ def _finish(report, runs, wall, json_path, html_path, database_url, mutant, faul
     exit_with(not report["passed"])
 
 
-def _processes(database_url, processes, clients, duration, seed, rates, json_path) -> None:
+def _port_range(text: str | None, processes: int) -> range | None:
+    """`--ports LOW-HIGH` as a range with room for the fake server and each API process."""
+    if text is None:
+        return None
+    low, _, high = text.partition("-")
+    if not (low.isdigit() and high.isdigit() and 1 <= int(low) <= int(high) <= 65535):
+        raise click.BadParameter(f"{text!r} is not LOW-HIGH (1-65535)", param_hint="--ports")
+    span = range(int(low), int(high) + 1)
+    if len(span) < processes + 1:
+        message = f"{text} holds {len(span)} ports; {processes + 1} are needed"
+        raise click.BadParameter(message, param_hint="--ports")
+    return span
+
+
+def _processes(database_url, processes, clients, duration, seed, rates, json_path, ports) -> None:
     import json
 
     from harness.simulate.processes import run_processes
@@ -268,9 +290,12 @@ def _processes(database_url, processes, clients, duration, seed, rates, json_pat
             duration=duration,
             seed=seed,
             fault_rate=fault_rate,
+            ports=ports,
         )
     click.echo(json.dumps(result, indent=1, sort_keys=True))
     if json_path is not None:
         json_path.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    broken = any(result.get(k) for k in ("violations", "liveness", "lost"))
+    for reason in result.get("incomplete", []):
+        click.echo(f"the run did not do its work: {reason}", err=True)
+    broken = any(result.get(k) for k in ("violations", "liveness", "lost", "incomplete"))
     exit_with(broken)
