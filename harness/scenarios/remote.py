@@ -33,7 +33,7 @@ from harness.scenarios import observed
 from harness.scenarios.checker import check_history
 from harness.scenarios.expectations import judge, judge_step
 from harness.scenarios.history import History
-from harness.scenarios.model import DEFAULT_OWNER, Scenario, Step
+from harness.scenarios.model import DEFAULT_OPERATION, DEFAULT_OWNER, Scenario, Step
 from harness.scenarios.remote_steps import ACTIONS, HISTORY_START, Clock, Play
 from harness.scenarios.runner import RunResult
 from harness.scenarios.stage import PROVIDER_API
@@ -165,14 +165,18 @@ def _held(play: Play) -> str | None:
     not (after its cool-down a probe decides), so the scenario, which expects a healthy
     provider as in-process, is skipped, saying why; never guessed."""
     used = {p for chain in _chains(play.scenario) for p in chain}
-    started = time.monotonic()
+    started, probed = time.monotonic(), set()
     while True:
         providers = [h for h in _health(play) if h["name"] in used]
         held = [h for h in providers if h["state"] != "closed" or h["availability"] != "available"]
         if not held:
             break
         health, waited = held[0], time.monotonic() - started
-        if not _hold_ends(health) or waited >= HOLD_LIMIT:
+        if health["availability"] == "probe" and health["name"] not in probed:
+            probed.add(health["name"])
+            _probe(play, health["name"])
+            continue
+        if not (_hold_ends(health) or _cools_down(health)) or waited >= HOLD_LIMIT:
             return (
                 f"the live server holds provider {health['name']} ({health['state']}, "
                 f"{health['availability']} until {health['available_after']}"
@@ -184,7 +188,13 @@ def _held(play: Play) -> str | None:
     if time.monotonic() - started > 0.001:
         play.notes.append(
             f"waited {time.monotonic() - started:.2f} s for the live server's Retry-After "
-            "hold (left by an earlier scenario) to end before starting"
+            "hold or open breaker (left by earlier scenarios) to end before starting"
+            + (
+                f"; closed the breaker of {', '.join(sorted(probed))} (opened by earlier "
+                "scenarios) with one probe job after its cool-down"
+                if probed
+                else ""
+            )
         )
     for health in providers:
         if health["failures"]:
@@ -206,6 +216,40 @@ def _health(play: Play) -> list[dict[str, Any]]:
 def _hold_ends(health: Mapping[str, Any]) -> bool:
     """A Retry-After hold on a closed breaker: it ends at `available_after` by itself."""
     return health["state"] == "closed" and health["availability"] == "retry_after_hold"
+
+
+def _cools_down(health: Mapping[str, Any]) -> bool:
+    """An open breaker whose cool-down ends at `available_after`, when a probe may go."""
+    return health["state"] != "closed" and health["availability"] == "breaker_open"
+
+
+PROBE_LIMIT = 30.0
+"""Real seconds the probe job that closes a breaker may take."""
+
+
+def _probe(play: Play, provider: str) -> None:
+    """Close a breaker earlier scenarios opened on the live server: once its cool-down
+    has passed, one job on that provider alone, answered by the reset fakes' default
+    success, is the probe whose success closes it (as the server's own next job would)."""
+    play.client.reset()
+    owner = play.client.target.tokens.owners()[0]
+    body = {
+        "operation": DEFAULT_OPERATION,
+        "input": {"prompt": "breaker probe"},
+        "contract": None,
+        "providers": [provider],
+        "policy": play.policy(None),
+    }
+    key = {"Idempotency-Key": f"{play.prefix}breaker-probe-{uuid.uuid4().hex[:8]}"}
+    reply = play.client.api("POST", "/v1/jobs", owner=owner, json=body, headers=key)
+    if reply.status not in (200, 201):
+        return
+    deadline = time.monotonic() + PROBE_LIMIT
+    while time.monotonic() < deadline:
+        job = play.client.api("GET", f"/v1/jobs/{reply.body['id']}", owner=owner)
+        if job.status != 200 or job.body.get("status") in ("succeeded", "failed", "cancelled"):
+            return
+        time.sleep(HOLD_POLL)
 
 
 HOLD_POLL = 0.05
