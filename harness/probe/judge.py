@@ -365,8 +365,9 @@ def quiet_after_abandon(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
     if soon:
         return _j(
             name,
-            Verdict.PARTIAL,
-            f"{len(soon)} call(s) after the caller hung up, none after the quiet window",
+            Verdict.PASS,
+            f"{len(soon)} call(s) after the caller hung up, within the quiet window; none "
+            f"after it (watched {2 * quiet:g} s)",
             [ev.execution(e) for e in soon],
         )
     return _j(
