@@ -39,6 +39,9 @@ API keys are read from the environment at the edge and never formatted into an e
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 
 class HarnessError(Exception):
     """Harness error."""
@@ -147,8 +150,20 @@ class ScenarioFileError(ScenarioError):
         self.file = file
         self.line = line
         self.field = field
+        self.problems: tuple[object, ...] = ()  # every problem (harness.core.problems.Problem)
         where = f"{file}:{line}" if line is not None else file
         super().__init__(f"{where}: {field}: {message or self.__doc__}", **details)
+
+    @classmethod
+    def of(cls, problems: Sequence[Any], summary: str) -> ScenarioFileError:
+        """One error for several problems (each with file, line, field, message): located
+        at the first, its message `summary` (every problem, one a line)."""
+        first = problems[0]
+        error = cls(first.message, file=first.file, line=first.line, field=first.field)
+        error.problems = tuple(problems)
+        error.message = summary
+        error.args = (summary,)
+        return error
 
 
 class TargetUnreachable(ScenarioError):

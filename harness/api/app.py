@@ -25,6 +25,7 @@ from harness.api.schemas import ProblemDetails
 from harness.config import ServiceConfig
 from harness.core.breaker import BreakerSettings
 from harness.engine import Engine
+from harness.runtime.resolution import Resolver
 from harness.runtime.worker import Worker
 
 TITLE = "failover-harness"
@@ -44,12 +45,15 @@ def create_app(
     *,
     provider_names: Callable[[], set[str]] | None = None,
     contract_names: Callable[[], set[str]] | None = None,
+    resolver: Resolver | None = None,
     faces: bool = False,
 ) -> FastAPI:
     """The API over one engine. `worker` runs attempts in this process (None: separate
     `harness worker` processes claim them from the database). `provider_names` and
     `contract_names`, when given, are asked once, here: creates naming anything else are
     refused (422) before a job exists, and the OpenAPI document lists them as enums.
+    `resolver` decides resolutions (default: the worker's); `--no-worker` passes one over
+    the configured providers, so their evidence is consulted there too.
     `faces`: also serve the gateway's OpenAI and Anthropic faces (`harness.api.faces`)."""
     providers = tuple(sorted(provider_names())) if provider_names is not None else None
     contracts = frozenset(contract_names()) if contract_names is not None else None
@@ -71,6 +75,7 @@ def create_app(
         max_runtime=dict(worker.settings.max_runtime or {}) if worker else dict(config.max_runtime),
         lookups=_lookups(worker.providers if worker is not None else config.providers),
         breaker=worker.settings.breaker if worker is not None else BreakerSettings(),
+        resolver=resolver,
     )
     install_problem_handlers(app)
     for router in ROUTERS:

@@ -10,7 +10,9 @@ once by `create_app`); tests may replace any dependency with `app.dependency_ove
 
 from __future__ import annotations
 
+import asyncio
 import hmac
+import logging
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -19,15 +21,19 @@ from typing import Annotated, Any
 import jsonschema
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from starlette.requests import ClientDisconnect
 
 from harness.api import schemas
 from harness.api.problems import (
+    BODY_TIMEOUT,
+    CLIENT_GONE,
     INVALID_BODY,
     NO_WORKER,
     TOO_LARGE,
     UNAUTHORIZED,
     UNKNOWN_CONTRACT,
     UNKNOWN_PROVIDER,
+    UNSUPPORTED_MEDIA_TYPE,
     HttpProblem,
 )
 from harness.api.reading import check_media_type, one_idempotency_key, read_json
@@ -36,9 +42,14 @@ from harness.core.breaker import BreakerSettings
 from harness.core.models import Attempt, Intent, Job, Policy
 from harness.engine import Engine
 from harness.errors import InvalidIntent, NotFound
+from harness.runtime.resolution import Resolver
 from harness.runtime.worker import DEFAULT_MAX_RUNTIME, Worker
 
-JOB_ID = re.compile(r"[0-9]{1,18}")  # what fits a BIGINT; anything else is no job
+log = logging.getLogger("harness.api")
+
+JOB_ID = re.compile(r"[1-9][0-9]{0,17}")  # ids as we write them, within a BIGINT: "01" is none
+DEFAULT_BODY_READ_TIMEOUT = 30.0
+"""Seconds a request body may go without a byte before the upload is refused (408)."""
 INTEGER_POLICY = frozenset(
     n for n, (kind, *_) in schemas.POLICY_BOUNDS.items() if kind == "integer"
 )
@@ -60,6 +71,8 @@ class ApiState:
     max_runtime: Mapping[str, float]
     lookups: frozenset[str]
     breaker: BreakerSettings = field(default_factory=BreakerSettings)
+    resolver: Resolver | None = None  # None: the worker's, else one with no providers
+    body_read_timeout: float = DEFAULT_BODY_READ_TIMEOUT
 
     def runtime(self, job: Job) -> dict[str, float]:
         """Each provider's maximum runtime, for every provider the job has used."""
@@ -99,7 +112,17 @@ async def running_worker(worker: Annotated[Worker | None, Depends(get_worker)]) 
     return worker
 
 
+async def get_resolver(state: State) -> Resolver:
+    """The one resolver of unknown attempts, with or without an in-process worker."""
+    if state.resolver is not None:
+        return state.resolver
+    if state.worker is not None:
+        return state.worker.resolver
+    return Resolver(state.engine, {})
+
+
 EngineDep = Annotated[Engine, Depends(get_engine)]
+ResolverDep = Annotated[Resolver, Depends(get_resolver)]
 ConfigDep = Annotated[ServiceConfig, Depends(get_config)]
 OptionalWorker = Annotated[Worker | None, Depends(get_worker)]
 RunningWorker = Annotated[Worker, Depends(running_worker)]
@@ -157,20 +180,44 @@ IdempotencyKey = Annotated[str, Depends(idempotency_key)]
 # What they sent -----------------------------------------------------------------------
 
 
-async def body_bytes(request: Request, config: ConfigDep) -> bytes:
+async def body_bytes(
+    request: Request, config: ServiceConfig, *, timeout: float = DEFAULT_BODY_READ_TIMEOUT
+) -> bytes:
     """The raw body, read no further than the limit (413 beyond it, also when a
-    Content-Length header announces more, or is not a number)."""
+    Content-Length header announces more, or is not a number), and no slower than
+    `timeout` seconds between two pieces (408: a stalled upload holds nothing open). A
+    client that goes away mid-body is logged in one line, not as a server error."""
     limit = config.max_body_bytes
     too_large = HttpProblem(TOO_LARGE, f"the body limit is {limit} bytes")
     length = request.headers.get("content-length")
     if length is not None and (not length.isdigit() or int(length) > limit):
         raise too_large
     raw = bytearray()
-    async for chunk in request.stream():
+    pieces = request.stream().__aiter__()
+    while True:
+        try:
+            async with asyncio.timeout(timeout):
+                chunk = await anext(pieces)
+        except StopAsyncIteration:
+            return bytes(raw)
+        except TimeoutError:
+            raise HttpProblem(
+                BODY_TIMEOUT, f"the body stalled: nothing arrived for {timeout:g} s"
+            ) from None
+        except ClientDisconnect:
+            log.info("a client went away mid-body (%d bytes read)", len(raw))
+            raise HttpProblem(CLIENT_GONE, "the client went away before its body ended") from None
         raw += chunk
         if len(raw) > limit:
             raise too_large
-    return bytes(raw)
+
+
+def one_content_type(request: Request) -> str | None:
+    """The request's one Content-Type (415 when it is sent twice: which one is meant?)."""
+    values = request.headers.getlist("content-type")
+    if len(values) > 1:
+        raise HttpProblem(UNSUPPORTED_MEDIA_TYPE, "send exactly one Content-Type header")
+    return values[0] if values else None
 
 
 class JsonBody:
@@ -193,10 +240,10 @@ async def read_body(
     request: Request, state: ApiState, name: str, *, optional: bool = False
 ) -> dict[str, Any]:
     """What `JsonBody` does, as a plain call (see there)."""
-    media = request.headers.get("content-type")
+    media = one_content_type(request)
     if not optional:
         check_media_type(media)
-    raw = await body_bytes(request, state.config)
+    raw = await body_bytes(request, state.config, timeout=state.body_read_timeout)
     if optional:
         if not raw.strip():
             return {}

@@ -68,6 +68,8 @@ UNAUTHORIZED = ProblemType(401, "unauthorized", "Unauthorized")
 MISSING_KEY = ProblemType(400, "missing-idempotency-key", "Missing Idempotency-Key")
 MALFORMED_KEY = ProblemType(400, "malformed-idempotency-key", "Malformed Idempotency-Key")
 TOO_LARGE = ProblemType(413, "too-large", "Request body too large")
+BODY_TIMEOUT = ProblemType(408, "body-timeout", "Request body too slow")
+CLIENT_GONE = ProblemType(400, "client-gone", "The client went away mid-body")
 UNSUPPORTED_MEDIA_TYPE = ProblemType(415, "unsupported-media-type", "Unsupported Media Type")
 MALFORMED_JSON = ProblemType(400, "malformed-json", "Malformed JSON")
 INVALID_BODY = ProblemType(422, "invalid-body", "Invalid request body")
@@ -85,7 +87,7 @@ UNAVAILABLE = ProblemType(503, "unavailable", "Service unavailable")
 
 JOB_LOOKUP = (UNAUTHORIZED, NOT_FOUND, INVALID_REQUEST, UNAVAILABLE)
 """What any route on one job can answer before it does its work."""
-BODY_READING = (UNSUPPORTED_MEDIA_TYPE, TOO_LARGE, MALFORMED_JSON, INVALID_BODY)
+BODY_READING = (UNSUPPORTED_MEDIA_TYPE, BODY_TIMEOUT, TOO_LARGE, MALFORMED_JSON, INVALID_BODY)
 """What reading a JSON request body can answer."""
 LISTING = (UNAUTHORIZED, INVALID_REQUEST, UNAVAILABLE)
 """What a route that lists something (no job in its path) can answer."""

@@ -36,7 +36,7 @@ from harness.core.states import (
 
 MAX_REASON_LENGTH = 1000
 
-TEXT = "^[^\\x00]*\\S[^\\x00]*$"
+TEXT = "^[^\\x00]*[^\\x00\\s][^\\x00]*$"
 """Names and reasons: something besides whitespace, and no NUL (no database keeps it)."""
 NAME: dict[str, Any] = {
     "type": "string",
@@ -118,7 +118,12 @@ POLICY_SCHEMA: dict[str, Any] = {
 
 
 def _names(names: Iterable[str] | None) -> dict[str, Any]:
-    return {"enum": sorted(names)} if names else NAME
+    """Any name (the app was not told which exist), or one of `names`: none at all when
+    none is configured (an empty enum is no schema, so `not: {}`)."""
+    if names is None:
+        return NAME
+    known = sorted(names)
+    return {"enum": known} if known else {"not": {}}
 
 
 def create_job_schema(
@@ -191,7 +196,10 @@ RESOLVE_SCHEMA: dict[str, Any] = {
             "(recorded as forced).",
         },
     },
-    "if": {"properties": {"outcome": {"const": Resolution.SUCCEEDED.value}}},
+    "if": {
+        "required": ["outcome"],  # else a body without `outcome` would be asked for `result`
+        "properties": {"outcome": {"const": Resolution.SUCCEEDED.value}},
+    },
     "then": {"required": ["result"], "properties": {"result": {"not": {"type": "null"}}}},
 }
 """POST /v1/jobs/{id}/attempts/{n}/resolve: how an unknown attempt ended, and why."""

@@ -17,6 +17,7 @@ import jsonschema
 import yaml
 
 from fake_providers import Behaviour, InvalidInput
+from harness.bundled import bundled_dir
 from harness.errors import ProbeFileError
 from harness.probe.model import (
     DEFAULT_TIMEOUT,
@@ -29,14 +30,11 @@ from harness.probe.model import (
     Request,
     Step,
 )
-from harness.scenarios.loader import _deepest, _explain, _field, _Lines
+from harness.scenarios.places import YamlLines, explain, field_name
 
 Where = tuple[Any, ...]
 Fail = Callable[[Where, str], ProbeFileError]
 _SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-BUNDLED_DIR = Path(__file__).resolve().parent.parent.parent / "probes"
-"""The bundled catalogue: the project's top-level `probes/` directory."""
 
 
 @cache
@@ -73,10 +71,10 @@ def parse_yaml(text: str, file: str, schema_name: str) -> tuple[Any, Fail]:
         line = mark.line + 1 if mark is not None else None
         problem = getattr(exc, "problem", None) or str(exc)
         raise ProbeFileError(f"not YAML: {problem}", file=file, line=line, field="(yaml)") from None
-    lines = _Lines(node)
+    lines = YamlLines(node)
 
     def fail(where: Where, message: str) -> ProbeFileError:
-        return ProbeFileError(message, file=file, line=lines.line(where), field=_field(where))
+        return ProbeFileError(message, file=file, line=lines.line(where), field=field_name(where))
 
     if not isinstance(data, dict):
         raise fail((), "the file is a mapping")
@@ -85,20 +83,9 @@ def parse_yaml(text: str, file: str, schema_name: str) -> tuple[Any, Fail]:
         key=lambda e: (lines.line(e.absolute_path) or 0, list(e.absolute_path)),
     )
     if errors:
-        error = _deepest(errors[0])
-        raise fail(_where(error), _explain(error))
+        found = explain(errors[0], set()) or [(tuple(errors[0].absolute_path), errors[0].message)]
+        raise fail(*found[0])
     return data, fail
-
-
-def _where(error: jsonschema.ValidationError) -> Where:
-    """The error's path; for an unknown field, the field itself (its own line)."""
-    path = tuple(error.absolute_path)
-    if error.validator == "additionalProperties" and isinstance(error.instance, dict):
-        known = set(error.schema.get("properties", {}))
-        extra = sorted(k for k in error.instance if k not in known)
-        if extra:
-            return (*path, extra[0])
-    return path
 
 
 def load_probe(path: str | Path) -> Probe:
@@ -219,7 +206,7 @@ def probe_files(paths: Iterable[str | Path] = (), *, bundled: bool = True) -> li
     """The bundled catalogue and every probe file under `paths` (files or
     directories), in a stable order, each once."""
     found: dict[Path, None] = {}
-    sources = [BUNDLED_DIR] if bundled else []
+    sources = [bundled_dir("probes")] if bundled else []  # the bundled catalogue
     for source in [*sources, *map(Path, paths)]:
         if source.is_dir():
             found.update(dict.fromkeys(sorted(source.rglob(f"*{PROBE_SUFFIX}"))))

@@ -2,9 +2,10 @@
 
 ``base_url`` is the API root as the SDK takes it (``https://api.anthropic.com``); the
 adapter posts to ``{base_url}/v1/messages`` and counts tokens with the real
-``/v1/messages/count_tokens``. A stream counts only if it reaches ``message_stop`` after a
-``message_delta`` carrying the ``stop_reason``; an ``error`` event after HTTP 200 is an
-unknown outcome.
+``/v1/messages/count_tokens``. A stream counts once a ``message_delta`` carried the
+``stop_reason`` and it reached ``message_stop`` or closed cleanly (an intermediary dropped
+the last event: the content is all there); without the stop reason it is executed
+unusable, as is an ``error`` event after content.
 """
 
 from __future__ import annotations

@@ -78,6 +78,7 @@ class Answer:
     finish_reason: str | None  # normalised: stop | length | content_filter | tool
     model: str | None = None
     usage: dict[str, int] = field(default_factory=dict)
+    terminated: bool = True  # a stream reached its terminator ([DONE], message_stop)
 
 
 class BaseStreamReader(abc.ABC):
@@ -105,17 +106,22 @@ class BaseStreamReader(abc.ABC):
         return Signal.ERROR_AFTER_OK if self.parts else Signal.ERROR_BEFORE_CONTENT
 
     def answer(self) -> Answer:
-        if not self.done:
-            raise CallFailed(
-                Signal.STREAM_INCOMPLETE, f"the stream ended without {self.terminator}"
-            )
+        """The answer of a stream that closed cleanly (a cut or a stall raised already).
+
+        The finish reason decides, not the terminator: it comes after the last content,
+        so a stream that carried it and then closed cleanly is complete (proxies strip
+        `data: [DONE]`; docs/providers.md). Without it the answer may be cut short."""
         if self.finish is None:
-            raise CallFailed(Signal.STREAM_INCOMPLETE, "the stream ended without a finish reason")
+            ended = "" if self.done else f" and without {self.terminator}"
+            raise CallFailed(
+                Signal.STREAM_INCOMPLETE, f"the stream ended without a finish reason{ended}"
+            )
         return Answer(
             text="".join(self.parts),
             finish_reason=self.finish_reasons.get(self.finish, self.finish),
             model=self.model,
             usage=self.usage,
+            terminated=self.done,
         )
 
 
@@ -217,12 +223,14 @@ class BaseHttpProvider(abc.ABC):
             provider=self.name,
             reason=Signal.OK.value,
             request_id=request_id,
-            text=answer.text,
+            # An answer may echo the key (a prompt that carried it, a provider's debug
+            # text): it is stored and served, so it is masked like any error text.
+            text=None if answer.text is None else self._api_key.redact(answer.text),
             finish_reason=answer.finish_reason,
             model=answer.model or self.model,
             usage=answer.usage,
             status_code=200,
-            evidence=dict(evidence or {}),
+            evidence={**(evidence or {}), **({} if answer.terminated else {"terminator": False})},
         )
 
     def _failed(self, failure: CallFailed, evidence: Mapping[str, Any]) -> Outcome:

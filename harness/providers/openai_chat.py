@@ -2,7 +2,8 @@
 
 ``base_url`` ends where the SDK's does (``https://api.openai.com/v1``); the adapter posts
 to ``{base_url}/chat/completions``. A stream counts only if it ends with ``data: [DONE]``
-after a chunk carrying a ``finish_reason``; anything less is an unknown outcome.
+after a chunk carrying a ``finish_reason``, or closes cleanly after that chunk (a proxy
+stripped ``[DONE]``); without a finish reason it is executed unusable.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -32,7 +32,14 @@ from harness.core.breaker import (
     availability,
     available_after,
 )
-from harness.core.failover import Plan, build_request, next_provider, plan_next, should_hedge
+from harness.core.failover import (
+    Plan,
+    build_request,
+    hedge_delay,
+    next_provider,
+    plan_next,
+    should_hedge,
+)
 from harness.core.gate import GateReason
 from harness.core.models import Attempt, Job
 from harness.core.states import (
@@ -51,10 +58,10 @@ from harness.errors import (
     HarnessError,
     InvalidTransition,
     NotFound,
-    ProviderError,
 )
 from harness.providers.base import BaseProvider, LookupResult, Outcome
 from harness.providers.outcomes import DEFINITE_PROVIDER_FAILURES
+from harness.runtime.resolution import Resolver
 from harness.runtime.scheduler import BaseScheduler
 
 log = logging.getLogger(__name__)
@@ -120,8 +127,12 @@ class Worker:
         self.providers = providers
         self.scheduler = scheduler
         self.settings = settings or WorkerSettings()
+        self.resolver = Resolver(engine, providers)
         self._stop = threading.Event()
         self._last_reconcile: datetime | None = None
+        # Called with the job's id after each recorded outcome (the gateway's waiters
+        # wake on it instead of at their next read of the job; see api/faces/waiting.py).
+        self.outcome_listeners: list[Callable[[int], None]] = []
 
     # -- entry points ----------------------------------------------------------------------
 
@@ -163,20 +174,16 @@ class Worker:
     ) -> Attempt:
         """An operator's resolution of an unknown attempt, then the job moves on.
 
-        A `failed` resolution that the provider's own evidence contradicts (it finished
-        with a result) is refused, naming the evidence, unless `force` (recorded)."""
-        resolution = Resolution(resolution)
-        contradicted = resolution is Resolution.FAILED and self._finished_with_result(attempt_id)
-        if contradicted and not force:
-            raise AttemptRefused(
-                f"attempt {attempt_id}: the provider reports it finished with a result; "
-                "resolve it as succeeded, or pass force to override",
-                reason=RefusalReason.CONTRADICTS_EVIDENCE,
-            )
-        if contradicted:
-            reason = f"{reason} (forced against provider evidence)"
-        attempt = self.engine.resolve_unknown(
-            attempt_id, resolution=resolution, reason=reason, actor=actor, result=result
+        Decided by the one `Resolver` (also used without a worker): refused when the
+        attempt is not unknown, and a `failed` resolution that the provider's own
+        evidence contradicts, unless `force` (recorded)."""
+        attempt = self.resolver.resolve(
+            attempt_id,
+            resolution=resolution,
+            reason=reason,
+            actor=actor,
+            result=result,
+            force=force,
         )
         self.advance(attempt.job_id)
         return attempt
@@ -184,11 +191,22 @@ class Worker:
     # -- one attempt -----------------------------------------------------------------------
 
     def _launch(
-        self, job: Job, provider: str, *, actor: str | None = None, first: bool = False
+        self,
+        job: Job,
+        provider: str,
+        *,
+        actor: str | None = None,
+        first: bool = False,
+        hedge: bool = False,
     ) -> Attempt:
         model = getattr(self.providers.get(provider), "model", None)
         attempt = self.engine.start_attempt(
-            job.id, provider, model=model, actor=actor or self.settings.name, first=first
+            job.id,
+            provider,
+            model=model,
+            actor=actor or self.settings.name,
+            first=first,
+            hedge=hedge,
         )
         self._run(job, attempt)
         return attempt
@@ -198,7 +216,9 @@ class Worker:
         policy = job.policy
         self.scheduler.call_later(policy.attempt_timeout, lambda: self._on_deadline(attempt.id))
         if policy.hedge_after is not None:
-            self.scheduler.call_later(policy.hedge_after, lambda: self._on_hedge(job.id))
+            self.scheduler.call_later(
+                policy.hedge_after, lambda: self._on_hedge(job.id, attempt.number)
+            )
         self.scheduler.spawn(lambda: self._call(job, attempt))
 
     def _call(self, job: Job, attempt: Attempt) -> None:
@@ -265,6 +285,8 @@ class Worker:
             )
         except HarnessError:
             log.exception("recording the outcome of attempt %s failed", attempt.id)
+        for listener in self.outcome_listeners:
+            listener(attempt.job_id)
 
     def _health(self, attempt: Attempt, *, ok: bool, retry_after: float | None = None) -> None:
         if ok:  # the common case writes nothing: a healthy provider stays as it is
@@ -370,20 +392,29 @@ class Worker:
     def _after_deadline(self, attempt: Attempt) -> None:
         """Arm the provider's maximum runtime for an attempt that just became unknown:
         then it is reconciled at once, whatever the reconcile interval."""
+        now = self.engine.clock.now()
         runtime = self.settings.runtime_of(attempt.provider)
-        elapsed = (self.engine.clock.now() - attempt.started_at).total_seconds()
+        elapsed = (now - attempt.started_at).total_seconds()
         self.scheduler.call_later(
             max(0.0, runtime - elapsed), lambda: self._reconcile_attempt(attempt.id)
         )
+        # A hedging policy covers an unknown attempt as well: at its start + hedge_after,
+        # or now if that has passed (its start-time timer may have found it running and
+        # a hedge refused, or died with another worker). `should_hedge` hedges it once.
+        job = self.engine.get_job(attempt.job_id)
+        delay = hedge_delay(job, attempt, now)
+        if delay is not None:
+            number = attempt.number
+            self.scheduler.call_later(delay, lambda: self._on_hedge(job.id, number))
 
-    def _on_hedge(self, job_id: int) -> None:
+    def _on_hedge(self, job_id: int, number: int | None = None) -> None:
         job = self.engine.get_job(job_id)
-        if not should_hedge(job):
+        if not should_hedge(job, number):
             return
         target = next_provider(job)
         assert target is not None  # should_hedge checked there is one
         try:
-            self._launch(job, target)
+            self._launch(job, target, hedge=True)
         except AttemptRefused as refused:
             self.engine.note(
                 job_id,
@@ -493,21 +524,8 @@ class Worker:
         self.advance(attempt.job_id)
         return True
 
-    def _finished_with_result(self, attempt_id: int) -> bool:
-        """Does the provider's own evidence say the attempt finished with a result? A
-        lookup that cannot be made is no evidence either way."""
-        try:
-            found = self._lookup(self.engine.attempt(attempt_id))
-        except ProviderError:
-            return False
-        outcome = found.outcome if found is not None and found.finished else None
-        return outcome is not None and outcome.kind is OutcomeKind.EXECUTED
-
     def _lookup(self, attempt: Attempt) -> LookupResult | None:
-        adapter = self.providers.get(attempt.provider)
-        if adapter is None:
-            return None
-        return adapter.lookup(attempt.token or str(attempt.id))
+        return self.resolver.lookup(attempt)
 
     def tick(self) -> None:
         """One round of background duties: claim new jobs, sweep, reconcile.

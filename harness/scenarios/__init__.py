@@ -7,7 +7,7 @@ deterministically on virtual time and judged on their whole history.
     stage.py         engine, workers and fakes wired onto that clock, with recording
     actions.py       what each step does and the answer it gives
     history.py       every operation, event and execution, named by the scenario's words
-    checker.py       I1-I11 on a whole history, each violation with a minimal witness
+    checker/         I1-I11 on a whole history, each violation with a minimal witness
     expectations.py  answers, final state and `reached` against the file
     runner.py        run_scenario: play, record, judge
     target.py        a live `harness serve` and its fakes over HTTP; tokens never shown

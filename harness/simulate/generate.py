@@ -15,8 +15,8 @@ import itertools
 import random
 from typing import Any
 
+from harness.bundled import bundled_file
 from harness.core import faults as fp
-from harness.scenarios.suite import BUNDLED_DIR
 from harness.simulate.swarm import PROVIDER_FAULTS, Knobs
 
 ATTEMPT_TIMEOUT = 30.0
@@ -39,7 +39,7 @@ CRASH_POINTS = (fp.BEFORE_START, fp.BEFORE_COMPLETE, fp.BEFORE_TIMEOUT, fp.BEFOR
 """The worker's fault points (`create_job.before_insert` is the API's)."""
 CONTRACT = {
     "name": "ticket-triage",
-    "file": str(BUNDLED_DIR.parent / "contracts/ticket-triage.yaml"),
+    "file": str(bundled_file("contracts", "ticket-triage.yaml")),
 }
 
 
@@ -111,7 +111,8 @@ def _script(rng: random.Random, knobs: Knobs, length: int) -> list[Any]:
 def _policy(rng: random.Random, knobs: Knobs) -> dict[str, Any]:
     policy: dict[str, Any] = {"attempt_timeout": ATTEMPT_TIMEOUT}
     if knobs.hedging:
-        policy.update(max_live_attempts=2, hedge_after=rng.choice((5, 10, 15)))
+        # 45: past the attempt timeout, so a hung attempt is unknown before it is hedged
+        policy.update(max_live_attempts=2, hedge_after=rng.choice((5, 10, 15, 45)))
     if knobs.retries:
         policy.update(same_provider_retries=1, max_retry_after=5, retry_backoff=1)
     else:

@@ -43,6 +43,10 @@ EXPECTED: dict[BehaviourName, tuple[OutcomeKind, OutcomeKind]] = {
     BehaviourName.HALLUCINATED_KEY: (DONE, DONE),
     BehaviourName.PROSE_INSTEAD_OF_JSON: (DONE, DONE),
     BehaviourName.WRONG_TYPES: (DONE, DONE),
+    BehaviourName.STREAM_CLOSED_EARLY: (UNUSABLE, UNUSABLE),
+    BehaviourName.PREFILL_REJECTED: (DONE, DONE),  # no prefill here: the fault does not hold
+    BehaviourName.STREAM_TRICKLE: (UNUSABLE, UNUSABLE),
+    BehaviourName.STALL_AFTER_HEADERS: (UNUSABLE, UNUSABLE),
 }
 
 # The reason (Signal) where it does not depend on streaming.
@@ -66,7 +70,12 @@ EXPECTED_REASON: dict[BehaviourName, Signal] = {
 # Calls that can only end by the caller's timeout get a short one (it costs real time
 # over loopback, none in virtual time); every other call a generous one, so a slow CI
 # machine can never turn an answer into a timeout.
-HANGS = {BehaviourName.HANG, BehaviourName.STREAM_STALL}
+HANGS = {
+    BehaviourName.HANG,
+    BehaviourName.STREAM_STALL,
+    BehaviourName.STREAM_TRICKLE,
+    BehaviourName.STALL_AFTER_HEADERS,
+}
 SHORT_TIMEOUT, LONG_TIMEOUT = 0.3, 10.0
 
 
@@ -91,6 +100,8 @@ def test_behaviour_maps_to_outcome(target, behaviour, kind, stream) -> None:
     expected = EXPECTED[behaviour][1 if kind == "anthropic" else 0]
     if stream and behaviour is BehaviourName.STREAM_ERROR_EVENT:
         expected = UNUSABLE  # the error event follows content: it worked, nothing usable
+    if stream and behaviour is BehaviourName.STREAM_NO_DONE:
+        expected = DONE  # every chunk and the finish reason came; only the terminator not
     adapter = target.adapter(kind)
     attempt = f"{behaviour}-{kind}-{stream}"
     target.fakes.script(Behaviour(name=behaviour), attempt_id=attempt)
@@ -103,6 +114,8 @@ def test_behaviour_maps_to_outcome(target, behaviour, kind, stream) -> None:
     if behaviour in EXPECTED_REASON:
         assert outcome.reason == EXPECTED_REASON[behaviour].value, outcome
     (entry,) = target.fakes.ledger.entries(attempt_id=attempt)
+    if behaviour is BehaviourName.PREFILL_REJECTED:
+        behaviour = BehaviourName.SUCCESS  # the ledger names what the request got
     assert entry.behaviour == behaviour.value
     assert entry.billed is bills(behaviour, stream=stream)
     if expected in (UNUSABLE, DONE):  # it worked: the provider billed it
@@ -131,9 +144,42 @@ def test_behaviour_maps_to_outcome(target, behaviour, kind, stream) -> None:
 _DELIVERED_BUT_BROKEN = {
     BehaviourName.STREAM_MALFORMED_CHUNK,
     BehaviourName.STREAM_NO_DONE,
+    BehaviourName.STREAM_CLOSED_EARLY,
     BehaviourName.STREAM_ERROR_EVENT,
     BehaviourName.MALFORMED_BODY,
     BehaviourName.SERVER_ERROR,
     BehaviourName.SERVICE_UNAVAILABLE,
     BehaviourName.OVERLOADED,
 }
+
+
+@pytest.mark.parametrize("kind", ADAPTER_KINDS)
+def test_clean_close_after_the_finish_chunk_is_a_complete_answer(target, kind) -> None:
+    """A proxy that strips `data: [DONE]` (or `message_stop`): the last chunk carried
+    the finish reason and usage, then the stream closed cleanly. A complete answer."""
+    adapter = target.adapter(kind)
+    target.fakes.script(Behaviour(name=BehaviourName.STREAM_NO_DONE), attempt_id="nodone")
+
+    outcome = adapter.complete(_request(True, "nodone"), timeout=LONG_TIMEOUT)
+
+    (entry,) = target.fakes.ledger.entries(attempt_id="nodone")
+    assert outcome.kind is DONE, outcome
+    assert outcome.reason == Signal.OK.value
+    assert outcome.finish_reason == "stop"
+    assert outcome.usage["output_tokens"] == entry.output_tokens
+    assert outcome.evidence["terminator"] is False  # said, so nobody mistakes it for [DONE]
+
+
+@pytest.mark.parametrize("kind", ADAPTER_KINDS)
+def test_clean_close_before_the_finish_chunk_stays_unusable(target, kind) -> None:
+    """The same clean close one chunk short of the finish reason is a truncated answer."""
+    adapter = target.adapter(kind)
+    script = Behaviour(name=BehaviourName.STREAM_NO_DONE, cut_after=1)
+    target.fakes.script(script, attempt_id="short")
+
+    outcome = adapter.complete(_request(True, "short"), timeout=LONG_TIMEOUT)
+
+    assert outcome.kind is UNUSABLE, outcome
+    assert outcome.reason == Signal.STREAM_INCOMPLETE.value
+    assert "finish reason" in (outcome.error or "")
+    assert outcome.text is None

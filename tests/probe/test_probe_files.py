@@ -114,7 +114,7 @@ def test_a_profile_with_a_mistake_exits_2_naming_file_line_and_field(tmp_path) -
     )
     assert result.exit_code == 2
     lines = result.output.strip().splitlines()
-    expected = "request.methd: unknown field(s) are not allowed ('methd' was unexpected)"
+    expected = "request.methd: unknown field 'methd'; did you mean 'method'?"
     assert lines == [f"error: {path}:5: {expected}"]
 
 

@@ -7,12 +7,12 @@ from fastapi import APIRouter, Response
 from harness.api import problems as p
 from harness.api.deps import (
     AttemptBody,
-    EngineDep,
     JobAttempt,
     OptionalWorker,
     OwnedJob,
     Owner,
     ResolveBody,
+    ResolverDep,
     RunningWorker,
 )
 from harness.api.render import attempt_response
@@ -64,32 +64,25 @@ def resolve_attempt(
     attempt: JobAttempt,
     body: ResolveBody,
     owner: Owner,
-    engine: EngineDep,
+    resolver: ResolverDep,
     worker: OptionalWorker,
 ) -> Response:
     """Settle an unknown attempt with provider support's or an operator's word (I4),
     recorded with who and why; then the job moves on by itself (retry, fail over, or
-    fail as `chain_exhausted`). 409 when the attempt is not unknown, and when a `failed`
-    resolution contradicts the provider's own evidence (unless `force`, recorded).
+    fail as `chain_exhausted`). 409 `not-unknown` when the attempt is not unknown, and
+    409 `contradicts-evidence` when a `failed` resolution contradicts the provider's own
+    evidence (unless `force`, recorded).
 
-    Without an in-process worker the resolution is recorded and the `harness worker`
-    sweep moves the job on; the provider's evidence is then not consulted here."""
-    resolution = Resolution(body["outcome"])
+    One resolver decides, with or without an in-process worker; without one the
+    `harness worker` sweep moves the job on."""
+    resolved = resolver.resolve(
+        attempt.id,
+        resolution=Resolution(body["outcome"]),
+        reason=body["reason"],
+        actor=owner,
+        result=body.get("result"),
+        force=body.get("force", False),
+    )
     if worker is not None:
-        resolved = worker.resolve(
-            attempt.id,
-            resolution=resolution,
-            reason=body["reason"],
-            actor=owner,
-            result=body.get("result"),
-            force=body.get("force", False),
-        )
-    else:
-        resolved = engine.resolve_unknown(
-            attempt.id,
-            resolution=resolution,
-            reason=body["reason"],
-            actor=owner,
-            result=body.get("result"),
-        )
+        worker.advance(resolved.job_id)
     return attempt_response(resolved)

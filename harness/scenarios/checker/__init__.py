@@ -1,0 +1,136 @@
+"""The history checker: I1-I11 judged on a whole scenario history, each violation with a
+minimal witness (the fewest history entries that show it).
+
+Pure: a history mapping (`History.to_dict()`, or one rebuilt from API responses) in,
+findings out. Every check states a property of a correct engine in general (DESIGN.md's
+invariants and the outcome table of docs/providers.md), never the shape of one
+scenario, so it also judges random runs that carry no expectations. A check whose data
+is missing from the history (an HTTP target sees less) says nothing.
+
+The checks, by invariant (a property the design states outside I1-I11 is attached to
+the closest one and says which in its message):
+
+- I1 one job per intent: every accepted create of one (owner, key) answers one job.
+- I2 key binds intent: another intent under a used key is never accepted; the same
+  intent is never a conflict; a conflict needs another intent accepted under the same
+  owner's key (a conflict out of nowhere).
+- I3 one live attempt: never more live attempts than the job's policy allows.
+- I4 timeout is unknown: nothing starts beside an unknown attempt; an unknown attempt
+  never fails without a resolution; only an attempt that is unknown is resolved.
+  *Outcome table*: an attempt never becomes unknown for a signal the outcome table
+  calls not executed or executed unusable (a provider's own 500/503/529, a 429, a cut
+  stream), nor stays unknown after its own call answered so.
+- I5 exactly one winner: one `won` per job; the winner and the result never change; a
+  won job is succeeded; every result offered to a job (a call that answered executed, a
+  `succeeded` resolution) is either the job's or a `discarded_late_result`.
+  *Outcome table*: only an attempt whose own call answered executed (or that a
+  `succeeded` resolution settled) wins: never a cut stream or a garbled body.
+- I6 fencing: never a fenced attempt wins; when a job is won every other live attempt
+  is superseded or cancelled at that instant, and when it is cancelled none is left
+  live; nothing wins a job that was cancelled or failed, and a cancelled job stays so.
+- I7 contract-gated failover (with the verdict gate): no attempt on a provider past the
+  first of the chain starts before a passing verdict for it (ordered by the history's
+  operation numbers where the attempt's call is recorded).
+- I8 attributable side effects: every execution maps to exactly one attempt.
+  *Outcome table, Retry-After*: a worker's retry of the same provider after a 429 with
+  Retry-After R (or a provider's own 5xx / 429 without it: the policy's back-off) never
+  starts before the refusal's time + R.
+- I10 isolation: an owner is never handed another owner's job (by a read or a create;
+  a job of another run is marked as another owner's), one job is never answered to two
+  owners, and a key another owner used never makes a conflict.
+- I11 liveness: a finished job keeps nothing live, fails only with nothing live, and
+  starts nothing after it finished; an open job has something that will move it.
+  *Breaker*: `failures` definite failures of a provider within `window` open its
+  breaker (a `breaker_opened` event), and while it is open (`cool_down`) no worker
+  plans an attempt on it. *Max runtime*: an unknown attempt whose worker lived on is
+  no longer unknown at its provider's maximum runtime. *Sweep*: a sweep that runs after
+  a starting or running attempt's deadline leaves it running no longer.
+
+I9 (durability across a crash) is judged by the runs that crash: a job acknowledged
+before it must be found after it.
+
+The package, one module per property family: `history` (reading a history, the findings;
+no property), `keys` (I1, I2, I10), `outcomes` (the outcome table: I4, I5, I8),
+`winners` (I3, I4, I5, I6, I7: live bound, winners, fencing, the gate), `timing`
+(Retry-After, the breaker, max runtime, the sweep) and `liveness` (I11).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping as _Mapping
+from typing import Any as _Any
+
+from harness.scenarios.checker.history import EPSILON, REAL_TIME, Check, Entry, Finding, describe
+from harness.scenarios.checker.keys import (
+    _conflict_grounds,
+    _isolated,
+    _one_job_per_intent,
+)
+from harness.scenarios.checker.liveness import _live_or_waiting, _moves_on_at_once, unsettled
+from harness.scenarios.checker.oracle import DEFINITE_SIGNALS
+from harness.scenarios.checker.outcomes import (
+    _attributable,
+    _classified_as_sent,
+    _definite_never_unknown,
+    _late_results_recorded,
+    _winner_answered,
+)
+from harness.scenarios.checker.timing import (
+    _breaker_judged,
+    _max_runtime_ends_unknowns,
+    _retry_waits,
+    _sweep_ends_expired,
+)
+from harness.scenarios.checker.winners import (
+    _fenced_at_finish,
+    _final_state_as_recorded,
+    _gated,
+    _live_bound,
+    _one_winner,
+    _unknown_blocks,
+)
+
+__all__ = [
+    "DEFINITE_SIGNALS",
+    "EPSILON",
+    "HISTORY_CHECKS",
+    "REAL_TIME",
+    "Check",
+    "Entry",
+    "Finding",
+    "check_history",
+    "describe",
+    "unsettled",
+]
+
+
+def check_history(history: _Mapping[str, _Any]) -> list[Finding]:
+    """Every violation of I1-I8, I10 and I11 the history shows (see the module doc)."""
+    found: list[Finding] = []
+    for check in HISTORY_CHECKS:
+        found.extend(check(history))
+    return found
+
+
+HISTORY_CHECKS: tuple[Check, ...] = (
+    _one_job_per_intent,
+    _conflict_grounds,
+    _live_bound,
+    _unknown_blocks,
+    _definite_never_unknown,
+    _classified_as_sent,
+    _one_winner,
+    _winner_answered,
+    _fenced_at_finish,
+    _final_state_as_recorded,
+    _late_results_recorded,
+    _gated,
+    _attributable,
+    _retry_waits,
+    _isolated,
+    _live_or_waiting,
+    _moves_on_at_once,
+    _breaker_judged,
+    _max_runtime_ends_unknowns,
+    _sweep_ends_expired,
+)

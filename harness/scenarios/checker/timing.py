@@ -1,0 +1,363 @@
+"""Timing rules: Retry-After and back-off, the breaker's window and cool-down, max
+runtime, the sweep (I8, I11)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from harness.core.states import EventKind
+from harness.scenarios.checker.history import (
+    _FOREIGN,
+    _LEAVES_RUNNING,
+    _LEAVES_UNKNOWN,
+    EPSILON,
+    Entry,
+    Finding,
+    _config,
+    _events_by_job,
+    _Live,
+    _next_of,
+    _number,
+    _planned_by_worker,
+    _policy,
+    _providers,
+    _t,
+)
+from harness.scenarios.checker.oracle import BREAKER_FAILURES, RETRY_SIGNALS
+
+_BREAKER_FAILURES = BREAKER_FAILURES
+_RETRY_SIGNALS = RETRY_SIGNALS
+_ANSWERED = "provider answered: "  # how the engine words a resolution by the call's answer
+
+
+_SWEEP_LIMIT = 100  # attempts one sweep takes (`queries.expired_attempts`)
+
+
+def _retry_waits(history: Mapping[str, Any]) -> Iterator[Finding]:
+    """I8, the outcome table's "retry within policy, honouring Retry-After": when a
+    worker retries the provider that just refused a job's attempt (429, or its own 5xx),
+    the retry starts no sooner than the refusal + its Retry-After, or + the policy's
+    back-off when it sent none."""
+    workers = _config(history, "workers")
+    if not workers:
+        return
+    live, providers = _Live(), _providers(history)
+    refused: dict[tuple[str, int], tuple[Entry, float]] = {}  # (job, number) -> refusal, wait
+    for event in history.get("events", ()):
+        job, number = event["job"], _number(event.get("attempt"))
+        provider = event["detail"].get("provider")
+        if event["kind"] == EventKind.ATTEMPT_FAILED and number is not None:
+            wait = _retry_wait(history, event)
+            if wait is not None:
+                refused[(job, number)] = (event, wait)
+        elif _planned_by_worker(event, workers, live) and number is not None:
+            before = refused.get((job, number - 1))
+            if before is not None and providers.get(before[0].get("attempt")) == provider:
+                failure, wait = before
+                if _t(event) < _t(failure) + wait - EPSILON:
+                    yield Finding(
+                        "I8",
+                        job,
+                        f"outcome table: {provider} refused "
+                        f"{failure['attempt']} asking for {wait:g} s, yet the worker retried "
+                        f"it {_t(event) - _t(failure):g} s later",
+                        (failure, event),
+                    )
+        live.see(event)
+
+
+def _retry_wait(history: Mapping[str, Any], failure: Entry) -> float | None:
+    detail = failure["detail"]
+    if detail.get("cause") not in _RETRY_SIGNALS:
+        return None
+    if isinstance(detail.get("retry_after"), int | float):
+        return float(detail["retry_after"])
+    backoff = _policy(history, failure["job"], "retry_backoff")
+    return float(backoff) if isinstance(backoff, int | float) else None
+
+
+@dataclass(frozen=True)
+class _BreakerSettings:
+    """The breaker's thresholds as the run's `config` states them: `failures` definite
+    failures within `window` seconds open it for `cool_down` seconds."""
+
+    failures: int
+    window: float
+    cool_down: float
+
+
+class _Breaker:
+    """One provider's breaker replayed from the events by the rule DESIGN.md states (the
+    checker's own count, not `harness.core.breaker`'s): fed the definite failures
+    (`attempt_failed`, or a resolution by the call's own answer) and the executed
+    answers (`won`, `discarded_late_result` not by a resolution), set by the engine's
+    `breaker_opened` / `breaker_closed` events. Only the count from closed to open is
+    judged; where a feed is uncertain the replay waits for the next success or event to
+    know the breaker's state again."""
+
+    def __init__(self, provider: str, settings: _BreakerSettings) -> None:
+        self.provider = provider
+        self.settings = settings
+        self.counted: list[Entry] = []  # the failures of the current window
+        self.window_start: float | None = None
+        self.sure = True
+        self.opened_at: float | None = None
+        self.closed_now = True
+
+    def opened(self, event: Entry) -> None:
+        self.closed_now, self.window_start = False, None
+        self.counted, self.sure, self.opened_at = [], True, _t(event)
+
+    def closed(self) -> None:
+        self.closed_now, self.window_start = True, None
+        self.counted, self.sure, self.opened_at = [], True, None
+
+    def failure(self, event: Entry) -> bool:
+        """Feed one definite failure; True when the replay says it opens the breaker."""
+        if not self.closed_now:
+            return False
+        t = _t(event)
+        start = self.window_start
+        if start is not None and t - start <= self.settings.window:
+            self.counted = [*self.counted, event]
+        else:
+            self.counted, self.window_start = [event], t
+        if len(self.counted) < self.settings.failures:
+            return False
+        self.closed_now = False
+        return self.sure
+
+    def success(self) -> None:
+        self.closed()
+
+    def holds(self, t: float) -> bool:
+        """Is the breaker open (and not yet cooled down) at `t`, as the engine said?"""
+        cool = self.settings.cool_down
+        return self.opened_at is not None and t < self.opened_at + cool - EPSILON
+
+
+def _breaker_settings(history: Mapping[str, Any]) -> _BreakerSettings | None:
+    spec = _config(history, "breaker")
+    if not isinstance(spec, Mapping) or set(spec) != {"failures", "window", "cool_down"}:
+        return None
+    failures, window, cool = spec["failures"], spec["window"], spec["cool_down"]
+    if not isinstance(failures, int) or isinstance(failures, bool) or failures < 1:
+        return None
+    if not all(isinstance(v, int | float) and v > 0 for v in (window, cool)):
+        return None
+    return _BreakerSettings(failures, float(window), float(cool))
+
+
+def _breaker_judged(history: Mapping[str, Any]) -> Iterator[Finding]:
+    """I11, the breaker: `failures` definite failures of a provider within `window`
+    open its breaker (a `breaker_opened` event at that instant), and while it is open
+    (`cool_down`) no worker plans an attempt on it (hedges and the fallback button do
+    not ask the breaker). Providers a call of no attempt of ours reached are left alone:
+    their breaker was fed by someone else."""
+    settings = _breaker_settings(history)
+    workers = _config(history, "workers") or ()
+    if settings is None:
+        return
+    strangers = {
+        op.get("provider")
+        for op in history.get("operations", ())
+        if op["op"] == "call" and op.get("attempt") in _FOREIGN
+    }
+    providers = _providers(history)
+    breakers: dict[str, _Breaker] = {}
+    live = _Live()
+    events = list(history.get("events", ()))
+    previous: dict[str, Entry] = {}  # each attempt's event before this one
+    for k, event in enumerate(events):
+        attempt = event.get("attempt")
+        provider = event["detail"].get("provider") or providers.get(attempt)
+        if provider is not None and provider not in strangers:
+            state = breakers.setdefault(provider, _Breaker(provider, settings))
+            yield from _breaker_step(state, events, k, previous.get(attempt), workers, live)
+        live.see(event)
+        if attempt is not None:
+            previous[attempt] = event
+
+
+def _breaker_step(
+    state: _Breaker,
+    events: list[Entry],
+    k: int,
+    before: Entry | None,
+    workers: Iterable[str],
+    live: _Live,
+) -> Iterator[Finding]:
+    event, kind = events[k], events[k]["kind"]
+    provider = state.provider
+    if kind == EventKind.BREAKER_OPENED:
+        state.opened(event)
+    elif kind == EventKind.BREAKER_CLOSED:
+        state.closed()
+    elif kind in (EventKind.WON, EventKind.DISCARDED_LATE_RESULT) and not _by_resolution(before):
+        state.success()
+    elif _definite_failure(event) is None:
+        state.sure = False  # a resolution by an answer the engine's words do not tell
+    elif _definite_failure(event) and state.failure(event):
+        if not any(
+            e["kind"] == EventKind.BREAKER_OPENED
+            and e["detail"].get("provider") == provider
+            and abs(_t(e) - _t(event)) <= EPSILON
+            for e in events[k + 1 :]
+        ):
+            yield Finding(
+                "I11",
+                event["job"],
+                f"breaker: {len(state.counted)} definite failures of {provider} within "
+                f"{state.settings.window:g} s, yet its breaker did not open",
+                tuple(state.counted),
+            )
+        state.opened(event)
+    elif _planned_by_worker(event, workers, live) and state.holds(_t(event)):
+        yield Finding(
+            "I11",
+            event["job"],
+            f"breaker: {provider}'s breaker opened at t={state.opened_at:g} "
+            f"(cool-down {state.settings.cool_down:g} s), yet the worker started "
+            f"{event['attempt']} on it",
+            (event,),
+        )
+
+
+def _by_resolution(before: Entry | None) -> bool:
+    return (
+        before is not None
+        and before["kind"] == EventKind.RESOLVED
+        and before["detail"].get("outcome") == "succeeded"
+    )
+
+
+def _definite_failure(event: Entry) -> bool | None:
+    """Did this event feed the breaker a definite failure? False: no; None: it may have
+    (a resolution by the call's own answer, in words that do not name the signal)."""
+    detail = event["detail"]
+    if event["kind"] == EventKind.ATTEMPT_FAILED:
+        return detail.get("cause") in _BREAKER_FAILURES
+    if event["kind"] != EventKind.RESOLVED or detail.get("outcome") != "failed":
+        return False
+    reason = str(detail.get("reason") or "")
+    if not reason.startswith(_ANSWERED):
+        return False  # an operator, a lookup, a start never sent: not the breaker's
+    signal = reason[len(_ANSWERED) :].split(":", 1)[0].strip()
+    return True if signal in _BREAKER_FAILURES else (False if signal else None)
+
+
+def _kills(history: Mapping[str, Any]) -> dict[str, list[float]]:
+    """When each worker lost its timers: crashed, or replaced by a restart."""
+    kills: dict[str, list[float]] = defaultdict(list)
+    for op in history.get("operations", ()):
+        if op["op"] in ("crash", "restart"):
+            kills[op["process"]].append(_t(op))
+    return kills
+
+
+def _max_runtime_ends_unknowns(history: Mapping[str, Any]) -> Iterator[Finding]:
+    """I11, max runtime: an attempt that became unknown is no longer unknown at its
+    provider's maximum runtime (from its start; at once if it became unknown later),
+    when the worker that recorded the unknown (and armed that timer) lived until then
+    and the run went on past it: provider evidence, an operator or abandonment ended it."""
+    runtimes, workers, end = (
+        _config(history, "max_runtime"),
+        _config(history, "workers"),
+        history.get("end"),
+    )
+    if not isinstance(runtimes, Mapping) or not workers or not isinstance(end, int | float):
+        return
+    kills, providers = _kills(history), _providers(history)
+    for job, events in _events_by_job(history).items():
+        started = {e.get("attempt"): e for e in events if e["kind"] == EventKind.ATTEMPT_STARTED}
+        for k, event in enumerate(events):
+            attempt = event.get("attempt")
+            limit = runtimes.get(providers.get(attempt))
+            if event["kind"] != EventKind.BECAME_UNKNOWN or attempt not in started or not limit:
+                continue
+            due = max(_t(event), _t(started[attempt]) + float(limit))
+            if end < due + EPSILON or not _timer_lived(event, due, workers, kills):
+                continue
+            after = _next_of(events, k, attempt)
+            if after is None or after["kind"] not in _LEAVES_UNKNOWN or _t(after) > due + EPSILON:
+                yield Finding(
+                    "I11",
+                    job,
+                    f"max runtime: {attempt} was still unknown at t={due:g}, past "
+                    f"{providers[attempt]}'s maximum runtime of {float(limit):g} s",
+                    (started[attempt], event, *((after,) if after else ())),
+                )
+
+
+def _timer_lived(
+    event: Entry, due: float, workers: Iterable[str], kills: Mapping[str, list[float]]
+) -> bool:
+    """Did the worker that recorded `event` keep its timers until `due` (no crash, no
+    restart)? Else only a reconcile would find the attempt, and none may come."""
+    actor = event.get("actor")
+    if actor not in workers:
+        return False
+    return not any(_t(event) - EPSILON <= t <= due + EPSILON for t in kills.get(actor, ()))
+
+
+def _sweep_ends_expired(history: Mapping[str, Any]) -> Iterator[Finding]:
+    """I11, the sweep: a sweep (or tick) that completes after a starting or running
+    attempt's deadline (its start + the job's attempt_timeout) leaves it running no
+    longer: it is unknown (its worker may have died) or finished by then."""
+    sweeps = list(_sweeps(history.get("operations", ())))
+    if not sweeps:
+        return
+    running: list[tuple[Entry, float, float | None]] = []  # start, deadline, left running
+    for job, events in _events_by_job(history).items():
+        timeout = _policy(history, job, "attempt_timeout")
+        if not isinstance(timeout, int | float):
+            continue
+        for k, event in enumerate(events):
+            if event["kind"] != EventKind.ATTEMPT_STARTED:
+                continue
+            left = next(
+                (
+                    _t(e)
+                    for e in events[k + 1 :]
+                    if e.get("attempt") == event.get("attempt") and e["kind"] in _LEAVES_RUNNING
+                ),
+                None,
+            )
+            running.append((event, _t(event) + float(timeout), left))
+    reported: set[Any] = set()
+    for invoke, done in sweeps:
+        expired = [
+            (start, deadline)
+            for start, deadline, left in running
+            if deadline <= _t(invoke) - EPSILON and (left is None or left > _t(done) + EPSILON)
+        ]
+        if len(expired) > _SWEEP_LIMIT:
+            continue  # more than one sweep takes
+        for start, deadline in expired:
+            if start.get("attempt") in reported:
+                continue
+            reported.add(start.get("attempt"))
+            yield Finding(
+                "I11",
+                start["job"],
+                f"sweep: {start.get('attempt')}'s deadline passed at t={deadline:g}, yet the "
+                f"sweep at t={_t(done):g} left it running",
+                (start, done),
+            )
+
+
+def _sweeps(operations: Iterable[Entry]) -> Iterator[tuple[Entry, Entry]]:
+    """Each completed sweep (a `sweep` or a `tick`) whose worker was not killed during it."""
+    open_: dict[str, Entry] = {}
+    for op in operations:
+        process = op["process"]
+        if op["op"] == "crash":
+            open_.pop(process, None)
+        elif op["op"] in ("sweep", "tick"):
+            if op["type"] == "invoke":
+                open_[process] = op
+            elif op["type"] == "ok" and process in open_:
+                yield open_.pop(process), op

@@ -1,0 +1,325 @@
+"""Winners and fencing: one live attempt, unknown blocks, one winner, fencing at the
+finish, the verdict gate (I3, I4, I5, I6, I7)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from harness.core.states import EventKind
+from harness.scenarios.checker.history import (
+    _ENDS_LIVE,
+    _FENCES,
+    EPSILON,
+    Entry,
+    Finding,
+    _ends_live,
+    _events_by_job,
+    _final,
+    _next_of,
+    _policy,
+    _t,
+)
+
+_FINISHES = {  # the event that finishes a job: its final status, and whose guarantee it is
+    EventKind.WON: ("succeeded", "I5"),
+    EventKind.JOB_CANCELLED: ("cancelled", "I6"),
+    EventKind.JOB_FAILED: ("failed", "I11"),
+}
+
+
+def _live_bound(history: Mapping[str, Any]) -> Iterator[Finding]:
+    """I3: never more live attempts than the job's policy allows."""
+    jobs = history.get("jobs", {})
+    for job, events in _events_by_job(history).items():
+        bound = jobs.get(job, {}).get("max_live_attempts", 1)
+        live: dict[str, Entry] = {}
+        for event in events:
+            if event["kind"] == EventKind.ATTEMPT_STARTED:
+                live[event.get("attempt")] = event
+                if len(live) > bound:
+                    yield Finding(
+                        "I3",
+                        job,
+                        f"{len(live)} live attempts, policy allows {bound}",
+                        tuple(live.values()),
+                    )
+                    break
+            elif _ends_live(event):
+                live.pop(event.get("attempt"), None)
+
+
+def _unknown_blocks(history: Mapping[str, Any]) -> Iterator[Finding]:
+    """I4: nothing starts beside an unknown attempt, an unknown attempt never ends
+    failed without a resolution, and only an unknown attempt is resolved.
+
+    Except a hedge: a policy that hedges (`hedge_after` H, more than one live attempt)
+    has accepted a second execution, so an attempt may start beside an unknown one from
+    that one's start + H on (DESIGN.md, "Unknowns end ... by an explicit hedge policy")."""
+    jobs = history.get("jobs", {})
+    for job, events in _events_by_job(history).items():
+        unknown: dict[str, Entry] = {}
+        last: dict[str, Entry] = {}  # each attempt's latest event
+        starts: dict[str, float] = {}
+        hedge_after = _policy(history, job, "hedge_after")
+        if jobs.get(job, {}).get("max_live_attempts", 1) < 2:
+            hedge_after = None
+        for event in events:
+            if event["kind"] == EventKind.ATTEMPT_STARTED and unknown and hedge_after is not None:
+                due = min(starts.get(a, _t(e)) for a, e in unknown.items()) + hedge_after
+                if _t(event) + EPSILON >= due:
+                    starts[event.get("attempt")] = _t(event)
+                    continue  # a hedge the policy allows
+            if event["kind"] == EventKind.ATTEMPT_STARTED:
+                starts[event.get("attempt")] = _t(event)
+            yield from _unknown_step(job, event, unknown, last)
+            if event.get("attempt") is not None:
+                last[event["attempt"]] = event
+        final = {a["attempt"]: a for a in jobs.get(job, {}).get("attempts", ())}
+        for attempt, event in unknown.items():
+            state = final.get(attempt, {}).get("state")
+            if state == "failed":
+                yield Finding(
+                    "I4",
+                    job,
+                    f"{attempt} became unknown, then failed with no resolution recorded",
+                    (event, _final(attempt, state=state)),
+                )
+
+
+def _unknown_step(
+    job: str, event: Entry, unknown: dict[str, Entry], last: Mapping[str, Entry]
+) -> Iterator[Finding]:
+    kind, attempt = event["kind"], event.get("attempt")
+    if kind == EventKind.BECAME_UNKNOWN:
+        unknown[attempt] = event
+    elif kind == EventKind.ATTEMPT_STARTED and unknown:
+        first = next(iter(unknown.values()))
+        yield Finding(
+            "I4", job, f"{attempt} started while {first['attempt']} was unknown", (first, event)
+        )
+    elif kind == EventKind.ATTEMPT_FAILED and attempt in unknown:
+        yield Finding(
+            "I4",
+            job,
+            f"unknown {attempt} failed without a resolution",
+            (unknown.pop(attempt), event),
+        )
+    elif kind == EventKind.RESOLVED and attempt not in unknown:
+        before = last.get(attempt)
+        was = f" (it was {before['kind']})" if before else ""
+        yield Finding(
+            "I4",
+            job,
+            f"{attempt} was resolved while it was not unknown{was}",
+            (*((before,) if before else ()), event),
+        )
+    elif kind == EventKind.RESOLVED or kind in _ENDS_LIVE:
+        unknown.pop(attempt, None)
+
+
+def _one_winner(history: Mapping[str, Any]) -> Iterator[Finding]:
+    """I5 and I6: one `won` per job, never for a fenced attempt, and the job's result is
+    its winner's."""
+    jobs = history.get("jobs", {})
+    for job, events in _events_by_job(history).items():
+        wins = [e for e in events if e["kind"] == EventKind.WON]
+        if len(wins) > 1:
+            yield Finding("I5", job, f"{len(wins)} attempts won", tuple(wins[:2]))
+        fenced: dict[str, Entry] = {}
+        for event in events:
+            if event["kind"] in _FENCES:
+                fenced.setdefault(event["attempt"], event)
+            elif event["kind"] == EventKind.WON and event["attempt"] in fenced:
+                yield Finding(
+                    "I6",
+                    job,
+                    f"fenced {event['attempt']} won",
+                    (fenced[event["attempt"]], event),
+                )
+        final = jobs.get(job)
+        if final is not None:
+            yield from _result_is_winners(job, final, wins, events)
+
+
+def _result_is_winners(
+    job: str, final: Entry, wins: list[Entry], events: list[Entry]
+) -> Iterator[Finding]:
+    if wins and "winner" in final and final["winner"] != wins[0]["attempt"]:
+        yield Finding(
+            "I5",
+            job,
+            f"the winner changed from {wins[0]['attempt']} to {final['winner']}",
+            (wins[0], {"t": None, "final": job, "winner": final["winner"]}),
+        )
+    if final.get("status") == "cancelled" and final.get("winner") is not None:
+        yield Finding(
+            "I6",
+            job,
+            f"cancelled, yet {final['winner']} is its winner",
+            tuple(e for e in events if e["kind"] in (EventKind.JOB_CANCELLED, EventKind.WON)),
+        )
+    attempts = final.get("attempts", ())
+    winner = next((a for a in attempts if a["attempt"] == final.get("winner")), None)
+    if winner is not None and final.get("result_provider") not in (None, winner["provider"]):
+        yield Finding(
+            "I5",
+            job,
+            f"its result came from {final['result_provider']}, its winner is "
+            f"{winner['attempt']} on {winner['provider']}",
+            tuple(wins[:1]),
+        )
+
+
+def _fenced_at_finish(history: Mapping[str, Any]) -> Iterator[Finding]:
+    """I6 and I11: when a job is won, every other live attempt is superseded or
+    cancelled at that instant; when it is cancelled or failed, nothing is live; after it
+    finished nothing wins it again or starts; its final status is its first finish's."""
+    jobs = history.get("jobs", {})
+    for job, events in _events_by_job(history).items():
+        live: dict[str, Entry] = {}
+        finished: Entry | None = None
+        for k, event in enumerate(events):
+            if finished is not None:
+                yield from _after_finish(job, finished, event)
+            if event["kind"] == EventKind.WON:
+                yield from _fenced_by_win(job, events, k, live)
+            elif event["kind"] in (EventKind.JOB_CANCELLED, EventKind.JOB_FAILED) and live:
+                attempt, start = next(iter(live.items()))
+                yield Finding(
+                    "I6" if event["kind"] == EventKind.JOB_CANCELLED else "I11",
+                    job,
+                    f"{event['kind']} while {attempt} was still live",
+                    (start, event),
+                )
+            if finished is None and event["kind"] in _FINISHES:
+                finished = event
+            if event["kind"] == EventKind.ATTEMPT_STARTED:
+                live[event.get("attempt")] = event
+            elif _ends_live(event):
+                live.pop(event.get("attempt"), None)
+        if finished is not None:
+            yield from _final_is_first_finish(job, finished, jobs.get(job, {}).get("status"))
+
+
+def _final_is_first_finish(job: str, finished: Entry, status: str | None) -> Iterator[Finding]:
+    expected, invariant = _FINISHES[finished["kind"]]
+    if status not in (None, expected):
+        yield Finding(
+            invariant,
+            job,
+            f"{finished['kind']} at t={_t(finished):g}, yet its final status is {status}",
+            (finished, _final(job, status=status)),
+        )
+
+
+def _after_finish(job: str, finished: Entry, event: Entry) -> Iterator[Finding]:
+    if event["kind"] == EventKind.WON and finished["kind"] != EventKind.WON:  # two: I5
+        yield Finding(
+            "I6", job, f"{event['attempt']} won after {finished['kind']}", (finished, event)
+        )
+    elif event["kind"] == EventKind.ATTEMPT_STARTED:
+        yield Finding(
+            "I11",
+            job,
+            f"{event['attempt']} started after the job finished ({finished['kind']})",
+            (finished, event),
+        )
+
+
+def _fenced_by_win(
+    job: str, events: list[Entry], k: int, live: Mapping[str, Entry]
+) -> Iterator[Finding]:
+    won = events[k]
+    for attempt, start in live.items():
+        if attempt == won.get("attempt"):
+            continue
+        after = _next_of(events, k, attempt)
+        if after is not None and after["kind"] in _FENCES and abs(_t(after) - _t(won)) <= EPSILON:
+            continue
+        what = f"its next event is {after['kind']} at t={_t(after):g}" if after else "never"
+        yield Finding(
+            "I6",
+            job,
+            f"{won['attempt']} won, but {attempt} was not fenced at that instant ({what})",
+            (start, won, *((after,) if after else ())),
+        )
+
+
+def _gated(history: Mapping[str, Any]) -> Iterator[Finding]:
+    """I7 (with the verdicts gate): an attempt on a provider past the first of its chain
+    starts only after a passing verdict for it. Where the attempt's call is recorded, the
+    operations' numbers order it against the verdicts; else time does (a verdict at the
+    same instant counts as before)."""
+    if history.get("gate") != "verdicts":
+        return
+    operations = history.get("operations", ())
+    verdicts = [o for o in operations if o["op"] == "verdict"]
+    first_call: dict[str, Entry] = {}
+    for op in operations:
+        if op["op"] == "call" and op["type"] == "invoke":
+            first_call.setdefault(op.get("attempt"), op)
+    jobs = history.get("jobs", {})
+    for event in history.get("events", ()):
+        provider = event["detail"].get("provider")
+        chain = jobs.get(event["job"], {}).get("chain") or [provider]
+        if event["kind"] != EventKind.ATTEMPT_STARTED or provider == chain[0]:
+            continue
+        call = first_call.get(event.get("attempt"))
+        if not _verified(verdicts, provider, event, call):
+            shown = (event,) if call is None else (event, call)
+            yield Finding("I7", event["job"], f"failed over to unverified {provider}", shown)
+
+
+def _verified(verdicts: list[Entry], provider: str, start: Entry, call: Entry | None) -> bool:
+    """Did `provider`'s latest verdict before this start pass?"""
+    if call is not None and "i" in call:
+        before = [v for v in verdicts if v.get("i", 0) < call["i"]]
+    else:
+        before = [v for v in verdicts if _t(v) <= _t(start)]
+    mine = [v for v in before if v.get("provider") == provider]
+    return bool(mine) and bool(mine[-1].get("passed"))
+
+
+_ENDS_AS = {  # the event that settles an attempt -> its state from then on, whose rule
+    EventKind.WON: ("succeeded", "I5"),
+    EventKind.ATTEMPT_FAILED: ("failed", "I4"),
+    EventKind.ATTEMPT_CANCELLED: ("cancelled", "I6"),
+    EventKind.ATTEMPT_SUPERSEDED: ("superseded", "I6"),
+    EventKind.BECAME_UNKNOWN: ("unknown", "I4"),
+}
+
+
+_RESOLUTIONS = frozenset({"succeeded", "failed", "cancelled"})  # each the state it leaves
+
+
+def _settled_state(event: Entry) -> tuple[str, str] | None:
+    if event["kind"] == EventKind.RESOLVED:
+        outcome = event["detail"].get("outcome")
+        return (str(outcome), "I4") if outcome in _RESOLUTIONS else None
+    return _ENDS_AS.get(event["kind"])
+
+
+def _final_state_as_recorded(history: Mapping[str, Any]) -> Iterator[Finding]:
+    """I4, I5, I6: each attempt's final state is the one its last settling event says:
+    a winner is succeeded, a fenced attempt cancelled or superseded, an attempt that
+    became unknown stays unknown until a resolution, a failed one failed."""
+    jobs = history.get("jobs", {})
+    for job, events in _events_by_job(history).items():
+        settled: dict[str, tuple[Entry, tuple[str, str]]] = {}
+        for event in events:
+            state = _settled_state(event)
+            if state is not None and event.get("attempt") is not None:
+                settled[event["attempt"]] = (event, state)
+        for attempt in jobs.get(job, {}).get("attempts", ()):
+            label, final = attempt["attempt"], attempt.get("state")
+            if label not in settled or final is None:
+                continue
+            event, (expected, invariant) = settled[label]
+            if final != expected:
+                yield Finding(
+                    invariant,
+                    job,
+                    f"{label}'s last {event['kind']} leaves it {expected}, yet it ended {final}",
+                    (event, _final(label, state=final)),
+                )
