@@ -23,7 +23,7 @@ from tests.acceptance.test_reports import CHROMIUM
 from tests.probe.gateways import Upstreams, flaky_app, naive_app, serving, summarise_app
 from tests.support.live import free_port, service_config, start_serve, stop
 
-JUNIT_XSD = "tests/data/junit.xsd"
+JUNIT_XSD = "tests/data/junit-10.xsd"
 SCORECARD_SCHEMA = json.loads(Path("harness/schemas/probe-scorecard.json").read_text())
 NAIVE_FAILS = {
     "double-click-one-key": "executions_per_intent",
