@@ -167,15 +167,16 @@ def serve(
             f"({', '.join(sorted(service.providers))})",
             err=True,
         )
-    app = create_app(
-        service.engine,
-        service.worker if worker else None,
-        config,
-        provider_names=lambda: set(service.providers),
-        contract_names=lambda: set(service.registry),
-        resolver=service.worker.resolver,
-        faces=True,
-    )
+    with exit_on_error():  # e.g. a route naming an unconfigured provider
+        app = create_app(
+            service.engine,
+            service.worker if worker else None,
+            config,
+            provider_names=lambda: set(service.providers),
+            contract_names=lambda: set(service.registry),
+            resolver=service.worker.resolver,
+            faces=True,
+        )
     if worker:
         service.worker.start_background()
     click.echo(f"serving on http://{host}:{port} with {redact(service.database.url)}", err=True)

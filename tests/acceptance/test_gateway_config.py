@@ -4,8 +4,10 @@ routes are failover chains the gate answers for; `Prefer: wait` within the bound
 from __future__ import annotations
 
 import pytest
+from click.testing import CliRunner
 
 from harness.api.faces.gateway import prefer_wait
+from harness.cli.main import main
 from harness.config import DEFAULT_GATEWAY_WAIT, MAX_GATEWAY_WAIT, load_config
 from harness.errors import ConfigError
 
@@ -71,3 +73,11 @@ def test_a_malformed_section_is_named(tmp_path, text: str, field: str) -> None:
 )
 def test_prefer_wait_is_read_within_the_bound(header: str | None, seconds: float) -> None:
     assert prefer_wait(header, 60.0) == seconds
+
+
+def test_serve_refuses_a_route_naming_an_unconfigured_provider(tmp_path, sqlite_url) -> None:
+    path = write(tmp_path, "routes: {chat: [primary, nope]}\n")
+    args = ["serve", "--config", str(path), "--db", sqlite_url, "--port", "0"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2
+    assert "routes.chat: unconfigured providers: nope" in result.output
