@@ -10,7 +10,7 @@ from harness.probe.driver import ClientRecord, ProbeRun
 from harness.probe.files import parse_probe
 from harness.probe.judge import judge
 from harness.probe.scorecard import Play, junit, markdown, score
-from tests.probe.test_probe_gateways import JUNIT_XSD, SCORECARD_SCHEMA
+from tests.support.probing import JUNIT_XSD, SCORECARD_SCHEMA
 
 PROBE = parse_probe(
     """format: 1
