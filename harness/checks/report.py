@@ -162,7 +162,8 @@ def write_outputs(
     if html_path is not None:
         from harness.scenarios.html import write_html
 
-        write_html(html_path, results, title=f"harness check {report['run_id']}")
+        title = f"harness check {report['run_id']}"
+        write_html(html_path, results, title=title, mutants=report["mutants"])
     if junit_path is None:
         return
     suites = scenario_suites(results, database_url=database_url)

@@ -11,6 +11,7 @@ import click
 from uvicorn.config import LOGGING_CONFIG
 
 from fake_providers import FakeProviders, FakeServer, InvalidInput
+from harness.cli.fake_scripts import script
 
 DEFAULT_PORT = 8765
 
@@ -82,3 +83,6 @@ def serve(host: str, port: int, access_log: bool, names: str) -> None:
 
 def _exit_quietly(signum: int, frame: object) -> None:
     raise SystemExit(0)
+
+
+fake_providers.add_command(script)

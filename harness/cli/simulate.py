@@ -248,7 +248,7 @@ def _finish(report, runs, wall, reports, database_url, mutant, faults, settings)
     if reports["json"] is not None:
         reports["json"].write_text(to_json(report), encoding="utf-8")
     if reports["html"] is not None:
-        reports["html"].write_text(html_page(report, runs), encoding="utf-8")
+        reports["html"].write_text(html_page(report, runs, replay=replay), encoding="utf-8")
     for line in _publish(report, text, replays, reports["summary_md"]):
         click.echo(line)  # GitHub annotations, on GitHub Actions only
     exit_with(not report["passed"])

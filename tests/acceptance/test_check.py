@@ -52,7 +52,8 @@ def test_check_passes_fast_and_writes_valid_reports(tmp_path) -> None:
     junit = (tmp_path / "j.xml").read_text()
     assert f'tests="{len(files)}"' in junit and 'failures="0"' in junit and "timestamp=" in junit
     html = (tmp_path / "r.html").read_text()
-    assert html.count("<svg") == len(files) - html.count("— skipped")
+    skipped = html.count('class="scenario skipped"')
+    assert html.count('<svg class="timeline"') == len(files) - skipped
 
 
 def test_check_plays_the_users_scenarios_directory(tmp_path) -> None:

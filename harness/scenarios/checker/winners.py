@@ -17,6 +17,7 @@ from harness.scenarios.checker.history import (
     _events_by_job,
     _final,
     _next_of,
+    _policy,
     _t,
 )
 
@@ -50,12 +51,27 @@ def _live_bound(history: Mapping[str, Any]) -> Iterator[Finding]:
 
 def _unknown_blocks(history: Mapping[str, Any]) -> Iterator[Finding]:
     """I4: nothing starts beside an unknown attempt, an unknown attempt never ends
-    failed without a resolution, and only an unknown attempt is resolved."""
+    failed without a resolution, and only an unknown attempt is resolved.
+
+    Except a hedge: a policy that hedges (`hedge_after` H, more than one live attempt)
+    has accepted a second execution, so an attempt may start beside an unknown one from
+    that one's start + H on (DESIGN.md, "Unknowns end ... by an explicit hedge policy")."""
     jobs = history.get("jobs", {})
     for job, events in _events_by_job(history).items():
         unknown: dict[str, Entry] = {}
         last: dict[str, Entry] = {}  # each attempt's latest event
+        starts: dict[str, float] = {}
+        hedge_after = _policy(history, job, "hedge_after")
+        if jobs.get(job, {}).get("max_live_attempts", 1) < 2:
+            hedge_after = None
         for event in events:
+            if event["kind"] == EventKind.ATTEMPT_STARTED and unknown and hedge_after is not None:
+                due = min(starts.get(a, _t(e)) for a, e in unknown.items()) + hedge_after
+                if _t(event) + EPSILON >= due:
+                    starts[event.get("attempt")] = _t(event)
+                    continue  # a hedge the policy allows
+            if event["kind"] == EventKind.ATTEMPT_STARTED:
+                starts[event.get("attempt")] = _t(event)
             yield from _unknown_step(job, event, unknown, last)
             if event.get("attempt") is not None:
                 last[event["attempt"]] = event
