@@ -27,6 +27,7 @@ class MutantResult:
     mutant: Mutant
     caught_by: tuple[str, ...]
     seconds: float = 0.0  # real time the mutant was played for
+    results: tuple[RunResult, ...] = ()  # the catching runs (their histories: coverage)
 
 
 def run_suite(
@@ -64,16 +65,17 @@ def run_mutants(
         )
     found = []
     for mutant in mutants:
-        caught: list[str] = []
+        caught: list[RunResult] = []
         started = time.perf_counter()
         with applied(mutant):
             for scenario in scenarios:
                 result = run_scenario(scenario, database)
                 if result.skipped is None and not result.passed:
-                    caught.append(scenario.name)
+                    caught.append(result)
                     if not full:
                         break
-        found.append(MutantResult(mutant, tuple(caught), time.perf_counter() - started))
+        names = tuple(r.name for r in caught)
+        found.append(MutantResult(mutant, names, time.perf_counter() - started, tuple(caught)))
         if on_result is not None:
             on_result(found[-1])
     return found

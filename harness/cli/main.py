@@ -13,6 +13,7 @@ from __future__ import annotations
 import sys
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -259,6 +260,28 @@ def worker(
     "deliberately broken engine must be caught by at least one scenario.",
 )
 @click.option(
+    "--swarm",
+    "swarm_seeds",
+    default=3,
+    show_default=True,
+    type=click.IntRange(0, 100),
+    help="Also play this many seeds of a short simulated swarm (0: none).",
+)
+@click.option(
+    "--seed",
+    "swarm_seed",
+    default=None,
+    type=int,
+    help="The swarm's first seed (default: one that rotates by date).",
+)
+@click.option(
+    "--coverage",
+    "show_coverage",
+    is_flag=True,
+    help="Also report which transitions, outcome rows, fake behaviours and fault points "
+    "the scenarios reached (in the --json report too).",
+)
+@click.option(
     "--junit",
     "junit_path",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -286,6 +309,9 @@ def check(
     scenario_dirs: tuple[Path, ...],
     only: tuple[str, ...],
     mutants: bool,
+    swarm_seeds: int,
+    swarm_seed: int | None,
+    show_coverage: bool,
     junit_path: Path | None,
     json_path: Path | None,
     html_path: Path | None,
@@ -331,6 +357,7 @@ def check(
                 results = run_suite(loaded, database, on_result=lambda r: step())
             for result in results:
                 click.echo("\n".join(result_lines(result, timeline=True)))
+            swarm = _check_swarm(database, database_url, swarm_seeds, swarm_seed)
             found = None
             if mutants:
                 from harness.checks.mutants import MUTANTS
@@ -345,6 +372,12 @@ def check(
             for link in links:
                 click.echo(gate_line(link))
         report = check_report(run_id, results, found, links)
+        if show_coverage:
+            from harness.checks.coverage import coverage_lines, property_coverage, suite_coverage
+
+            report["coverage"] = suite_coverage(results)
+            report["coverage"]["properties"] = property_coverage(results, found)
+            click.echo("\n".join(coverage_lines(report["coverage"])))
         given_db = _given(click.get_current_context(), "database_url", database_url)
         write_outputs(
             report,
@@ -362,7 +395,7 @@ def check(
         ):
             click.echo(line)  # GitHub annotations, on GitHub Actions only
     click.echo(summary_line(report["summary"]))
-    exit_with(report["summary"]["failed"] > 0)
+    exit_with(report["summary"]["failed"] > 0 or (swarm is not None and swarm.failed is not None))
 
 
 def _given(ctx: click.Context, name: str, value: str) -> str | None:
@@ -372,14 +405,31 @@ def _given(ctx: click.Context, name: str, value: str) -> str | None:
     return None if ctx.get_parameter_source(name) is ParameterSource.DEFAULT else value
 
 
+def _check_swarm(database: Database, database_url: str, seeds: int, first: int | None) -> Any:
+    """`harness check`'s short swarm (harness/cli/check_swarm.py), printed as it ends."""
+    if seeds == 0:
+        return None
+    from harness.cli.check_swarm import SWARM_JOBS, date_seed, play_swarm, swarm_lines
+    from harness.store.database import DEFAULT_DATABASE_URL
+
+    with progress_bar(seeds * SWARM_JOBS, "swarm jobs") as step:
+        start = date_seed() if first is None else first
+        swarm = play_swarm(database, start, seeds=seeds, step=step)
+    on_db = ["--db", database_url] if database_url != DEFAULT_DATABASE_URL else []
+    click.echo("\n".join(swarm_lines(swarm, on_db)))
+    return swarm
+
+
 def _register() -> None:
     from harness.cli.contracts import contracts
+    from harness.cli.probe import probe
     from harness.cli.providers import fake_providers
     from harness.cli.scenarios import scenarios
     from harness.cli.simulate import simulate
 
     main.add_command(contracts)
     main.add_command(fake_providers)
+    main.add_command(probe)
     main.add_command(scenarios)
     main.add_command(simulate)
     document_commands(main)

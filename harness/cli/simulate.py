@@ -75,6 +75,12 @@ _path = click.Path(dir_okay=False, path_type=Path)
     help="Real-time mode on PostgreSQL: P API and P worker processes, workers killed.",
 )
 @click.option(
+    "--ports",
+    default=None,
+    metavar="LOW-HIGH",
+    help="With --processes: listen on ports from this range (default: any free port).",
+)
+@click.option(
     "--parallel",
     default=min(2, os.cpu_count() or 1),
     show_default=True,
@@ -84,6 +90,13 @@ _path = click.Path(dir_okay=False, path_type=Path)
 )
 @click.option("--mutant", default=None, help="Simulate against this built-in mutant.")
 @click.option("--shrink-to", type=_path, help="Write the shrunk failing scenario here.")
+@click.option(
+    "--shrink-budget",
+    default=600,
+    show_default=True,
+    type=click.IntRange(1, 100_000),
+    help="At most this many replays while shrinking.",
+)
 @click.option("--json", "json_path", type=_path, help="Write the summary (JSON) here.")
 @click.option("--html", "html_path", type=_path, help="Write an HTML page with plots here.")
 @summary_md_option
@@ -97,9 +110,11 @@ def simulate(
     duration: float,
     per_episode: int,
     processes: int | None,
+    ports: str | None,
     parallel: int,
     mutant: str | None,
     shrink_to: Path | None,
+    shrink_budget: int,
     json_path: Path | None,
     html_path: Path | None,
     summary_md_path: Path | None,
@@ -114,7 +129,8 @@ def simulate(
         broken = mutant_named(mutant) if mutant else None
         prepare_reports(shrink_to, json_path, html_path, summary_md_path)
     if processes is not None:
-        _processes(database_url, processes, clients, duration, seed, rates, json_path)
+        span = _port_range(ports, processes)
+        _processes(database_url, processes, clients, duration, seed, rates, json_path, span)
         return
     settings = Settings(
         jobs=jobs, clients=clients, duration=duration, per_episode=per_episode, faults=rates
@@ -130,6 +146,7 @@ def simulate(
             broken,
             shrink_to,
             parallel=1 if explicit else parallel,
+            budget=shrink_budget,
         )
     reports = {"json": json_path, "html": html_path, "summary_md": summary_md_path}
     _finish(report, runs, wall, reports, database_url, mutant, faults, settings)
@@ -143,6 +160,7 @@ def _virtual(
     shrink_to: Any,
     *,
     parallel: int,
+    budget: int = 600,
 ):
     from contextlib import nullcontext
 
@@ -171,7 +189,7 @@ def _virtual(
                     )
                 runs.append(run)
                 if run.failed is not None and shrink_to is not None and not shrunk:
-                    shrunk[seed] = _shrink(run, database, shrink_to, broken)
+                    shrunk[seed] = _shrink(run, database, shrink_to, broken, budget)
                 if run.failed is not None and broken is not None:
                     break  # a mutant's run ends as soon as it is caught
         wall = time.perf_counter() - started
@@ -194,14 +212,15 @@ def _closing(pool: Any) -> Iterator[None]:
             pool.close()
 
 
-def _shrink(run: Any, database: Any, target: Path, broken: Any) -> dict[str, Any]:
+def _shrink(run: Any, database: Any, target: Path, broken: Any, budget: int) -> dict[str, Any]:
     from harness.simulate.run import fails_like
     from harness.simulate.shrink import shrink, write_scenario
 
     episode = run.failed
     signature = episode.signature()
     click.echo(f"shrinking seed {run.seed} episode {episode.index} ({signature}) ...", err=True)
-    result = shrink(episode.scenario, fails_like(signature, database, seed=run.seed, mutant=broken))
+    fails = fails_like(signature, database, seed=run.seed, mutant=broken)
+    result = shrink(episode.scenario, fails, budget=budget)
     write_scenario(
         result.scenario,
         target,
@@ -277,7 +296,21 @@ def _publish(report, text, replays, path) -> list[str]:
     return publish(markdown, notes, path=path, environ=environ)
 
 
-def _processes(database_url, processes, clients, duration, seed, rates, json_path) -> None:
+def _port_range(text: str | None, processes: int) -> range | None:
+    """`--ports LOW-HIGH` as a range with room for the fake server and each API process."""
+    if text is None:
+        return None
+    low, _, high = text.partition("-")
+    if not (low.isdigit() and high.isdigit() and 1 <= int(low) <= int(high) <= 65535):
+        raise click.BadParameter(f"{text!r} is not LOW-HIGH (1-65535)", param_hint="--ports")
+    span = range(int(low), int(high) + 1)
+    if len(span) < processes + 1:
+        message = f"{text} holds {len(span)} ports; {processes + 1} are needed"
+        raise click.BadParameter(message, param_hint="--ports")
+    return span
+
+
+def _processes(database_url, processes, clients, duration, seed, rates, json_path, ports) -> None:
     import json
 
     from harness.simulate.processes import run_processes
@@ -292,9 +325,12 @@ def _processes(database_url, processes, clients, duration, seed, rates, json_pat
             duration=duration,
             seed=seed,
             fault_rate=fault_rate,
+            ports=ports,
         )
     click.echo(json.dumps(result, indent=1, sort_keys=True))
     if json_path is not None:
         json_path.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    broken = any(result.get(k) for k in ("violations", "liveness", "lost"))
+    for reason in result.get("incomplete", []):
+        click.echo(f"the run did not do its work: {reason}", err=True)
+    broken = any(result.get(k) for k in ("violations", "liveness", "lost", "incomplete"))
     exit_with(broken)

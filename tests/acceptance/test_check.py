@@ -37,7 +37,7 @@ def test_check_passes_fast_and_writes_valid_reports(tmp_path) -> None:
     started = time.perf_counter()
     result = CliRunner().invoke(
         main,
-        ["check", "--json", "r.json", "--junit", "j.xml", "--html", "r.html"],
+        ["check", "--json", "r.json", "--junit", "j.xml", "--html", "r.html", "--swarm", "0"],
     )
     took = time.perf_counter() - started
     assert result.exit_code == 0, result.output
