@@ -173,6 +173,7 @@ class EventKind(enum.StrEnum):
     CONFLICT = "conflict"
     ATTEMPT_STARTED = "attempt_started"
     BECAME_UNKNOWN = "became_unknown"  # with its cause and evidence
+    OBSERVED = "observed"  # what the call said after its attempt had moved on (evidence)
     ATTEMPT_FAILED = "attempt_failed"
     RESOLVED = "resolved"
     WON = "won"
