@@ -56,6 +56,7 @@ from fake_providers.behaviours import (
 )
 from fake_providers.control_client import FakeControlClient
 from fake_providers.errors import FakeProviderError, InvalidInput
+from fake_providers.intercept import Intercept, intercept
 from fake_providers.ledger import Ledger, LedgerEntry
 from fake_providers.nonce import NONCE_PATTERN, find_nonce
 from fake_providers.prices import DEFAULT_PRICES, Price, PriceTable
@@ -88,6 +89,7 @@ __all__ = [
     "FakeProvidersApp",
     "FakeServer",
     "FakeTransport",
+    "Intercept",
     "InvalidInput",
     "Ledger",
     "LedgerEntry",
@@ -100,5 +102,6 @@ __all__ = [
     "count_prompt_tokens",
     "create_app",
     "find_nonce",
+    "intercept",
     "mount_respx",
 ]

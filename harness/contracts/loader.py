@@ -65,6 +65,7 @@ from harness.contracts.source import (
     split_field,
 )
 from harness.contracts.template import TemplateSyntaxError, placeholders
+from harness.core.problems import did_you_mean
 from harness.errors import ContractLoadError
 
 CONTRACT_SUFFIXES = (".yaml", ".yml", ".json")
@@ -116,7 +117,9 @@ def _explain(error: ValidationError) -> list[tuple[tuple[Any, ...], str]]:
         allowed = sorted((error.schema.get("properties") or {}).keys())
         extras = [k for k in error.instance if k not in (error.schema.get("properties") or {})]
         hint = f" (allowed: {', '.join(allowed)})" if allowed else ""
-        return [((*path, key), f"unknown field{hint}") for key in extras]
+        return [
+            ((*path, key), f"unknown field{did_you_mean(key, allowed) or hint}") for key in extras
+        ]
     if error.validator == "required" and isinstance(error.instance, dict):
         missing = [k for k in error.validator_value if k not in error.instance]
         return [((*path, key), "is required") for key in missing]

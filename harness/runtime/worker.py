@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -130,6 +130,9 @@ class Worker:
         self.resolver = Resolver(engine, providers)
         self._stop = threading.Event()
         self._last_reconcile: datetime | None = None
+        # Called with the job's id after each recorded outcome (the gateway's waiters
+        # wake on it instead of at their next read of the job; see api/faces/waiting.py).
+        self.outcome_listeners: list[Callable[[int], None]] = []
 
     # -- entry points ----------------------------------------------------------------------
 
@@ -286,6 +289,8 @@ class Worker:
             self._observe(attempt, outcome)
         except HarnessError:
             log.exception("recording the outcome of attempt %s failed", attempt.id)
+        for listener in self.outcome_listeners:
+            listener(attempt.job_id)
 
     def _observe(self, attempt: Attempt, outcome: Outcome) -> None:
         try:

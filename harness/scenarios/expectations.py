@@ -13,6 +13,7 @@ from harness.scenarios.actions import http_status
 from harness.scenarios.checker import unsettled
 from harness.scenarios.model import Scenario, Step
 from harness.scenarios.stage import PROVIDER_API
+from harness.scenarios.witness import value_text
 
 
 def answer_matches(expected: Any, answer: Any) -> bool:
@@ -36,17 +37,20 @@ def judge_step(scenario: Scenario, step: Step, answer: Any) -> str | None:
         return None
     where = f"{scenario.file}:{step.line}" if step.line else scenario.file
     return (
-        f"{where}: step {step.index + 1} ({step.action}) answered {answer!r}, "
-        f"expected {step.expect!r}"
+        f"{where}: step {step.index + 1} ({step.action}) answered {value_text(answer)}, "
+        f"expected {value_text(step.expect)}"
     )
 
 
-def judge(scenario: Scenario, history: Mapping[str, Any]) -> list[str]:
-    """Every way the final state differs from the scenario's `expect` and `reached`."""
+def judge(scenario: Scenario, history: Mapping[str, Any], *, late: float = 0.0) -> list[str]:
+    """Every way the final state differs from the scenario's `expect` and `reached`.
+    An instant (`started_at`) may be up to `late` scenario seconds after the one the file
+    gives, never before: a live server's own poll and request handling take real time
+    (0 in-process, where the clock is virtual and every instant exact)."""
     expect = scenario.expect
     found = []
     for alias, wanted in (expect.get("jobs") or {}).items():
-        found.extend(f"job {alias}: {m}" for m in _job(alias, wanted, history))
+        found.extend(f"job {alias}: {m}" for m in _job(alias, wanted, history, late))
     found.extend(_ledger(expect.get("ledger") or {}, history))
     found.extend(_per_owner(expect.get("jobs_per_owner") or {}, history))
     if expect.get("settled"):
@@ -58,33 +62,37 @@ def judge(scenario: Scenario, history: Mapping[str, Any]) -> list[str]:
     return found
 
 
-def _job(alias: str, wanted: Mapping[str, Any], history: Mapping[str, Any]) -> Iterator[str]:
+def _job(
+    alias: str, wanted: Mapping[str, Any], history: Mapping[str, Any], late: float
+) -> Iterator[str]:
     job = history["jobs"].get(alias)
     if job is None:
         yield "never created"
         return
     kinds = [e["kind"] for e in history["events"] if e["job"] == alias]
     yield from _job_state(job, wanted)
-    yield from _attempt_fields(job, wanted)
+    yield from _attempt_fields(job, wanted, late)
     yield from _job_events(kinds, wanted)
 
 
 def _job_state(job: Mapping[str, Any], wanted: Mapping[str, Any]) -> Iterator[str]:
     if "status" in wanted and job["status"] != wanted["status"]:
-        yield f"status {job['status']}, expected {wanted['status']}"
+        yield f"status {value_text(job['status'])}, expected {value_text(wanted['status'])}"
     if "winner" in wanted:
         winner = next(
             (a["provider"] for a in job["attempts"] if a["attempt"] == job["winner"]), None
         )
         if winner != wanted["winner"]:
-            yield f"winner {winner}, expected {wanted['winner']}"
+            yield f"winner {value_text(winner)}, expected {value_text(wanted['winner'])}"
     if "attempts" in wanted:
         seen = [f"{a['provider']}:{a['state']}" for a in job["attempts"]]
         if seen != list(wanted["attempts"]):
-            yield f"attempts {seen}, expected {list(wanted['attempts'])}"
+            yield f"attempts {value_text(seen)}, expected {value_text(list(wanted['attempts']))}"
 
 
-def _attempt_fields(job: Mapping[str, Any], wanted: Mapping[str, Any]) -> Iterator[str]:
+def _attempt_fields(
+    job: Mapping[str, Any], wanted: Mapping[str, Any], late: float
+) -> Iterator[str]:
     attempts = {int(a["attempt"].rsplit("#", 1)[1]): a for a in job["attempts"]}
     for number, fields in (wanted.get("attempt") or {}).items():
         attempt = attempts.get(int(number))
@@ -92,13 +100,27 @@ def _attempt_fields(job: Mapping[str, Any], wanted: Mapping[str, Any]) -> Iterat
             yield f"no attempt {number}"
             continue
         for name, value in fields.items():
-            if attempt.get(name) != value:
-                yield f"attempt {number} {name} {attempt.get(name)!r}, expected {value!r}"
+            seen = attempt.get(name)
+            if _instant(name, value) and _instant(name, seen) and late > 0:
+                if not value <= seen <= value + late:
+                    yield (
+                        f"attempt {number} {name} {seen:g}, expected {value:g} "
+                        f"(up to {late:g} s later over HTTP, never sooner)"
+                    )
+            elif seen != value:
+                yield f"attempt {number} {name} {value_text(seen)}, expected {value_text(value)}"
+
+
+def _instant(name: str, value: Any) -> bool:
+    return name.endswith("_at") and isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _job_events(kinds: list[str], wanted: Mapping[str, Any]) -> Iterator[str]:
     if "events" in wanted and not _in_order(list(wanted["events"]), kinds):
-        yield f"events {kinds} do not contain {list(wanted['events'])} in order"
+        yield (
+            f"events {value_text(kinds)} do not contain "
+            f"{value_text(list(wanted['events']))} in order"
+        )
     for kind in wanted.get("absent", ()):
         if kind in kinds:
             yield f"event {kind} happened"

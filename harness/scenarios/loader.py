@@ -16,9 +16,15 @@ import jsonschema
 import yaml
 
 from fake_providers import Behaviour, InvalidInput
+from fake_providers.behaviours import BEHAVIOURS, BehaviourName
+from harness.core.gate import GateReason
+from harness.core.problems import Problems, did_you_mean, unknown
+from harness.core.states import RefusalReason
 from harness.errors import ScenarioFileError
+from harness.scenarios.actions import http_status
 from harness.scenarios.model import (
     ACTIONS,
+    ANSWERS,
     DATABASES,
     DEFAULT_CHAIN,
     DEFAULT_WORKER,
@@ -26,6 +32,7 @@ from harness.scenarios.model import (
     Scenario,
     Step,
 )
+from harness.scenarios.places import HERE, YamlLines, explain, field_name
 
 SCENARIO_SUFFIX = ".scenario.yaml"
 FORMAT = 1
@@ -45,55 +52,31 @@ def _validator() -> jsonschema.Draft202012Validator:
     return jsonschema.Draft202012Validator(scenario_schema())
 
 
-def _field(path: Path_) -> str:
-    out = ""
-    for part in path:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out or "(top level)"
-
-
-class _Lines:
-    """Where each value of a YAML document starts: path -> 1-based line."""
-
-    def __init__(self, node: yaml.Node | None) -> None:
-        self.lines: dict[Path_, int] = {}
-        if node is not None:
-            self._walk(node, ())
-
-    def _walk(self, node: yaml.Node, path: Path_) -> None:
-        self.lines[path] = node.start_mark.line + 1
-        if isinstance(node, yaml.MappingNode):
-            for key, value in node.value:
-                sub = (*path, key.value)
-                self.lines[sub] = key.start_mark.line + 1
-                self._walk_value(value, sub)
-        elif isinstance(node, yaml.SequenceNode):
-            for i, item in enumerate(node.value):
-                self._walk(item, (*path, i))
-
-    def _walk_value(self, node: yaml.Node, path: Path_) -> None:
-        line = self.lines[path]
-        self._walk(node, path)
-        if not isinstance(node, yaml.MappingNode | yaml.SequenceNode):
-            self.lines[path] = line
-
-    def line(self, path: Path_) -> int | None:
-        path = tuple(path)
-        while path not in self.lines and path:
-            path = path[:-1]
-        return self.lines.get(path)
-
-
 def load_scenario(path: str | Path) -> Scenario:
-    """Read and check one scenario file (ScenarioFileError names file:line and field)."""
+    """Read and check one scenario file. A ScenarioFileError names every problem of the
+    file (each with its line and field); `.problems` holds them."""
+    problems = Problems()
+    scenario = read_scenario(path, problems)
+    if scenario is None or problems:
+        raise scenario_error(problems)
+    return scenario
+
+
+def read_scenario(path: str | Path, problems: Problems) -> Scenario | None:
+    """One scenario file, its problems added to `problems` (None when it cannot be
+    built): the reader a suite uses to report every problem of every file at once."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise ScenarioFileError(
-            exc.strerror or str(exc), file=str(path), line=None, field="(file)"
-        ) from None
-    return parse_scenario(text, file=str(path))
+        problems.add(str(path), None, "(file)", exc.strerror or str(exc))
+        return None
+    return _parsed(text, str(path), problems)
+
+
+def scenario_error(problems: Problems) -> ScenarioFileError:
+    """One error for every problem collected (the first gives its file, line and field)."""
+    return ScenarioFileError.of(problems.sorted(), problems.summary("scenario file"))
 
 
 _SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when installed
@@ -101,6 +84,14 @@ _SAFE_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
 def parse_scenario(text: str, *, file: str = "<string>") -> Scenario:
+    problems = Problems()
+    scenario = _parsed(text, file, problems)
+    if scenario is None or problems:
+        raise scenario_error(problems)
+    return scenario
+
+
+def _parsed(text: str, file: str, problems: Problems) -> Scenario | None:
     try:
         node = yaml.compose(text, Loader=_SAFE_LOADER)
         data = yaml.load(text, Loader=_SAFE_LOADER)  # a safe loader (libyaml when present)
@@ -108,10 +99,9 @@ def parse_scenario(text: str, *, file: str = "<string>") -> Scenario:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
         problem = getattr(exc, "problem", None) or str(exc)
-        raise ScenarioFileError(
-            f"not YAML: {problem}", file=file, line=line, field="(yaml)"
-        ) from None
-    return _checked(data, file, _Lines(node))
+        problems.add(file, line, "(yaml)", f"not YAML: {problem}")
+        return None
+    return _checked(data, file, YamlLines(node), problems)
 
 
 def scenario_from_mapping(data: Any, *, file: str = "<mapping>", schema: bool = True) -> Scenario:
@@ -119,65 +109,136 @@ def scenario_from_mapping(data: Any, *, file: str = "<mapping>", schema: bool = 
     round trip through YAML text (errors name the field, not a line). `schema=False`
     skips the JSON Schema for a mapping a program built (its tests check the schema);
     the engine's own rules (times, workers, jobs before use) are always checked."""
-    return _checked(data, file, _Lines(None), schema=schema)
-
-
-def _checked(data: Any, file: str, lines: _Lines, *, schema: bool = True) -> Scenario:
-    def fail(where: Path_, message: str) -> ScenarioFileError:
-        return ScenarioFileError(message, file=file, line=lines.line(where), field=_field(where))
-
-    if not isinstance(data, dict):
-        raise fail((), "a scenario is a mapping (name, summary, steps, ...)")
-    _check_steps_shape(data, fail)
-    errors = sorted(
-        _validator().iter_errors(data) if schema else (),
-        key=lambda e: (lines.line(e.absolute_path) or 0, list(e.absolute_path)),
-    )
-    if errors:
-        error = _deepest(errors[0])
-        raise fail(tuple(error.absolute_path), _explain(error))
-    scenario = _build(data, file, lines)
-    _check_rules(scenario, data, fail)
+    problems = Problems()
+    scenario = _checked(data, file, YamlLines(None), problems, schema=schema)
+    if scenario is None or problems:
+        raise scenario_error(problems)
     return scenario
 
 
-def _check_steps_shape(data: dict[str, Any], fail: Any) -> None:
-    """A step has exactly one action; said plainly before the schema's oneOf would."""
+class _Report:
+    """Adds a problem at a path of the document (its line found from the YAML)."""
+
+    def __init__(self, file: str, lines: YamlLines, problems: Problems) -> None:
+        self.file, self.lines, self.problems = file, lines, problems
+
+    def __call__(self, where: Path_, message: str) -> None:
+        self.problems.add(self.file, self.lines.line(where), field_name(where), message)
+
+
+_BROKEN = (KeyError, TypeError, AttributeError, ValueError, IndexError)
+"""What building a scenario from a mapping the checks already found wrong may raise."""
+
+
+def _checked(
+    data: Any, file: str, lines: YamlLines, problems: Problems, *, schema: bool = True
+) -> Scenario | None:
+    """Every problem of one document added to `problems`; the scenario, unless it could
+    not be built."""
+    report = _Report(file, lines, problems)
+    if not isinstance(data, dict):
+        report((), "a scenario is a mapping (name, summary, steps, ...)")
+        return None
+    before = len(problems)
+    owned = _check_steps_shape(data, report) | _check_behaviours(data, report)
+    if schema:
+        for error in _validator().iter_errors(data):
+            for where, message in explain(error, owned):
+                report(where, message)
+    _check_name(data, file, report)
+    try:
+        scenario = _build(data, file, lines)
+        _check_rules(scenario, data, report)
+    except _BROKEN:
+        if len(problems) == before:  # not explained by a problem found: a bug here
+            raise
+        return None
+    return scenario
+
+
+def _check_name(data: dict[str, Any], file: str, report: _Report) -> None:
+    name = data.get("name")
+    stem = Path(file).name.removesuffix(SCENARIO_SUFFIX)
+    if isinstance(name, str) and file.endswith(SCENARIO_SUFFIX) and name != stem:
+        report(("name",), f"{name!r} is not the file's name: {stem!r} ({stem}{SCENARIO_SUFFIX})")
+
+
+_STEP_FIELDS = (*ACTIONS, "at", "expect", "note")
+
+
+def _check_steps_shape(data: dict[str, Any], report: _Report) -> set[Path_]:
+    """A step has exactly one action; said plainly before the schema would. The paths
+    whose problems this reported (the schema's own words for them are left out)."""
     steps = data.get("steps")
+    owned: set[Path_] = set()
     if not isinstance(steps, list):
-        return
+        return owned
     for i, step in enumerate(steps):
         if not isinstance(step, dict):
-            raise fail(("steps", i), "a step is a mapping with one action")
+            report(("steps", i), "a step is a mapping with one action")
+            owned.add(("steps", i))
+            continue
         actions = [k for k in step if k in ACTIONS]
-        unknown = [k for k in step if k not in (*ACTIONS, "at", "expect", "note")]
-        if unknown:
-            raise fail(
-                ("steps", i, unknown[0]),
-                f"unknown action or field; actions: {', '.join(ACTIONS)}",
-            )
+        strangers = [k for k in step if k not in _STEP_FIELDS]
+        for key in strangers:
+            report(("steps", i, key), unknown("action or field", key, _STEP_FIELDS))
+            owned.add(("steps", i, key))
         if len(actions) > 1:
-            raise fail(("steps", i, actions[1]), f"one action per step (also {actions[0]})")
-        if not actions and "at" not in step:
-            raise fail(("steps", i), f"a step needs an action ({', '.join(ACTIONS)}) or `at`")
+            report(("steps", i, actions[1]), f"one action per step (also {actions[0]})")
+        if not actions and "at" not in step and not strangers:
+            report(("steps", i), f"a step needs an action ({', '.join(ACTIONS)}) or `at`")
+        if strangers or len(actions) != 1:
+            owned.add(("steps", i, HERE))  # the schema's words for the step itself
+    return owned
 
 
-def _deepest(error: jsonschema.ValidationError) -> jsonschema.ValidationError:
-    """For oneOf/anyOf, the branch error that got furthest into the value."""
-    while error.context:
-        error = max(error.context, key=lambda e: (len(e.absolute_path), -len(e.context or [])))
-    return error
+def _behaviour_paths(data: dict[str, Any]) -> Iterator[tuple[Path_, Any]]:
+    providers = data.get("providers")
+    for name, spec in providers.items() if isinstance(providers, dict) else ():
+        if not isinstance(spec, dict):
+            continue
+        script = spec.get("script")
+        for i, raw in enumerate(script if isinstance(script, list) else ()):
+            yield ("providers", name, "script", i), raw
+        if spec.get("then") is not None:
+            yield ("providers", name, "then"), spec["then"]
 
 
-def _explain(error: jsonschema.ValidationError) -> str:
-    if error.validator == "additionalProperties":
-        return error.message.replace("Additional properties", "unknown field(s)")
-    if error.validator == "enum":
-        return f"{error.instance!r} is not one of {', '.join(map(repr, error.validator_value))}"
-    return error.message
+def _check_behaviours(data: dict[str, Any], report: _Report) -> set[Path_]:
+    """Each scripted behaviour: a known name, and only the parameters that behaviour
+    takes (each named, with a did-you-mean), then the fakes' own value checks."""
+    owned: set[Path_] = set()
+    for where, raw in _behaviour_paths(data):
+        owned.add(where)
+        name = raw.get("behaviour") if isinstance(raw, dict) else raw
+        if isinstance(raw, dict) and "behaviour" not in raw:
+            report(where, "a behaviour mapping needs `behaviour: NAME`")
+            continue
+        if name not in BEHAVIOURS:
+            at = (*where, "behaviour") if isinstance(raw, dict) else where
+            report(at, unknown("behaviour", name, (str(b) for b in BEHAVIOURS)))
+            continue
+        allowed = BEHAVIOURS[BehaviourName(name)].params
+        extra = (
+            [k for k in raw if k != "behaviour" and k not in allowed]
+            if isinstance(raw, dict)
+            else []
+        )
+        for key in extra:
+            report(
+                (*where, key),
+                f"unknown parameter {key!r} for behaviour {name}"
+                + (did_you_mean(key, allowed) or f" (it takes: {', '.join(sorted(allowed))})"),
+            )
+        if not extra:
+            try:
+                Behaviour.parse(raw)
+            except InvalidInput as exc:
+                report(where, str(exc))
+    return owned
 
 
-def _build(data: dict[str, Any], file: str, lines: _Lines) -> Scenario:
+def _build(data: dict[str, Any], file: str, lines: YamlLines) -> Scenario:
     providers = {
         name: ProviderScript(script=tuple(spec.get("script", ())), then=spec.get("then"))
         for name, spec in (data.get("providers") or {}).items()
@@ -216,51 +277,74 @@ def _build(data: dict[str, Any], file: str, lines: _Lines) -> Scenario:
     )
 
 
-def _check_rules(scenario: Scenario, data: dict[str, Any], fail: Any) -> None:
-    for name, spec in (data.get("providers") or {}).items():
-        for i, raw in enumerate(spec.get("script", ())):
-            _behaviour(raw, ("providers", name, "script", i), fail)
-        if spec.get("then") is not None:
-            _behaviour(spec["then"], ("providers", name, "then"), fail)
+def _check_rules(scenario: Scenario, data: dict[str, Any], report: _Report) -> None:
     if scenario.gate == "verdicts" and scenario.contract is None:
-        raise fail(("gate",), "the verdicts gate needs a `contract`")
-    jobs = _check_steps(scenario, fail)
+        report(("gate",), "the verdicts gate needs a `contract`")
+    jobs = _check_steps(scenario, report)
     for job in scenario.expect.get("jobs") or {}:
         if job not in jobs:
-            raise fail(("expect", "jobs", job), f"job {job!r} is never created")
+            report(("expect", "jobs", job), f"job {job!r} is never created")
     for i, reached in enumerate(scenario.reached):
         for value in reached.values():
             if isinstance(value, dict) and value.get("job") not in (None, *jobs):
-                raise fail(("reached", i), f"job {value['job']!r} is never created")
+                report(("reached", i), f"job {value['job']!r} is never created")
 
 
-def _check_steps(scenario: Scenario, fail: Any) -> set[str]:
-    """Time runs forwards, workers exist, jobs are created before they are used."""
+def _check_steps(scenario: Scenario, report: _Report) -> set[str]:
+    """Time runs forwards, workers exist, jobs are created before they are used, and
+    each `expect` is an answer the action can give."""
     jobs: set[str] = set()
     times = 0.0
     for step in scenario.steps:
         where: Path_ = ("steps", step.index)
         if step.at is not None:
             if step.at < times:
-                raise fail((*where, "at"), f"time runs forwards: {step.at:g} is before {times:g}")
-            times = step.at
+                report((*where, "at"), f"time runs forwards: {step.at:g} is before {times:g}")
+            times = max(times, step.at)
         args = step.args if isinstance(step.args, dict) else {}
-        if step.action in ("crash", "restart") and args["worker"] not in scenario.workers:
-            raise fail(
-                (*where, step.action, "worker"), f"no worker {args['worker']!r} in `workers`"
+        if step.action in ("crash", "restart") and args.get("worker") not in scenario.workers:
+            report(
+                (*where, step.action, "worker"), f"no worker {args.get('worker')!r} in `workers`"
             )
         if step.action == "create":
             jobs.add(args["job"])
         elif "job" in args and args["job"] not in jobs:
-            raise fail((*where, step.action, "job"), f"job {args['job']!r} is not created before")
+            report((*where, step.action, "job"), f"job {args['job']!r} is not created before")
+        if step.action is not None and step.expect is not None:
+            for message in _answer_problems(step.action, step.expect):
+                report((*where, "expect"), message)
     return jobs
 
 
-def _behaviour(raw: Any, where: Path_, fail: Any) -> None:
-    try:
-        Behaviour.parse(raw)
-    except InvalidInput as exc:
-        raise fail(where, str(exc)) from None
+_REASONS = frozenset({str(r) for r in RefusalReason} | {str(r) for r in GateReason})
+
+
+def _statuses(words: frozenset[str]) -> list[int]:
+    """The HTTP statuses the answers `words` map to (a refusal: 409 or 422)."""
+    refused = {409, 422} if "refused" in words else set()
+    return sorted({http_status(w) for w in words if w != "refused"} | refused)
+
+
+def _answer_problems(action: str, expected: Any) -> list[str]:
+    """Why `expected` is no answer `action` can give (nothing when it is one)."""
+    words = ANSWERS[action]
+    if isinstance(expected, bool) or not isinstance(expected, str | int | dict):
+        return [f"{expected!r}: an answer is a word, an HTTP status or a mapping of words"]
+    if isinstance(expected, int):
+        statuses = _statuses(words)
+        if expected in statuses:
+            return []
+        shown = ", ".join(map(str, statuses))
+        return [f"{action} never answers HTTP {expected} (it answers {shown})"]
+    if isinstance(expected, dict):
+        return [m for word in expected for m in _answer_problems(action, str(word))]
+    word, _, reason = expected.partition(":")
+    if word not in words:
+        hint = did_you_mean(word, words) or f" (it answers: {', '.join(sorted(words))})"
+        return [f"{action} never answers {expected!r}{hint}"]
+    if reason and (word != "refused" or reason not in _REASONS):
+        return [unknown(f"{word} reason", reason, _REASONS)]
+    return []
 
 
 def scenario_files(directory: str | Path) -> Iterator[Path]:

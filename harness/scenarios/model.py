@@ -36,6 +36,20 @@ ACTIONS = (
 )
 """Every action a step may take, one per step (a step with only `at` moves time)."""
 
+_DUTY_ANSWERS = frozenset({"ok", "crashed"})
+ANSWERS: Mapping[str, frozenset[str]] = {
+    "create": frozenset({"created", "replayed", "conflict", "invalid"}),
+    "fallback": frozenset({"started", "refused", "crashed"}),
+    "resolve": frozenset(
+        {"resolved", "not_found", "crashed", "refused", "invalid_transition", "invalid"}
+    ),
+    "cancel": frozenset({"cancelled", "crashed", "invalid_transition", "not_found"}),
+    "read": frozenset({"found", "not_found"}),
+    **{action: _DUTY_ANSWERS for action in ACTIONS[5:]},
+}
+"""The words each action can answer (a step's `expect` is one of them, `refused:REASON`,
+an HTTP status one of them maps to, or a mapping of them to counts)."""
+
 
 @dataclass(frozen=True, kw_only=True)
 class Step:

@@ -25,6 +25,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
 from typing import Any
 
 from harness.errors import HarnessError, ScenarioError, TargetUnreachable
@@ -140,36 +141,86 @@ def run_remote(scenario: Scenario, client: TargetClient, *, run: str | None = No
     if result.history is not None:
         data = result.history.to_dict()
         observable = tuple(r for r in scenario.reached if "barrier" not in r)
-        result.failures.extend(judge(dataclasses.replace(scenario, reached=observable), data))
+        late = LATE / target.time_scale
+        result.failures.extend(
+            judge(dataclasses.replace(scenario, reached=observable), data, late=late)
+        )
         result.findings = check_history(data)
     result.seconds = time.perf_counter() - started
     return result
 
 
+LATE = 1.0
+"""Real seconds an instant over HTTP may come after the file's (the server's 0.5 s poll
+for a job that waits out a Retry-After, and its request handling); never before."""
+HOLD_LIMIT = 30.0
+"""Real seconds the runner waits for a Retry-After hold an earlier scenario left on the
+live server before it starts the next one (longer: the scenario is skipped, saying so)."""
+
+
 def _held(play: Play) -> str | None:
-    """Why the scenario cannot start yet: a provider it uses is held by the server's shared
-    health (breaker, Retry-After), which outlives runs. In-process each scenario starts
-    with healthy providers; a live server's health is its own, so say so, never guess."""
+    """Why the scenario cannot start: a provider it uses is held by the server's shared
+    health, which outlives scenarios. A Retry-After hold (one 429 left it) ends by
+    itself: wait it out, up to HOLD_LIMIT, and say so in the notes. An open breaker does
+    not (after its cool-down a probe decides), so the scenario, which expects a healthy
+    provider as in-process, is skipped, saying why; never guessed."""
     used = {p for chain in _chains(play.scenario) for p in chain}
-    owner = play.client.target.tokens.owners()[0]
-    reply = play.client.api("GET", "/v1/providers", owner=owner)
-    if reply.status != 200:
-        raise TargetUnreachable(f"GET /v1/providers answered HTTP {reply.status}")
-    for health in reply.body["providers"]:
-        if health["name"] not in used:
-            continue
-        if health["state"] != "closed" or health["availability"] != "available":
+    started = time.monotonic()
+    while True:
+        providers = [h for h in _health(play) if h["name"] in used]
+        held = [h for h in providers if h["state"] != "closed" or h["availability"] != "available"]
+        if not held:
+            break
+        health, waited = held[0], time.monotonic() - started
+        if not _hold_ends(health) or waited >= HOLD_LIMIT:
             return (
                 f"the live server holds provider {health['name']} ({health['state']}, "
-                f"{health['availability']} until {health['available_after']}): its shared "
-                "health outlives runs, and the scenario expects a healthy provider"
+                f"{health['availability']} until {health['available_after']}"
+                + (f", still after waiting {waited:.1f} s" if waited else "")
+                + "): its shared health outlives runs, and the scenario expects a healthy "
+                "provider"
             )
+        time.sleep(_until(health["available_after"], HOLD_LIMIT - waited))
+    if time.monotonic() - started > 0.001:
+        play.notes.append(
+            f"waited {time.monotonic() - started:.2f} s for the live server's Retry-After "
+            "hold (left by an earlier scenario) to end before starting"
+        )
+    for health in providers:
         if health["failures"]:
             play.notes.append(
                 f"provider {health['name']} starts with {health['failures']} failure(s) on "
                 "the live server's breaker, left by earlier runs"
             )
     return None
+
+
+def _health(play: Play) -> list[dict[str, Any]]:
+    owner = play.client.target.tokens.owners()[0]
+    reply = play.client.api("GET", "/v1/providers", owner=owner)
+    if reply.status != 200:
+        raise TargetUnreachable(f"GET /v1/providers answered HTTP {reply.status}")
+    return list(reply.body["providers"])
+
+
+def _hold_ends(health: Mapping[str, Any]) -> bool:
+    """A Retry-After hold on a closed breaker: it ends at `available_after` by itself."""
+    return health["state"] == "closed" and health["availability"] == "retry_after_hold"
+
+
+HOLD_POLL = 0.05
+"""Real seconds between looks at a hold whose end has passed but is still reported."""
+
+
+def _until(instant: str | None, limit: float) -> float:
+    """Real seconds until `instant` (the server's ISO time, on this machine's clock), at
+    least HOLD_POLL, at most `limit`."""
+    try:
+        end = datetime.fromisoformat(instant) if instant else None
+    except ValueError:
+        end = None
+    left = (end - datetime.now(UTC)).total_seconds() if end and end.tzinfo else HOLD_POLL
+    return max(HOLD_POLL, min(left, limit))
 
 
 def _chains(scenario: Scenario) -> list[tuple[str, ...]]:

@@ -8,26 +8,26 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import harness
-from harness.errors import ScenarioError
-from harness.scenarios.loader import load_scenario, scenario_files
+from harness.bundled import bundled_dir
+from harness.core.problems import Problems
+from harness.scenarios.loader import read_scenario, scenario_error, scenario_files
 from harness.scenarios.model import Scenario
 from harness.scenarios.runner import RunResult, run_scenario
 from harness.store.database import Database
 
-BUNDLED_DIR = Path(harness.__file__).resolve().parent.parent / "scenarios"
-"""The bundled suite: the project's top-level `scenarios/` directory."""
 USER_DIR = Path("scenarios")
 """A user's own scenarios, played by `harness check` when the directory exists."""
 
 
+def __getattr__(name: str) -> Path:
+    if name == "BUNDLED_DIR":  # the bundled suite's folder, found when first asked for
+        return bundled_dir("scenarios")
+    raise AttributeError(name)
+
+
 def bundled_files() -> list[Path]:
-    if not BUNDLED_DIR.is_dir():
-        raise ScenarioError(
-            f"the bundled scenarios are not at {BUNDLED_DIR} (install from a clone: "
-            "pip install -e .)"
-        )
-    return list(scenario_files(BUNDLED_DIR))
+    """The bundled suite's files (package data: `harness.bundled`)."""
+    return list(scenario_files(bundled_dir("scenarios")))
 
 
 def suite_files(extra: Iterable[Path] = (), *, bundled: bool = True) -> list[Path]:
@@ -45,17 +45,26 @@ def suite_files(extra: Iterable[Path] = (), *, bundled: bool = True) -> list[Pat
 
 def load_all(paths: Iterable[Path]) -> list[Scenario]:
     """Load every file first: a malformed one stops the run before anything plays, and
-    two files may not share a name (a history names its scenario)."""
+    two files may not share a name (a history names its scenario). Every problem of
+    every file is reported in one error, each at its line."""
     scenarios: list[Scenario] = []
     names: dict[str, str] = {}
+    problems = Problems()
     for path in paths:
-        scenario = load_scenario(_shown(path))
+        scenario = read_scenario(_shown(path), problems)
+        if scenario is None:
+            continue
         if scenario.name in names:
-            raise ScenarioError(
-                f"{scenario.file}: name {scenario.name!r} is also used by {names[scenario.name]}"
+            problems.add(
+                scenario.file,
+                None,
+                "name",
+                f"{scenario.name!r} is also used by {names[scenario.name]}",
             )
         names[scenario.name] = scenario.file
         scenarios.append(scenario)
+    if problems:
+        raise scenario_error(problems)
     return scenarios
 
 

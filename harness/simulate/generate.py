@@ -15,8 +15,8 @@ import itertools
 import random
 from typing import Any
 
+from harness.bundled import bundled_file
 from harness.core import faults as fp
-from harness.scenarios.suite import BUNDLED_DIR
 from harness.simulate.swarm import PROVIDER_FAULTS, Knobs
 
 ATTEMPT_TIMEOUT = 30.0
@@ -39,7 +39,7 @@ CRASH_POINTS = (fp.BEFORE_START, fp.BEFORE_COMPLETE, fp.BEFORE_TIMEOUT, fp.BEFOR
 """The worker's fault points (`create_job.before_insert` is the API's)."""
 CONTRACT = {
     "name": "ticket-triage",
-    "file": str(BUNDLED_DIR.parent / "contracts/ticket-triage.yaml"),
+    "file": str(bundled_file("contracts", "ticket-triage.yaml")),
 }
 
 

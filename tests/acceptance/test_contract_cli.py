@@ -214,14 +214,20 @@ def test_malformed_contract_directory_exits_2(env, write_contract, run) -> None:
     assert "broken.yaml:1: invalid YAML" in result.output
 
 
-def test_database_without_schema_exits_2(env, tmp_path: Path, script, run) -> None:
+def test_verify_migrates_an_empty_database_first(env, tmp_path: Path, script, run) -> None:
+    """Like every command with --db: the schema is created before anything is called."""
     script("fallback", mini_replies(mini_contract()))
     empty = f"sqlite:///{tmp_path / 'empty.sqlite3'}"
     result = run("verify", "mini", "--provider", "fallback", "--db", empty)
+    assert result.exit_code == 0, result.output
+    assert "PASSED; verdict #1 recorded" in result.output
+
+
+def test_an_unusable_database_exits_2_before_verifying(env, tmp_path: Path, run) -> None:
+    nowhere = f"sqlite:///{tmp_path / 'no' / 'such' / 'dir.sqlite3'}"
+    result = run("verify", "mini", "--provider", "fallback", "--db", nowhere)
     assert result.exit_code == 2
-    assert "PASSED; verdict not recorded" in result.output  # the report is still shown
-    assert "error: the verdict was not recorded:" in result.output
-    assert "harness db upgrade" in result.output
+    assert "error:" in result.output and "PASSED" not in result.output
 
 
 def test_offline_verification_gives_the_online_verdict(env, script, tmp_path: Path, run) -> None:

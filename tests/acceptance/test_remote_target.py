@@ -154,3 +154,38 @@ def test_each_seed_breakpoint_fails_against_its_mutant(name, serve, fakes_url, t
     (scenario,) = run["report"]["scenarios"]
     assert scenario["name"] == name and not scenario["passed"]
     assert any(failure in line for line in scenario["failures"]), scenario["failures"]
+
+
+HOLD_LEFT = """\
+format: 1
+name: hold-left
+summary: a 429 whose Retry-After (4 scenario seconds) outlives the scenario on the server
+providers:
+  primary: {script: [{behaviour: rate_limit, retry_after: 4}]}
+policy: {same_provider_retries: 0}
+steps:
+  - create: {job: a}
+  - advance: 1
+expect:
+  jobs: {a: {status: succeeded, winner: fallback}}
+"""
+
+
+def test_a_hold_left_by_one_scenario_is_waited_out_not_skipped(serve, fakes_url, tmp_path) -> None:
+    """The live server's Retry-After hold outlives the scenario that caused it (shared
+    health): the next scenario waits for it to end, says so, and plays."""
+    (tmp_path / "hold-left.scenario.yaml").write_text(HOLD_LEFT)
+    files = [str(tmp_path / "hold-left.scenario.yaml")]
+    files.append(str(SCENARIOS / "provider-500-fails-over.scenario.yaml"))
+    flags = ["--target", serve(), "--fakes", fakes_url, "--time-scale", "0.5"]
+    report = tmp_path / "report.json"
+    result = CliRunner().invoke(
+        main, ["scenarios", "run", *files, *flags, "--json", str(report)], env=TOKENS_ENV
+    )
+    assert result.exit_code == 0, result.output
+    assert "2 passed, 0 failed" in result.output, result.output
+    scenarios = {s["name"]: s for s in json.loads(report.read_text())["scenarios"]}
+    assert scenarios["provider-500-fails-over"]["skipped"] is None
+    waited = [n for n in scenarios["provider-500-fails-over"]["notes"] if n.startswith("waited")]
+    assert waited and "Retry-After hold" in waited[0], result.output
+    assert waited[0] in result.output

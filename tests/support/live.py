@@ -24,7 +24,7 @@ import yaml
 
 from tests.support.polling import wait_until
 
-START_TIMEOUT = 30.0  # seconds a subprocess server may take to answer its health check
+START_TIMEOUT = 120.0  # seconds a subprocess server may take to answer (generous: busy CI)
 
 
 @contextmanager
@@ -203,3 +203,33 @@ def start_serve(
     url = f"http://127.0.0.1:{port}"
     _await(process, f"{url}/healthz", "harness serve")
     return url, process
+
+
+def _post_path(url: str, path: str, headers: dict, body: dict, barrier, queue, count: int) -> None:
+    """One client process: `count` threads POST `body` to `path` once the barrier opens."""
+    with httpx.Client(base_url=url, timeout=120) as client:
+        barrier.wait(60)
+
+        def post(_: int) -> tuple[int, str, str | None]:
+            r = client.post(path, json=body, headers=headers)
+            return r.status_code, r.text, r.headers.get("idempotent-replayed")
+
+        with ThreadPoolExecutor(count) as pool:
+            queue.put(list(pool.map(post, range(count))))
+
+
+def concurrent_posts(
+    url: str, path: str, headers: dict, body: dict, *, processes: int, per_process: int
+) -> list[tuple[int, str, str | None]]:
+    """POST one body to `path` from several client processes at once, `per_process`
+    threads each, released together by a barrier; every (status, body, replayed)."""
+    context = multiprocessing.get_context("spawn")
+    barrier, queue = context.Barrier(processes), context.Queue()
+    args = (url, path, headers, body, barrier, queue, per_process)
+    clients = [context.Process(target=_post_path, args=args) for _ in range(processes)]
+    for p in clients:
+        p.start()
+    answers = [a for _ in clients for a in queue.get(timeout=180)]
+    for p in clients:
+        p.join(30)
+    return answers

@@ -50,7 +50,7 @@ MALFORMED = [
     (
         "unknown rule field",
         lambda t: t.replace("maximum: 1", "maximun: 1"),
-        ["rules[1].maximun: unknown field"],
+        ["rules[1].maximun: unknown field; did you mean 'maximum'?"],
     ),
     (
         "wrong type",

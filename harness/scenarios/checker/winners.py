@@ -279,3 +279,47 @@ def _verified(verdicts: list[Entry], provider: str, start: Entry, call: Entry | 
         before = [v for v in verdicts if _t(v) <= _t(start)]
     mine = [v for v in before if v.get("provider") == provider]
     return bool(mine) and bool(mine[-1].get("passed"))
+
+
+_ENDS_AS = {  # the event that settles an attempt -> its state from then on, whose rule
+    EventKind.WON: ("succeeded", "I5"),
+    EventKind.ATTEMPT_FAILED: ("failed", "I4"),
+    EventKind.ATTEMPT_CANCELLED: ("cancelled", "I6"),
+    EventKind.ATTEMPT_SUPERSEDED: ("superseded", "I6"),
+    EventKind.BECAME_UNKNOWN: ("unknown", "I4"),
+}
+
+
+_RESOLUTIONS = frozenset({"succeeded", "failed", "cancelled"})  # each the state it leaves
+
+
+def _settled_state(event: Entry) -> tuple[str, str] | None:
+    if event["kind"] == EventKind.RESOLVED:
+        outcome = event["detail"].get("outcome")
+        return (str(outcome), "I4") if outcome in _RESOLUTIONS else None
+    return _ENDS_AS.get(event["kind"])
+
+
+def _final_state_as_recorded(history: Mapping[str, Any]) -> Iterator[Finding]:
+    """I4, I5, I6: each attempt's final state is the one its last settling event says:
+    a winner is succeeded, a fenced attempt cancelled or superseded, an attempt that
+    became unknown stays unknown until a resolution, a failed one failed."""
+    jobs = history.get("jobs", {})
+    for job, events in _events_by_job(history).items():
+        settled: dict[str, tuple[Entry, tuple[str, str]]] = {}
+        for event in events:
+            state = _settled_state(event)
+            if state is not None and event.get("attempt") is not None:
+                settled[event["attempt"]] = (event, state)
+        for attempt in jobs.get(job, {}).get("attempts", ()):
+            label, final = attempt["attempt"], attempt.get("state")
+            if label not in settled or final is None:
+                continue
+            event, (expected, invariant) = settled[label]
+            if final != expected:
+                yield Finding(
+                    invariant,
+                    job,
+                    f"{label}'s last {event['kind']} leaves it {expected}, yet it ended {final}",
+                    (event, _final(label, state=final)),
+                )
