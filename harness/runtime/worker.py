@@ -360,8 +360,13 @@ class Worker:
                     detail = {"provider": provider, "why": why}
                     self.engine.note(job.id, EventKind.PROVIDER_SKIPPED, actor=actor, detail=detail)
             if plan.provider is None:
+                reason = (
+                    RefusalReason.CONTENT_FILTERED
+                    if plan.reason is PlanReason.CONTENT_FILTERED
+                    else RefusalReason.CHAIN_EXHAUSTED
+                )
                 try:
-                    self.engine.fail_job(job.id, reason=RefusalReason.CHAIN_EXHAUSTED, actor=actor)
+                    self.engine.fail_job(job.id, reason=reason, actor=actor)
                 except InvalidTransition:
                     pass  # someone else moved it on
                 return None
