@@ -3,7 +3,7 @@
 Libraries that ask for JSON in words put the schema in the prompt: instructor's
 ``MD_JSON``, ``JSON`` and ``ANTHROPIC_JSON`` modes and pydantic-ai's ``PromptedOutput``
 (in the system prompt or instructions), LangChain's ``PydanticOutputParser`` format
-instructions (in a message). `find_schema` finds the first JSON object in the prompt that
+instructions (in a message). `find_schema` finds the last JSON object in the prompt that
 is a schema of an object (``properties``, or ``$defs`` with a ``$ref``), so the fakes can
 answer an instance of it. Pure: no I/O, no state.
 """
@@ -21,17 +21,18 @@ MAX_SCAN = 200_000
 
 
 def find_schema(texts: Iterable[str]) -> dict[str, Any] | None:
-    """The first object schema written in `texts`, or None."""
+    """The last object schema written in `texts`, or None. The last, because
+    instructions that show an example schema before the real one (LangChain's format
+    instructions do) end with the one to follow."""
+    found = None
     for text in texts:
-        if not any(marker in text for marker in _MARKERS):
-            continue
-        found = _in_text(text[:MAX_SCAN])
-        if found is not None:
-            return found
-    return None
+        if any(marker in text for marker in _MARKERS):
+            found = _in_text(text[:MAX_SCAN]) or found
+    return found
 
 
 def _in_text(text: str) -> dict[str, Any] | None:
+    found = None
     start = text.find("{")
     while start != -1:
         try:
@@ -40,9 +41,9 @@ def _in_text(text: str) -> dict[str, Any] | None:
             start = text.find("{", start + 1)
             continue
         if _is_schema(value):
-            return value
+            found = value
         start = text.find("{", end)
-    return None
+    return found
 
 
 def _is_schema(value: object) -> bool:
