@@ -2,7 +2,9 @@
 """Set up and run the project with nothing but Python 3.11+.
 
     python3 dev.py check [ARGS]   the main job: `harness check` on SQLite and the fakes
-    python3 dev.py test [ARGS]    lint (ruff, layers, complexity), then the whole test suite
+    python3 dev.py test [ARGS]    lint (ruff, layers, complexity), then the whole test suite,
+                                  on one pytest-xdist worker per core (HARNESS_TEST_WORKERS)
+    python3 dev.py test --busy    the same with every core kept busy by another process
     python3 dev.py bench          the benchmarks, each printing ratios to a baseline
 
 Each command first makes `.venv` (if missing) and installs the project into it (again
@@ -40,7 +42,7 @@ def ensure_environment() -> None:
     print("dev.py: installing the project and its test dependencies", flush=True)
     pip = [str(PYTHON), "-m", "pip", "--disable-pip-version-check", "-q"]
     subprocess.run([*pip, "install", "--upgrade", "pip"], check=True)
-    subprocess.run([*pip, "install", "-e", f"{ROOT}[test,clients]"], check=True)
+    subprocess.run([*pip, "install", "-e", f"{ROOT}[test,clients,probe]"], check=True)
     STAMP.write_text(wanted)
 
 
@@ -78,11 +80,48 @@ def lint() -> int:
     return 0
 
 
+def workers() -> list[str]:
+    """pytest-xdist's options: one worker per core (at least 2, so a test that needs its
+    process alone is caught), or HARNESS_TEST_WORKERS; 0 or 1 runs in this process.
+    `--dist loadgroup` keeps the tests of one `xdist_group` (tests/conftest.py) on one
+    worker and spreads the rest one test at a time."""
+    wanted = os.environ.get("HARNESS_TEST_WORKERS") or str(max(2, os.cpu_count() or 1))
+    if int(wanted) <= 1:
+        return ["-p", "no:xdist"]
+    return ["-n", wanted, "--dist", "loadgroup"]
+
+
+def test_env() -> dict[str, str]:
+    """The tests' temporary files (their SQLite databases) in memory where the machine has
+    a tmpfs: the same files and the same syscalls, without waiting on the disk's flush."""
+    env = dict(os.environ)
+    shm = Path("/dev/shm")
+    if "TMPDIR" not in env and shm.is_dir() and os.access(shm, os.W_OK):
+        base = shm / f"harness-tests-{os.getuid()}"
+        base.mkdir(exist_ok=True)
+        env["TMPDIR"] = str(base)
+    return env
+
+
 def test(extra: list[str]) -> int:
+    busy = "--busy" in extra
+    extra = [a for a in extra if a != "--busy"]
     code = lint()
     if code:
         return code
-    code = run(str(PYTHON), "-m", "pytest", *extra)
+    chosen = any(a == "no:xdist" or a.startswith(("-n", "--numprocesses")) for a in extra)
+    parallel = [] if chosen else workers()
+    burner = None
+    if busy:  # tests/support/load.py: one busy-looping process per core until stopped
+        burner = subprocess.Popen([str(PYTHON), str(ROOT / "tests/support/load.py")], cwd=ROOT)
+    try:
+        code = subprocess.run(
+            [str(PYTHON), "-m", "pytest", *parallel, *extra], cwd=ROOT, env=test_env()
+        ).returncode
+    finally:
+        if burner is not None:
+            burner.terminate()
+            burner.wait(30)
     if code == 5:
         print("dev.py: pytest collected no tests; that is a failure here", file=sys.stderr)
         return 1

@@ -6,9 +6,25 @@ acceptance/   the CLI, in process and as a subprocess
 fakes/        the fake providers' own tests, and the official SDKs against them
 """
 
+import pytest
+
 pytest_plugins = [
     "tests.support.databases",
     "tests.support.contracts",
     "tests.support.fakes",
     "tests.support.load",
 ]
+
+
+def pytest_collection_modifyitems(items: list) -> None:
+    """Under pytest-xdist (`--dist loadgroup`, dev.py), the tests sharing a module- or
+    class-scoped fixture stay on one worker, so the fixture is built once, not per worker."""
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)
+        if info is None:
+            continue
+        shared = any(
+            d.scope in ("module", "class") for defs in info.name2fixturedefs.values() for d in defs
+        )
+        if shared:
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__))

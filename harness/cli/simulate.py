@@ -19,7 +19,7 @@ import click
 from click.core import ParameterSource
 
 from harness.cli.exits import exit_on_error, exit_with
-from harness.cli.options import db_option
+from harness.cli.options import db_option, prepare_reports, summary_md_option
 from harness.store.database import DEFAULT_DATABASE_URL
 
 _path = click.Path(dir_okay=False, path_type=Path)
@@ -27,7 +27,13 @@ _path = click.Path(dir_okay=False, path_type=Path)
 
 @click.command()
 @db_option
-@click.option("--jobs", default=200, show_default=True, type=click.IntRange(1, 1_000_000))
+@click.option(
+    "--jobs",
+    default=200,
+    show_default=True,
+    type=click.IntRange(1, 1_000_000),
+    help="Jobs to create per seed (client habits such as a changed retry add a few more).",
+)
 @click.option(
     "--clients",
     default=20,
@@ -69,6 +75,12 @@ _path = click.Path(dir_okay=False, path_type=Path)
     help="Real-time mode on PostgreSQL: P API and P worker processes, workers killed.",
 )
 @click.option(
+    "--ports",
+    default=None,
+    metavar="LOW-HIGH",
+    help="With --processes: listen on ports from this range (default: any free port).",
+)
+@click.option(
     "--parallel",
     default=min(2, os.cpu_count() or 1),
     show_default=True,
@@ -78,8 +90,16 @@ _path = click.Path(dir_okay=False, path_type=Path)
 )
 @click.option("--mutant", default=None, help="Simulate against this built-in mutant.")
 @click.option("--shrink-to", type=_path, help="Write the shrunk failing scenario here.")
+@click.option(
+    "--shrink-budget",
+    default=600,
+    show_default=True,
+    type=click.IntRange(1, 100_000),
+    help="At most this many replays while shrinking.",
+)
 @click.option("--json", "json_path", type=_path, help="Write the summary (JSON) here.")
 @click.option("--html", "html_path", type=_path, help="Write an HTML page with plots here.")
+@summary_md_option
 def simulate(
     database_url: str,
     jobs: int,
@@ -90,11 +110,14 @@ def simulate(
     duration: float,
     per_episode: int,
     processes: int | None,
+    ports: str | None,
     parallel: int,
     mutant: str | None,
     shrink_to: Path | None,
+    shrink_budget: int,
     json_path: Path | None,
     html_path: Path | None,
+    summary_md_path: Path | None,
 ) -> None:
     """Simulate many clients, workers and faults; judge every invariant; shrink a failure."""
     from harness.checks.mutants import mutant_named
@@ -104,11 +127,10 @@ def simulate(
     with exit_on_error():
         rates = parse_faults(faults) if faults is not None else None
         broken = mutant_named(mutant) if mutant else None
-        for path in (shrink_to, json_path, html_path):
-            if path is not None and not path.resolve().parent.is_dir():
-                raise click.BadParameter(f"{path}: its directory does not exist")
+        prepare_reports(shrink_to, json_path, html_path, summary_md_path)
     if processes is not None:
-        _processes(database_url, processes, clients, duration, seed, rates, json_path)
+        span = _port_range(ports, processes)
+        _processes(database_url, processes, clients, duration, seed, rates, json_path, span)
         return
     settings = Settings(
         jobs=jobs, clients=clients, duration=duration, per_episode=per_episode, faults=rates
@@ -124,8 +146,10 @@ def simulate(
             broken,
             shrink_to,
             parallel=1 if explicit else parallel,
+            budget=shrink_budget,
         )
-    _finish(report, runs, wall, json_path, html_path, database_url, mutant, faults, settings)
+    reports = {"json": json_path, "html": html_path, "summary_md": summary_md_path}
+    _finish(report, runs, wall, reports, database_url, mutant, faults, settings)
 
 
 def _virtual(
@@ -136,6 +160,7 @@ def _virtual(
     shrink_to: Any,
     *,
     parallel: int,
+    budget: int = 600,
 ):
     from contextlib import nullcontext
 
@@ -164,7 +189,7 @@ def _virtual(
                     )
                 runs.append(run)
                 if run.failed is not None and shrink_to is not None and not shrunk:
-                    shrunk[seed] = _shrink(run, database, shrink_to, broken)
+                    shrunk[seed] = _shrink(run, database, shrink_to, broken, budget)
                 if run.failed is not None and broken is not None:
                     break  # a mutant's run ends as soon as it is caught
         wall = time.perf_counter() - started
@@ -187,14 +212,15 @@ def _closing(pool: Any) -> Iterator[None]:
             pool.close()
 
 
-def _shrink(run: Any, database: Any, target: Path, broken: Any) -> dict[str, Any]:
+def _shrink(run: Any, database: Any, target: Path, broken: Any, budget: int) -> dict[str, Any]:
     from harness.simulate.run import fails_like
     from harness.simulate.shrink import shrink, write_scenario
 
     episode = run.failed
     signature = episode.signature()
     click.echo(f"shrinking seed {run.seed} episode {episode.index} ({signature}) ...", err=True)
-    result = shrink(episode.scenario, fails_like(signature, database, seed=run.seed, mutant=broken))
+    fails = fails_like(signature, database, seed=run.seed, mutant=broken)
+    result = shrink(episode.scenario, fails, budget=budget)
     write_scenario(
         result.scenario,
         target,
@@ -211,7 +237,7 @@ def _shrink(run: Any, database: Any, target: Path, broken: Any) -> dict[str, Any
     }
 
 
-def _finish(report, runs, wall, json_path, html_path, database_url, mutant, faults, settings):
+def _finish(report, runs, wall, reports, database_url, mutant, faults, settings):
     from harness.simulate.report import html_page, lines, to_json
 
     on_db = ["--db", database_url] if database_url != DEFAULT_DATABASE_URL else []
@@ -224,7 +250,9 @@ def _finish(report, runs, wall, json_path, html_path, database_url, mutant, faul
         replay = shlex.join(
             ["harness", "scenarios", "run", file, "--seed", seed, *as_mutant, *on_db]
         )
-    click.echo("\n".join(lines(report, wall_seconds=wall, replay=replay)))
+    text = lines(report, wall_seconds=wall, replay=replay)
+    click.echo("\n".join(text))
+    replays = [replay] if replay else []
     for failing in report["failing_seeds"]:
         again = [
             *("harness", "simulate", "--seed", str(failing), "--jobs", str(settings.jobs)),
@@ -234,15 +262,55 @@ def _finish(report, runs, wall, json_path, html_path, database_url, mutant, faul
             *as_mutant,
             *on_db,
         ]
-        click.echo(f"seed {failing} fails; replay it: {shlex.join(again)}")
-    if json_path is not None:
-        json_path.write_text(to_json(report), encoding="utf-8")
-    if html_path is not None:
-        html_path.write_text(html_page(report, runs), encoding="utf-8")
+        replays.append(shlex.join(again))
+        click.echo(f"seed {failing} fails; replay it: {replays[-1]}")
+    if reports["json"] is not None:
+        reports["json"].write_text(to_json(report), encoding="utf-8")
+    if reports["html"] is not None:
+        reports["html"].write_text(html_page(report, runs, replay=replay), encoding="utf-8")
+    for line in _publish(report, text, replays, reports["summary_md"]):
+        click.echo(line)  # GitHub annotations, on GitHub Actions only
     exit_with(not report["passed"])
 
 
-def _processes(database_url, processes, clients, duration, seed, rates, json_path) -> None:
+def _publish(report, text, replays, path) -> list[str]:
+    """The Markdown summary and, on GitHub Actions, one annotation per violation (at the
+    shrunk scenario file when there is one)."""
+    from harness.checks.summary_md import (
+        STEP_SUMMARY_ENV,
+        Annotation,
+        publish,
+        simulate_markdown,
+    )
+
+    environ = os.environ
+    notes = []
+    for seed in report["seeds"]:
+        file = seed["shrunk"]["file"] if seed["shrunk"] else None
+        for item in [*seed["violations"], *seed["liveness"]]:
+            title = f"{item['invariant']} (seed {seed['seed']}, episode {item['episode']})"
+            notes.append(Annotation(title, item["message"], file=file))
+    if path is None and not environ.get(STEP_SUMMARY_ENV) and not notes:
+        return []
+    markdown = simulate_markdown(report, text, replays, title="harness simulate")
+    return publish(markdown, notes, path=path, environ=environ)
+
+
+def _port_range(text: str | None, processes: int) -> range | None:
+    """`--ports LOW-HIGH` as a range with room for the fake server and each API process."""
+    if text is None:
+        return None
+    low, _, high = text.partition("-")
+    if not (low.isdigit() and high.isdigit() and 1 <= int(low) <= int(high) <= 65535):
+        raise click.BadParameter(f"{text!r} is not LOW-HIGH (1-65535)", param_hint="--ports")
+    span = range(int(low), int(high) + 1)
+    if len(span) < processes + 1:
+        message = f"{text} holds {len(span)} ports; {processes + 1} are needed"
+        raise click.BadParameter(message, param_hint="--ports")
+    return span
+
+
+def _processes(database_url, processes, clients, duration, seed, rates, json_path, ports) -> None:
     import json
 
     from harness.simulate.processes import run_processes
@@ -257,9 +325,12 @@ def _processes(database_url, processes, clients, duration, seed, rates, json_pat
             duration=duration,
             seed=seed,
             fault_rate=fault_rate,
+            ports=ports,
         )
     click.echo(json.dumps(result, indent=1, sort_keys=True))
     if json_path is not None:
         json_path.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    broken = any(result.get(k) for k in ("violations", "liveness", "lost"))
+    for reason in result.get("incomplete", []):
+        click.echo(f"the run did not do its work: {reason}", err=True)
+    broken = any(result.get(k) for k in ("violations", "liveness", "lost", "incomplete"))
     exit_with(broken)

@@ -55,7 +55,7 @@ from harness.simulate.deployment import (
     Timings,
     wait_for,
 )
-from harness.simulate.verdict import judge, waits_past, with_watched
+from harness.simulate.verdict import incomplete, judge, waits_past, with_watched
 from harness.store import queries as q
 from harness.store.boundary import translate_errors
 from harness.store.database import Database, normalise_url, redact
@@ -85,6 +85,7 @@ def run_processes(
     timings: Timings | None = None,
     logs: Path | None = None,
     progress: Callable[[float], None] | None = None,
+    ports: range | None = None,
 ) -> dict[str, Any]:
     """Run the multi-process simulation on PostgreSQL and return its summary: plain,
     JSON-able, with `violations`, `liveness` and `lost` empty when every guarantee held.
@@ -102,7 +103,10 @@ def run_processes(
       fake server's ledger must hold every execution for I8 to be judged on all);
     - `timings`: the deployment's short policy (`Timings()`); `logs`: a directory to
       keep the processes' logs in (else they go with the run's temporary directory);
-    - `progress`: called with the fraction of the run done (0..1), from this thread.
+    - `progress`: called with the fraction of the run done (0..1), from this thread;
+    - `ports`: where the fake server and the API processes listen (default: any free);
+    - a run that did not do its work (no chaos phase, no job, counts that cannot be) is
+      not passed: `incomplete` names why (`verdict.incomplete`).
 
     Every process it started is stopped before it returns or raises (KeyboardInterrupt
     too). Bearer tokens are never printed, logged or returned."""
@@ -132,6 +136,7 @@ def run_processes(
                 api_workers=api_workers,
                 worker_processes=worker_processes,
                 timings=timings,
+                ports=ports,
             )
             with deployment:
                 run = _Run(
@@ -169,7 +174,8 @@ def run_processes(
         "fault_rate": fault_rate,
         "max_jobs": max_jobs,
     }
-    return {**settings, **summary, "wall_seconds": round(time.monotonic() - started, 2)}
+    result = {**settings, **summary, "wall_seconds": round(time.monotonic() - started, 2)}
+    return {**result, "incomplete": incomplete(result)}
 
 
 def _check_settings(**settings: float) -> None:

@@ -20,7 +20,7 @@ The same inputs give the same summary; `harness.simulate.processes` gathers them
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -103,6 +103,27 @@ def judge(
         "liveness": [violation_record(v) for v in liveness],
         "lost": lost(jobs, answers),
     }
+
+
+def incomplete(summary: Mapping[str, Any]) -> list[str]:
+    """Why a multi-process run's summary cannot be passed although no guarantee broke:
+    its chaos phase did not run (or ran for a fraction of `duration`), no job was made,
+    or its counts cannot be (more jobs or requests than its clients could have sent).
+    Empty when the run did its work. Pure."""
+    reasons = []
+    duration, chaos = summary["duration"], summary.get("chaos_seconds", 0.0)
+    if chaos < 0.5 * duration:
+        reasons.append(f"the chaos phase ran {chaos:g} s of the {duration:g} s asked")
+    if summary["jobs"] == 0:
+        reasons.append("no job was created")
+    if summary["jobs"] > summary["requests"]:
+        reasons.append(f"{summary['jobs']} jobs from {summary['requests']} requests")
+    if summary["jobs"] > summary.get("max_jobs", summary["jobs"]):
+        reasons.append(f"{summary['jobs']} jobs, more than the {summary['max_jobs']} allowed")
+    if summary.get("dead"):
+        names = [str(d.get("name", d)) if isinstance(d, dict) else str(d) for d in summary["dead"]]
+        reasons.append(f"processes gone: {', '.join(names)}")
+    return reasons
 
 
 def with_watched(

@@ -97,6 +97,7 @@ def test_two_apis_and_two_killed_workers_keep_every_guarantee(
     assert summary["violations"] == []
     assert summary["liveness"] == []
     assert summary["lost"] == []
+    assert summary["incomplete"] == []
     assert summary["worker_kills"] > 0
     assert summary["jobs"] > 0 and summary["attempts"] >= summary["jobs"] - summary["waiting"]
     # Every execution the fake server performed is in its ledger, each mapped to exactly
@@ -120,3 +121,63 @@ def test_two_apis_and_two_killed_workers_keep_every_guarantee(
     assert len(made) == summary["owners"]
     assert not [t for t in made if t in text or t in out or t in err]
     assert _children() == before
+
+
+def _simulate(*args: str):
+    from click.testing import CliRunner
+
+    from harness.cli.main import main
+
+    return CliRunner().invoke(main, ["simulate", *args], catch_exceptions=False)
+
+
+def test_a_run_whose_chaos_did_not_run_exits_1_naming_why(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The issue's run: no chaos phase, 1.2e9 jobs/s, and yet "passed"; now exit 1."""
+    from harness.simulate.verdict import incomplete
+
+    summary = {"duration": 60.0, "chaos_seconds": 0.0, "jobs": 1200, "requests": 1300}
+    summary |= {"violations": [], "liveness": [], "lost": [], "max_jobs": 6000, "dead": []}
+    summary["incomplete"] = incomplete(summary)
+    monkeypatch.setattr(processes, "run_processes", lambda *a, **kw: summary)
+    result = _simulate("--processes", "2", "--db", "postgresql://x@h/db")
+    assert result.exit_code == 1, result.output
+    assert "the run did not do its work: the chaos phase ran 0 s of the 60 s asked" in (
+        result.output
+    )
+
+
+@pytest.mark.parametrize(
+    ("ports", "message"),
+    [("9000", "not LOW-HIGH"), ("9001-9000", "not LOW-HIGH"), ("9000-9001", "3 are needed")],
+)
+def test_a_bad_port_range_exits_2_before_anything_starts(
+    ports: str, message: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(subprocess, "Popen", _no_process)
+    result = _simulate("--processes", "2", "--ports", ports, "--db", "postgresql://x@h/db")
+    assert result.exit_code == 2, result.output
+    assert message in result.output
+
+
+def test_ports_come_from_the_range_skipping_taken_and_busy_ones() -> None:
+    import socket
+
+    from harness.simulate.deployment import free_port
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        low = busy.getsockname()[1]
+        busy.listen()
+        span = range(low, low + 3)
+        taken: set[int] = set()
+        try:
+            first = free_port(span, taken)
+            second = free_port(span, taken)
+        except ConfigError:
+            pytest.skip(f"ports near {low} are in use by others on this machine")
+        assert low not in (first, second) and first != second
+        assert {first, second} == taken and taken <= set(span)
+        with pytest.raises(ConfigError, match="no free port left"):
+            free_port(range(low, low + 1), taken)

@@ -24,7 +24,7 @@ import yaml
 
 from tests.support.polling import wait_until
 
-START_TIMEOUT = 30.0  # seconds a subprocess server may take to answer its health check
+START_TIMEOUT = 120.0  # seconds a subprocess server may take to answer (generous: busy CI)
 
 
 @contextmanager

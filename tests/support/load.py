@@ -1,8 +1,17 @@
-"""Both cores busy for the length of a test: determinism must not depend on the load."""
+"""Cores kept busy by other processes: determinism and guarantees must not depend on the
+machine being idle.
+
+`busy_cores` (a fixture) burns both cores for the length of one test. Run as a script,
+`python tests/support/load.py [N]` burns N cores (default: all) until it is terminated;
+`python3 dev.py test --busy` runs the whole suite beside it.
+"""
 
 from __future__ import annotations
 
 import multiprocessing
+import os
+import signal
+import sys
 from collections.abc import Iterator
 from multiprocessing.synchronize import Event
 
@@ -14,13 +23,44 @@ def _burn(stop: Event) -> None:
         sum(i * i for i in range(10_000))
 
 
+class Burners:
+    """`cores` processes, each spinning until `stop`."""
+
+    def __init__(self, cores: int) -> None:
+        self.event = multiprocessing.Event()
+        self.processes = [
+            multiprocessing.Process(target=_burn, args=(self.event,), daemon=True)
+            for _ in range(cores)
+        ]
+
+    def start(self) -> Burners:
+        for process in self.processes:
+            process.start()
+        return self
+
+    def stop(self) -> None:
+        self.event.set()
+        for process in self.processes:
+            process.join(10)
+
+
 @pytest.fixture
 def busy_cores() -> Iterator[None]:
-    stop = multiprocessing.Event()
-    burners = [multiprocessing.Process(target=_burn, args=(stop,)) for _ in range(2)]
-    for burner in burners:
-        burner.start()
+    burners = Burners(2).start()
     yield
-    stop.set()
-    for burner in burners:
-        burner.join(10)
+    burners.stop()
+
+
+def main(argv: list[str]) -> int:
+    cores = int(argv[0]) if argv else os.cpu_count() or 1
+    burners = Burners(cores).start()
+    stopping = {signal.SIGTERM, signal.SIGINT}
+    signal.pthread_sigmask(signal.SIG_BLOCK, stopping)
+    print(f"load.py: {cores} cores busy (pid {os.getpid()}) until terminated", flush=True)
+    signal.sigwait(stopping)
+    burners.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from harness.core.invariants import Violation
 from harness.simulate.deployment import Timings
-from harness.simulate.verdict import Answer, judge, lost, with_watched
+from harness.simulate.verdict import Answer, incomplete, judge, lost, with_watched
 
 
 def create(status: int | str, *, key: str = "k", job: int | None = 1, **kw: object) -> Answer:
@@ -77,3 +77,16 @@ def test_what_the_watcher_saw_is_added_once_and_marked() -> None:
         *final,
         {"invariant": "I5", "job": 2, "message": "two winners", "seen": "during chaos"},
     ]
+
+
+def test_a_run_that_did_not_do_its_work_is_incomplete_naming_why() -> None:
+    done = {"duration": 60, "chaos_seconds": 60.2, "jobs": 900, "requests": 4000}
+    assert incomplete({**done, "max_jobs": 6000, "dead": []}) == []
+    # The run: no chaos phase, and 1.2e9 jobs/s from dividing by nothing.
+    no_chaos = incomplete({**done, "chaos_seconds": 0.0})
+    assert no_chaos == ["the chaos phase ran 0 s of the 60 s asked"]
+    assert incomplete({**done, "jobs": 0}) == ["no job was created"]
+    assert incomplete({**done, "requests": 10}) == ["900 jobs from 10 requests"]
+    assert incomplete({**done, "max_jobs": 100}) == ["900 jobs, more than the 100 allowed"]
+    gone = incomplete({**done, "dead": [{"name": "api-0", "exit": -9}]})
+    assert gone == ["processes gone: api-0"]
