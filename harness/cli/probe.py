@@ -47,8 +47,8 @@ SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
     default=None,
     type=click.FloatRange(min=0, min_open=True),
     metavar="S",
-    help="Seconds a gateway may go on calling for a caller who gave up (default 2, or the "
-    "probe's); calls after it fail `quiet_after_abandon`.",
+    help="Seconds a gateway may go on calling for a caller who gave up (as given; default "
+    "the probe's or 2, times --time-scale); calls after it fail `quiet_after_abandon`.",
 )
 @click.option(
     "--time-scale",
