@@ -42,7 +42,7 @@ def ensure_environment() -> None:
     print("dev.py: installing the project and its test dependencies", flush=True)
     pip = [str(PYTHON), "-m", "pip", "--disable-pip-version-check", "-q"]
     subprocess.run([*pip, "install", "--upgrade", "pip"], check=True)
-    subprocess.run([*pip, "install", "-e", f"{ROOT}[test,clients]"], check=True)
+    subprocess.run([*pip, "install", "-e", f"{ROOT}[test,clients,probe]"], check=True)
     STAMP.write_text(wanted)
 
 

@@ -160,6 +160,10 @@ class AnthropicDialect:
         if not isinstance(stream, bool):
             raise _invalid("stream: Input should be a valid boolean")
         schema = self._output_schema(data.get("output_config"))
+        if schema is None and "output_format" in data:  # the structured-outputs beta field
+            schema = self._output_schema({"format": data["output_format"]}, "output_format")
+        messages = data.get("messages")
+        last = messages[-1] if isinstance(messages, list) and messages else None
         return ParsedRequest(
             api=self.api,
             model=data["model"],
@@ -169,10 +173,14 @@ class AnthropicDialect:
             schema=schema,
             json_mode=schema is not None,
             tool_use=parse_tool_use(data),
+            prefill=isinstance(last, dict) and last.get("role") == "assistant",
         )
 
     @staticmethod
-    def _output_schema(config: object) -> dict[str, Any] | None:
+    def _output_schema(
+        config: object, where: str = "output_config.format"
+    ) -> dict[str, Any] | None:
+        """The schema of ``output_config.format`` (or of the beta ``output_format``)."""
         if config is None:
             return None
         if not isinstance(config, dict):
@@ -181,10 +189,10 @@ class AnthropicDialect:
         if fmt is None:
             return None
         if not isinstance(fmt, dict) or fmt.get("type") != "json_schema":
-            raise _invalid("output_config.format.type: Input should be 'json_schema'")
+            raise _invalid(f"{where}.type: Input should be 'json_schema'")
         schema = fmt.get("schema")
         if not isinstance(schema, dict):
-            raise _invalid("output_config.format.schema: Field required")
+            raise _invalid(f"{where}.schema: Field required")
         return schema
 
     def headers(self, request_id: str, *, sse: bool) -> Headers:

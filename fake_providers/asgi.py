@@ -18,7 +18,17 @@ from typing import Any
 
 import anyio
 
-from fake_providers.plans import Chunk, Complete, Drop, Exchange, FakeRequest, Head, Pause, Stall
+from fake_providers.plans import (
+    Chunk,
+    Complete,
+    Drop,
+    Exchange,
+    FakeRequest,
+    Head,
+    Pause,
+    Stall,
+    Trickle,
+)
 from fake_providers.providers import FakeProviders
 from fake_providers.timing import Releaser
 
@@ -105,7 +115,9 @@ class _Play:
                         break
                     if isinstance(step, Stall):
                         await self.releaser.wait_async()
-                    if isinstance(step, Stall | Drop):
+                    if isinstance(step, Trickle):
+                        await self._trickle(step)
+                    if isinstance(step, Stall | Drop | Trickle):
                         unresettable = not await self._drop()
                         break
                     await self._play(step)
@@ -130,6 +142,13 @@ class _Play:
                 await self.send({"type": "http.response.body", "body": data, "more_body": True})
             case Complete():
                 await self._finish(b"")
+
+    async def _trickle(self, step: Trickle) -> None:
+        for _ in range(step.count):
+            if self.releaser.released:
+                return
+            await self.fakes.time.sleep_async(step.interval)
+            await self.send({"type": "http.response.body", "body": step.data, "more_body": True})
 
     async def _finish(self, data: bytes) -> None:
         """Send the last bytes. Delivery is recorded just before, so a caller holding the

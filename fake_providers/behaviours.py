@@ -59,6 +59,10 @@ class BehaviourName(enum.StrEnum):
     HALLUCINATED_KEY = "hallucinated_key"
     PROSE_INSTEAD_OF_JSON = "prose_instead_of_json"
     WRONG_TYPES = "wrong_types"
+    STREAM_CLOSED_EARLY = "stream_closed_early"
+    PREFILL_REJECTED = "prefill_rejected"
+    STREAM_TRICKLE = "stream_trickle"
+    STALL_AFTER_HEADERS = "stall_after_headers"
 
 
 class DropMode(enum.StrEnum):
@@ -155,7 +159,34 @@ BEHAVIOURS: Mapping[BehaviourName, BehaviourSpec] = {
     BehaviourName.WRONG_TYPES: BehaviourSpec(
         summary="200; the answer is JSON with wrong field types", bills=True, params=_LATENCY
     ),
+    BehaviourName.STREAM_CLOSED_EARLY: BehaviourSpec(
+        summary="close the stream cleanly mid-answer: no finish reason, no [DONE] / "
+        "message_stop, no error (body: cut short, with a matching length)",
+        bills=True,
+        params=_STREAMED,
+    ),
+    BehaviourName.PREFILL_REJECTED: BehaviourSpec(
+        summary="400 when the conversation ends with an assistant message (a prefill); "
+        "otherwise success",
+        bills=False,
+        params=_LATENCY,
+    ),
+    BehaviourName.STREAM_TRICKLE: BehaviourSpec(
+        summary="after cut_after content events (default none), keep-alive bytes every "
+        "chunk_latency (default 1 s) and no tokens, until released or 600 s, then a reset",
+        bills=True,
+        params=_STREAMED,
+    ),
+    BehaviourName.STALL_AFTER_HEADERS: BehaviourSpec(
+        summary="send the 200 head, then no body byte, connection left open",
+        bills=True,
+        params=_LATENCY,
+    ),
 }
+
+TRICKLE_LIMIT = 600.0
+"""How long `stream_trickle` keeps a connection alive: the SDKs' default timeout."""
+DEFAULT_TRICKLE_INTERVAL = 1.0
 
 DEFAULT_RETRY_AFTER = 1.0
 

@@ -43,7 +43,7 @@ class LedgerEntry:
     received_at: float
     completes_at: float | None  # when the work finishes; None: never
     response: dict[str, Any] | None = None  # what the execution produced (body or error)
-    endpoint: str = "chat.completions"  # "chat.completions" | "responses" | "messages"
+    endpoint: str = "chat.completions"  # or "responses", "messages", "embeddings"
     stored: bool = False  # kept for retrieval (`store`): listed or fetched once finished
     metadata: dict[str, str] | None = None  # the request's `metadata`, for stored listings
     nonce: str | None = None  # the probe nonce found in the request (fake_providers.nonce)

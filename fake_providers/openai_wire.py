@@ -159,6 +159,7 @@ class OpenAIDialect:
             n=positive_int(data, "n", maximum=MAX_CHOICES) or 1,
             store=store,
             metadata=metadata,
+            prefill=messages[-1].get("role") == "assistant" and not messages[-1].get("tool_calls"),
         )
 
     @staticmethod

@@ -13,12 +13,20 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from fake_providers.behaviours import DEFAULT_RETRY_AFTER, Behaviour, BehaviourName, DropMode
+from fake_providers.behaviours import (
+    DEFAULT_RETRY_AFTER,
+    DEFAULT_TRICKLE_INTERVAL,
+    TRICKLE_LIMIT,
+    Behaviour,
+    BehaviourName,
+    DropMode,
+)
 from fake_providers.content import answer_text, request_digest
 from fake_providers.tokens import count_tokens, truncate_to_tokens
 from fake_providers.tools import ToolCall, due
 from fake_providers.wire import (
     Answer,
+    Api,
     Dialect,
     ErrorKind,
     Headers,
@@ -67,7 +75,21 @@ class Complete:
     """The response is whole: it reached the caller."""
 
 
-Step = Pause | Stall | Head | Chunk | Drop | Complete
+@dataclass(frozen=True)
+class Trickle:
+    """Send `data` every `interval` seconds of the fakes' time, for `limit` seconds or
+    until the fakes are released, then drop the connection: bytes arrive, tokens do not."""
+
+    data: bytes
+    interval: float
+    limit: float
+
+    @property
+    def count(self) -> int:
+        return max(1, int(self.limit // self.interval))
+
+
+Step = Pause | Stall | Head | Chunk | Drop | Complete | Trickle
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -187,8 +209,8 @@ def _cut_point(b: Behaviour, chunks: int) -> int:
 
 
 def _answered(ctx: _Context, fault: str | None = None) -> Plan:
-    """A 200 answer, whole or broken at `fault`: "cut", "stall", "malformed", "no_done" or
-    "error_event"."""
+    """A 200 answer, whole or broken at `fault`: "cut", "stall", "malformed", "no_done",
+    "closed" (a clean close mid-answer), "trickle" or "error_event"."""
     b, answer = ctx.behaviour, ctx.answer()
     completion = ctx.dialect.completion(ctx.req, ctx.ids, answer)
     duration: float | None = b.latency
@@ -207,7 +229,7 @@ def _answered(ctx: _Context, fault: str | None = None) -> Plan:
         steps=steps,
         status_code=status,
         output_tokens=answer.output_tokens if b.spec.bills else 0,
-        duration=None if fault == "stall" else duration,
+        duration=None if fault in ("stall", "trickle") else duration,
         response=response,
     )
 
@@ -223,10 +245,13 @@ def _whole(ctx: _Context, completion: dict[str, Any], fault: str | None) -> tupl
     match fault:
         case "malformed":
             body = body[: len(body) // 2] + b"\x00 not json"
-        case "no_done":
+        case "no_done" | "closed":
             body = body[: len(body) // 2]
         case "error_event":
             body = json_body(ctx.dialect.error_body(ctx.dialect.stream_error_kind))
+        case "trickle":
+            head = Head(200, ctx.dialect.headers(ctx.ids.request_id, sse=False))
+            return (Pause(ctx.behaviour.latency), head, _trickle(ctx, b" "))
     start: tuple[Step, ...] = (Pause(ctx.behaviour.latency), _json_head(ctx, body))
     if fault == "cut":
         return (*start, Chunk(body[: len(body) // 2]), Drop())
@@ -242,10 +267,8 @@ def _streamed(ctx: _Context, events: StreamEvents, fault: str | None) -> tuple[S
         Head(200, ctx.dialect.headers(ctx.ids.request_id, sse=True)),
     ]
     steps += [Chunk(e) for e in events.head]
-    cut = _cut_point(b, len(events.content))
-    # `no_done` cuts only when told where: then the stream closes cleanly short of its
-    # finish chunk (a truncated answer); else everything but the terminator is sent.
-    cuts = fault is not None and (fault != "no_done" or b.cut_after is not None)
+    fault, cut = _stream_cut(b, fault, len(events.content))
+    cuts = fault is not None and fault != "no_done"
     for i, event in enumerate(events.content):
         if i == cut and cuts:
             break
@@ -263,11 +286,35 @@ def _streamed(ctx: _Context, events: StreamEvents, fault: str | None) -> tuple[S
         case "malformed":
             rest = [Chunk(e) for e in events.content[cut:]]
             return (*steps, Chunk(ctx.dialect.malformed_event()), *rest, *_end(events, True))
-        case "no_done" if cuts:
-            return (*steps, Complete())
         case "no_done":
             return (*steps, *_end(events, False))
+        case "closed":
+            return (*steps, Complete())
+        case "trickle":
+            return (*steps, _trickle(ctx, _keepalive(ctx.dialect)))
     return (*steps, *_end(events, True))
+
+
+def _stream_cut(b: Behaviour, fault: str | None, events: int) -> tuple[str | None, int]:
+    """The fault as played, and how many content events go before it."""
+    if fault == "no_done" and b.cut_after is not None:
+        fault = "closed"  # cut where asked, and end as cleanly as no_done does
+    if fault == "trickle":
+        return fault, min(b.cut_after or 0, events)
+    return fault, _cut_point(b, events)
+
+
+def _keepalive(dialect: Dialect) -> bytes:
+    """What a provider sends to keep a quiet stream open: Anthropic's ``ping`` event, or
+    an SSE comment (which OpenAI-style clients skip)."""
+    if dialect.api is Api.ANTHROPIC:
+        return b'event: ping\ndata: {"type": "ping"}\n\n'
+    return b": keep-alive\n\n"
+
+
+def _trickle(ctx: _Context, data: bytes) -> Trickle:
+    interval = ctx.behaviour.chunk_latency or DEFAULT_TRICKLE_INTERVAL
+    return Trickle(data=data, interval=interval, limit=TRICKLE_LIMIT)
 
 
 def _end(events: StreamEvents, terminate: bool) -> tuple[Step, ...]:
@@ -357,6 +404,19 @@ def _context_length(ctx: _Context) -> Plan:
     return ctx.error(ErrorKind.CONTEXT_LENGTH, message=message)
 
 
+def _prefill_rejected(ctx: _Context) -> Plan:
+    message = (
+        "This model does not support assistant message prefill. "
+        "The conversation must end with a user message."
+    )
+    return ctx.error(ErrorKind.INVALID_REQUEST, message=message, param="messages")
+
+
+def _stall_after_headers(ctx: _Context) -> Plan:
+    head = Head(200, ctx.dialect.headers(ctx.ids.request_id, sse=ctx.req.stream))
+    return Plan(steps=(Pause(ctx.behaviour.latency), head, Stall()), status_code=200, duration=None)
+
+
 def _fault(fault: str) -> Callable[[_Context], Plan]:
     return lambda ctx: _answered(ctx, fault)
 
@@ -387,6 +447,10 @@ PLANNERS: Mapping[BehaviourName, Callable[[_Context], Plan]] = {
     BehaviourName.HALLUCINATED_KEY: _success,
     BehaviourName.PROSE_INSTEAD_OF_JSON: _success,
     BehaviourName.WRONG_TYPES: _success,
+    BehaviourName.STREAM_CLOSED_EARLY: _fault("closed"),
+    BehaviourName.PREFILL_REJECTED: _prefill_rejected,
+    BehaviourName.STREAM_TRICKLE: _fault("trickle"),
+    BehaviourName.STALL_AFTER_HEADERS: _stall_after_headers,
 }
 
 

@@ -6,6 +6,7 @@ Routes (one port, both APIs):
 
     POST /openai/v1/chat/completions          OpenAI Chat Completions
     POST /openai/v1/responses                 OpenAI Responses
+    POST /openai/v1/embeddings                OpenAI Embeddings
     POST /anthropic/v1/messages               Anthropic Messages
     POST /anthropic/v1/messages/count_tokens  Anthropic token counting
     GET  /openai/v1/models, /anthropic/v1/models, stored chat completions and responses:
@@ -31,6 +32,7 @@ from typing import Any
 from fake_providers.anthropic_wire import AnthropicDialect
 from fake_providers.behaviours import Behaviour, BehaviourName, bills
 from fake_providers.control import handle_control
+from fake_providers.embeddings import EmbeddingsDialect
 from fake_providers.errors import InvalidInput
 from fake_providers.gates import ModelGates
 from fake_providers.ledger import DEFAULT_CAPACITY, Ledger, LedgerEntry
@@ -78,6 +80,7 @@ _DIALECTS: Mapping[Api, Dialect] = {Api.OPENAI: OpenAIDialect(), Api.ANTHROPIC: 
 _ROUTES: Mapping[tuple[str, str], _Route] = {
     ("POST", f"{OPENAI_PREFIX}/v1/chat/completions"): _Route(_DIALECTS[Api.OPENAI]),
     ("POST", f"{OPENAI_PREFIX}/v1/responses"): _Route(ResponsesDialect()),
+    ("POST", f"{OPENAI_PREFIX}/v1/embeddings"): _Route(EmbeddingsDialect()),
     ("POST", f"{ANTHROPIC_PREFIX}/v1/messages"): _Route(_DIALECTS[Api.ANTHROPIC]),
     ("POST", f"{ANTHROPIC_PREFIX}/v1/messages/count_tokens"): _Route(
         _DIALECTS[Api.ANTHROPIC], counting=True
@@ -244,6 +247,8 @@ class FakeProviders:
         try:
             req = dialect.parse(request.headers, request.body, counting=False)
             behaviour = self._choose(dialect.api, req.model, attempt_id, provider)
+            if behaviour.name is BehaviourName.PREFILL_REJECTED and not req.prefill:
+                behaviour = Behaviour(name=BehaviourName.SUCCESS, latency=behaviour.latency)
         except (WireError, InvalidInput) as exc:
             refusal = _refusal(dialect, ids, exc)
             self.ledger.record(
@@ -263,6 +268,8 @@ class FakeProviders:
             return whole_response(refusal, ids.request_id)
         input_tokens = count_prompt_tokens(req.texts)
         planned: Plan = plan(behaviour, req, dialect, ids, input_tokens)
+        if dialect.endpoint == "embeddings":  # a vector is no output text
+            planned = replace(planned, output_tokens=0)
         self.models.seen(dialect.api, req.model)
         billed = bills(behaviour.name, stream=req.stream)
         cost = self.prices.cost(req.model, input_tokens, planned.output_tokens) if billed else 0.0

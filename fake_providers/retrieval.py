@@ -42,6 +42,7 @@ ID_PREFIXES: Mapping[str, str] = {
     "chat.completions": "chatcmpl-fake",
     "responses": "resp_fake",
     "messages": "msg_fake",
+    "embeddings": "emb_fake",
 }
 """Each endpoint's id prefix; the digits after it are the ledger number."""
 

@@ -25,7 +25,17 @@ from typing import Any
 
 import httpx
 
-from fake_providers.plans import Chunk, Complete, Drop, Exchange, FakeRequest, Head, Pause, Stall
+from fake_providers.plans import (
+    Chunk,
+    Complete,
+    Drop,
+    Exchange,
+    FakeRequest,
+    Head,
+    Pause,
+    Stall,
+    Trickle,
+)
 from fake_providers.providers import FakeProviders
 from fake_providers.timing import Releaser
 
@@ -129,9 +139,24 @@ class Player:
                 return self._instant(step, broken)
         return b""
 
+    def trickle(self, step: Trickle) -> Iterator[bytes]:
+        """Keep-alive bytes until the limit or a release; the caller then sees a drop."""
+        for _ in range(step.count):
+            if self.releaser.released:
+                break
+            self.fakes.time.sleep(step.interval)
+            yield step.data
+
+    async def trickle_async(self, step: Trickle) -> AsyncIterator[bytes]:
+        for _ in range(step.count):
+            if self.releaser.released:
+                break
+            await self.fakes.time.sleep_async(step.interval)
+            yield step.data
+
     def _instant(self, step: object, broken: str) -> bytes:
         match step:
-            case Drop():
+            case Drop() | Trickle():  # a trickle ends in a reset
                 raise self.lib.RemoteProtocolError(broken, request=self.request)
             case Chunk(data=data):
                 return data
@@ -160,6 +185,8 @@ class _SyncBody:
 
     def __iter__(self) -> Iterator[bytes]:
         for step in _last_chunk_completes(self.steps):
+            if isinstance(step, Trickle):
+                yield from self.player.trickle(step)
             data = self.player.play(step, _CUT_BODY)
             if data:
                 yield data
@@ -177,6 +204,9 @@ class _AsyncBody:
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         for step in _last_chunk_completes(self.steps):
+            if isinstance(step, Trickle):
+                async for data in self.player.trickle_async(step):
+                    yield data
             data = await self.player.play_async(step, _CUT_BODY)
             if data:
                 yield data

@@ -78,6 +78,8 @@ class ParsedRequest:
     store: bool = False  # keep the finished answer for later retrieval
     metadata: Mapping[str, str] | None = None  # the caller's tags (stored listings filter)
     background: bool = False  # Responses: answer at once, finish later, poll for it
+    prefill: bool = False  # the conversation ends with an assistant message to continue
+    payload: Any = None  # a dialect's own parsed request, where it needs more (embeddings)
 
 
 @dataclass(frozen=True, kw_only=True)

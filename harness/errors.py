@@ -27,6 +27,9 @@
     │   ├── ScenarioFailed           a scenario did not hold (a pytest item's failure)
     │   ├── TargetUnreachable        the live target (`--target`, `--fakes`) did not answer
     │   └── WorkerKilled             a scenario killed a worker at a fault point (in-process)
+    ├── ProbeError                   a black-box probe could not be loaded or run
+    │   ├── ProbeFileError           a probe or profile file is malformed (file:line, field)
+    │   └── GatewayUnreachable       the gateway under probe (or its fakes) did not answer
     ├── CheckFailed                  a guarantee did not hold in `harness check`
     └── HttpProblem                  an API error answer (problem details), in harness.api
 
@@ -169,6 +172,27 @@ class TargetUnreachable(ScenarioError):
 
 class WorkerKilled(ScenarioError):
     """A scenario killed this worker here."""
+
+
+class ProbeError(HarnessError):
+    """A black-box probe could not be loaded or run."""
+
+
+class ProbeFileError(ProbeError):
+    """Invalid probe or profile file."""
+
+    def __init__(
+        self, message: str | None = None, *, file: str, line: int | None, field: str
+    ) -> None:
+        self.file = file
+        self.line = line
+        self.field = field
+        where = f"{file}:{line}" if line is not None else file
+        super().__init__(f"{where}: {field}: {message or self.__doc__}")
+
+
+class GatewayUnreachable(ProbeError):
+    """The gateway under probe did not answer."""
 
 
 class CheckFailed(HarnessError):

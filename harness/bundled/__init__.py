@@ -18,11 +18,11 @@ from typing import Literal
 
 from harness.errors import ConfigError
 
-Bundled = Literal["scenarios", "contracts"]
+Bundled = Literal["scenarios", "contracts", "probes"]
 
 
 def bundled_dir(kind: Bundled) -> Path:
-    """The directory of the bundled ``scenarios`` or ``contracts`` (a real folder)."""
+    """The directory of the bundled ``scenarios``, ``contracts`` or ``probes`` (a real folder)."""
     packaged = resources.files(__name__).joinpath(kind)
     if isinstance(packaged, Path) and packaged.is_dir():  # a wheel's package data
         return packaged

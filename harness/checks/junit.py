@@ -1,22 +1,42 @@
-"""JUnit XML for CI: one testcase per check, per contract check or per failover link.
+"""JUnit XML for CI: one testcase per scenario run, mutant, contract check or failover link.
+
+The shape is Jenkins' `junit-10.xsd` (jenkinsci/xunit-plugin, vendored in tests/data and
+validated against in tests), which junitparser, GitHub and GitLab read as well:
+
+- ``<testsuites name tests failures errors time>`` (no ``skipped`` there: the schema has
+  none; each suite counts its own);
+- ``<testsuite name tests failures errors skipped time timestamp hostname file>``: ``file``
+  is the scenario, contract or configuration file the suite's cases come from (the schema
+  allows ``file`` on a suite, not on a case; a known line is in the failure's text);
+- ``<testcase name classname time>`` with an optional ``<failure message type>`` whose text
+  is the whole story (witness, timeline, replay command) or ``<skipped message>``.
+
+Times are real seconds, written with six decimals; a case that did work is never written
+as 0. Text is stripped of characters XML 1.0 cannot carry (terminal colours, NULs).
 
 Each suite is built here once: `gate_suite` for `harness check --config` and `harness
-contracts gate`, `verification_suite` for `harness contracts verify`.
+contracts gate`, `verification_suite` for `harness contracts verify`; the scenario and
+mutant suites in `harness.checks.report`.
 """
 
 from __future__ import annotations
 
+import re
+import socket
+import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from junitparser import Failure, JUnitXml, Skipped, TestCase, TestSuite
-
 if TYPE_CHECKING:
     from harness.contracts.chains import Link
     from harness.contracts.verifier import Verification
+
+SMALLEST = 0.000001
+"""The time written for a case that did work faster than the six decimals show."""
+_NOT_XML = re.compile("[^\t\n\r\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -35,59 +55,135 @@ class Case:
 
 @dataclass(frozen=True, kw_only=True)
 class Suite:
-    """One JUnit testsuite; its counts are computed from its cases when written."""
+    """One JUnit testsuite; its counts are computed from its cases when written. ``file``
+    is the file its cases come from, when there is one."""
 
     name: str
     cases: Sequence[Case] = field(default_factory=tuple)
+    file: str | None = None
 
 
-def junit_xml(suites: Sequence[Suite], *, timestamp: datetime | None = None) -> str:
-    """The suites as JUnit XML (Jenkins/Surefire shape), built with junitparser: counts,
-    real times and a timestamp per suite."""
+def seconds_text(seconds: float, *, worked: bool = True) -> str:
+    """Seconds as the schema's SUREFIRE_TIME wants them (plain decimals, never ``1e-05``);
+    work that took less than a microsecond still shows as 0.000001."""
+    seconds = max(seconds, 0.0)
+    if worked and seconds < SMALLEST:
+        seconds = SMALLEST
+    return f"{seconds:.6f}"
+
+
+def clean(text: str) -> str:
+    """``text`` without the characters XML 1.0 cannot carry."""
+    return _NOT_XML.sub("", text)
+
+
+def junit_xml(
+    suites: Sequence[Suite], *, name: str = "harness", timestamp: datetime | None = None
+) -> str:
+    """The suites as one JUnit XML document (see the module's docstring for the shape)."""
     stamp = (timestamp or datetime.now(UTC)).replace(microsecond=0, tzinfo=None).isoformat()
-    xml = JUnitXml()
+    root = ET.Element("testsuites", name=clean(name))
+    totals = {"tests": 0, "failures": 0, "errors": 0}
+    total_time = 0.0
     for suite in suites:
-        node = TestSuite(suite.name)
-        node.timestamp = stamp
-        node.hostname = "localhost"
+        node = ET.SubElement(root, "testsuite", name=clean(suite.name))
+        failures = sum(c.failure is not None for c in suite.cases)
+        skipped = sum(c.failure is None and c.skipped is not None for c in suite.cases)
+        seconds = sum(c.seconds for c in suite.cases)
+        node.set("tests", str(len(suite.cases)))
+        node.set("failures", str(failures))
+        node.set("errors", "0")
+        node.set("skipped", str(skipped))
+        node.set("time", seconds_text(seconds, worked=bool(suite.cases)))
+        node.set("timestamp", stamp)
+        node.set("hostname", clean(socket.gethostname() or "localhost"))
+        if suite.file:
+            node.set("file", clean(suite.file))
         for case in suite.cases:
-            element = TestCase(case.name, classname=case.classname, time=round(case.seconds, 6))
-            if case.failure is not None:
-                failure = Failure(case.failure, type_=case.failure_type)
-                failure.text = case.details or case.failure
-                element.result = [failure]
-            elif case.skipped is not None:
-                element.result = [Skipped(case.skipped)]
-            node.add_testcase(element)
-        node.update_statistics()
-        xml.add_testsuite(node)
-    xml.update_statistics()
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + xml.tostring().decode("utf-8") + "\n"
+            _case(node, case)
+        totals["tests"] += len(suite.cases)
+        totals["failures"] += failures
+        total_time += seconds
+    for key, value in totals.items():
+        root.set(key, str(value))
+    root.set("time", seconds_text(total_time, worked=bool(totals["tests"])))
+    ET.indent(root)
+    body = ET.tostring(root, encoding="unicode")
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + body + "\n"
 
 
-def write_junit(path: str | Path, suites: Sequence[Suite]) -> None:
-    Path(path).write_text(junit_xml(suites), encoding="utf-8")
+def _case(parent: ET.Element, case: Case) -> None:
+    worked = case.skipped is None or case.failure is not None
+    element = ET.SubElement(
+        parent,
+        "testcase",
+        name=clean(case.name),
+        classname=clean(case.classname),
+        time=seconds_text(case.seconds, worked=worked),
+    )
+    if case.failure is not None:
+        failure = ET.SubElement(
+            element, "failure", message=clean(case.failure), type=clean(case.failure_type)
+        )
+        failure.text = clean(case.details or case.failure)
+    elif case.skipped is not None:
+        ET.SubElement(element, "skipped", message=clean(case.skipped))
 
 
-def gate_suite(links: Iterable[Link], *, name: str = "contracts gate") -> Suite:
-    """One case per fallback link of a failover chain; a refused link fails."""
+def write_junit(path: str | Path, suites: Sequence[Suite], *, name: str = "harness") -> None:
+    Path(path).write_text(junit_xml(suites, name=name), encoding="utf-8")
+
+
+def shared_seconds(total: float, count: int) -> float:
+    """One case's share of work its suite did as a whole (every check of a verification
+    judges the same responses; every gate answer reads the same verdicts)."""
+    return total / count if count else 0.0
+
+
+def gate_suite(
+    links: Iterable[Link],
+    *,
+    name: str = "contracts gate",
+    seconds: float = 0.0,
+    file: str | None = None,
+) -> Suite:
+    """One case per fallback link of a failover chain; a refused link fails. ``seconds``:
+    the real time the gate took to answer them all (shared among the cases); ``file``: the
+    configuration the chains come from."""
+    links = list(links)
+    each = shared_seconds(seconds, len(links))
     cases = []
     for link in links:
         decision = link.check.decision
+        case_name = f"{link.chain.contract or '(no contract)'}: {link.primary} -> {link.provider}"
         cases.append(
             Case(
-                name=f"{link.chain.contract or '(no contract)'}: {link.primary} -> {link.provider}",
+                name=case_name,
                 classname=f"contracts.gate.{link.chain.source}",
                 failure=None if decision.allowed else f"{decision.reason}: {decision.detail}",
                 failure_type=str(decision.reason),
+                details=(
+                    f"{case_name}: refused ({decision.reason}): {decision.detail}\n"
+                    f"verify it: harness contracts verify {link.chain.contract or 'CONTRACT'}"
+                    f" --provider {link.provider}"
+                ),
+                seconds=each,
             )
         )
-    return Suite(name=name, cases=cases)
+    return Suite(name=name, cases=cases, file=file)
 
 
-def verification_suite(verification: Verification) -> Suite:
-    """One case per contract check of a verification; a violated check fails."""
-    classname = f"contracts.{verification.contract.name}.{verification.provider}"
+def verification_suite(verification: Verification, *, seconds: float = 0.0) -> Suite:
+    """One case per contract check of a verification; a violated check fails. ``seconds``:
+    the real time of the whole verification (its calls and checks), shared among the
+    checks, which all judge the same responses."""
+    contract = verification.contract
+    classname = f"contracts.{contract.name}.{verification.provider}"
+    each = shared_seconds(seconds, len(verification.checks))
+    replay = (
+        f"harness contracts verify {contract.source or contract.name} "
+        f"--provider {verification.provider}"
+    )
     cases = []
     for check in verification.checks:
         details = "\n".join(
@@ -100,11 +196,13 @@ def verification_suite(verification: Verification) -> Suite:
                 classname=classname,
                 failure=check.detail if check.status == "fail" else None,
                 failure_type="contract_violation",
-                details=details,
+                details=f"{check.name}: {check.detail}\n{details}\n\nreplay: {replay}",
                 skipped=check.detail if check.status == "skip" else None,
+                seconds=each,
             )
         )
     return Suite(
-        name=f"contracts verify {verification.contract.name} --provider {verification.provider}",
+        name=f"contracts verify {contract.name} --provider {verification.provider}",
         cases=cases,
+        file=contract.source,
     )

@@ -40,6 +40,7 @@ from harness.engine.jobs import JobUnits
 from harness.engine.outcomes import OutcomeUnits
 from harness.errors import AttemptRefused, IdempotencyConflict, InvalidTransition
 from harness.runtime import worker as worker_module
+from harness.runtime.resolution import Resolver
 from harness.runtime.worker import TIMEOUT_SLACK, Worker, WorkerSettings
 from harness.store import queries
 from harness.store.tables import jobs
@@ -258,7 +259,15 @@ def _resolve_any_attempt() -> Patches:
             raise InvalidTransition("nothing to resolve", attempt_id=attempt_id)
         return moved
 
-    return {(OutcomeUnits, "resolve_unknown"): resolve}
+    real_resolver = Resolver.resolve
+
+    def decide(self: Resolver, attempt_id: int, **kw: Any) -> Any:
+        # the one resolution path forgets to refuse an attempt that is not unknown
+        if self.engine.attempt(attempt_id).state is AttemptState.UNKNOWN:
+            return real_resolver(self, attempt_id, **kw)
+        return self.engine.resolve_unknown(attempt_id, **kw)
+
+    return {(OutcomeUnits, "resolve_unknown"): resolve, (Resolver, "resolve"): decide}
 
 
 def _retry_unknown_blindly() -> Patches:

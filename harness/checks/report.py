@@ -4,15 +4,28 @@ timeline per scenario, JSON (schema: harness/schemas/check-report.json) and JUni
 from __future__ import annotations
 
 import json
+import shlex
+from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from harness.checks.junit import Case, Suite, gate_suite, write_junit
 from harness.checks.suite import MutantResult
+from harness.checks.summary_md import (
+    STEP_SUMMARY_ENV,
+    Annotation,
+    check_markdown,
+    located,
+    publish,
+)
 from harness.contracts.chains import Link
 from harness.scenarios.runner import RunResult
 from harness.scenarios.timeline import timeline_lines
+from harness.store.database import redact
+
+MUTANTS_FILE = "harness/checks/mutants.py"
+"""Where the mutants are defined (the mutants suite's ``file``)."""
 
 
 def report_schema() -> dict[str, Any]:
@@ -72,8 +85,11 @@ def check_report(
     mutants: list[MutantResult] | None,
     links: list[Link],
 ) -> dict[str, Any]:
+    """The JSON report; its summary counts what held, what did not and what was skipped
+    (a skipped scenario is neither passed nor failed)."""
+    played = [r for r in results if r.skipped is None]
     outcomes = (
-        [r.passed for r in results]
+        [r.passed for r in played]
         + [bool(m.caught_by) for m in mutants or []]
         + [link.allowed for link in links]
     )
@@ -88,12 +104,43 @@ def check_report(
                 "breaks": m.mutant.breaks,
                 "summary": m.mutant.summary,
                 "caught_by": list(m.caught_by),
+                "seconds": round(m.seconds, 4),
             }
             for m in mutants
         ],
         "gate": gate_entries(links),
-        "summary": {"passed": sum(outcomes), "failed": len(outcomes) - sum(outcomes)},
+        "summary": {
+            "passed": sum(outcomes),
+            "failed": len(outcomes) - sum(outcomes),
+            "skipped": len(results) - len(played),
+        },
     }
+
+
+def summary_line(summary: dict[str, Any]) -> str:
+    """``32 passed, 0 failed, 1 skipped``: the last line of a run."""
+    return f"{summary['passed']} passed, {summary['failed']} failed, {summary['skipped']} skipped"
+
+
+def replay_command(result: RunResult, *, database_url: str | None = None) -> str:
+    """The command that plays one scenario run again, on the same seed (and database, when
+    one was given: shown with any password hidden)."""
+    command = ["harness", "scenarios", "run", result.scenario.file, "--seed", str(result.seed)]
+    if database_url is not None:
+        command += ["--db", redact(database_url)]
+    return shlex.join(command)
+
+
+def failure_text(result: RunResult, *, database_url: str | None = None) -> str:
+    """A failed run's whole story, for a JUnit failure or a CI summary: every problem with
+    its witness, the text timeline, and the command that replays it."""
+    parts = ["\n".join(result.problems())]
+    if result.notes:
+        parts.append("\n".join(f"note: {note}" for note in result.notes))
+    if result.history is not None:
+        parts.append("timeline:\n" + "\n".join(timeline_lines(result.history.to_dict())))
+    parts.append(f"replay: {replay_command(result, database_url=database_url)}")
+    return "\n\n".join(parts)
 
 
 def write_outputs(
@@ -104,49 +151,108 @@ def write_outputs(
     junit_path: Path | None,
     json_path: Path | None,
     html_path: Path | None = None,
+    database_url: str | None = None,
+    config_file: str | None = None,
+    gate_seconds: float = 0.0,
 ) -> None:
+    """Every report asked for, each whole (the paths were checked before the run: see
+    `harness.cli.options.prepare_reports`)."""
     if json_path is not None:
         json_path.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     if html_path is not None:
         from harness.scenarios.html import write_html
 
-        write_html(html_path, results, title=f"harness check {report['run_id']}")
+        title = f"harness check {report['run_id']}"
+        write_html(html_path, results, title=title, mutants=report["mutants"])
     if junit_path is None:
         return
-    suites = [scenarios_suite(results)]
+    suites = scenario_suites(results, database_url=database_url)
     if report["mutants"] is not None:
         suites.append(_mutants_suite(report["mutants"]))
     if links:
-        suites.append(gate_suite(links, name="failover gate"))
-    write_junit(junit_path, suites)
+        suites.append(
+            gate_suite(links, name="failover gate", seconds=gate_seconds, file=config_file)
+        )
+    write_junit(junit_path, suites, name=f"harness check {report['run_id']}")
 
 
-def scenarios_suite(results: list[RunResult], *, name: str = "harness check") -> Suite:
-    return Suite(
-        name=name,
-        cases=[
-            Case(
-                name=r.name,
-                classname=f"scenarios.{r.database}",
-                failure=None if r.passed else (r.problems()[0].splitlines()[0]),
-                details="\n".join(r.problems()),
-                skipped=r.skipped,
-                seconds=r.seconds,
-            )
-            for r in results
-        ],
+def scenario_case(result: RunResult, *, database_url: str | None = None) -> Case:
+    """A scenario run as a testcase, named uniquely by scenario, seed and database."""
+    problems = result.problems()
+    return Case(
+        name=f"{result.name} (seed {result.seed}, {result.database})",
+        classname=f"scenarios.{result.database}",
+        failure=None if result.passed else problems[0].splitlines()[0],
+        failure_type="scenario_failed",
+        details="" if result.passed else failure_text(result, database_url=database_url),
+        skipped=result.skipped,
+        seconds=result.seconds,
     )
+
+
+def scenario_suites(results: list[RunResult], *, database_url: str | None = None) -> list[Suite]:
+    """One suite per scenario file (its ``file``), one case per run of it."""
+    by_file: dict[str, list[RunResult]] = {}
+    for result in results:
+        by_file.setdefault(result.scenario.file, []).append(result)
+    return [
+        Suite(
+            name=f"scenario {runs[0].name}",
+            file=file,
+            cases=[scenario_case(r, database_url=database_url) for r in runs],
+        )
+        for file, runs in by_file.items()
+    ]
 
 
 def _mutants_suite(mutants: list[dict[str, Any]]) -> Suite:
     return Suite(
         name="harness check mutants",
+        file=MUTANTS_FILE,
         cases=[
             Case(
                 name=m["name"],
                 classname="harness.checks.mutants",
                 failure=None if m["caught_by"] else f"no scenario caught mutant {m['name']}",
+                failure_type="mutant_missed",
+                details=(
+                    f"mutant {m['name']} breaks {m['breaks']}: {m['summary']}\n"
+                    "no scenario of the suite failed on it: the suite is blind to this bug\n\n"
+                    f"replay: harness check --mutants  (or: harness scenarios run DIR "
+                    f"--mutant {m['name']})"
+                ),
+                seconds=m.get("seconds", 0.0),
             )
             for m in mutants
         ],
     )
+
+
+def publish_check(
+    report: dict[str, Any],
+    results: list[RunResult],
+    path: Path | None,
+    environ: Mapping[str, str],
+    *,
+    database_url: str | None = None,
+) -> list[str]:
+    """The Markdown summary (to ``path`` and ``$GITHUB_STEP_SUMMARY``) and the GitHub
+    annotation lines to print: one per failed scenario, at its file (and line)."""
+    failed = [r for r in results if not r.passed]
+    texts = [(r, failure_text(r, database_url=database_url)) for r in failed]
+    notes = []
+    for result, text in texts:
+        first = result.problems()[0]
+        file, line = located(first, result.scenario.file)
+        notes.append(Annotation(f"scenario {result.name}", text, file=file, line=line))
+    for m in report["mutants"] or []:
+        if not m["caught_by"]:
+            notes.append(Annotation(f"mutant {m['name']} missed", m["summary"], file=MUTANTS_FILE))
+    if path is None and not environ.get(STEP_SUMMARY_ENV) and not notes:
+        return []
+    markdown = check_markdown(
+        report,
+        [(f"{r.name} (seed {r.seed}, {r.database})", text) for r, text in texts],
+        title=f"harness check {report['run_id']}",
+    )
+    return publish(markdown, notes, path=path, environ=environ)

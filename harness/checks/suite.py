@@ -9,6 +9,7 @@ run at the first scenario that catches it; a mutant nobody catches is a blind sp
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -25,6 +26,8 @@ class MutantResult:
 
     mutant: Mutant
     caught_by: tuple[str, ...]
+    seconds: float = 0.0  # real time the mutant was played for
+    results: tuple[RunResult, ...] = ()  # the catching runs (their histories: coverage)
 
 
 def run_suite(
@@ -62,15 +65,17 @@ def run_mutants(
         )
     found = []
     for mutant in mutants:
-        caught: list[str] = []
+        caught: list[RunResult] = []
+        started = time.perf_counter()
         with applied(mutant):
             for scenario in scenarios:
                 result = run_scenario(scenario, database)
                 if result.skipped is None and not result.passed:
-                    caught.append(scenario.name)
+                    caught.append(result)
                     if not full:
                         break
-        found.append(MutantResult(mutant, tuple(caught)))
+        names = tuple(r.name for r in caught)
+        found.append(MutantResult(mutant, names, time.perf_counter() - started, tuple(caught)))
         if on_result is not None:
             on_result(found[-1])
     return found

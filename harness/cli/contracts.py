@@ -22,15 +22,24 @@ import getpass
 import json
 import re
 import sys
+import time
+from collections.abc import Mapping
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import click
 
 from harness.bundled import bundled_dir
 from harness.checks.junit import gate_suite, verification_suite, write_junit
 from harness.cli.exits import EXIT_FAILED, exit_on_error, exit_with, fail
-from harness.cli.options import config_option, contracts_option, db_option
+from harness.cli.options import (
+    config_option,
+    contracts_option,
+    db_option,
+    prepare_reports,
+    summary_md_option,
+)
 from harness.cli.wiring import Wiring, pass_wiring
 from harness.config import ServiceConfig
 from harness.contracts.captures import read_captures, write_captures
@@ -192,7 +201,9 @@ def verify(
 
     Exit 0 pass, 1 contract violations, 2 usage, provider or database errors.
     """
+    started = time.perf_counter()
     with exit_on_error():
+        prepare_reports(junit_path, capture_path)
         database = Database(database_url) if record else None
         if database is not None:  # migrated like every command, before any call is made
             database.upgrade()
@@ -226,7 +237,8 @@ def verify(
             not_recorded = exc.message
     with exit_on_error():
         if junit_path is not None:
-            write_junit(junit_path, [verification_suite(verification)])
+            seconds = time.perf_counter() - started
+            write_junit(junit_path, [verification_suite(verification, seconds=seconds)])
     if as_json:
         document = verification_document(verification, verdict, created_by=created_by, now=now)
         click.echo(json.dumps(document, indent=2))
@@ -326,6 +338,7 @@ def _duration(ctx: click.Context, param: click.Parameter, value: str) -> timedel
 @db_option
 @config_option
 @junit_option
+@summary_md_option
 @json_option
 @pass_wiring
 def gate(
@@ -338,6 +351,7 @@ def gate(
     database_url: str,
     config_path: Path | None,
     junit_path: str | None,
+    summary_md_path: Path | None,
     as_json: bool,
 ) -> None:
     """May a job fail over? Exit 0 allowed, 1 refused, 2 errors (a deployment gate).
@@ -351,6 +365,7 @@ def gate(
     if not all_chains and not (contract_name and provider):
         raise click.UsageError("--contract and --to go together")
     with exit_on_error():
+        prepare_reports(junit_path, summary_md_path)
         settings = wiring.settings(config_path)
         registry = load_contracts(contracts_dir)
         chains = (
@@ -363,14 +378,40 @@ def gate(
         if not any(len(c.providers) > 1 for c in chains):
             fail(f"{config_path}: declares no failover chain (defaults.providers or chains)")
         database = Database(database_url)
+        asked = time.perf_counter()
         links = failover_links(settings, database, registry, chains=chains, max_age=max_age)
+        seconds = time.perf_counter() - asked
+        file = str(config_path) if config_path else None
         if junit_path is not None:
-            write_junit(junit_path, [gate_suite(links)])
+            write_junit(junit_path, [gate_suite(links, seconds=seconds, file=file)])
+        for line in _publish_gate(links, summary_md_path, wiring.environ, file=file):
+            click.echo(line)  # GitHub annotations, on GitHub Actions only
     if as_json:
         click.echo(json.dumps(gate_document(links, named_primary=all_chains), indent=2))
     else:
         click.echo("\n".join(chain_lines(links) if all_chains else [answer_line(links[0])]))
     exit_with(not all(link.allowed for link in links))
+
+
+def _publish_gate(
+    links: list[Any], path: Path | None, environ: Mapping[str, str], *, file: str | None
+) -> list[str]:
+    from harness.checks.report import gate_entries
+    from harness.checks.summary_md import STEP_SUMMARY_ENV, Annotation, gate_markdown, publish
+
+    refused = [
+        Annotation(
+            f"failover {link.primary} -> {link.provider} refused",
+            f"{link.check.decision.reason}: {link.check.decision.detail}",
+            file=file,
+        )
+        for link in links
+        if not link.allowed
+    ]
+    if path is None and not environ.get(STEP_SUMMARY_ENV) and not refused:
+        return []
+    markdown = gate_markdown(gate_entries(links), title="harness contracts gate")
+    return publish(markdown, refused, path=path, environ=environ)
 
 
 @contracts.command()

@@ -13,11 +13,20 @@ from __future__ import annotations
 import sys
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import click
 
 from harness.cli.exits import EXIT_FAILED, exit_on_error, exit_with
-from harness.cli.options import CONTEXT_SETTINGS, config_option, contracts_option, db_option
+from harness.cli.options import (
+    CONTEXT_SETTINGS,
+    config_option,
+    contracts_option,
+    db_option,
+    document_commands,
+    prepare_reports,
+    summary_md_option,
+)
 from harness.cli.progress import progress_bar
 from harness.cli.wiring import Wiring, pass_wiring
 from harness.runtime.service import Service
@@ -112,8 +121,14 @@ def _service(
 @db_option
 @config_option
 @contracts_option
-@click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", default=8080, show_default=True, type=click.IntRange(0, 65535))
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option(
+    "--port",
+    default=8080,
+    show_default=True,
+    type=click.IntRange(0, 65535),
+    help="Port to listen on (0: any free port).",
+)
 @click.option(
     "--worker/--no-worker",
     default=True,
@@ -152,15 +167,16 @@ def serve(
             f"({', '.join(sorted(service.providers))})",
             err=True,
         )
-    app = create_app(
-        service.engine,
-        service.worker if worker else None,
-        config,
-        provider_names=lambda: set(service.providers),
-        contract_names=lambda: set(service.registry),
-        resolver=service.worker.resolver,
-        faces=True,
-    )
+    with exit_on_error():  # e.g. a route naming an unconfigured provider
+        app = create_app(
+            service.engine,
+            service.worker if worker else None,
+            config,
+            provider_names=lambda: set(service.providers),
+            contract_names=lambda: set(service.registry),
+            resolver=service.worker.resolver,
+            faces=True,
+        )
     if worker:
         service.worker.start_background()
     click.echo(f"serving on http://{host}:{port} with {redact(service.database.url)}", err=True)
@@ -245,6 +261,28 @@ def worker(
     "deliberately broken engine must be caught by at least one scenario.",
 )
 @click.option(
+    "--swarm",
+    "swarm_seeds",
+    default=3,
+    show_default=True,
+    type=click.IntRange(0, 100),
+    help="Also play this many seeds of a short simulated swarm (0: none).",
+)
+@click.option(
+    "--seed",
+    "swarm_seed",
+    default=None,
+    type=int,
+    help="The swarm's first seed (default: one that rotates by date).",
+)
+@click.option(
+    "--coverage",
+    "show_coverage",
+    is_flag=True,
+    help="Also report which transitions, outcome rows, fake behaviours and fault points "
+    "the scenarios reached (in the --json report too).",
+)
+@click.option(
     "--junit",
     "junit_path",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -262,6 +300,7 @@ def worker(
     type=click.Path(dir_okay=False, path_type=Path),
     help="Write an HTML report with one SVG timeline per scenario here.",
 )
+@summary_md_option
 @pass_wiring
 def check(
     wiring: Wiring,
@@ -271,9 +310,13 @@ def check(
     scenario_dirs: tuple[Path, ...],
     only: tuple[str, ...],
     mutants: bool,
+    swarm_seeds: int,
+    swarm_seed: int | None,
+    show_coverage: bool,
     junit_path: Path | None,
     json_path: Path | None,
     html_path: Path | None,
+    summary_md_path: Path | None,
 ) -> None:
     """Play the scenario suite on the engine and the fakes; exit 1 if a guarantee breaks.
 
@@ -282,13 +325,16 @@ def check(
     of its own, on virtual time. Given a configuration file, the failover gate is also
     asked about every chain in it, from the verdicts in that database (a refused link
     fails the run)."""
+    import time
     import uuid
 
     from harness.checks.report import (
         check_report,
         gate_line,
         mutant_line,
+        publish_check,
         result_lines,
+        summary_line,
         write_outputs,
     )
     from harness.checks.suite import run_mutants, run_suite
@@ -298,6 +344,7 @@ def check(
 
     run_id = f"check-{uuid.uuid4().hex[:8]}"
     with exit_on_error():
+        prepare_reports(junit_path, json_path, html_path, summary_md_path)
         settings = wiring.settings(config_path) if config_path else None
         extra = scenario_dirs or ((USER_DIR,) if USER_DIR.is_dir() else ())
         loaded = load_all(suite_files(extra))
@@ -311,6 +358,7 @@ def check(
                 results = run_suite(loaded, database, on_result=lambda r: step())
             for result in results:
                 click.echo("\n".join(result_lines(result, timeline=True)))
+            swarm = _check_swarm(database, database_url, swarm_seeds, swarm_seed)
             found = None
             if mutants:
                 from harness.checks.mutants import MUTANTS
@@ -319,12 +367,19 @@ def check(
                     found = run_mutants(loaded, database, on_result=lambda m: step())
                 for mutant in found:
                     click.echo(mutant_line(mutant))
-            links = []
+            links, asked = [], time.perf_counter()
             if settings is not None:
                 links = failover_links(settings, database, load_contracts(contracts_dir))
             for link in links:
                 click.echo(gate_line(link))
         report = check_report(run_id, results, found, links)
+        if show_coverage:
+            from harness.checks.coverage import coverage_lines, property_coverage, suite_coverage
+
+            report["coverage"] = suite_coverage(results)
+            report["coverage"]["properties"] = property_coverage(results, found)
+            click.echo("\n".join(coverage_lines(report["coverage"])))
+        given_db = _given(click.get_current_context(), "database_url", database_url)
         write_outputs(
             report,
             results=results,
@@ -332,22 +387,53 @@ def check(
             junit_path=junit_path,
             json_path=json_path,
             html_path=html_path,
+            database_url=given_db,
+            config_file=str(config_path) if config_path else None,
+            gate_seconds=time.perf_counter() - asked,
         )
-    summary = report["summary"]
-    click.echo(f"{summary['passed']} passed, {summary['failed']} failed")
-    exit_with(summary["failed"] > 0)
+        for line in publish_check(
+            report, results, summary_md_path, wiring.environ, database_url=given_db
+        ):
+            click.echo(line)  # GitHub annotations, on GitHub Actions only
+    click.echo(summary_line(report["summary"]))
+    exit_with(report["summary"]["failed"] > 0 or (swarm is not None and swarm.failed is not None))
+
+
+def _given(ctx: click.Context, name: str, value: str) -> str | None:
+    """An option's value when the user gave it (command line or environment), else None."""
+    from click.core import ParameterSource
+
+    return None if ctx.get_parameter_source(name) is ParameterSource.DEFAULT else value
+
+
+def _check_swarm(database: Database, database_url: str, seeds: int, first: int | None) -> Any:
+    """`harness check`'s short swarm (harness/cli/check_swarm.py), printed as it ends."""
+    if seeds == 0:
+        return None
+    from harness.cli.check_swarm import SWARM_JOBS, date_seed, play_swarm, swarm_lines
+    from harness.store.database import DEFAULT_DATABASE_URL
+
+    with progress_bar(seeds * SWARM_JOBS, "swarm jobs") as step:
+        start = date_seed() if first is None else first
+        swarm = play_swarm(database, start, seeds=seeds, step=step)
+    on_db = ["--db", database_url] if database_url != DEFAULT_DATABASE_URL else []
+    click.echo("\n".join(swarm_lines(swarm, on_db)))
+    return swarm
 
 
 def _register() -> None:
     from harness.cli.contracts import contracts
+    from harness.cli.probe import probe
     from harness.cli.providers import fake_providers
     from harness.cli.scenarios import scenarios
     from harness.cli.simulate import simulate
 
     main.add_command(contracts)
     main.add_command(fake_providers)
+    main.add_command(probe)
     main.add_command(scenarios)
     main.add_command(simulate)
+    document_commands(main)
 
 
 _register()

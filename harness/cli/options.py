@@ -9,6 +9,7 @@ Environment variables are read here, at the edge, and shown in ``--help``:
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
@@ -53,3 +54,62 @@ contracts_option = click.option(
 
 SHARED_OPTIONS = {"--db": db_option, "--config": config_option, "--contracts": contracts_option}
 """The shared options by flag, for the test that walks every command."""
+
+
+def prepare_reports(*paths: Path | str | None) -> None:
+    """Check every report path before anything plays, creating its folders: a report that
+    cannot be written must fail the run at once (exit 2), not after the work is done."""
+    from harness.errors import ConfigError
+
+    for given in paths:
+        if given is None:
+            continue
+        path = Path(given)
+        if path.is_dir():
+            raise ConfigError(f"{path}: is a directory; a report needs a file name")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ConfigError(f"{path}: cannot create its folder: {exc.strerror}") from None
+        if not os.access(path.parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+            raise ConfigError(f"{path}: not writable")
+
+
+summary_md_option = click.option(
+    "--summary-md",
+    "summary_md_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write a Markdown summary for a CI job page here (at most 1 MiB); also appended "
+    "to $GITHUB_STEP_SUMMARY when that is set.",
+)
+
+
+EXIT_CODES_HELP = (
+    "Exit codes: 0 success; 1 a guarantee, check or gate failed; 2 usage, configuration "
+    "or connection error."
+)
+
+
+def environment_name(ctx: click.Context, option: click.Option) -> str | None:
+    """The environment variable ``option`` reads in ``ctx``: its own (the shared options,
+    ``HARNESS_ACTOR``, ...), else ``HARNESS_<COMMAND>_<NAME>`` (click's auto_envvar_prefix,
+    sub-commands joined by ``_``); None for options never read from the environment."""
+    if option.envvar:
+        return option.envvar if isinstance(option.envvar, str) else option.envvar[0]
+    if not option.allow_from_autoenv or ctx.auto_envvar_prefix is None or not option.name:
+        return None
+    return f"{ctx.auto_envvar_prefix}_{option.name.upper()}"
+
+
+def document_commands(command: click.Command) -> None:
+    """The one decision about the environment and help, applied to every command: each
+    option shows the variable it reads in ``--help`` (all do, see `environment_name`), and
+    every command's help ends with the exit codes unless it states its own."""
+    for param in command.params:
+        if isinstance(param, click.Option) and not param.hidden and param.expose_value:
+            param.show_envvar = param.allow_from_autoenv or bool(param.envvar)
+    text = f"{command.help or ''} {command.epilog or ''}".lower()
+    if "exit 0" not in text and "exit codes" not in text:
+        command.epilog = EXIT_CODES_HELP
+    for sub in getattr(command, "commands", {}).values():
+        document_commands(sub)

@@ -11,6 +11,7 @@ import click
 from uvicorn.config import LOGGING_CONFIG
 
 from fake_providers import FakeProviders, FakeServer, InvalidInput
+from harness.cli.fake_scripts import script
 
 DEFAULT_PORT = 8765
 
@@ -29,7 +30,12 @@ def fake_providers() -> None:
     type=click.IntRange(0, 65535),
     help="Port to listen on; 0 picks a free one (printed at start).",
 )
-@click.option("--access-log/--no-access-log", default=True, show_default=True)
+@click.option(
+    "--access-log/--no-access-log",
+    default=True,
+    show_default=True,
+    help="Log one line per request (method, path, status) to standard error.",
+)
 @click.option(
     "--providers",
     "names",
@@ -77,3 +83,6 @@ def serve(host: str, port: int, access_log: bool, names: str) -> None:
 
 def _exit_quietly(signum: int, frame: object) -> None:
     raise SystemExit(0)
+
+
+fake_providers.add_command(script)

@@ -105,7 +105,12 @@ def show(file: Path) -> None:
 @click.option("--json", "json_path", type=_path, help="Write a JSON report here.")
 @click.option("--junit", "junit_path", type=_path, help="Write JUnit XML here.")
 @click.option("--html", "html_path", type=_path, help="Write an HTML report with timelines.")
-@click.option("--timeline/--no-timeline", default=True, show_default=True)
+@click.option(
+    "--timeline/--no-timeline",
+    default=True,
+    show_default=True,
+    help="Print each scenario's text timeline (a failing one's is always printed).",
+)
 @pass_wiring
 def run(
     wiring: Wiring,
@@ -131,19 +136,23 @@ def run(
     tick, verdict, processes, ...) skip their scenario, naming the step; a `barrier`
     reached assertion is reported as a note, not observable over HTTP (docs/scenarios.md).
     """
-    from harness.checks.report import check_report, result_lines, write_outputs
+    from harness.checks.report import check_report, result_lines, summary_line, write_outputs
+    from harness.cli.options import prepare_reports
     from harness.scenarios.suite import load_all, suite_files
 
     def show(result: RunResult) -> None:
         click.echo("\n".join(result_lines(result, timeline=timeline)))
 
     with exit_on_error():
+        prepare_reports(json_path, junit_path, html_path, history_path)
         remote = _target(target_url, fakes_url, time_scale, tokens_env, mutant, wiring.environ)
         loaded = load_all(suite_files(files, bundled=False))
         if remote is not None:
             results = _play_remote(loaded, remote, show)
         else:
-            results = _play_in_process(loaded, database_url, seed, mutant)
+            given = click.get_current_context().get_parameter_source("database_url")
+            throwaway = given is click.core.ParameterSource.DEFAULT  # no ./harness.sqlite3
+            results = _play_in_process(loaded, None if throwaway else database_url, seed, mutant)
             for result in results:
                 show(result)
         if history_path is not None:
@@ -157,14 +166,12 @@ def run(
             json_path=json_path,
             html_path=html_path,
         )
-    summary, skipped = report["summary"], sum(r.skipped is not None for r in results)
-    line = f"{summary['passed'] - skipped} passed, {summary['failed']} failed"
-    click.echo(line + (f", {skipped} skipped" if skipped else ""))
-    exit_with(summary["failed"] > 0)
+    click.echo(summary_line(report["summary"]))
+    exit_with(report["summary"]["failed"] > 0)
 
 
 def _play_in_process(
-    loaded: list[Scenario], database_url: str, seed: int, mutant: str | None
+    loaded: list[Scenario], database_url: str | None, seed: int, mutant: str | None
 ) -> list[RunResult]:
     from contextlib import nullcontext
 

@@ -19,7 +19,7 @@ import click
 from click.core import ParameterSource
 
 from harness.cli.exits import exit_on_error, exit_with
-from harness.cli.options import db_option
+from harness.cli.options import db_option, prepare_reports, summary_md_option
 from harness.store.database import DEFAULT_DATABASE_URL
 
 _path = click.Path(dir_okay=False, path_type=Path)
@@ -27,7 +27,13 @@ _path = click.Path(dir_okay=False, path_type=Path)
 
 @click.command()
 @db_option
-@click.option("--jobs", default=200, show_default=True, type=click.IntRange(1, 1_000_000))
+@click.option(
+    "--jobs",
+    default=200,
+    show_default=True,
+    type=click.IntRange(1, 1_000_000),
+    help="Jobs to create per seed (client habits such as a changed retry add a few more).",
+)
 @click.option(
     "--clients",
     default=20,
@@ -93,6 +99,7 @@ _path = click.Path(dir_okay=False, path_type=Path)
 )
 @click.option("--json", "json_path", type=_path, help="Write the summary (JSON) here.")
 @click.option("--html", "html_path", type=_path, help="Write an HTML page with plots here.")
+@summary_md_option
 def simulate(
     database_url: str,
     jobs: int,
@@ -110,6 +117,7 @@ def simulate(
     shrink_budget: int,
     json_path: Path | None,
     html_path: Path | None,
+    summary_md_path: Path | None,
 ) -> None:
     """Simulate many clients, workers and faults; judge every invariant; shrink a failure."""
     from harness.checks.mutants import mutant_named
@@ -119,9 +127,7 @@ def simulate(
     with exit_on_error():
         rates = parse_faults(faults) if faults is not None else None
         broken = mutant_named(mutant) if mutant else None
-        for path in (shrink_to, json_path, html_path):
-            if path is not None and not path.resolve().parent.is_dir():
-                raise click.BadParameter(f"{path}: its directory does not exist")
+        prepare_reports(shrink_to, json_path, html_path, summary_md_path)
     if processes is not None:
         span = _port_range(ports, processes)
         _processes(database_url, processes, clients, duration, seed, rates, json_path, span)
@@ -142,7 +148,8 @@ def simulate(
             parallel=1 if explicit else parallel,
             budget=shrink_budget,
         )
-    _finish(report, runs, wall, json_path, html_path, database_url, mutant, faults, settings)
+    reports = {"json": json_path, "html": html_path, "summary_md": summary_md_path}
+    _finish(report, runs, wall, reports, database_url, mutant, faults, settings)
 
 
 def _virtual(
@@ -230,7 +237,7 @@ def _shrink(run: Any, database: Any, target: Path, broken: Any, budget: int) -> 
     }
 
 
-def _finish(report, runs, wall, json_path, html_path, database_url, mutant, faults, settings):
+def _finish(report, runs, wall, reports, database_url, mutant, faults, settings):
     from harness.simulate.report import html_page, lines, to_json
 
     on_db = ["--db", database_url] if database_url != DEFAULT_DATABASE_URL else []
@@ -243,7 +250,9 @@ def _finish(report, runs, wall, json_path, html_path, database_url, mutant, faul
         replay = shlex.join(
             ["harness", "scenarios", "run", file, "--seed", seed, *as_mutant, *on_db]
         )
-    click.echo("\n".join(lines(report, wall_seconds=wall, replay=replay)))
+    text = lines(report, wall_seconds=wall, replay=replay)
+    click.echo("\n".join(text))
+    replays = [replay] if replay else []
     for failing in report["failing_seeds"]:
         again = [
             *("harness", "simulate", "--seed", str(failing), "--jobs", str(settings.jobs)),
@@ -253,12 +262,38 @@ def _finish(report, runs, wall, json_path, html_path, database_url, mutant, faul
             *as_mutant,
             *on_db,
         ]
-        click.echo(f"seed {failing} fails; replay it: {shlex.join(again)}")
-    if json_path is not None:
-        json_path.write_text(to_json(report), encoding="utf-8")
-    if html_path is not None:
-        html_path.write_text(html_page(report, runs), encoding="utf-8")
+        replays.append(shlex.join(again))
+        click.echo(f"seed {failing} fails; replay it: {replays[-1]}")
+    if reports["json"] is not None:
+        reports["json"].write_text(to_json(report), encoding="utf-8")
+    if reports["html"] is not None:
+        reports["html"].write_text(html_page(report, runs, replay=replay), encoding="utf-8")
+    for line in _publish(report, text, replays, reports["summary_md"]):
+        click.echo(line)  # GitHub annotations, on GitHub Actions only
     exit_with(not report["passed"])
+
+
+def _publish(report, text, replays, path) -> list[str]:
+    """The Markdown summary and, on GitHub Actions, one annotation per violation (at the
+    shrunk scenario file when there is one)."""
+    from harness.checks.summary_md import (
+        STEP_SUMMARY_ENV,
+        Annotation,
+        publish,
+        simulate_markdown,
+    )
+
+    environ = os.environ
+    notes = []
+    for seed in report["seeds"]:
+        file = seed["shrunk"]["file"] if seed["shrunk"] else None
+        for item in [*seed["violations"], *seed["liveness"]]:
+            title = f"{item['invariant']} (seed {seed['seed']}, episode {item['episode']})"
+            notes.append(Annotation(title, item["message"], file=file))
+    if path is None and not environ.get(STEP_SUMMARY_ENV) and not notes:
+        return []
+    markdown = simulate_markdown(report, text, replays, title="harness simulate")
+    return publish(markdown, notes, path=path, environ=environ)
 
 
 def _port_range(text: str | None, processes: int) -> range | None:

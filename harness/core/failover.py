@@ -153,15 +153,36 @@ def next_provider(job: Job) -> str | None:
     return rest[0] if rest else None
 
 
-def should_hedge(job: Job) -> bool:
-    """When the hedge timer fires: hedge only a running job with room for another live
-    attempt under its policy, and a provider left to hedge to."""
+HEDGED_JOB_STATES = frozenset({JobState.RUNNING, JobState.BLOCKED_UNKNOWN})
+
+
+def should_hedge(job: Job, number: int | None = None) -> bool:
+    """When a hedge timer fires for attempt `number` (None: the job's last): hedge a job
+    whose policy hedges, while that attempt is still the last one started and still live
+    (running *or unknown*: a policy that hedges has accepted a second execution), with
+    room for another live attempt and a provider left to hedge to. A timer armed twice
+    for one attempt (at its start, and when it became unknown) hedges once."""
+    if job.policy.hedge_after is None or not job.attempts:
+        return False
+    last = job.attempts[-1]
     live = [a for a in job.attempts if a.state in LIVE_ATTEMPT_STATES]
     return (
-        job.status is JobState.RUNNING
+        job.status in HEDGED_JOB_STATES
+        and (number is None or last.number == number)
+        and last.state in LIVE_ATTEMPT_STATES
         and len(live) < job.policy.max_live_attempts
         and next_provider(job) is not None
     )
+
+
+def hedge_delay(job: Job, attempt: Attempt, now: datetime) -> float | None:
+    """Seconds from `now` until `attempt` may be hedged: at its start + `hedge_after`, or
+    at once when that has passed; None when the job's policy does not hedge."""
+    after = job.policy.hedge_after
+    if after is None or job.policy.max_live_attempts < 2:
+        return None
+    due = attempt.started_at + timedelta(seconds=after)
+    return max(0.0, (due - now).total_seconds())
 
 
 def build_request(job: Job, attempt: Attempt, *, stream: bool = False) -> CompletionRequest:

@@ -77,6 +77,7 @@ class JobState(enum.StrEnum):
 
 class JobEvent(enum.StrEnum):
     START_ATTEMPT = "start_attempt"
+    HEDGE = "hedge"  # an attempt beside live ones, within a hedging policy's bound
     SUCCEED = "succeed"
     FAIL = "fail"
     CANCEL = "cancel"
@@ -89,6 +90,10 @@ _J, _JE = JobState, JobEvent
 JOB_TRANSITIONS: Mapping[tuple[JobState, JobEvent], JobState] = {
     (_J.PENDING, _JE.START_ATTEMPT): _J.RUNNING,
     (_J.RUNNING, _JE.START_ATTEMPT): _J.RUNNING,  # a hedge, within the policy's bound
+    # A hedging policy has accepted a second execution: it covers an unknown attempt too.
+    # The job keeps its state (it still waits on the unknown one as well).
+    (_J.RUNNING, _JE.HEDGE): _J.RUNNING,
+    (_J.BLOCKED_UNKNOWN, _JE.HEDGE): _J.BLOCKED_UNKNOWN,
     # Any open job may be won: an unknown attempt's late answer is evidence too.
     (_J.PENDING, _JE.SUCCEED): _J.SUCCEEDED,
     (_J.RUNNING, _JE.SUCCEED): _J.SUCCEEDED,

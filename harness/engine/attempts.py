@@ -13,7 +13,9 @@ from harness.core import faults as fp
 from harness.core.models import Attempt, Completion, Job
 from harness.core.states import (
     FINISHED_JOB_STATES,
+    LIVE_ATTEMPT_STATES,
     AttemptEvent,
+    AttemptState,
     DiscardReason,
     EventKind,
     JobState,
@@ -43,8 +45,13 @@ class AttemptUnits(BaseUnits):
         model: str | None = None,
         actor: str = "engine",
         first: bool = False,
+        hedge: bool = False,
     ) -> Attempt:
         """Start an attempt if nothing forbids it (I3, I4, I7).
+
+        `hedge`: beside the live attempts, an unknown one included, when the job's policy
+        hedges (`hedge_after` set, more than one live attempt allowed): that policy has
+        accepted a possible second execution. Otherwise it is an ordinary start.
 
         The live-slot index is the guard: without hedging every attempt asks for slot 0,
         so a second live attempt cannot be inserted, whatever the timing. `first` starts
@@ -62,6 +69,7 @@ class AttemptUnits(BaseUnits):
             )
         if provider != job.providers[0]:
             self._check_failover(job, provider, actor=actor)
+        hedge = hedge and job.policy.hedge_after is not None and job.policy.max_live_attempts > 1
         slots = range(job.policy.max_live_attempts)
         for _ in slots:
             if len(slots) == 1:
@@ -75,7 +83,9 @@ class AttemptUnits(BaseUnits):
                 slot = free[0]
             self.faults.hit(fp.BEFORE_START)
             try:
-                return self._insert_attempt(job, provider, model, slot, actor=actor, first=first)
+                return self._insert_attempt(
+                    job, provider, model, slot, actor=actor, first=first, hedge=hedge
+                )
             except IntegrityViolation as exc:
                 if exc.constraint != LIVE_SLOT_INDEX:
                     raise
@@ -114,15 +124,16 @@ class AttemptUnits(BaseUnits):
         *,
         actor: str,
         first: bool = False,
+        hedge: bool = False,
         conn: Connection | None = None,
     ) -> Attempt:
         if conn is None:
             with self.db.write() as conn:
                 return self._insert_attempt(
-                    job, provider, model, slot, actor=actor, first=first, conn=conn
+                    job, provider, model, slot, actor=actor, first=first, hedge=hedge, conn=conn
                 )
         now = self.clock.now()
-        claim = q.claim_attempt(conn, job.id, now=now, first=first)
+        claim = q.claim_attempt(conn, job.id, now=now, first=first, hedge=hedge)
         if claim is None:
             current = self._job(conn, job.id)
             if current.status is JobState.BLOCKED_UNKNOWN:
@@ -157,9 +168,26 @@ class AttemptUnits(BaseUnits):
             now=now,
             attempt_id=attempt.id,
             actor=actor,
-            detail={"number": number, "provider": provider, "slot": slot},
+            detail={
+                "number": number,
+                "provider": provider,
+                "slot": slot,
+                **({"hedge": self._hedged(conn, job.id, number)} if hedge else {}),
+            },
         )
         return attempt
+
+    def _hedged(self, conn: Connection, job_id: int, number: int) -> dict[str, list[int]]:
+        """What a hedge was started beside: the live attempts, and which were unknown."""
+        live = [
+            a
+            for a in q.list_attempts(conn, job_id)
+            if a.state in LIVE_ATTEMPT_STATES and a.number != number
+        ]
+        return {
+            "beside": [a.number for a in live],
+            "beside_unknown": [a.number for a in live if a.state is AttemptState.UNKNOWN],
+        }
 
     def claim_new_jobs(
         self,

@@ -16,7 +16,7 @@ from typing import Any
 from harness.core.models import Attempt
 from harness.core.states import AttemptState, OutcomeKind, RefusalReason, Resolution
 from harness.engine import Engine
-from harness.errors import AttemptRefused, InvalidIntent, InvalidTransition, ProviderError
+from harness.errors import AttemptRefused, InvalidIntent, ProviderError
 from harness.providers.base import BaseProvider, LookupResult
 
 
@@ -64,12 +64,13 @@ class Resolver:
                 f"outcome must be one of {', '.join(r.value for r in Resolution)}"
             ) from None
         attempt = self.engine.attempt(attempt_id)
-        if attempt.state is not AttemptState.UNKNOWN:
-            raise InvalidTransition(
-                f"attempt {attempt_id} is {attempt.state.value}, not unknown",
-                attempt_id=attempt_id,
-            )
-        contradicted = resolution is Resolution.FAILED and self.finished_with_result(attempt)
+        # Only an unknown attempt has evidence worth asking for; any other is refused by
+        # the engine's own guard below (409 not-unknown), with no provider asked.
+        contradicted = (
+            resolution is Resolution.FAILED
+            and attempt.state is AttemptState.UNKNOWN
+            and self.finished_with_result(attempt)
+        )
         if contradicted and not force:
             raise AttemptRefused(
                 f"attempt {attempt_id}: the provider reports it finished with a result; "

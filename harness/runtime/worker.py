@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -32,7 +32,14 @@ from harness.core.breaker import (
     availability,
     available_after,
 )
-from harness.core.failover import Plan, build_request, next_provider, plan_next, should_hedge
+from harness.core.failover import (
+    Plan,
+    build_request,
+    hedge_delay,
+    next_provider,
+    plan_next,
+    should_hedge,
+)
 from harness.core.gate import GateReason
 from harness.core.models import Attempt, Job
 from harness.core.states import (
@@ -123,6 +130,9 @@ class Worker:
         self.resolver = Resolver(engine, providers)
         self._stop = threading.Event()
         self._last_reconcile: datetime | None = None
+        # Called with the job's id after each recorded outcome (the gateway's waiters
+        # wake on it instead of at their next read of the job; see api/faces/waiting.py).
+        self.outcome_listeners: list[Callable[[int], None]] = []
 
     # -- entry points ----------------------------------------------------------------------
 
@@ -181,11 +191,22 @@ class Worker:
     # -- one attempt -----------------------------------------------------------------------
 
     def _launch(
-        self, job: Job, provider: str, *, actor: str | None = None, first: bool = False
+        self,
+        job: Job,
+        provider: str,
+        *,
+        actor: str | None = None,
+        first: bool = False,
+        hedge: bool = False,
     ) -> Attempt:
         model = getattr(self.providers.get(provider), "model", None)
         attempt = self.engine.start_attempt(
-            job.id, provider, model=model, actor=actor or self.settings.name, first=first
+            job.id,
+            provider,
+            model=model,
+            actor=actor or self.settings.name,
+            first=first,
+            hedge=hedge,
         )
         self._run(job, attempt)
         return attempt
@@ -195,7 +216,9 @@ class Worker:
         policy = job.policy
         self.scheduler.call_later(policy.attempt_timeout, lambda: self._on_deadline(attempt.id))
         if policy.hedge_after is not None:
-            self.scheduler.call_later(policy.hedge_after, lambda: self._on_hedge(job.id))
+            self.scheduler.call_later(
+                policy.hedge_after, lambda: self._on_hedge(job.id, attempt.number)
+            )
         self.scheduler.spawn(lambda: self._call(job, attempt))
 
     def _call(self, job: Job, attempt: Attempt) -> None:
@@ -262,6 +285,8 @@ class Worker:
             )
         except HarnessError:
             log.exception("recording the outcome of attempt %s failed", attempt.id)
+        for listener in self.outcome_listeners:
+            listener(attempt.job_id)
 
     def _health(self, attempt: Attempt, *, ok: bool, retry_after: float | None = None) -> None:
         if ok:  # the common case writes nothing: a healthy provider stays as it is
@@ -367,20 +392,29 @@ class Worker:
     def _after_deadline(self, attempt: Attempt) -> None:
         """Arm the provider's maximum runtime for an attempt that just became unknown:
         then it is reconciled at once, whatever the reconcile interval."""
+        now = self.engine.clock.now()
         runtime = self.settings.runtime_of(attempt.provider)
-        elapsed = (self.engine.clock.now() - attempt.started_at).total_seconds()
+        elapsed = (now - attempt.started_at).total_seconds()
         self.scheduler.call_later(
             max(0.0, runtime - elapsed), lambda: self._reconcile_attempt(attempt.id)
         )
+        # A hedging policy covers an unknown attempt as well: at its start + hedge_after,
+        # or now if that has passed (its start-time timer may have found it running and
+        # a hedge refused, or died with another worker). `should_hedge` hedges it once.
+        job = self.engine.get_job(attempt.job_id)
+        delay = hedge_delay(job, attempt, now)
+        if delay is not None:
+            number = attempt.number
+            self.scheduler.call_later(delay, lambda: self._on_hedge(job.id, number))
 
-    def _on_hedge(self, job_id: int) -> None:
+    def _on_hedge(self, job_id: int, number: int | None = None) -> None:
         job = self.engine.get_job(job_id)
-        if not should_hedge(job):
+        if not should_hedge(job, number):
             return
         target = next_provider(job)
         assert target is not None  # should_hedge checked there is one
         try:
-            self._launch(job, target)
+            self._launch(job, target, hedge=True)
         except AttemptRefused as refused:
             self.engine.note(
                 job_id,

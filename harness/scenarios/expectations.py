@@ -13,6 +13,7 @@ from harness.scenarios.actions import http_status
 from harness.scenarios.checker import unsettled
 from harness.scenarios.model import Scenario, Step
 from harness.scenarios.stage import PROVIDER_API
+from harness.scenarios.witness import value_text
 
 
 def answer_matches(expected: Any, answer: Any) -> bool:
@@ -36,8 +37,8 @@ def judge_step(scenario: Scenario, step: Step, answer: Any) -> str | None:
         return None
     where = f"{scenario.file}:{step.line}" if step.line else scenario.file
     return (
-        f"{where}: step {step.index + 1} ({step.action}) answered {answer!r}, "
-        f"expected {step.expect!r}"
+        f"{where}: step {step.index + 1} ({step.action}) answered {value_text(answer)}, "
+        f"expected {value_text(step.expect)}"
     )
 
 
@@ -76,17 +77,17 @@ def _job(
 
 def _job_state(job: Mapping[str, Any], wanted: Mapping[str, Any]) -> Iterator[str]:
     if "status" in wanted and job["status"] != wanted["status"]:
-        yield f"status {job['status']}, expected {wanted['status']}"
+        yield f"status {value_text(job['status'])}, expected {value_text(wanted['status'])}"
     if "winner" in wanted:
         winner = next(
             (a["provider"] for a in job["attempts"] if a["attempt"] == job["winner"]), None
         )
         if winner != wanted["winner"]:
-            yield f"winner {winner}, expected {wanted['winner']}"
+            yield f"winner {value_text(winner)}, expected {value_text(wanted['winner'])}"
     if "attempts" in wanted:
         seen = [f"{a['provider']}:{a['state']}" for a in job["attempts"]]
         if seen != list(wanted["attempts"]):
-            yield f"attempts {seen}, expected {list(wanted['attempts'])}"
+            yield f"attempts {value_text(seen)}, expected {value_text(list(wanted['attempts']))}"
 
 
 def _attempt_fields(
@@ -107,7 +108,7 @@ def _attempt_fields(
                         f"(up to {late:g} s later over HTTP, never sooner)"
                     )
             elif seen != value:
-                yield f"attempt {number} {name} {seen!r}, expected {value!r}"
+                yield f"attempt {number} {name} {value_text(seen)}, expected {value_text(value)}"
 
 
 def _instant(name: str, value: Any) -> bool:
@@ -116,7 +117,10 @@ def _instant(name: str, value: Any) -> bool:
 
 def _job_events(kinds: list[str], wanted: Mapping[str, Any]) -> Iterator[str]:
     if "events" in wanted and not _in_order(list(wanted["events"]), kinds):
-        yield f"events {kinds} do not contain {list(wanted['events'])} in order"
+        yield (
+            f"events {value_text(kinds)} do not contain "
+            f"{value_text(list(wanted['events']))} in order"
+        )
     for kind in wanted.get("absent", ()):
         if kind in kinds:
             yield f"event {kind} happened"

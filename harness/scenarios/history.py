@@ -148,6 +148,7 @@ class History:
             "provider_kind": entry.provider_kind,
             "attempt": self.names.token(entry.attempt_id),
             "behaviour": entry.behaviour,
+            "stream": entry.stream,
             "status": entry.status_code,
             "billed": entry.billed,
             "delivered": entry.delivered,

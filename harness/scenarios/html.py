@@ -1,89 +1,180 @@
-"""`--html`: one self-contained HTML file, one SVG timeline per scenario run (attempts as
-bars on a time axis, one row per attempt, coloured by how they ended; events as ticks)."""
+"""`--html`: one self-contained HTML file a person acts on. At the top the verdict and
+the counts; then the failures index (every failed scenario and missed mutant, each a
+link to its section); the mutants table of `check --mutants` (which scenario caught
+each); the legend; then every scenario, failures first, each with its problems (the
+witnesses as text), the command that replays it and its SVG timeline (`svg.py`).
+No script, no outside resource: the file opens anywhere.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import re
+import shlex
+from collections.abc import Iterable, Mapping, Sequence
 from html import escape
 from pathlib import Path
 from typing import Any
 
 from harness.scenarios.runner import RunResult
+from harness.scenarios.svg import STATES, legend_svg, svg_timeline
 
-WIDTH, ROW, LEFT, TOP = 720, 22, 170, 24
-COLOURS = {
-    "succeeded": "#2e7d32",
-    "failed": "#c62828",
-    "cancelled": "#6d4c41",
-    "superseded": "#9e9e9e",
-    "unknown": "#f9a825",
-    "running": "#1565c0",
-    "starting": "#1565c0",
-}
-TICKS = {"became_unknown": "#f9a825", "won": "#2e7d32", "discarded_late_result": "#000000"}
+COLOURS = STATES  # the bar colours, by attempt state (kept for older imports)
+
+CSS = """
+body{font-family:system-ui,sans-serif;margin:1.5em 2em;color:#222}
+h1{margin:0 0 .3em}
+.verdict{font-size:1.2em;font-weight:bold;padding:.4em .8em;border-radius:4px;display:inline-block}
+.verdict.failed{background:#fdecea;color:#b71c1c}.verdict.passed{background:#e8f5e9;color:#1b5e20}
+table{border-collapse:collapse;margin:.5em 0 1em}
+td,th{border:1px solid #ccc;padding:.25em .6em;text-align:left;vertical-align:top}
+th{background:#f1f3f4}
+#failures{background:#fff8e1;border:1px solid #ffcc80;padding:.5em 1em;margin:1em 0}
+#failures li{margin:.2em 0}
+.caught{color:#1b5e20;font-weight:bold}.missed{color:#b71c1c;font-weight:bold}
+section.scenario{border-top:1px solid #ddd;padding-top:.6em;margin-bottom:1.5em}
+section.failed h3{color:#c62828}section.passed h3{color:#2e7d32}section.skipped h3{color:#757575}
+pre{background:#f6f8fa;padding:.6em;overflow-x:auto;white-space:pre-wrap}
+pre.problems{border-left:4px solid #c62828}
+.replay code{background:#eef;padding:.1em .3em}
+svg{display:block;margin:.5em 0}
+"""
 
 
-def svg_timeline(history: Mapping[str, Any]) -> str:
-    rows = [(alias, a) for alias, job in history["jobs"].items() for a in job["attempts"]]
-    times = [e["t"] for e in history["events"]] + [o["t"] for o in history["operations"]]
-    span = max([t for t in times if isinstance(t, int | float)] or [1.0]) or 1.0
-    scale = (WIDTH - LEFT - 20) / span
-    height = TOP + ROW * max(1, len(rows)) + 20
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" '
-        f'role="img" aria-label="timeline">',
-        f'<line x1="{LEFT}" y1="{TOP - 6}" x2="{WIDTH - 20}" y2="{TOP - 6}" stroke="#555"/>',
-        f'<text x="{LEFT}" y="12" font-size="11">0 s</text>',
-        f'<text x="{WIDTH - 60}" y="12" font-size="11">{span:g} s</text>',
-    ]
-    for i, (_alias, attempt) in enumerate(rows):
-        y = TOP + i * ROW
-        start = attempt["started_at"] or 0.0
-        end = attempt["finished_at"] if attempt["finished_at"] is not None else span
-        x, w = LEFT + start * scale, max(2.0, (end - start) * scale)
-        colour = COLOURS.get(attempt["state"], "#000")
-        label = f"{attempt['attempt']} {attempt['provider']}"
-        parts.append(f'<text x="4" y="{y + 14}" font-size="12">{escape(label)}</text>')
-        parts.append(
-            f'<rect class="attempt {attempt["state"]}" x="{x:.1f}" y="{y + 3}" width="{w:.1f}" '
-            f'height="{ROW - 8}" fill="{colour}"><title>{escape(label)}: {attempt["state"]} '
-            f"{start:g}-{end:g} s</title></rect>"
+def anchor(result: RunResult) -> str:
+    """The id of a scenario run's section (name and database, so both runs can link)."""
+    return "scenario-" + re.sub(r"[^a-z0-9_-]+", "-", f"{result.name}-{result.database}".lower())
+
+
+def _status(result: RunResult) -> str:
+    return "skipped" if result.skipped else ("passed" if result.passed else "failed")
+
+
+def replay_command(result: RunResult) -> str:
+    """The command that plays this scenario again as it was played here."""
+    args = ["harness", "scenarios", "run", result.scenario.file, "--seed", str(result.seed)]
+    if result.database == "postgres":
+        args += ["--db", "POSTGRES_URL"]
+    elif result.database == "http":
+        args = [*args[:4], "--target", "URL", "--fakes", "URL"]
+    return shlex.join(args)
+
+
+def _summary(results: Sequence[RunResult], mutants: Sequence[Mapping[str, Any]] | None) -> str:
+    counts = {s: sum(_status(r) == s for r in results) for s in ("passed", "failed", "skipped")}
+    missed = [m for m in mutants or () if not m["caught_by"]]
+    failed = counts["failed"] or missed
+    seconds = sum(r.seconds for r in results)
+    rows = [
+        ("scenarios", f"{counts['passed']} passed, {counts['failed']} failed, "
+                      f"{counts['skipped']} skipped ({len(results)} runs, {seconds:.1f} s)"),
+    ]  # fmt: skip
+    if mutants is not None:
+        rows.append(("mutants", f"{len(mutants) - len(missed)} caught, {len(missed)} missed"))
+    verdict = "failed" if failed else "passed"
+    return (
+        f'<section id="summary"><p class="verdict {verdict}">{verdict.upper()}</p><table>'
+        + "".join(f"<tr><th>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in rows)
+        + "</table></section>"
+    )
+
+
+def _failures_index(
+    results: Sequence[RunResult], mutants: Sequence[Mapping[str, Any]] | None
+) -> str:
+    items = []
+    for result in results:
+        if _status(result) == "failed":
+            first = (result.problems() or ["failed"])[0].splitlines()[0]
+            items.append(
+                f'<li><a href="#{anchor(result)}">{escape(result.name)} '
+                f"({escape(result.database)})</a>: {escape(first)}</li>"
+            )
+    for mutant in mutants or ():
+        if not mutant["caught_by"]:
+            items.append(
+                f'<li><a href="#mutant-{escape(mutant["name"])}">mutant '
+                f"{escape(mutant['name'])}</a>: no scenario caught it "
+                f"({escape(mutant['breaks'])})</li>"
+            )
+    body = f"<ol>{''.join(items)}</ol>" if items else "<p>No failures.</p>"
+    return f'<nav id="failures"><h2>Failures ({len(items)})</h2>{body}</nav>'
+
+
+def _mutants_table(mutants: Sequence[Mapping[str, Any]]) -> str:
+    rows = []
+    for m in mutants:
+        caught = ", ".join(m["caught_by"])
+        verdict = (
+            '<span class="caught">caught</span>' if caught else '<span class="missed">MISSED</span>'
         )
-        for event in history["events"]:
-            if event.get("attempt") == attempt["attempt"] and event["kind"] in TICKS:
-                tx = LEFT + event["t"] * scale
-                parts.append(
-                    f'<line class="tick {event["kind"]}" x1="{tx:.1f}" y1="{y}" x2="{tx:.1f}" '
-                    f'y2="{y + ROW - 2}" stroke="{TICKS[event["kind"]]}" stroke-width="2">'
-                    f"<title>{event['kind']} at {event['t']:g} s</title></line>"
-                )
-    parts.append("</svg>")
+        rows.append(
+            f'<tr id="mutant-{escape(m["name"])}"><td>{escape(m["name"])}</td>'
+            f"<td>{escape(m['breaks'])}</td><td>{escape(m.get('summary') or '')}</td>"
+            f"<td>{verdict}</td><td>{escape(caught or 'no scenario')}</td></tr>"
+        )
+    return (
+        '<section id="mutants-section"><h2>Mutants</h2><table id="mutants">'
+        "<tr><th>mutant</th><th>breaks</th><th>what it does</th><th>verdict</th>"
+        "<th>caught by (scenario)</th></tr>" + "".join(rows) + "</table></section>"
+    )
+
+
+def _scenario(result: RunResult) -> str:
+    status = _status(result)
+    parts = [
+        f'<section class="scenario {status}" id="{anchor(result)}">'
+        f"<h3>{escape(result.name)} ({escape(result.database)}): {status}</h3>",
+        f"<p>{escape(result.scenario.summary)} <small>{escape(result.scenario.file)}</small></p>",
+    ]
+    if result.skipped:
+        parts.append(f"<p>{escape(result.skipped)}</p>")
+    if result.problems():
+        parts.append('<pre class="problems">' + escape("\n".join(result.problems())) + "</pre>")
+    if result.notes:
+        parts.append(
+            "<ul>" + "".join(f"<li>note: {escape(n)}</li>" for n in result.notes) + "</ul>"
+        )
+    if status == "failed":
+        parts.append(f'<p class="replay">replay: <code>{escape(replay_command(result))}</code></p>')
+    if result.history is not None:
+        parts.append(svg_timeline(result.history.to_dict()))
+    parts.append("</section>")
     return "".join(parts)
 
 
-def html_report(results: Iterable[RunResult], *, title: str) -> str:
-    body = []
-    for result in results:
-        status = "skipped" if result.skipped else ("passed" if result.passed else "failed")
-        body.append(f'<section class="{status}"><h2>{escape(result.name)} — {status}</h2>')
-        body.append(f"<p>{escape(result.scenario.summary)}</p>")
-        if result.problems():
-            body.append("<pre>" + escape("\n".join(result.problems())) + "</pre>")
-        if result.history is not None:
-            body.append(svg_timeline(result.history.to_dict()))
-        body.append("</section>")
-    legend = " ".join(
-        f'<span style="color:{c}">&#9632; {escape(s)}</span>' for s, c in COLOURS.items()
-    )
+def page(title: str, body: str) -> str:
+    """A complete self-contained page around `body`."""
     return (
-        "<!doctype html><html><head><meta charset='utf-8'>"
-        f"<title>{escape(title)}</title><style>body{{font-family:sans-serif;margin:2em}}"
-        "section{margin-bottom:2em}.failed h2{color:#c62828}.passed h2{color:#2e7d32}"
-        f"</style></head><body><h1>{escape(title)}</h1><p>{legend}</p>"
-        + "".join(body)
-        + "</body></html>\n"
+        "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
+        f"<title>{escape(title)}</title><style>{CSS}</style></head><body>"
+        f"<h1>{escape(title)}</h1>{body}</body></html>\n"
     )
 
 
-def write_html(path: Path, results: Iterable[RunResult], *, title: str) -> None:
-    path.write_text(html_report(results, title=title), encoding="utf-8")
+def html_report(
+    results: Iterable[RunResult],
+    *,
+    title: str,
+    mutants: Sequence[Mapping[str, Any]] | None = None,
+) -> str:
+    """The page for a check or scenarios run (`mutants`: the report's mutants section)."""
+    results = list(results)
+    order = {"failed": 0, "passed": 1, "skipped": 2}
+    ordered = sorted(results, key=lambda r: order[_status(r)])
+    body = [_summary(results, mutants), _failures_index(results, mutants)]
+    if mutants is not None:
+        body.append(_mutants_table(mutants))
+    body.append(f'<section id="legend"><h2>Legend</h2>{legend_svg()}</section>')
+    body.append("<h2>Scenarios</h2>")
+    body.extend(_scenario(r) for r in ordered)
+    return page(title, "".join(body))
+
+
+def write_html(
+    path: Path,
+    results: Iterable[RunResult],
+    *,
+    title: str,
+    mutants: Sequence[Mapping[str, Any]] | None = None,
+) -> None:
+    path.write_text(html_report(results, title=title, mutants=mutants), encoding="utf-8")

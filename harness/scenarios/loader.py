@@ -32,6 +32,7 @@ from harness.scenarios.model import (
     Scenario,
     Step,
 )
+from harness.scenarios.places import HERE, YamlLines, explain, field_name
 
 SCENARIO_SUFFIX = ".scenario.yaml"
 FORMAT = 1
@@ -49,45 +50,6 @@ def scenario_schema() -> dict[str, Any]:
 @cache
 def _validator() -> jsonschema.Draft202012Validator:
     return jsonschema.Draft202012Validator(scenario_schema())
-
-
-def _field(path: Path_) -> str:
-    out = ""
-    for part in path:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out or "(top level)"
-
-
-class _Lines:
-    """Where each value of a YAML document starts: path -> 1-based line."""
-
-    def __init__(self, node: yaml.Node | None) -> None:
-        self.lines: dict[Path_, int] = {}
-        if node is not None:
-            self._walk(node, ())
-
-    def _walk(self, node: yaml.Node, path: Path_) -> None:
-        self.lines[path] = node.start_mark.line + 1
-        if isinstance(node, yaml.MappingNode):
-            for key, value in node.value:
-                sub = (*path, key.value)
-                self.lines[sub] = key.start_mark.line + 1
-                self._walk_value(value, sub)
-        elif isinstance(node, yaml.SequenceNode):
-            for i, item in enumerate(node.value):
-                self._walk(item, (*path, i))
-
-    def _walk_value(self, node: yaml.Node, path: Path_) -> None:
-        line = self.lines[path]
-        self._walk(node, path)
-        if not isinstance(node, yaml.MappingNode | yaml.SequenceNode):
-            self.lines[path] = line
-
-    def line(self, path: Path_) -> int | None:
-        path = tuple(path)
-        while path not in self.lines and path:
-            path = path[:-1]
-        return self.lines.get(path)
 
 
 def load_scenario(path: str | Path) -> Scenario:
@@ -139,7 +101,7 @@ def _parsed(text: str, file: str, problems: Problems) -> Scenario | None:
         problem = getattr(exc, "problem", None) or str(exc)
         problems.add(file, line, "(yaml)", f"not YAML: {problem}")
         return None
-    return _checked(data, file, _Lines(node), problems)
+    return _checked(data, file, YamlLines(node), problems)
 
 
 def scenario_from_mapping(data: Any, *, file: str = "<mapping>", schema: bool = True) -> Scenario:
@@ -148,7 +110,7 @@ def scenario_from_mapping(data: Any, *, file: str = "<mapping>", schema: bool = 
     skips the JSON Schema for a mapping a program built (its tests check the schema);
     the engine's own rules (times, workers, jobs before use) are always checked."""
     problems = Problems()
-    scenario = _checked(data, file, _Lines(None), problems, schema=schema)
+    scenario = _checked(data, file, YamlLines(None), problems, schema=schema)
     if scenario is None or problems:
         raise scenario_error(problems)
     return scenario
@@ -157,11 +119,11 @@ def scenario_from_mapping(data: Any, *, file: str = "<mapping>", schema: bool = 
 class _Report:
     """Adds a problem at a path of the document (its line found from the YAML)."""
 
-    def __init__(self, file: str, lines: _Lines, problems: Problems) -> None:
+    def __init__(self, file: str, lines: YamlLines, problems: Problems) -> None:
         self.file, self.lines, self.problems = file, lines, problems
 
     def __call__(self, where: Path_, message: str) -> None:
-        self.problems.add(self.file, self.lines.line(where), _field(where), message)
+        self.problems.add(self.file, self.lines.line(where), field_name(where), message)
 
 
 _BROKEN = (KeyError, TypeError, AttributeError, ValueError, IndexError)
@@ -169,7 +131,7 @@ _BROKEN = (KeyError, TypeError, AttributeError, ValueError, IndexError)
 
 
 def _checked(
-    data: Any, file: str, lines: _Lines, problems: Problems, *, schema: bool = True
+    data: Any, file: str, lines: YamlLines, problems: Problems, *, schema: bool = True
 ) -> Scenario | None:
     """Every problem of one document added to `problems`; the scenario, unless it could
     not be built."""
@@ -181,7 +143,7 @@ def _checked(
     owned = _check_steps_shape(data, report) | _check_behaviours(data, report)
     if schema:
         for error in _validator().iter_errors(data):
-            for where, message in _explain(error, owned):
+            for where, message in explain(error, owned):
                 report(where, message)
     _check_name(data, file, report)
     try:
@@ -226,7 +188,7 @@ def _check_steps_shape(data: dict[str, Any], report: _Report) -> set[Path_]:
         if not actions and "at" not in step and not strangers:
             report(("steps", i), f"a step needs an action ({', '.join(ACTIONS)}) or `at`")
         if strangers or len(actions) != 1:
-            owned.add(("steps", i, _HERE))  # the schema's words for the step itself
+            owned.add(("steps", i, HERE))  # the schema's words for the step itself
     return owned
 
 
@@ -276,50 +238,7 @@ def _check_behaviours(data: dict[str, Any], report: _Report) -> set[Path_]:
     return owned
 
 
-_HERE = "(here)"
-"""The last part of an owned path that covers its place only, not what lies below."""
-
-
-def _under(path: Path_, owned: set[Path_]) -> bool:
-    return (*path, _HERE) in owned or any(path[: len(p)] == p for p in owned)
-
-
-def _explain(error: jsonschema.ValidationError, owned: set[Path_]) -> list[tuple[Path_, str]]:
-    """The schema's complaint in the file's words, at the key it is about; nothing for a
-    place another check already reported on."""
-    path = tuple(error.absolute_path)
-    if _under(path, owned):
-        return []
-    if error.context:  # oneOf/anyOf: the branch that got furthest into the value
-        return _explain(_deepest(error), owned)
-    if error.validator == "additionalProperties" and isinstance(error.instance, dict):
-        known = list(error.schema.get("properties") or {})
-        return [
-            ((*path, key), unknown("field", key, known))
-            for key in error.instance
-            if key not in known and not _under((*path, key), owned)
-        ]
-    if error.validator == "required" and isinstance(error.instance, dict):
-        out = []
-        for key in error.validator_value:
-            typo = [k for k in error.instance if did_you_mean(k, [key])]
-            if key not in error.instance and not typo:  # a typo is reported as unknown
-                out.append((path, f"{key!r} is required"))
-        return out
-    if error.validator == "enum":
-        choices = [str(c) for c in error.validator_value]
-        return [(path, unknown("value", error.instance, choices))]
-    return [(path, error.message)]
-
-
-def _deepest(error: jsonschema.ValidationError) -> jsonschema.ValidationError:
-    """For oneOf/anyOf, the branch error that got furthest into the value."""
-    while error.context:
-        error = max(error.context, key=lambda e: (len(e.absolute_path), -len(e.context or [])))
-    return error
-
-
-def _build(data: dict[str, Any], file: str, lines: _Lines) -> Scenario:
+def _build(data: dict[str, Any], file: str, lines: YamlLines) -> Scenario:
     providers = {
         name: ProviderScript(script=tuple(spec.get("script", ())), then=spec.get("then"))
         for name, spec in (data.get("providers") or {}).items()

@@ -22,6 +22,7 @@ from harness.scenarios.expectations import judge, judge_step
 from harness.scenarios.history import History
 from harness.scenarios.model import Scenario
 from harness.scenarios.stage import Stage
+from harness.scenarios.witness import finding_blocks
 from harness.store.database import Database
 
 DIALECTS = {"sqlite": "sqlite", "postgresql": "postgres"}
@@ -51,7 +52,9 @@ class RunResult:
         return self.skipped is not None or (not self.failures and not self.findings)
 
     def problems(self) -> list[str]:
-        return [*self.failures, *(str(f) for f in self.findings)]
+        """What went wrong, for people: failed expectations, then violations (identical
+        ones once, with a count), each with its witness as text."""
+        return [*self.failures, *finding_blocks(self.findings)]
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -1,10 +1,15 @@
-"""A run drawn as text: per job, one bar per attempt on the run's time axis (who
-started, when it became unknown, who won, who was fenced or discarded)."""
+"""A run drawn as text: per job, what its clients did and its own events (the double
+click, the conflict, a provider skipped, the breaker opening), then one bar per attempt
+on the run's time axis (who started, when it became unknown, who won, who was fenced or
+discarded)."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from typing import Any
+
+from harness.scenarios.svg import JOB_EVENTS, client_operations
 
 WIDTH = 40
 _END_MARK = {
@@ -30,15 +35,35 @@ def timeline_lines(history: Mapping[str, Any]) -> list[str]:
     scale = (WIDTH - 1) / span
     lines = [f"  time 0 .. {span:g} s, one column = {span / (WIDTH - 1):.3g} s"]
     events = history.get("events", ())
+    ops = client_operations(history)
     for alias, job in history.get("jobs", {}).items():
         winner = job.get("winner")
         lines.append(
             f"  {alias} ({job['owner']}): {job['status']}"
             + (f", won by {winner}" if winner else "")
         )
+        lines.extend(_happenings(alias, ops.get(alias, []), events))
         for attempt in job["attempts"]:
             lines.append("    " + _bar(attempt, events, span, scale))
     return lines
+
+
+def _happenings(alias: str, ops: list[dict[str, Any]], events: Any) -> list[str]:
+    """The job's client operations (N alike at one instant counted) and its own events."""
+    said = Counter((op["t"], op["op"], str(op.get("answer"))) for op in ops)
+    done = [
+        f"{t:g}s {op} {answer}" + (f" x{n}" if n > 1 else "")
+        for (t, op, answer), n in sorted(said.items(), key=lambda item: item[0][0])
+    ]
+    seen = Counter(
+        f"{e['t']:g}s {e['kind']}"
+        + (f" ({e['detail']['provider']})" if "provider" in (e.get("detail") or {}) else "")
+        for e in events
+        if e["job"] == alias and not e.get("attempt") and e["kind"] in JOB_EVENTS
+    )
+    own = [text + (f" x{n}" if n > 1 else "") for text, n in seen.items()]
+    out = [f"    clients: {', '.join(done)}"] if len(done) > 1 or own else []
+    return out + ([f"    events:  {', '.join(own)}"] if own else [])
 
 
 def _bar(attempt: Mapping[str, Any], events: Any, span: float, scale: float) -> str:

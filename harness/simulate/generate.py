@@ -111,7 +111,8 @@ def _script(rng: random.Random, knobs: Knobs, length: int) -> list[Any]:
 def _policy(rng: random.Random, knobs: Knobs) -> dict[str, Any]:
     policy: dict[str, Any] = {"attempt_timeout": ATTEMPT_TIMEOUT}
     if knobs.hedging:
-        policy.update(max_live_attempts=2, hedge_after=rng.choice((5, 10, 15)))
+        # 45: past the attempt timeout, so a hung attempt is unknown before it is hedged
+        policy.update(max_live_attempts=2, hedge_after=rng.choice((5, 10, 15, 45)))
     if knobs.retries:
         policy.update(same_provider_retries=1, max_retry_after=5, retry_backoff=1)
     else:

@@ -7,18 +7,32 @@ settings give the same bytes; the wall-clock throughput goes to the console.
 
 from __future__ import annotations
 
-import html
 import json
 from collections import Counter
 from collections.abc import Iterable, Mapping
+from html import escape as esc
+from pathlib import Path
 from typing import Any
 
 from harness.scenarios.checker import Finding
+from harness.scenarios.html import page
+from harness.scenarios.witness import grouped
 from harness.simulate.generate import RECOVERY
 from harness.simulate.run import Episode, SeedRun, Settings
 
 FORMAT = 1
 WITNESSES_SHOWN = 3
+LEGEND = (
+    "what the numbers are: jobs by final state; waiting: open jobs blocked on an unknown "
+    "attempt (allowed, I11);",
+    "  unknowns: attempts whose outcome became unknown (each ended by evidence, max runtime, "
+    "an operator or a late answer, or still waiting);",
+    "  duplicates: billed executions beyond a job's first: a hedge, a failover after an "
+    "unusable answer or a new attempt after a resolved unknown explains each, the "
+    "unexplained ones are I8 violations;",
+    "  discarded: late results the engine recorded and did not use; breaker trips: times "
+    "a provider's circuit breaker opened (it always runs: knobs say tuned or default)",
+)
 
 
 def _finding(episode: Episode, finding: Finding) -> dict[str, Any]:
@@ -108,15 +122,13 @@ def lines(report: Mapping[str, Any], *, wall_seconds: float, replay: str | None)
         out.append(
             f"{word}  seed {seed['seed']:<6} {seed['jobs']:>6} jobs  {states}  "
             f"waiting {seed['waiting']}  unknowns {seed['unknowns']['total']}  "
-            f"duplicates {seed['duplicate_executions']['total']}  "
+            f"duplicates {seed['duplicate_executions']['total']} "
+            f"({seed['duplicate_executions']['violations']} unexplained)  "
             f"discarded {seed['discarded_late_results']}  breaker trips {seed['breaker_trips']}"
         )
-        for item in [*seed["violations"], *seed["liveness"]][:WITNESSES_SHOWN]:
-            where = f" job {item['job']}" if item["job"] else ""
-            out.append(
-                f"      {item['invariant']}{where} (episode {item['episode']}): {item['message']}"
-            )
-            out.extend(f"          witness {_witness(w)}" for w in item["witness"])
+        for group in grouped([*seed["violations"], *seed["liveness"]])[:WITNESSES_SHOWN]:
+            out.append(f"      {group.headline()} (episode {_episodes(group.episodes)})")
+            out.extend(f"          witness {line}" for line in group.witness)
         for item in seed["errors"][:WITNESSES_SHOWN]:
             out.append(f"      error (episode {item['episode']}): {item['message']}")
         if seed["shrunk"]:
@@ -130,6 +142,7 @@ def lines(report: Mapping[str, Any], *, wall_seconds: float, replay: str | None)
         f"{wall_seconds:.1f} wall s: {rate:,.0f} virtual s per wall s, "
         f"{jobs / wall_seconds if wall_seconds else 0:,.0f} jobs per wall s"
     )
+    out.extend(LEGEND)
     failing = report["failing_seeds"]
     out.append("no violations" if not failing else f"failing seeds: {failing}")
     if replay:
@@ -137,47 +150,101 @@ def lines(report: Mapping[str, Any], *, wall_seconds: float, replay: str | None)
     return out
 
 
-def _witness(entry: Mapping[str, Any]) -> str:
-    from harness.scenarios.checker import describe
-
-    return describe(entry)
+def _episodes(episodes: list[Any]) -> str:
+    shown = sorted(set(episodes))
+    return ", ".join(map(str, shown[:5])) + (
+        f" and {len(shown) - 5} more" if len(shown) > 5 else ""
+    )
 
 
 # -- HTML --------------------------------------------------------------------------------
 
 
-def html_page(report: Mapping[str, Any], runs: Iterable[SeedRun]) -> str:
-    """A self-contained page: per seed, jobs by final state, attempts per job and time to
-    a result, as SVG bar charts."""
-    sections = []
-    for seed, run in zip(report["seeds"], runs, strict=True):
-        jobs = [job for episode in run.episodes for job in episode.jobs]
-        attempts = Counter(min(j["attempts"], 6) for j in jobs)
-        results = Counter(_bucket(j["result_after"]) for j in jobs if j["result_after"] is not None)
+def html_page(
+    report: Mapping[str, Any], runs: Iterable[SeedRun], *, replay: str | None = None
+) -> str:
+    """A self-contained page: the verdict, an index of every violation (each a link),
+    then per seed each violation with its witness, the shrunk file and the command that
+    replays it, and plots of jobs by final state, attempts per job and time to a result."""
+    seeds, sections, index = report["seeds"], [], []
+    for seed, run in zip(seeds, runs, strict=True):
+        found = grouped([*seed["violations"], *seed["liveness"]])
+        blocks = []
+        for n, group in enumerate(found, 1):
+            anchor = f"violation-{seed['seed']}-{n}"
+            index.append(
+                f'<li><a href="#{anchor}">seed {seed["seed"]}: {esc(group.headline())}</a></li>'
+            )
+            blocks.append(
+                f'<div class="violation" id="{anchor}"><h3>{esc(group.headline())}</h3>'
+                f"<p>episode {esc(_episodes(group.episodes))}</p>"
+                '<pre class="witness">'
+                + esc("\n".join(f"witness {line}" for line in group.witness) or "no witness")
+                + "</pre></div>"
+            )
+        blocks.extend(
+            f'<p class="error">error (episode {e["episode"]}): {esc(e["message"])}</p>'
+            for e in seed["errors"]
+        )
         sections.append(
-            f"<section><h2>seed {seed['seed']}: {'passed' if seed['passed'] else 'FAILED'}</h2>"
+            f'<section class="seed"><h2>seed {seed["seed"]}: '
+            f"{'passed' if seed['passed'] else 'FAILED'}</h2>"
             f"<p>{seed['jobs']} jobs, {seed['attempts']} attempts, "
             f"{seed['billed_executions']} billed executions, {seed['waiting']} waiting, "
             f"{len(seed['violations'])} violations, {len(seed['liveness'])} liveness</p>"
-            + _bars("jobs by final state", seed["final_states"])
-            + _bars("attempts per job (6 = 6 or more)", dict(sorted(attempts.items())))
-            + _bars(
-                "virtual seconds to a result", {k: results[k] for k in _BUCKETS if k in results}
-            )
+            + "".join(blocks)
+            + _shrunk(seed, replay)
+            + _plots(seed, run)
             + "</section>"
         )
-    title = f"harness simulate: {'passed' if report['passed'] else 'FAILED'}"
+    passed = report["passed"]
+    summary = (
+        f'<section id="summary"><p class="verdict {"passed" if passed else "failed"}">'
+        f"{'PASSED' if passed else 'FAILED'}</p><table>"
+        f"<tr><th>database</th><td>{esc(report['database'])}</td></tr>"
+        f"<tr><th>mutant</th><td>{esc(report['mutant'] or 'none (the real engine)')}</td></tr>"
+        f"<tr><th>seeds</th><td>{len(seeds)} ({len(report['failing_seeds'])} failing)</td></tr>"
+        f"<tr><th>violations</th><td>{sum(len(s['violations']) for s in seeds)} safety, "
+        f"{sum(len(s['liveness']) for s in seeds)} liveness</td></tr></table></section>"
+    )
+    failures = (
+        f'<nav id="failures"><h2>Violations ({len(index)})</h2><ol>{"".join(index)}</ol></nav>'
+        if index
+        else '<nav id="failures"><h2>Violations (0)</h2><p>No violations.</p></nav>'
+    )
+    title = f"harness simulate: {'passed' if passed else 'FAILED'}"
+    return page(title, summary + failures + "".join(sections))
+
+
+def _shrunk(seed: Mapping[str, Any], replay: str | None) -> str:
+    shrunk = seed.get("shrunk")
+    if not shrunk:
+        return ""
+    try:
+        text = Path(shrunk["file"]).read_text(encoding="utf-8")
+    except OSError as exc:
+        text = f"(cannot read it: {exc.strerror})"
+    command = replay or f"harness scenarios run {shrunk['file']} --seed {seed['seed']}"
     return (
-        "<!doctype html><html><head><meta charset='utf-8'>"
-        f"<title>{html.escape(title)}</title><style>{_CSS}</style></head><body>"
-        f"<h1>{html.escape(title)}</h1>"
-        f"<p>database {html.escape(report['database'])}, mutant "
-        f"{html.escape(str(report['mutant']))}</p>" + "".join(sections) + "</body></html>\n"
+        f'<div class="shrunk"><h3>shrunk to {esc(shrunk["file"])}: {shrunk["steps"]} steps '
+        f"(from {shrunk['steps_before']}), {shrunk['replays']} replays</h3>"
+        f'<p class="replay">replay: <code>{esc(command)}</code></p>'
+        f'<pre class="shrunk-file">{esc(text)}</pre></div>'
+    )
+
+
+def _plots(seed: Mapping[str, Any], run: SeedRun) -> str:
+    jobs = [job for episode in run.episodes for job in episode.jobs]
+    attempts = Counter(min(j["attempts"], 6) for j in jobs)
+    results = Counter(_bucket(j["result_after"]) for j in jobs if j["result_after"] is not None)
+    return (
+        _bars("jobs by final state", seed["final_states"])
+        + _bars("attempts per job (6 = 6 or more)", dict(sorted(attempts.items())))
+        + _bars("virtual seconds to a result", {k: results[k] for k in _BUCKETS if k in results})
     )
 
 
 _BUCKETS = ("<1", "1-5", "5-30", "30-90", "90-300", ">300")
-_CSS = "body{font-family:sans-serif;margin:2em}svg{display:block;margin:1em 0}text{font-size:12px}"
 
 
 def _bucket(seconds: float) -> str:
@@ -195,12 +262,12 @@ def _bars(title: str, values: Mapping[Any, int]) -> str:
         y = 24 + i * row
         bar = int((width - 160) * value / top)
         rows.append(
-            f"<text x='0' y='{y + 14}'>{html.escape(str(label))}</text>"
+            f"<text x='0' y='{y + 14}'>{esc(str(label))}</text>"
             f"<rect x='120' y='{y}' width='{bar}' height='{row - 6}' fill='#4a7ab5'/>"
             f"<text x='{126 + bar}' y='{y + 14}'>{value}</text>"
         )
     height = 30 + row * max(len(values), 1)
     return (
         f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height}'>"
-        f"<text x='0' y='14' font-weight='bold'>{html.escape(title)}</text>{''.join(rows)}</svg>"
+        f"<text x='0' y='14' font-weight='bold'>{esc(title)}</text>{''.join(rows)}</svg>"
     )

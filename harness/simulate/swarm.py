@@ -64,7 +64,7 @@ class Knobs:
     faults: Mapping[str, float]
     habits: Mapping[str, float]
     hedging: bool = True
-    breaker: bool = True
+    breaker: bool = True  # tuned thresholds; else the defaults (the breaker is always on)
     max_runtime: bool = True
     gate: bool = False
     retries: bool = True
@@ -74,7 +74,7 @@ class Knobs:
             "faults": dict(sorted(self.faults.items())),
             "habits": dict(sorted(self.habits.items())),
             "hedging": self.hedging,
-            "breaker": self.breaker,
+            "breaker": "tuned" if self.breaker else "default",  # it is never off
             "max_runtime": self.max_runtime,
             "gate": self.gate,
             "retries": self.retries,

@@ -106,24 +106,27 @@ def lock_job(conn: Connection, job_id: int) -> bool:
 
 
 def claim_attempt(
-    conn: Connection, job_id: int, *, now: datetime, first: bool = False
+    conn: Connection, job_id: int, *, now: datetime, first: bool = False, hedge: bool = False
 ) -> tuple[int, int] | None:
     """Take the next attempt number if the job may start one; (number, version) or None.
 
-    `first`: only if no attempt was ever started (a job's first start, exactly once)."""
-    target = job_next(JobState.PENDING, JobEvent.START_ATTEMPT)
-    guard = [jobs.c.id == job_id, jobs.c.status.in_(sorted(job_sources(JobEvent.START_ATTEMPT)))]
+    `first`: only if no attempt was ever started (a job's first start, exactly once).
+    `hedge`: a hedge beside live attempts (also an unknown one); the job keeps its state."""
+    event = JobEvent.HEDGE if hedge else JobEvent.START_ATTEMPT
+    guard = [jobs.c.id == job_id, jobs.c.status.in_(sorted(job_sources(event)))]
     if first:
         guard.append(jobs.c.attempt_count == 0)
+    values: dict[str, Any] = {
+        "attempt_count": jobs.c.attempt_count + 1,
+        "updated_at": now,
+        "next_attempt_at": None,
+    }
+    if not hedge:  # a hedge's every source state is its own target (states.JOB_TRANSITIONS)
+        values["status"] = job_next(JobState.PENDING, JobEvent.START_ATTEMPT).value
     row = conn.execute(
         sa.update(jobs)
         .where(*guard)
-        .values(
-            attempt_count=jobs.c.attempt_count + 1,
-            status=target.value,
-            updated_at=now,
-            next_attempt_at=None,
-        )
+        .values(**values)
         .returning(jobs.c.attempt_count, jobs.c.version)
     ).first()
     return (row[0], row[1]) if row is not None else None

@@ -12,6 +12,7 @@ import jsonschema
 import pytest
 from click.testing import CliRunner
 
+from harness.bundled import bundled_dir
 from harness.checks.mutants import MUTANTS, applied
 from harness.checks.report import report_schema
 from harness.cli.main import main
@@ -36,7 +37,7 @@ def test_check_passes_fast_and_writes_valid_reports(tmp_path) -> None:
     started = time.process_time()  # CPU seconds: "fast" must not depend on an idle machine
     result = CliRunner().invoke(
         main,
-        ["check", "--json", "r.json", "--junit", "j.xml", "--html", "r.html"],
+        ["check", "--json", "r.json", "--junit", "j.xml", "--html", "r.html", "--swarm", "0"],
     )
     took = time.process_time() - started
     assert result.exit_code == 0, result.output
@@ -51,7 +52,8 @@ def test_check_passes_fast_and_writes_valid_reports(tmp_path) -> None:
     junit = (tmp_path / "j.xml").read_text()
     assert f'tests="{len(files)}"' in junit and 'failures="0"' in junit and "timestamp=" in junit
     html = (tmp_path / "r.html").read_text()
-    assert html.count("<svg") == len(files) - html.count("— skipped")
+    skipped = html.count('class="scenario skipped"')
+    assert html.count('<svg class="timeline"') == len(files) - skipped
 
 
 def test_check_plays_the_users_scenarios_directory(tmp_path) -> None:
@@ -142,14 +144,14 @@ def test_gate_links_from_the_configuration(tmp_path) -> None:
             "--json",
             "r.json",
             "--contracts",
-            str(BUNDLED_DIR.parent / "contracts"),
+            str(bundled_dir("contracts")),
         ],
     )
     assert result.exit_code == 1, result.output
     assert "REFUSE primary -> fallback (ticket-triage): no_verdict" in result.output
     report = json.loads((tmp_path / "r.json").read_text())
     jsonschema.validate(report, report_schema())
-    assert report["summary"] == {"passed": 1, "failed": 1}
+    assert report["summary"] == {"passed": 1, "failed": 1, "skipped": 0}
 
 
 def test_check_as_a_subprocess_exits_0() -> None:

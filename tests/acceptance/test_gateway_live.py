@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Iterator
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
 import anthropic
@@ -22,6 +22,7 @@ import sqlalchemy as sa
 from fake_providers.control_client import FakeControlClient
 from harness.store.database import Database
 from harness.store.tables import jobs
+from tests.support.databases import BACKENDS, empty_tables, migrated_sqlite_url
 from tests.support.live import (
     concurrent_posts,
     fake_server,
@@ -61,20 +62,56 @@ def control(fakes_url: str) -> Iterator[FakeControlClient]:
     client.close()
 
 
-@pytest.fixture
-def gateway(
-    fakes_url: str, control: FakeControlClient, db_url: str, tmp_path: Path
-) -> Iterator[str]:
+@dataclass
+class Served:
+    """One `harness serve` for the module and backend; tests count jobs from `base`."""
+
+    url: str
+    db_url: str
+    base: int = 0
+
+    def jobs(self) -> int:
+        """Jobs created since the test began."""
+        return job_count(self.db_url) - self.base
+
+    def last_job(self) -> int:
+        database = Database(self.db_url)
+        try:
+            with database.read() as conn:
+                return conn.execute(sa.select(sa.func.max(jobs.c.id))).scalar()
+        finally:
+            database.dispose()
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def served(
+    request: pytest.FixtureRequest, fakes_url: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Served]:
+    """Started once per module and backend (a start costs seconds on a busy machine)."""
+    directory = tmp_path_factory.mktemp("gateway")
+    if request.param == "postgres":
+        db_url = request.getfixturevalue("postgres_url")
+        database = Database(db_url)
+        empty_tables(database)
+        database.dispose()
+    else:
+        db_url = migrated_sqlite_url(directory)
     config: dict[str, Any] = {
         **service_config(fakes_url, tokens={TOKEN: "alice"}),
         "routes": ROUTES,
         "gateway": {"wait": 30},
     }
-    url, process = start_serve(config, db_url, tmp_path)
+    url, process = start_serve(config, db_url, directory)
     try:
-        yield url
+        yield Served(url, db_url)
     finally:
         stop(process)
+
+
+@pytest.fixture
+def live(served: Served, control: FakeControlClient) -> Served:
+    served.base = job_count(served.db_url)
+    return served
 
 
 def job_count(db_url: str) -> int:
@@ -98,7 +135,8 @@ def fallback_text(control: FakeControlClient) -> str:
     return "".join(e["delta"]["text"] for e in body.get("events", []) if "delta" in e)
 
 
-def test_the_sdks_answer_through_harness_serve(gateway: str, db_url: str) -> None:
+def test_the_sdks_answer_through_harness_serve(live: Served) -> None:
+    gateway = live.url
     client = openai.OpenAI(
         base_url=f"{gateway}/v1", api_key=TOKEN, default_headers={"Idempotency-Key": "one"}
     )
@@ -132,10 +170,11 @@ def test_the_sdks_answer_through_harness_serve(gateway: str, db_url: str) -> Non
     with messages.messages.stream(model="chat", max_tokens=20, messages=HI, **keyed("ms")) as ms:
         assert ms.get_final_text()
     assert {m.id for m in client.models.list()} == {*ROUTES, "primary", "fallback"}
-    assert job_count(db_url) == 8
+    assert live.jobs() == 8
 
 
-def test_litellm_and_langchain_openai_work_unchanged(gateway: str) -> None:
+def test_litellm_and_langchain_openai_work_unchanged(live: Served) -> None:
+    gateway = live.url
     import litellm
     from langchain_openai import ChatOpenAI
 
@@ -167,8 +206,9 @@ def test_litellm_and_langchain_openai_work_unchanged(gateway: str) -> None:
 
 
 def test_a_hung_primary_under_the_sdks_timeout_and_retry(
-    gateway: str, control: FakeControlClient, db_url: str
+    live: Served, control: FakeControlClient
 ) -> None:
+    gateway = live.url
     control.script("hang", api="openai")
     client = openai.OpenAI(
         base_url=f"{gateway}/v1",
@@ -180,22 +220,23 @@ def test_a_hung_primary_under_the_sdks_timeout_and_retry(
     # no hedge: the unknown blocks the job; the SDK times out twice; the fallback never runs
     with pytest.raises(openai.APITimeoutError):
         client.chat.completions.create(model="quick", messages=HI)
-    assert job_count(db_url) == 1 and executions(control) == ["openai"]
+    assert live.jobs() == 1 and executions(control) == ["openai"]
     api = httpx.Client(base_url=gateway, headers={"Authorization": f"Bearer {TOKEN}"})
+    job = f"/v1/jobs/{live.last_job()}"
     wait_until(
-        lambda: api.get("/v1/jobs/1").json()["status"],
+        lambda: api.get(job).json()["status"],
         holds=lambda s: s == "blocked_unknown",
         timeout=20,
         what="the hung primary to be unknown",
     )
     # resolved (the provider says it never ran): now the fallback answers the same key
     resolved = api.post(
-        "/v1/jobs/1/attempts/1/resolve", json={"outcome": "failed", "reason": "never ran"}
+        f"{job}/attempts/1/resolve", json={"outcome": "failed", "reason": "never ran"}
     )
     assert resolved.status_code == 200, resolved.text
     answer = client.chat.completions.create(model="quick", messages=HI)
     assert answer.choices[0].message.content == fallback_text(control)
-    assert job_count(db_url) == 1 and executions(control) == ["anthropic", "openai"]
+    assert live.jobs() == 1 and executions(control) == ["anthropic", "openai"]
     # with a hedge, the fallback answers within the SDK's timeout; once, never twice
     control.reset()
     control.script("hang", api="openai")
@@ -206,13 +247,14 @@ def test_a_hung_primary_under_the_sdks_timeout_and_retry(
         model="hedged", messages=HI, extra_headers={"Idempotency-Key": "hedged"}
     )
     assert hedged.choices[0].message.content == fallback_text(control)
-    assert again.id == hedged.id and job_count(db_url) == 2
+    assert again.id == hedged.id and live.jobs() == 2
     assert executions(control) == ["anthropic", "openai"]
 
 
 def test_200_concurrent_identical_calls_with_one_key_are_one_job(
-    gateway: str, control: FakeControlClient, db_url: str
+    live: Served, control: FakeControlClient
 ) -> None:
+    gateway = live.url
     headers = {"Authorization": f"Bearer {TOKEN}", "Idempotency-Key": "crowd"}
     body = {"model": "chat", "messages": HI}
     answers = concurrent_posts(
@@ -224,12 +266,13 @@ def test_200_concurrent_identical_calls_with_one_key_are_one_job(
         len({json.loads(text)["choices"][0]["message"]["content"] for _, text, _ in answers}) == 1
     )
     assert sum(replayed == "true" for _, _, replayed in answers) == 199
-    assert job_count(db_url) == 1 and executions(control) == ["openai"]
+    assert live.jobs() == 1 and executions(control) == ["openai"]
 
 
 def test_a_cut_stream_on_the_primary_streams_only_the_fallbacks_answer(
-    gateway: str, control: FakeControlClient
+    live: Served, control: FakeControlClient
 ) -> None:
+    gateway = live.url
     control.script({"behaviour": "stream_cut", "cut_after": 2}, api="openai")
     client = openai.OpenAI(base_url=f"{gateway}/v1", api_key=TOKEN)
     stream = client.chat.completions.create(

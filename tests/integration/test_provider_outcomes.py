@@ -43,6 +43,10 @@ EXPECTED: dict[BehaviourName, tuple[OutcomeKind, OutcomeKind]] = {
     BehaviourName.HALLUCINATED_KEY: (DONE, DONE),
     BehaviourName.PROSE_INSTEAD_OF_JSON: (DONE, DONE),
     BehaviourName.WRONG_TYPES: (DONE, DONE),
+    BehaviourName.STREAM_CLOSED_EARLY: (UNUSABLE, UNUSABLE),
+    BehaviourName.PREFILL_REJECTED: (DONE, DONE),  # no prefill here: the fault does not hold
+    BehaviourName.STREAM_TRICKLE: (UNUSABLE, UNUSABLE),
+    BehaviourName.STALL_AFTER_HEADERS: (UNUSABLE, UNUSABLE),
 }
 
 # The reason (Signal) where it does not depend on streaming.
@@ -66,7 +70,12 @@ EXPECTED_REASON: dict[BehaviourName, Signal] = {
 # Calls that can only end by the caller's timeout get a short one (it costs real time
 # over loopback, none in virtual time); every other call a generous one, so a slow CI
 # machine can never turn an answer into a timeout.
-HANGS = {BehaviourName.HANG, BehaviourName.STREAM_STALL}
+HANGS = {
+    BehaviourName.HANG,
+    BehaviourName.STREAM_STALL,
+    BehaviourName.STREAM_TRICKLE,
+    BehaviourName.STALL_AFTER_HEADERS,
+}
 SHORT_TIMEOUT, LONG_TIMEOUT = 0.3, 10.0
 
 
@@ -105,6 +114,8 @@ def test_behaviour_maps_to_outcome(target, behaviour, kind, stream) -> None:
     if behaviour in EXPECTED_REASON:
         assert outcome.reason == EXPECTED_REASON[behaviour].value, outcome
     (entry,) = target.fakes.ledger.entries(attempt_id=attempt)
+    if behaviour is BehaviourName.PREFILL_REJECTED:
+        behaviour = BehaviourName.SUCCESS  # the ledger names what the request got
     assert entry.behaviour == behaviour.value
     assert entry.billed is bills(behaviour, stream=stream)
     if expected in (UNUSABLE, DONE):  # it worked: the provider billed it
@@ -133,6 +144,7 @@ def test_behaviour_maps_to_outcome(target, behaviour, kind, stream) -> None:
 _DELIVERED_BUT_BROKEN = {
     BehaviourName.STREAM_MALFORMED_CHUNK,
     BehaviourName.STREAM_NO_DONE,
+    BehaviourName.STREAM_CLOSED_EARLY,
     BehaviourName.STREAM_ERROR_EVENT,
     BehaviourName.MALFORMED_BODY,
     BehaviourName.SERVER_ERROR,

@@ -486,9 +486,9 @@ def test_max_runtime_says_nothing_when_the_run_ends_first_or_the_worker_died() -
     assert found(data) == []
 
 
-def swept(*after: dict) -> dict:
+def swept(*after: dict, state: str = "running") -> dict:
     events = [ev(0, "attempt_started", "a#1", "w1", provider="primary"), *after]
-    jobs = {"a": job("running", None, attempt("a#1", "primary", "running"), policy=POLICY)}
+    jobs = {"a": job("running", None, attempt("a#1", "primary", state), policy=POLICY)}
     ops = [
         op(0, 0, "w1", "info", "crash", at="complete_attempt.before_cas"),
         op(1, 31, "w1", "invoke", "sweep"),
@@ -504,7 +504,8 @@ def test_a_sweep_that_leaves_an_expired_attempt_running_is_i11() -> None:
 
 
 def test_a_sweep_that_makes_the_expired_attempt_unknown_is_right() -> None:
-    assert found(swept(ev(31, "became_unknown", "a#1", "w1", cause="deadline"))) == []
+    unknown = ev(31, "became_unknown", "a#1", "w1", cause="deadline")
+    assert found(swept(unknown, state="unknown")) == []
 
 
 def test_the_sweep_says_nothing_without_the_jobs_policy() -> None:
@@ -522,3 +523,24 @@ def test_a_failed_job_that_does_not_stay_failed_is_i11() -> None:
     jobs = {"a": job("pending", None, attempt("a#1", "primary", "failed"), next_attempt_at=1.0)}
     (finding,) = found(history(events, jobs))
     assert finding.invariant == "I11" and "final status is pending" in finding.message
+
+
+def test_a_fenced_attempt_that_ends_another_state_is_i6() -> None:
+    events = [
+        ev(0, "attempt_started", "a#1", provider="primary"),
+        ev(1, "attempt_cancelled", "a#1"),
+        ev(1, "job_cancelled"),
+    ]
+    jobs = {"a": job("cancelled", None, attempt("a#1", "primary", "failed"))}
+    (finding,) = found(history(events, jobs), "I6")
+    assert finding.witness[0] == events[1] and "ended failed" in finding.message
+
+
+def test_an_attempt_ends_in_the_state_its_last_event_says() -> None:
+    events = [
+        ev(0, "attempt_started", "a#1", provider="primary"),
+        ev(30, "became_unknown", "a#1", cause="deadline"),
+        ev(40, "resolved", "a#1", outcome="cancelled", reason="abandoned"),
+    ]
+    jobs = {"a": job("pending", None, attempt("a#1", "primary", "cancelled"))}
+    assert not [f for f in found(history(events, jobs)) if "last" in f.message]

@@ -77,7 +77,8 @@ def test_a_start_beside_an_unknown_attempt_is_i4() -> None:
         ev(30, "became_unknown", "a#1"),
         ev(31, "attempt_started", "a#2"),
     ]
-    (found,) = [f for f in check_history(history(events)) if f.invariant == "I4"]
+    final = {"attempts": [attempt("a#1", "primary", "unknown")], "winner": None}
+    (found,) = [f for f in check_history(history(events, **final)) if f.invariant == "I4"]
     assert found.witness == (events[1], events[2])
 
 

@@ -47,7 +47,10 @@ def install(app: FastAPI, state: ApiState) -> None:
             )
     if not routes:
         routes = {"default": _default(state)}
-    app.state.gateway = Gateway(state=state, routes=routes, watch=JobWatch(state.engine))
+    watch = JobWatch(state.engine)
+    if state.worker is not None:
+        state.worker.outcome_listeners.append(watch.outcome_recorded)
+    app.state.gateway = Gateway(state=state, routes=routes, watch=watch)
     for router in ROUTERS:
         app.include_router(router)
 

@@ -193,9 +193,9 @@ class Gateway:
         intent = self.intent(ask)
         key = header_key(request) or ask.key
         wait = prefer_wait(request.headers.get("prefer"), self.state.config.gateway_wait)
-        job, created = await run_in_threadpool(
-            self._job, owner, key, intent, request.headers.get(RETRY_HEADER, "0") != "0"
-        )
+        tries = request.headers.get(RETRY_HEADER, "")
+        retry = tries.isdigit() and int(tries) > 0
+        job, created = await run_in_threadpool(self._job, owner, key, intent, retry)
         worker = self.state.worker
         if created and worker is not None:
             worker.scheduler.spawn(lambda: worker.start_job(job.id))

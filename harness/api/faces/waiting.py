@@ -3,9 +3,11 @@
 The engine records every step in the database, and the attempts may run in this process
 or in separate `harness worker`s, so the one signal every deployment has is the job's
 row: `JobWatch` reads it, first soon and then less often (`FIRST_POLL` growing by
-`GROWTH` up to `LONGEST_POLL`). Waiters on the same job share one reader, so a burst
-of identical calls (a double click, an SDK's retries) costs one read per interval, not
-one per caller; the reader stops when its last waiter leaves.
+`GROWTH` up to `LONGEST_POLL`). When this process runs the worker, the worker also says
+when it recorded an outcome for a job (`Worker.outcome_listeners`), and that job's
+reader reads at once instead of at its next interval. Waiters on the same job share one
+reader, so a burst of identical calls (a double click, an SDK's retries) costs one read
+per interval, not one per caller; the reader stops when its last waiter leaves.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ class _Reader:
     """One job's shared reader: its task, how many wait on it, its latest read."""
 
     task: asyncio.Task[Job]
+    woken: asyncio.Event
     waiters: int = 0
     latest: Job | None = None
 
@@ -39,16 +42,31 @@ class JobWatch:
 
     engine: Engine
     _readers: dict[int, _Reader] = field(default_factory=dict)
+    _loop: asyncio.AbstractEventLoop | None = None
+
+    def outcome_recorded(self, job_id: int) -> None:
+        """A worker thread recorded an outcome of job `job_id`: wake its reader, if any
+        (a `Worker.outcome_listeners` entry; safe from any thread)."""
+        loop = self._loop
+        if loop is not None and job_id in self._readers:
+            loop.call_soon_threadsafe(self._wake, job_id)
+
+    def _wake(self, job_id: int) -> None:
+        reader = self._readers.get(job_id)
+        if reader is not None:
+            reader.woken.set()
 
     async def wait(self, job: Job, timeout: float) -> Job:
         """The job once it has finished, or its latest read when `timeout` seconds pass
         first (then still open). A finished job is returned at once."""
         if job.status in FINISHED_JOB_STATES or timeout <= 0:
             return job
+        self._loop = asyncio.get_running_loop()
         reader = self._readers.get(job.id)
         if reader is None or reader.task.done():
-            reader = _Reader(task=asyncio.get_running_loop().create_task(self._read(job.id)))
-            reader.latest = job
+            woken = asyncio.Event()
+            task = self._loop.create_task(self._read(job.id, woken))
+            reader = _Reader(task=task, woken=woken, latest=job)
             self._readers[job.id] = reader
         reader.waiters += 1
         try:
@@ -62,10 +80,14 @@ class JobWatch:
                 if self._readers.get(job.id) is reader:
                     del self._readers[job.id]
 
-    async def _read(self, job_id: int) -> Job:
+    async def _read(self, job_id: int, woken: asyncio.Event) -> Job:
         delay = FIRST_POLL
         while True:
-            await asyncio.sleep(delay)
+            try:
+                await asyncio.wait_for(woken.wait(), delay)
+            except TimeoutError:
+                pass
+            woken.clear()
             job = await run_in_threadpool(self.engine.get_job, job_id)
             reader = self._readers.get(job_id)
             if reader is not None:

@@ -67,9 +67,10 @@ from harness.scenarios.checker.keys import (
     _one_job_per_intent,
 )
 from harness.scenarios.checker.liveness import _live_or_waiting, _moves_on_at_once, unsettled
+from harness.scenarios.checker.oracle import DEFINITE_SIGNALS
 from harness.scenarios.checker.outcomes import (
-    DEFINITE_SIGNALS,
     _attributable,
+    _classified_as_sent,
     _definite_never_unknown,
     _late_results_recorded,
     _winner_answered,
@@ -82,6 +83,7 @@ from harness.scenarios.checker.timing import (
 )
 from harness.scenarios.checker.winners import (
     _fenced_at_finish,
+    _final_state_as_recorded,
     _gated,
     _live_bound,
     _one_winner,
@@ -116,9 +118,11 @@ HISTORY_CHECKS: tuple[Check, ...] = (
     _live_bound,
     _unknown_blocks,
     _definite_never_unknown,
+    _classified_as_sent,
     _one_winner,
     _winner_answered,
     _fenced_at_finish,
+    _final_state_as_recorded,
     _late_results_recorded,
     _gated,
     _attributable,

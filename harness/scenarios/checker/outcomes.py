@@ -8,7 +8,6 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from harness.core.states import EventKind, OutcomeKind
-from harness.providers.outcomes import OUTCOME_TABLES
 from harness.scenarios.checker.history import (
     _FOREIGN,
     Entry,
@@ -16,30 +15,91 @@ from harness.scenarios.checker.history import (
     _calls,
     _events_by_job,
     _final,
+    _policy,
     _t,
 )
+from harness.scenarios.checker.oracle import DEFINITE_SIGNALS, expected_kind
 
 _DEFINITE_KINDS = frozenset({OutcomeKind.NOT_EXECUTED, OutcomeKind.EXECUTED_UNUSABLE})
-
-
-DEFINITE_SIGNALS: frozenset[str] = frozenset(
-    str(signal)
-    for signal in next(iter(OUTCOME_TABLES.values()))
-    if all(table.get(signal) in _DEFINITE_KINDS for table in OUTCOME_TABLES.values())
-)
-"""Signals every outcome table calls not executed or executed unusable: the provider
-answered that the request is over, so the attempt is failed, never unknown."""
-
+_ANSWER_TYPES = frozenset({"ok", "fail", "unknown"})
 
 _BEFORE_CAS = "complete_attempt.before_cas"
+
+
+def _spans(history: Mapping[str, Any]) -> Iterator[tuple[Entry, Entry]]:
+    """Each provider call of one of our attempts: its invoke with its answer."""
+    open_: dict[tuple[str, Any], Entry] = {}
+    for op in history.get("operations", ()):
+        if op["op"] != "call" or op.get("attempt") in _FOREIGN:
+            continue
+        slot = (op["process"], op["attempt"])
+        if op["type"] == "invoke":
+            open_[slot] = op
+        elif op["type"] in _ANSWER_TYPES and slot in open_:
+            yield open_.pop(slot), op
+
+
+def _executions(history: Mapping[str, Any]) -> dict[Any, list[Entry]]:
+    found: dict[Any, list[Entry]] = defaultdict(list)
+    for execution in history.get("ledger", ()):
+        if execution.get("behaviour") != "invalid_request":
+            found[execution.get("attempt")].append(execution)
+    return found
+
+
+def _ground_truth(history: Mapping[str, Any]) -> Iterator[tuple[Entry, Entry, Any]]:
+    """Each answered call of one of our attempts with the one execution the fake played
+    for it, and what the checker's own table says the call is (None: undecided)."""
+    executions = _executions(history)
+    for invoke, answer in _spans(history):
+        played = executions.get(answer["attempt"], [])
+        if len(played) != 1:
+            continue  # none (never reached the fake), or two (I8 says so)
+        timeout = _policy(history, str(answer["attempt"]).split("#")[0], "attempt_timeout")
+        yield played[0], answer, expected_kind(played[0], _t(answer) - _t(invoke), timeout)
+
+
+class _Judged:
+    """Per attempt, its calls' answers (as recorded), and each answer's kind judged by
+    what the fake sent where the ground truth decides (the adapter's word otherwise)."""
+
+    def __init__(self, history: Mapping[str, Any]) -> None:
+        self.calls = _calls(history)
+        self.truth = {id(answer): kind for _, answer, kind in _ground_truth(history)}
+
+    def kind(self, answer: Entry) -> str | None:
+        kind = self.truth.get(id(answer))
+        return str(kind) if kind is not None else answer.get("kind")
+
+    def of(self, attempt: Any) -> list[Entry]:
+        return self.calls.get(attempt, [])
+
+
+def _classified_as_sent(history: Mapping[str, Any]) -> Iterator[Finding]:
+    """I4 and I5, the outcome table judged from the ground truth: a call is classified
+    as what the fake actually sent makes it (the checker's own table, `oracle`), never
+    by the adapter's word: a 429 is not executed, a cut stream executed unusable, a hang
+    unknown, a whole 200 executed."""
+    for execution, answer, kind in _ground_truth(history):
+        if kind is None or answer.get("kind") == kind:
+            continue
+        how = "streamed" if execution.get("stream") else "whole"
+        yield Finding(
+            "I5" if OutcomeKind.EXECUTED in (kind, answer.get("kind")) else "I4",
+            str(answer["attempt"]).split("#")[0],
+            f"outcome table: the {execution.get('provider_kind')} fake played "
+            f"{execution.get('behaviour')} ({how}), which makes the call {kind}, yet it was "
+            f"classified {answer.get('kind')} ({answer.get('reason')})",
+            (execution, answer),
+        )
 
 
 def _definite_never_unknown(history: Mapping[str, Any]) -> Iterator[Finding]:
     """I4, the outcome table: a provider's answer that the request is over (not executed
     or executed unusable: its own 4xx/429/5xx error body, a cut or garbled answer)
     makes its attempt failed; it never becomes unknown for such a signal, and an attempt
-    whose own call answered so is not left unknown."""
-    calls = _calls(history)
+    whose own call answered so (by what the fake sent) is not left unknown."""
+    calls = _Judged(history)
     flagged: set[str] = set()
     for event in history.get("events", ()):
         cause = event["detail"].get("cause") if event["kind"] == EventKind.BECAME_UNKNOWN else None
@@ -47,7 +107,7 @@ def _definite_never_unknown(history: Mapping[str, Any]) -> Iterator[Finding]:
             continue
         attempt = event.get("attempt")
         flagged.add(attempt)
-        answer = next((c for c in calls.get(attempt, ()) if c.get("reason") == cause), None)
+        answer = next((c for c in calls.of(attempt) if c.get("reason") == cause), None)
         yield Finding(
             "I4",
             event["job"],
@@ -60,14 +120,12 @@ def _definite_never_unknown(history: Mapping[str, Any]) -> Iterator[Finding]:
             label = attempt["attempt"]
             if attempt.get("state") != "unknown" or label in flagged:
                 continue
-            answer = next(
-                (c for c in calls.get(label, ()) if c.get("kind") in _DEFINITE_KINDS), None
-            )
+            answer = next((c for c in calls.of(label) if calls.kind(c) in _DEFINITE_KINDS), None)
             if answer is not None:
                 yield Finding(
                     "I4",
                     job,
-                    f"outcome table: {label}'s call answered {answer['kind']} "
+                    f"outcome table: {label}'s call answered {calls.kind(answer)} "
                     f"({answer.get('reason')}), yet it ended unknown",
                     (answer, _final(label, state="unknown")),
                 )
@@ -76,8 +134,9 @@ def _definite_never_unknown(history: Mapping[str, Any]) -> Iterator[Finding]:
 def _winner_answered(history: Mapping[str, Any]) -> Iterator[Finding]:
     """I5, the outcome table: only an executed answer may win. The winner's own call
     answered executed, or a `succeeded` resolution (provider evidence, an operator)
-    settled it; a cut stream or a garbled body (executed unusable) never wins."""
-    calls = _calls(history)
+    settled it; a cut stream or a garbled body (executed unusable) never wins. The
+    answer is judged by what the fake sent, where that decides."""
+    calls = _Judged(history)
     for job, events in _events_by_job(history).items():
         settled: set[str] = set()
         for event in events:
@@ -89,12 +148,12 @@ def _winner_answered(history: Mapping[str, Any]) -> Iterator[Finding]:
                 settled.add(attempt)
             if event["kind"] != EventKind.WON or attempt in settled:
                 continue
-            judged = [c for c in calls.get(attempt, ()) if c.get("kind")]
-            if judged and not any(c["kind"] == OutcomeKind.EXECUTED for c in judged):
+            judged = [c for c in calls.of(attempt) if calls.kind(c)]
+            if judged and not any(calls.kind(c) == OutcomeKind.EXECUTED for c in judged):
                 yield Finding(
                     "I5",
                     job,
-                    f"outcome table: {attempt} won, yet its call answered {judged[-1]['kind']} "
+                    f"outcome table: {attempt} won, yet its call answered {calls.kind(judged[-1])} "
                     f"({judged[-1].get('reason')}): only an executed answer may win",
                     (judged[-1], event),
                 )

@@ -5,13 +5,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping
-from datetime import UTC, datetime, timedelta
+from dataclasses import dataclass
 from typing import Any
 
-from harness.core import breaker
-from harness.core.failover import RETRY_SAME_PROVIDER
 from harness.core.states import EventKind
-from harness.providers.outcomes import DEFINITE_PROVIDER_FAILURES
 from harness.scenarios.checker.history import (
     _FOREIGN,
     _LEAVES_RUNNING,
@@ -29,20 +26,14 @@ from harness.scenarios.checker.history import (
     _providers,
     _t,
 )
+from harness.scenarios.checker.oracle import BREAKER_FAILURES, RETRY_SIGNALS
 
-_BREAKER_FAILURES = frozenset(str(s) for s in DEFINITE_PROVIDER_FAILURES)
-
-
-_RETRY_SIGNALS = frozenset(str(s) for s in RETRY_SAME_PROVIDER)
-
-
+_BREAKER_FAILURES = BREAKER_FAILURES
+_RETRY_SIGNALS = RETRY_SIGNALS
 _ANSWERED = "provider answered: "  # how the engine words a resolution by the call's answer
 
 
 _SWEEP_LIMIT = 100  # attempts one sweep takes (`queries.expired_attempts`)
-
-
-_EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
 
 
 def _retry_waits(history: Mapping[str, Any]) -> Iterator[Finding]:
@@ -88,48 +79,59 @@ def _retry_wait(history: Mapping[str, Any], failure: Entry) -> float | None:
     return float(backoff) if isinstance(backoff, int | float) else None
 
 
-def _when(t: float) -> datetime:
-    return _EPOCH + timedelta(seconds=t)
+@dataclass(frozen=True)
+class _BreakerSettings:
+    """The breaker's thresholds as the run's `config` states them: `failures` definite
+    failures within `window` seconds open it for `cool_down` seconds."""
+
+    failures: int
+    window: float
+    cool_down: float
 
 
 class _Breaker:
-    """One provider's breaker replayed from the events, by `harness.core.breaker`'s own
-    rules: fed the definite failures (`attempt_failed`, or a resolution by the call's own
-    answer) and the executed answers (`won`, `discarded_late_result` not by a
-    resolution), set by the engine's `breaker_opened` / `breaker_closed` events. Only
-    the count from closed to open is judged; where a feed is uncertain the replay waits
-    for the next success or event to know the breaker's state again."""
+    """One provider's breaker replayed from the events by the rule DESIGN.md states (the
+    checker's own count, not `harness.core.breaker`'s): fed the definite failures
+    (`attempt_failed`, or a resolution by the call's own answer) and the executed
+    answers (`won`, `discarded_late_result` not by a resolution), set by the engine's
+    `breaker_opened` / `breaker_closed` events. Only the count from closed to open is
+    judged; where a feed is uncertain the replay waits for the next success or event to
+    know the breaker's state again."""
 
-    def __init__(self, provider: str, settings: breaker.BreakerSettings) -> None:
+    def __init__(self, provider: str, settings: _BreakerSettings) -> None:
+        self.provider = provider
         self.settings = settings
-        self.health = breaker.Health(provider=provider)
-        self.counted: list[Entry] = []
+        self.counted: list[Entry] = []  # the failures of the current window
+        self.window_start: float | None = None
         self.sure = True
         self.opened_at: float | None = None
+        self.closed_now = True
 
     def opened(self, event: Entry) -> None:
-        t = _t(event)
-        self.health = breaker.Health(
-            provider=self.health.provider, state=breaker.BreakerState.OPEN, opened_at=_when(t)
-        )
-        self.counted, self.sure, self.opened_at = [], True, t
+        self.closed_now, self.window_start = False, None
+        self.counted, self.sure, self.opened_at = [], True, _t(event)
 
     def closed(self) -> None:
-        self.health = breaker.Health(provider=self.health.provider)
+        self.closed_now, self.window_start = True, None
         self.counted, self.sure, self.opened_at = [], True, None
 
     def failure(self, event: Entry) -> bool:
         """Feed one definite failure; True when the replay says it opens the breaker."""
-        if self.health.state is not breaker.BreakerState.CLOSED:
+        if not self.closed_now:
             return False
-        new, change = breaker.on_failure(self.health, _when(_t(event)), self.settings)
-        self.counted = [event] if new.failures == 1 else [*self.counted, event]
-        self.health = new
-        return change is breaker.Change.OPENED and self.sure
+        t = _t(event)
+        start = self.window_start
+        if start is not None and t - start <= self.settings.window:
+            self.counted = [*self.counted, event]
+        else:
+            self.counted, self.window_start = [event], t
+        if len(self.counted) < self.settings.failures:
+            return False
+        self.closed_now = False
+        return self.sure
 
     def success(self) -> None:
-        self.health, _ = breaker.on_success(self.health, _EPOCH)
-        self.counted, self.sure, self.opened_at = [], True, None
+        self.closed()
 
     def holds(self, t: float) -> bool:
         """Is the breaker open (and not yet cooled down) at `t`, as the engine said?"""
@@ -137,14 +139,16 @@ class _Breaker:
         return self.opened_at is not None and t < self.opened_at + cool - EPSILON
 
 
-def _breaker_settings(history: Mapping[str, Any]) -> breaker.BreakerSettings | None:
+def _breaker_settings(history: Mapping[str, Any]) -> _BreakerSettings | None:
     spec = _config(history, "breaker")
-    if not isinstance(spec, Mapping):
+    if not isinstance(spec, Mapping) or set(spec) != {"failures", "window", "cool_down"}:
         return None
-    try:
-        return breaker.BreakerSettings(**spec)
-    except (TypeError, ValueError):
+    failures, window, cool = spec["failures"], spec["window"], spec["cool_down"]
+    if not isinstance(failures, int) or isinstance(failures, bool) or failures < 1:
         return None
+    if not all(isinstance(v, int | float) and v > 0 for v in (window, cool)):
+        return None
+    return _BreakerSettings(failures, float(window), float(cool))
 
 
 def _breaker_judged(history: Mapping[str, Any]) -> Iterator[Finding]:
@@ -187,7 +191,7 @@ def _breaker_step(
     live: _Live,
 ) -> Iterator[Finding]:
     event, kind = events[k], events[k]["kind"]
-    provider = state.health.provider
+    provider = state.provider
     if kind == EventKind.BREAKER_OPENED:
         state.opened(event)
     elif kind == EventKind.BREAKER_CLOSED:

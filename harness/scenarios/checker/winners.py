@@ -17,6 +17,7 @@ from harness.scenarios.checker.history import (
     _events_by_job,
     _final,
     _next_of,
+    _policy,
     _t,
 )
 
@@ -50,12 +51,27 @@ def _live_bound(history: Mapping[str, Any]) -> Iterator[Finding]:
 
 def _unknown_blocks(history: Mapping[str, Any]) -> Iterator[Finding]:
     """I4: nothing starts beside an unknown attempt, an unknown attempt never ends
-    failed without a resolution, and only an unknown attempt is resolved."""
+    failed without a resolution, and only an unknown attempt is resolved.
+
+    Except a hedge: a policy that hedges (`hedge_after` H, more than one live attempt)
+    has accepted a second execution, so an attempt may start beside an unknown one from
+    that one's start + H on (DESIGN.md, "Unknowns end ... by an explicit hedge policy")."""
     jobs = history.get("jobs", {})
     for job, events in _events_by_job(history).items():
         unknown: dict[str, Entry] = {}
         last: dict[str, Entry] = {}  # each attempt's latest event
+        starts: dict[str, float] = {}
+        hedge_after = _policy(history, job, "hedge_after")
+        if jobs.get(job, {}).get("max_live_attempts", 1) < 2:
+            hedge_after = None
         for event in events:
+            if event["kind"] == EventKind.ATTEMPT_STARTED and unknown and hedge_after is not None:
+                due = min(starts.get(a, _t(e)) for a, e in unknown.items()) + hedge_after
+                if _t(event) + EPSILON >= due:
+                    starts[event.get("attempt")] = _t(event)
+                    continue  # a hedge the policy allows
+            if event["kind"] == EventKind.ATTEMPT_STARTED:
+                starts[event.get("attempt")] = _t(event)
             yield from _unknown_step(job, event, unknown, last)
             if event.get("attempt") is not None:
                 last[event["attempt"]] = event
@@ -263,3 +279,47 @@ def _verified(verdicts: list[Entry], provider: str, start: Entry, call: Entry | 
         before = [v for v in verdicts if _t(v) <= _t(start)]
     mine = [v for v in before if v.get("provider") == provider]
     return bool(mine) and bool(mine[-1].get("passed"))
+
+
+_ENDS_AS = {  # the event that settles an attempt -> its state from then on, whose rule
+    EventKind.WON: ("succeeded", "I5"),
+    EventKind.ATTEMPT_FAILED: ("failed", "I4"),
+    EventKind.ATTEMPT_CANCELLED: ("cancelled", "I6"),
+    EventKind.ATTEMPT_SUPERSEDED: ("superseded", "I6"),
+    EventKind.BECAME_UNKNOWN: ("unknown", "I4"),
+}
+
+
+_RESOLUTIONS = frozenset({"succeeded", "failed", "cancelled"})  # each the state it leaves
+
+
+def _settled_state(event: Entry) -> tuple[str, str] | None:
+    if event["kind"] == EventKind.RESOLVED:
+        outcome = event["detail"].get("outcome")
+        return (str(outcome), "I4") if outcome in _RESOLUTIONS else None
+    return _ENDS_AS.get(event["kind"])
+
+
+def _final_state_as_recorded(history: Mapping[str, Any]) -> Iterator[Finding]:
+    """I4, I5, I6: each attempt's final state is the one its last settling event says:
+    a winner is succeeded, a fenced attempt cancelled or superseded, an attempt that
+    became unknown stays unknown until a resolution, a failed one failed."""
+    jobs = history.get("jobs", {})
+    for job, events in _events_by_job(history).items():
+        settled: dict[str, tuple[Entry, tuple[str, str]]] = {}
+        for event in events:
+            state = _settled_state(event)
+            if state is not None and event.get("attempt") is not None:
+                settled[event["attempt"]] = (event, state)
+        for attempt in jobs.get(job, {}).get("attempts", ()):
+            label, final = attempt["attempt"], attempt.get("state")
+            if label not in settled or final is None:
+                continue
+            event, (expected, invariant) = settled[label]
+            if final != expected:
+                yield Finding(
+                    invariant,
+                    job,
+                    f"{label}'s last {event['kind']} leaves it {expected}, yet it ended {final}",
+                    (event, _final(label, state=final)),
+                )

@@ -1,0 +1,261 @@
+"""`harness check --coverage`: which parts of the engine's state space the scenario suite
+played, read from the runs' histories.
+
+A coverage report, not a judge: it reads the engine's own tables (the state tables, the
+adapters' outcome tables, the fault points) to know what there is to reach, and the
+histories to know what was reached. The checker (`harness.scenarios.checker`) never
+does. Each section lists every item with the scenarios that reached it; an item no
+scenario reached is a gap, and `KNOWN_GAPS` names those the suite cannot reach yet (a
+new table row, behaviour or fault point with no scenario fails
+tests/integration/test_check_coverage.py, and so does removing the only cover of one).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from fake_providers.behaviours import BehaviourName
+from harness.core.faults import FAULT_POINTS
+from harness.core.states import ATTEMPT_TRANSITIONS, JOB_TRANSITIONS, EventKind
+from harness.providers.outcomes import OUTCOME_TABLES
+from harness.scenarios.checker import HISTORY_CHECKS, unsettled
+from harness.scenarios.runner import RunResult
+from harness.scenarios.stage import PROVIDER_API
+
+ADAPTERS = ("openai", "anthropic")  # the fakes' APIs; openai_compatible shares openai's table
+SECTIONS = ("attempt_transitions", "job_transitions", "outcome_rows", "behaviours", "faults")
+
+_ATTEMPT_EVENT = {  # event kind -> the attempt event it records
+    EventKind.BECAME_UNKNOWN: "time_out",
+    EventKind.ATTEMPT_FAILED: "fail",
+    EventKind.WON: "succeed",
+    EventKind.ATTEMPT_CANCELLED: "cancel",
+    EventKind.ATTEMPT_SUPERSEDED: "supersede",
+}
+_AFTER = {  # attempt event -> the state it leaves
+    "run": "running",
+    "time_out": "unknown",
+    "fail": "failed",
+    "resolve_failed": "failed",
+    "succeed": "succeeded",
+    "cancel": "cancelled",
+    "supersede": "superseded",
+}
+
+
+def _attempt_steps(history: Mapping[str, Any]) -> Iterable[str]:
+    """Each attempt's (state, event) steps, replayed from its events; `run` is its first
+    provider call (the worker marks it running as it sends)."""
+    state: dict[str, str] = {}
+    calls = {op.get("attempt") for op in history.get("operations", ()) if op["op"] == "call"}
+    for event in history.get("events", ()):
+        attempt, kind = event.get("attempt"), event["kind"]
+        if attempt is None:
+            continue
+        if kind == EventKind.ATTEMPT_STARTED:
+            state[attempt] = "starting"
+            continue
+        step = _ATTEMPT_EVENT.get(kind)
+        if kind == EventKind.RESOLVED:
+            outcome = event["detail"].get("outcome")
+            step = {"failed": "resolve_failed", "cancelled": "cancel"}.get(outcome)
+        if step is None or attempt not in state:
+            continue
+        if state[attempt] == "starting" and attempt in calls:
+            yield "starting/run"
+            state[attempt] = "running"
+        yield f"{state[attempt]}/{step}"
+        state[attempt] = _AFTER[step]
+
+
+_LEAVES_LIVE = frozenset(
+    {
+        EventKind.RESOLVED,
+        EventKind.ATTEMPT_FAILED,
+        EventKind.ATTEMPT_CANCELLED,
+        EventKind.ATTEMPT_SUPERSEDED,
+    }
+)
+_FENCING = frozenset({EventKind.ATTEMPT_CANCELLED, EventKind.ATTEMPT_SUPERSEDED})
+_FINISHING = {
+    EventKind.WON: "succeed",
+    EventKind.JOB_FAILED: "fail",
+    EventKind.JOB_CANCELLED: "cancel",
+}
+
+
+def _job_steps(history: Mapping[str, Any]) -> Iterable[str]:
+    """Each job's (state, event) steps. The engine fences a job's attempts and then
+    finishes it in one transaction, so a finish sees the state before that instant's
+    fencing."""
+    live: dict[str, set[str]] = defaultdict(set)
+    unknown: dict[str, set[str]] = defaultdict(set)
+    before: dict[str, tuple[Any, str]] = {}  # job -> (instant, state before its fencing)
+    for event in history.get("events", ()):
+        job, attempt, kind = event["job"], event.get("attempt"), event["kind"]
+        state = "blocked_unknown" if unknown[job] else ("running" if live[job] else "pending")
+        if kind in _FINISHING and job in before and before[job][0] == event.get("t"):
+            state = before[job][1]
+        if kind in _FINISHING:
+            yield f"{state}/{_FINISHING[kind]}"
+        elif kind == EventKind.ATTEMPT_STARTED:
+            yield f"{state}/start_attempt"
+            live[job].add(attempt)
+        elif kind == EventKind.BECAME_UNKNOWN:
+            unknown[job].add(attempt)
+        elif kind in _LEAVES_LIVE:
+            if kind in _FENCING and before.get(job, (None,))[0] != event.get("t"):
+                before[job] = (event.get("t"), state)
+            live[job].discard(attempt)
+            unknown[job].discard(attempt)
+
+
+def _outcome_rows(history: Mapping[str, Any]) -> Iterable[str]:
+    streamed = {x.get("attempt"): x.get("stream") for x in history.get("ledger", ())}
+    for op in history.get("operations", ()):
+        if op["op"] != "call" or op["type"] not in ("ok", "fail", "unknown"):
+            continue
+        api = PROVIDER_API.get(op.get("provider"), op.get("provider"))
+        how = "stream" if streamed.get(op.get("attempt"), True) else "whole"
+        yield f"{api}/{op.get('reason')}/{how}"
+
+
+def _faults(history: Mapping[str, Any]) -> Iterable[str]:
+    for op in history.get("operations", ()):
+        if op.get("at") in FAULT_POINTS:
+            yield op["at"]
+    for mark in history.get("reached", ()):
+        if mark.get("barrier") in FAULT_POINTS:
+            yield mark["barrier"]
+
+
+def universe() -> dict[str, list[str]]:
+    """Everything there is to reach, per section."""
+    return {
+        "attempt_transitions": sorted(f"{s}/{e}" for s, e in ATTEMPT_TRANSITIONS),
+        "job_transitions": sorted(f"{s}/{e}" for s, e in JOB_TRANSITIONS),
+        "outcome_rows": sorted(
+            f"{api}/{signal}/{how}"
+            for api in ADAPTERS
+            for signal in OUTCOME_TABLES[api]
+            for how in ("whole", "stream")
+        ),
+        "behaviours": sorted(str(b) for b in BehaviourName),
+        "faults": sorted(FAULT_POINTS),
+    }
+
+
+def _reached(history: Mapping[str, Any]) -> dict[str, set[str]]:
+    return {
+        "attempt_transitions": set(_attempt_steps(history)),
+        "job_transitions": set(_job_steps(history)),
+        "outcome_rows": set(_outcome_rows(history)),
+        "behaviours": {str(x.get("behaviour")) for x in history.get("ledger", ())},
+        "faults": set(_faults(history)),
+    }
+
+
+def suite_coverage(results: Iterable[RunResult]) -> dict[str, Any]:
+    """Per section: every item with the scenarios that reached it, the gaps, and the
+    share reached (JSON-ready)."""
+    covers: dict[str, dict[str, list[str]]] = {s: defaultdict(list) for s in SECTIONS}
+    for result in results:
+        if result.history is None:
+            continue
+        for section, items in _reached(result.history.to_dict()).items():
+            for item in items:
+                covers[section][item].append(result.name)
+    report: dict[str, Any] = {}
+    for section, items in universe().items():
+        reached = {i: sorted(set(covers[section].get(i, ()))) for i in items}
+        gaps = [i for i, by in reached.items() if not by]
+        report[section] = {
+            "items": reached,
+            "gaps": gaps,
+            "reached": len(items) - len(gaps),
+            "total": len(items),
+            "percent": round(100.0 * (len(items) - len(gaps)) / max(1, len(items)), 1),
+        }
+    return report
+
+
+PROPERTIES = {check.__name__.lstrip("_"): check for check in (*HISTORY_CHECKS, unsettled)}
+"""The checker's properties by name (each a function of `harness.scenarios.checker`)."""
+
+
+def property_coverage(
+    results: Iterable[RunResult], mutants: Iterable[Any] | None
+) -> dict[str, dict[str, Any]]:
+    """Each checker property: `violated-in-a-mutant` (naming the mutants whose catching
+    run it reported), `never-violated` by any mutant, or `not-measured` without
+    `--mutants`; and `violated-on-the-engine`, which must stay empty."""
+    histories = [r.history.to_dict() for r in results if r.history is not None]
+    caught: dict[str, list[str]] = defaultdict(list)
+    for found in mutants or ():
+        for result in found.results:
+            if result.history is None:
+                continue
+            data = result.history.to_dict()
+            for name, check in PROPERTIES.items():
+                if next(iter(check(data)), None) is not None:
+                    caught[name].append(found.mutant.name)
+    report = {}
+    for name, check in PROPERTIES.items():
+        on_engine = sorted(
+            {str(h.get("scenario")) for h in histories if next(iter(check(h)), None)}
+        )
+        if mutants is None:
+            status = "not-measured"
+        else:
+            status = "violated-in-a-mutant" if caught[name] else "never-violated"
+        report[name] = {
+            "status": status,
+            "mutants": sorted(set(caught[name])),
+            "violated_on_the_engine": on_engine,
+        }
+    return report
+
+
+def coverage_lines(report: Mapping[str, Any]) -> list[str]:
+    """The console summary: one line per section, then its gaps."""
+    lines = []
+    for section in SECTIONS:
+        part = report[section]
+        lines.append(
+            f"coverage {section}: {part['reached']}/{part['total']} ({part['percent']:g}%)"
+        )
+        lines += [f"    never reached: {gap}" for gap in part["gaps"]]
+    for name, prop in report.get("properties", {}).items():
+        by = f" ({', '.join(prop['mutants'])})" if prop["mutants"] else ""
+        lines.append(f"property {name}: {prop['status']}{by}")
+    return lines
+
+
+def coverage_html(report: Mapping[str, Any]) -> str:
+    """The coverage matrix as an HTML fragment (a section per part, one row per item:
+    reached or not, and by which scenarios), for the check report's page to include."""
+    from html import escape
+
+    parts = ['<section class="coverage"><h2>Coverage</h2>']
+    for section in SECTIONS:
+        part = report[section]
+        parts.append(
+            f"<h3>{escape(section.replace('_', ' '))}: {part['reached']}/{part['total']} "
+            f"({part['percent']:g}%)</h3><table><tr><th>item</th><th>scenarios</th></tr>"
+        )
+        for item, by in part["items"].items():
+            mark = "reached" if by else "gap"
+            names = ", ".join(escape(b) for b in by) or "never reached"
+            parts.append(f'<tr class="{mark}"><td>{escape(item)}</td><td>{names}</td></tr>')
+        parts.append("</table>")
+    properties = report.get("properties") or {}
+    if properties:
+        parts.append("<h3>checker properties</h3><table><tr><th>property</th><th>status</th></tr>")
+        for name, prop in properties.items():
+            by = escape(", ".join(prop["mutants"]))
+            parts.append(f"<tr><td>{escape(name)}</td><td>{prop['status']} {by}</td></tr>")
+        parts.append("</table>")
+    parts.append("</section>")
+    return "\n".join(parts)

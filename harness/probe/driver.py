@@ -1,0 +1,335 @@
+"""Playing one probe against a gateway, in real time, as its client would.
+
+The driver scripts the named fake providers, plays the client's steps (a request streamed
+or not with a client timeout, N identical requests at once with or without one key, a
+retry of an intent after its timeout, an abandon after S seconds, waits), waits a quiet
+window when a caller gave up (the gateway may still be calling for it), reads the fakes'
+ledger, and finally sends one plain request to see the gateway still answers. It records;
+`harness.probe.judge` judges.
+
+Every intent gets a nonce (``hxn-...``) in its prompt text (and in ``user``/``metadata``
+where the API has them): the fakes find it in what the gateway forwards, so executions are
+tied to intents without relying on any header the gateway might drop.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from harness.probe.fakes import FakesLink
+from harness.probe.model import DEFAULT_QUIET_WINDOW, KeyMode, Probe, Request
+from harness.probe.profiles import Answer, Profile
+
+ALIVE_TIMEOUT = 15.0
+SETTLE = 0.3
+"""Seconds to let a gateway's last provider call land in the ledger after the answer."""
+_SCALED = ("latency", "retry_after", "chunk_latency", "window", "flap")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ClientRecord:
+    """One request the client sent and what it made of the answer."""
+
+    seq: int
+    step: int | None  # None: the alive check
+    intent: str
+    nonce: str
+    key: str | None
+    stream: bool
+    retry: bool
+    sent_at: float
+    ended_at: float
+    outcome: str  # answer | error | timeout | abandoned | unreachable
+    status: int | None = None
+    text: str | None = None
+    model: str | None = None
+    complete: bool = False
+    detail: str | None = None
+
+    @property
+    def success(self) -> bool:
+        return self.outcome == "answer"
+
+    @property
+    def seconds(self) -> float:
+        return self.ended_at - self.sent_at
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+@dataclass(kw_only=True)
+class ProbeRun:
+    """Everything one play of a probe left behind: the client's records, the ledger
+    entries from the probe's start to its judgement, and the alive check."""
+
+    probe: Probe
+    repeat: int
+    time_scale: float
+    quiet_window: float
+    started_at: float
+    ended_at: float = 0.0
+    nonces: dict[str, str] = field(default_factory=dict)
+    records: list[ClientRecord] = field(default_factory=list)
+    ledger: list[dict[str, Any]] = field(default_factory=list)
+    abandoned_at: dict[str, float] = field(default_factory=dict)
+    alive: ClientRecord | None = None
+    alive_nonce: str = ""
+    late: list[dict[str, Any]] = field(default_factory=list)  # ledger entries after judging
+
+    def scale(self, seconds: float) -> float:
+        return seconds * self.time_scale
+
+
+def nonce_for(*parts: object) -> str:
+    """A probe nonce (``hxn-`` and 16 base-36 characters) from the given parts."""
+    digest = int.from_bytes(hashlib.sha256("/".join(map(str, parts)).encode()).digest()[:10])
+    chars = ""
+    while len(chars) < 16:
+        digest, r = divmod(digest, 36)
+        chars += "0123456789abcdefghijklmnopqrstuvwxyz"[r]
+    return f"hxn-{chars}"
+
+
+def prompt_for(nonce: str) -> str:
+    return f"Probe {nonce}: answer in one short sentence."
+
+
+def _scaled(behaviour: Any, scale: float) -> Any:
+    if scale == 1.0 or not isinstance(behaviour, dict):
+        return behaviour
+    return {k: v * scale if k in _SCALED else v for k, v in behaviour.items()}
+
+
+class Driver:
+    """Plays probes against one gateway through one profile, with one link to the fakes."""
+
+    def __init__(
+        self,
+        *,
+        gateway: str,
+        profile: Profile,
+        fakes: FakesLink,
+        time_scale: float = 1.0,
+        quiet_window: float | None = None,
+        salt: str = "",
+    ) -> None:
+        self.gateway = gateway.rstrip("/")
+        self.profile = profile
+        self.fakes = fakes
+        self.time_scale = time_scale
+        self.quiet_window = quiet_window
+        self.salt = salt
+        self._seq = 0
+        self._lock = threading.Lock()
+
+    def play(self, probe: Probe, repeat: int = 0) -> ProbeRun:
+        quiet = self.quiet_window or probe.quiet_window or DEFAULT_QUIET_WINDOW
+        run = ProbeRun(
+            probe=probe,
+            repeat=repeat,
+            time_scale=self.time_scale,
+            quiet_window=quiet * self.time_scale,
+            started_at=0.0,
+        )
+        for intent in probe.intents:
+            run.nonces[intent] = nonce_for(self.salt, probe.name, probe.seed, repeat, intent)
+        run.alive_nonce = nonce_for(self.salt, probe.name, probe.seed, repeat, "(alive)")
+        self.fakes.reset()
+        for name, spec in probe.providers.items():
+            if spec.script or spec.then is not None:
+                script = [_scaled(b, self.time_scale) for b in spec.script]
+                self.fakes.script(name, script, _scaled(spec.then, self.time_scale))
+        run.started_at = time.time()
+        for step in probe.steps:
+            if step.at is not None:
+                _sleep_until(run.started_at + run.scale(step.at))
+            if step.action == "advance":
+                _sleep(run.scale(step.seconds))
+            elif step.request is not None:
+                self._request_step(run, step.index, step.action, step.request)
+        gave_up = [r for r in run.records if r.outcome in ("timeout", "abandoned")]
+        if gave_up:
+            # Watch one quiet window for the gateway to stop, and one more for calls after.
+            _sleep_until(max(r.ended_at for r in gave_up) + 2 * run.quiet_window)
+        else:
+            _sleep(SETTLE)
+        run.ledger = self.fakes.ledger()
+        run.ended_at = time.time()
+        self.fakes.clear_scripts()
+        self.fakes.release()
+        run.alive = self._send(
+            run,
+            step=None,
+            intent="(alive)",
+            nonce=run.alive_nonce,
+            key=f"probe-{run.alive_nonce}",
+            request=Request(intent="(alive)", timeout=ALIVE_TIMEOUT),
+            retry=False,
+        )
+        _sleep(SETTLE)
+        seen = {e.get("request_id") for e in run.ledger}
+        run.late = [e for e in self.fakes.ledger() if e.get("request_id") not in seen]
+        return run
+
+    def _request_step(self, run: ProbeRun, index: int, action: str, request: Request) -> None:
+        nonce = run.nonces[request.intent]
+        retry = action == "retry"
+        if retry:
+            first = next(r for r in run.records if r.intent == request.intent)
+            keys = [first.key]
+        elif request.key is KeyMode.NONE:
+            keys = [None] * request.count
+        elif request.key is KeyMode.DISTINCT:
+            keys = [f"probe-{nonce}-{i}" for i in range(request.count)]
+        else:
+            keys = [f"probe-{nonce}"] * request.count
+        if len(keys) == 1:
+            self._send(run, index, request.intent, nonce, keys[0], request, retry)
+            return
+        barrier = threading.Barrier(len(keys))
+        threads = [
+            threading.Thread(
+                target=self._send,
+                args=(run, index, request.intent, nonce, key, request, retry, barrier),
+                name=f"probe-{run.probe.name}-{i}",
+                daemon=True,
+            )
+            for i, key in enumerate(keys)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(run.scale(request.timeout) + ALIVE_TIMEOUT)
+
+    def _send(
+        self,
+        run: ProbeRun,
+        step: int | None,
+        intent: str,
+        nonce: str,
+        key: str | None,
+        request: Request,
+        retry: bool,
+        barrier: threading.Barrier | None = None,
+    ) -> ClientRecord:
+        call = self.profile.call(
+            prompt=prompt_for(nonce), nonce=nonce, key=key, stream=request.stream
+        )
+        timeout = run.scale(request.timeout) if step is not None else request.timeout
+        with self._lock:
+            self._seq += 1
+            seq = self._seq
+        common: dict[str, Any] = {
+            "seq": seq,
+            "step": step,
+            "intent": intent,
+            "nonce": nonce,
+            "key": key,
+            "stream": request.stream,
+            "retry": retry,
+        }
+        with httpx.Client(base_url=self.gateway, timeout=timeout) as client:
+            if barrier is not None:
+                barrier.wait(ALIVE_TIMEOUT)
+            sent = time.time()
+            outcome = self._exchange(client, call, request.stream)
+        ended = time.time()
+        if outcome.get("outcome") == "timeout" and request.abandon is not None:
+            outcome["outcome"] = "abandoned"
+            run.abandoned_at[intent] = ended
+        record = ClientRecord(**common, sent_at=sent, ended_at=ended, **outcome)
+        with self._lock:
+            if step is None:
+                run.alive = record
+            else:
+                run.records.append(record)
+        return record
+
+    def _exchange(self, client: httpx.Client, call: Any, stream: bool) -> dict[str, Any]:
+        try:
+            if stream and self.profile.streams:
+                return self._streamed(client, call)
+            response = client.request(call.method, call.path, headers=call.headers, json=call.body)
+            return self._whole(response)
+        except httpx.TimeoutException:
+            return {"outcome": "timeout", "detail": "no answer before the client's timeout"}
+        except httpx.ConnectError:
+            return {"outcome": "unreachable", "detail": "could not connect to the gateway"}
+        except httpx.HTTPError as exc:
+            return {"outcome": "error", "detail": f"connection broke: {type(exc).__name__}"}
+
+    def _whole(self, response: httpx.Response) -> dict[str, Any]:
+        status = response.status_code
+        if status not in self.profile.success:
+            return {"outcome": "error", "status": status, "detail": response.text[:300]}
+        try:
+            data = response.json()
+        except ValueError:
+            return {"outcome": "error", "status": status, "detail": "2xx body is not JSON"}
+        return _from_answer(self.profile.read_whole(data), status)
+
+    def _streamed(self, client: httpx.Client, call: Any) -> dict[str, Any]:
+        with client.stream(call.method, call.path, headers=call.headers, json=call.body) as resp:
+            status = resp.status_code
+            if status not in self.profile.success:
+                resp.read()
+                return {"outcome": "error", "status": status, "detail": resp.text[:300]}
+            parts: list[tuple[str | None, str]] = []
+            try:
+                for pair in _sse(resp.iter_lines()):
+                    parts.append(pair)
+            except httpx.TimeoutException:
+                answer = self.profile.read_stream(parts)
+                detail = "the stream stalled past the client's timeout"
+                return {**_from_answer(answer, status), "outcome": "timeout", "detail": detail}
+            except httpx.HTTPError as exc:
+                answer = self.profile.read_stream(parts)
+                detail = f"the stream broke: {type(exc).__name__}"
+                return {**_from_answer(answer, status), "outcome": "error", "detail": detail}
+        return _from_answer(self.profile.read_stream(parts), status)
+
+
+def _from_answer(answer: Answer, status: int) -> dict[str, Any]:
+    outcome = "answer" if answer.error is None and answer.text is not None else "error"
+    return {
+        "outcome": outcome,
+        "status": status,
+        "text": answer.text,
+        "model": answer.model,
+        "complete": answer.complete,
+        "detail": answer.error,
+    }
+
+
+def _sse(lines: Iterator[str]) -> Iterator[tuple[str | None, str]]:
+    """(event name, data) per server-sent event."""
+    event: str | None = None
+    data: list[str] = []
+    for line in lines:
+        if not line:
+            if data:
+                yield event, "\n".join(data)
+            event, data = None, []
+        elif line.startswith("event:"):
+            event = line[6:].strip()
+        elif line.startswith("data:"):
+            data.append(line[5:].strip())
+    if data:
+        yield event, "\n".join(data)
+
+
+def _sleep(seconds: float) -> None:
+    if seconds > 0:
+        threading.Event().wait(seconds)
+
+
+def _sleep_until(moment: float) -> None:
+    _sleep(moment - time.time())

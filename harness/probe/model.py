@@ -1,0 +1,120 @@
+"""A probe as the driver plays it: frozen values read from one `*.probe.yaml` file.
+
+The file format (`probe.schema.json`, docs/probe.md) is the contract; these classes are
+its checked, typed form. A probe names the fake providers the gateway must be configured
+with and what each of them does, the client's steps, and the properties that judge it.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+PROBE_SUFFIX = ".probe.yaml"
+FORMAT = 1
+DEFAULT_PROVIDERS = ("primary", "fallback")
+DEFAULT_TIMEOUT = 10.0
+"""Seconds the client waits for bytes (as the SDKs' timeouts do) unless a step says."""
+DEFAULT_QUIET_WINDOW = 2.0
+"""Seconds after a client timeout or abandon during which the gateway may still finish
+what it started; any provider call for the intent after it is a call nobody waits for."""
+STEPS = ("request", "together", "retry", "advance")
+
+
+class Verdict(enum.StrEnum):
+    """A property's (and a probe's) judgement, worst last; `NA` when nothing happened
+    that the property judges (it neither holds nor fails)."""
+
+    NA = "n/a"
+    PASS = "pass"
+    PARTIAL = "partial"
+    SOFT_FAIL = "soft-fail"
+    FAIL = "fail"
+
+    @property
+    def rank(self) -> int:
+        return list(Verdict).index(self)
+
+
+def worst(verdicts: Any) -> Verdict:
+    found = list(verdicts)
+    return max(found, key=lambda v: v.rank) if found else Verdict.NA
+
+
+class KeyMode(enum.StrEnum):
+    """How the requests of one `together` step carry an Idempotency-Key."""
+
+    SHARED = "shared"  # one key for all: a double-click of a client that sends keys
+    DISTINCT = "distinct"  # a key each: N intents that happen to be identical
+    NONE = "none"  # no key: a double-click of a client that sends none
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProviderScript:
+    """What one named fake provider answers during the probe (fake behaviours, in
+    order, then `then` for every later call; no script: every call succeeds)."""
+
+    script: tuple[Any, ...] = ()
+    then: Any = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Request:
+    """One client request (or `count` identical ones sent together) for one intent."""
+
+    intent: str
+    stream: bool = False
+    timeout: float = DEFAULT_TIMEOUT
+    key: KeyMode = KeyMode.SHARED
+    count: int = 1
+    abandon: float | None = None  # the client hangs up after this many seconds
+
+
+@dataclass(frozen=True, kw_only=True)
+class Step:
+    """One line of the client's script: a request, N together, a retry of an earlier
+    intent, or a wait; `at` (seconds from the probe's start) waits before it."""
+
+    index: int
+    line: int | None
+    action: str  # one of STEPS
+    request: Request | None = None
+    seconds: float = 0.0  # advance
+    at: float | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Check:
+    """One property the probe asks for, with its parameters (`harness.probe.judge`)."""
+
+    name: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Probe:
+    """One black-box probe: fakes' scripts, client steps and the properties judged."""
+
+    name: str
+    summary: str
+    file: str
+    family: str
+    providers: Mapping[str, ProviderScript]
+    steps: tuple[Step, ...]
+    checks: tuple[Check, ...]
+    unobservable: tuple[str, ...] = ()
+    seed: int = 0
+    quiet_window: float | None = None
+
+    @property
+    def intents(self) -> tuple[str, ...]:
+        seen: dict[str, None] = {}
+        for step in self.steps:
+            if step.request is not None:
+                seen.setdefault(step.request.intent, None)
+        return tuple(seen)
+
+    def check(self, name: str) -> Check | None:
+        return next((c for c in self.checks if c.name == name), None)

@@ -1,0 +1,95 @@
+"""Schemathesis over the gateway's faces (issue 20), bounded, on SQLite and PostgreSQL:
+the documented paths answer no 5xx, with the status codes, content types and bodies
+their OpenAPI document declares. Nothing runs the jobs (a held scheduler) and the wait
+bound is short, so every accepted call is the documented 202."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from concurrent.futures import Future
+from pathlib import Path
+
+import pytest
+from fastapi import FastAPI
+
+from harness.api import create_app
+from harness.config import Route, ServiceConfig
+from harness.core.clock import VirtualClock
+from harness.core.gate import StaticGate
+from harness.engine import Engine
+from harness.runtime.scheduler import Timer
+from harness.runtime.worker import Worker
+from harness.store.database import Database
+from tests.support.live import serve
+from tests.support.scripted import ScriptedProvider
+
+pytestmark = pytest.mark.slow
+
+TOKEN = "alice-token"
+MAX_EXAMPLES = 40
+SEED = 20261202
+PATHS = "^/v1/(chat/completions|responses|messages|models)$"
+CHECKS = "not_a_server_error,status_code_conformance,content_type_conformance"
+CONFIG = """
+[auth.openapi.HTTPBearer]
+bearer = "{token}"
+"""
+
+
+class HeldScheduler:
+    """Accepts work and never runs it: every job stays open."""
+
+    def __init__(self) -> None:
+        self.clock = VirtualClock()
+
+    def call_later(self, delay, fn) -> Timer:
+        return Timer()
+
+    def spawn(self, fn) -> Future:
+        return Future()
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.fixture
+def app(db: Database) -> Iterator[FastAPI]:
+    providers = {"primary": ScriptedProvider("primary"), "fallback": ScriptedProvider("fallback")}
+    engine = Engine(db, gate=StaticGate({"primary"}), clock=VirtualClock())
+    worker = Worker(engine, providers, HeldScheduler())
+    config = ServiceConfig(
+        tokens={TOKEN: "alice"},
+        max_body_bytes=4096,
+        routes={"chat": Route(name="chat", providers=("primary", "fallback"))},
+        gateway_wait=0.01,
+    )
+    yield create_app(engine, worker, config, provider_names=lambda: set(providers), faces=True)
+
+
+def test_schemathesis_finds_no_server_error_on_the_faces(app: FastAPI, tmp_path: Path) -> None:
+    config = tmp_path / "schemathesis.toml"
+    config.write_text(CONFIG.format(token=TOKEN))
+    report = tmp_path / "report.json"
+    with serve(app) as url:
+        run = subprocess.run(
+            [
+                *(sys.executable, "-m", "schemathesis.cli", "--config-file", str(config)),
+                *("run", f"{url}/openapi.json", "--checks", CHECKS, "--mode", "all"),
+                *("--include-path-regex", PATHS, "--phases", "examples,coverage,fuzzing"),
+                *("--max-examples", str(MAX_EXAMPLES), "--seed", str(SEED)),
+                *("--workers", "1", "--no-color", "--suppress-health-check", "all"),
+                *("--report", "json", "--report-json-path", str(report)),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=900,
+            cwd=tmp_path,
+        )
+    assert run.returncode == 0, run.stdout[-12000:] + run.stderr[-4000:]
+    summary = json.loads(report.read_text())
+    assert summary["operations"]["tested"] == 4
+    assert summary["test_cases"]["with_failures"] == 0
+    assert summary["test_cases"]["generated"] >= 100, summary["test_cases"]
