@@ -35,7 +35,13 @@ SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
     help="A running `harness fake-providers serve`; default: start one on a free port.",
 )
 @click.option("--only", multiple=True, metavar="NAME", help="Only this probe (repeatable).")
-@click.option("--repeat", default=1, show_default=True, type=click.IntRange(1, 100))
+@click.option(
+    "--repeat",
+    default=1,
+    show_default=True,
+    type=click.IntRange(1, 100),
+    help="Play each probe this many times.",
+)
 @click.option(
     "--quiet-window",
     default=None,

@@ -13,7 +13,7 @@ from harness.scenarios.actions import http_status
 from harness.scenarios.checker import unsettled
 from harness.scenarios.model import Scenario, Step
 from harness.scenarios.stage import PROVIDER_API
-from harness.scenarios.witness import value_text
+from harness.scenarios.witness import finding_blocks, value_text
 
 
 def answer_matches(expected: Any, answer: Any) -> bool:
@@ -54,7 +54,7 @@ def judge(scenario: Scenario, history: Mapping[str, Any], *, late: float = 0.0) 
     found.extend(_ledger(expect.get("ledger") or {}, history))
     found.extend(_per_owner(expect.get("jobs_per_owner") or {}, history))
     if expect.get("settled"):
-        found.extend(f"not settled: {finding}" for finding in unsettled(history))
+        found.extend(f"not settled: {block}" for block in finding_blocks(unsettled(history)))
     for reached in scenario.reached:
         message = _reached(reached, history)
         if message:

@@ -100,17 +100,21 @@ def _failures_index(
     return f'<nav id="failures"><h2>Failures ({len(items)})</h2>{body}</nav>'
 
 
-def _mutants_table(mutants: Sequence[Mapping[str, Any]]) -> str:
+def _mutants_table(mutants: Sequence[Mapping[str, Any]], anchors: Mapping[str, str]) -> str:
     rows = []
     for m in mutants:
         caught = ", ".join(m["caught_by"])
+        links = ", ".join(
+            f'<a href="#{anchors[n]}">{escape(n)}</a>' if n in anchors else escape(n)
+            for n in m["caught_by"]
+        )
         verdict = (
             '<span class="caught">caught</span>' if caught else '<span class="missed">MISSED</span>'
         )
         rows.append(
             f'<tr id="mutant-{escape(m["name"])}"><td>{escape(m["name"])}</td>'
             f"<td>{escape(m['breaks'])}</td><td>{escape(m.get('summary') or '')}</td>"
-            f"<td>{verdict}</td><td>{escape(caught or 'no scenario')}</td></tr>"
+            f"<td>{verdict}</td><td>{links or 'no scenario'}</td></tr>"
         )
     return (
         '<section id="mutants-section"><h2>Mutants</h2><table id="mutants">'
@@ -163,7 +167,8 @@ def html_report(
     ordered = sorted(results, key=lambda r: order[_status(r)])
     body = [_summary(results, mutants), _failures_index(results, mutants)]
     if mutants is not None:
-        body.append(_mutants_table(mutants))
+        anchors = {r.name: anchor(r) for r in reversed(results)}  # the first run of each
+        body.append(_mutants_table(mutants, anchors))
     body.append(f'<section id="legend"><h2>Legend</h2>{legend_svg()}</section>')
     body.append("<h2>Scenarios</h2>")
     body.extend(_scenario(r) for r in ordered)

@@ -87,7 +87,7 @@ def test_a_failing_check_writes_every_report_into_missing_folders_and_exits_1(
         assert (tmp_path / path).is_file() and (tmp_path / path).stat().st_size > 0, path
     cases = valid_cases(tmp_path / "missing/dir/x.xml", jenkins)
     failure = next(c["failure"][0] for c in cases if "failure" in c)
-    assert "answered {'created': 20}" in failure["@message"]
+    assert 'answered {"created": 20}' in failure["@message"]
     body = failure["$"]
     assert "I1 job a" in body  # the witness
     assert "timeline:" in body and "a (alice):" in body  # the text timeline

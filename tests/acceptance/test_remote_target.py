@@ -37,14 +37,14 @@ TOKENS = {"tok-alice-7f3a": "alice", "tok-bob-91c2": "bob"}  # token -> owner, a
 TOKENS_ENV = {"HARNESS_TARGET_TOKENS": ",".join(f"{o}={t}" for t, o in TOKENS.items())}
 
 MUTANTS = {
-    # 20 creates with one key each make a job of their own: answered {'created': 20}.
-    "double-click": ("ignore_idempotency_key", "answered {'created': 20}"),
+    # 20 creates with one key each make a job of their own: answered {"created": 20}.
+    "double-click": ("ignore_idempotency_key", 'answered {"created": 20}'),
     # Another input under the used key is a replay, never the 409 the file expects.
     "key-binds-intent": ("fingerprint_ignores_input", "answered 'replayed', expected 409"),
     # The deadline fails the attempt: nobody ever resolves it, whenever things happen.
-    "timeout-is-unknown": ("timeout_marks_failed", "attempt 1 resolution None, expected 'failed'"),
+    "timeout-is-unknown": ("timeout_marks_failed", "attempt 1 resolution none, expected failed"),
     # Nothing fences the hedged primary: it is never superseded, answered or not yet.
-    "hedged-reverse-order": ("last_writer_wins", "job a: attempts ['primary:"),
+    "hedged-reverse-order": ("last_writer_wins", 'job a: attempts ["primary:'),
 }
 
 
@@ -159,13 +159,13 @@ def test_each_seed_breakpoint_fails_against_its_mutant(name, serve, fakes_url, t
 HOLD_LEFT = """\
 format: 1
 name: hold-left
-summary: a 429 whose Retry-After (4 scenario seconds) outlives the scenario on the server
+summary: a 429 whose Retry-After (30 scenario seconds) outlives the scenario on the server
 providers:
-  primary: {script: [{behaviour: rate_limit, retry_after: 4}]}
+  primary: {script: [{behaviour: rate_limit, retry_after: 30}]}
 policy: {same_provider_retries: 0}
 steps:
   - create: {job: a}
-  - advance: 1
+  - advance: 10  # room for the fallback to win on a busy machine; the hold outlasts it
 expect:
   jobs: {a: {status: succeeded, winner: fallback}}
 """

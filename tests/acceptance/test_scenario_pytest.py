@@ -15,7 +15,7 @@ pytest_plugins = ["pytester"]
 # A scenario the user wrote: a double click, one job, one execution.
 OWN = """\
 format: 1
-name: my-double-click
+name: mine
 summary: two clicks with one key make one job
 steps:
   - create: {job: a, key: click, count: 2, together: true}
@@ -45,7 +45,7 @@ def test_a_users_scenario_file_passes(pytester: pytest.Pytester) -> None:
     pytester.makefile(".scenario.yaml", mine=OWN)
     result = pytester.runpytest("-v")
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(["*mine.scenario.yaml::my-double-click PASSED*"])
+    result.stdout.fnmatch_lines(["*mine.scenario.yaml::mine PASSED*"])
 
 
 def test_a_failing_scenario_shows_the_witness_and_the_timeline(
@@ -57,7 +57,7 @@ def test_a_failing_scenario_shows_the_witness_and_the_timeline(
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
-            "*scenario my-double-click (mine.scenario.yaml) did not hold on sqlite, seed 0:*",
+            "*scenario mine (mine.scenario.yaml) did not hold on sqlite, seed 0:*",
             "*I1 job *",
             "*witness *",
             "timeline:",
@@ -74,10 +74,10 @@ def test_a_wrong_expectation_fails_naming_the_file_and_line(pytester: pytest.Pyt
 
 
 def test_a_malformed_file_is_a_collection_error(pytester: pytest.Pytester) -> None:
-    pytester.makefile(".scenario.yaml", bad=OWN.replace("advance: 1", "advanse: 1"))
+    pytester.makefile(".scenario.yaml", mine=OWN.replace("advance: 1", "advanse: 1"))
     result = pytester.runpytest()
     result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines(["*bad.scenario.yaml:7: steps[[]1[]].advanse*"])
+    result.stdout.fnmatch_lines(["*mine.scenario.yaml:7: steps[[]1[]].advanse*did you mean*"])
 
 
 def test_the_bundled_suite_collects_and_passes(pytester: pytest.Pytester) -> None:
