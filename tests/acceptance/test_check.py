@@ -34,12 +34,12 @@ def check_database_url(tmp_path, monkeypatch) -> str:
 
 
 def test_check_passes_fast_and_writes_valid_reports(tmp_path) -> None:
-    started = time.perf_counter()
+    started = time.process_time()  # CPU seconds: "fast" must not depend on an idle machine
     result = CliRunner().invoke(
         main,
         ["check", "--json", "r.json", "--junit", "j.xml", "--html", "r.html", "--swarm", "0"],
     )
-    took = time.perf_counter() - started
+    took = time.process_time() - started
     assert result.exit_code == 0, result.output
     assert took < 10
     files = bundled_files()
