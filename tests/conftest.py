@@ -16,6 +16,12 @@ pytest_plugins = [
 ]
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    # registered here too, so `-p no:xdist` (one process: dev.py with
+    # HARNESS_TEST_WORKERS=1, or a debugging run) still accepts the marker under --strict-markers
+    config.addinivalue_line("markers", "xdist_group(name): keep these tests on one xdist worker")
+
+
 def pytest_collection_modifyitems(items: list) -> None:
     """Under pytest-xdist (`--dist loadgroup`, dev.py), the tests sharing a module- or
     class-scoped fixture stay on one worker, so the fixture is built once, not per worker."""
