@@ -269,7 +269,8 @@ def test_n_gives_that_many_choices(client) -> None:
     answer = client.chat.completions.create(model="gpt-4o-mini", messages=PROMPT, n=2)
     assert [c.index for c in answer.choices] == [0, 1]
     single = client.chat.completions.create(model="gpt-4o-mini", messages=PROMPT)
-    assert answer.usage.completion_tokens == 2 * single.usage.completion_tokens
+    assert answer.choices[0].message.content != answer.choices[1].message.content
+    assert answer.usage.completion_tokens > 2 * single.usage.completion_tokens  # "take 2"
     chunks = list(
         client.chat.completions.create(model="gpt-4o-mini", messages=PROMPT, n=2, stream=True)
     )
