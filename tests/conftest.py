@@ -7,6 +7,12 @@ fakes/        the fake providers' own tests, and the official SDKs against them
 """
 
 import pytest
+from hypothesis import settings
+
+# No per-example wall-clock deadline anywhere: a deadline is a timed test, and a busy
+# shared machine makes one example take ten times the usual; the example counts stay.
+settings.register_profile("harness", deadline=None)
+settings.load_profile("harness")
 
 pytest_plugins = [
     "tests.support.databases",
