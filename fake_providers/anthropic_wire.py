@@ -6,6 +6,7 @@ Shapes follow the anthropic-sdk-python types and Anthropic's documented errors
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -174,6 +175,7 @@ class AnthropicDialect:
             json_mode=schema is not None,
             tool_use=parse_tool_use(data),
             prefill=isinstance(last, dict) and last.get("role") == "assistant",
+            thinking=_thinking(data.get("thinking"), max_tokens),
         )
 
     @staticmethod
@@ -294,6 +296,28 @@ class AnthropicDialect:
         return {"input_tokens": input_tokens}
 
 
+def _thinking(config: object, max_tokens: object) -> bool:
+    """Extended thinking: ``{"type": "enabled", "budget_tokens": N}`` (at least 1024 and
+    under max_tokens), ``{"type": "adaptive"}`` or ``{"type": "disabled"}``."""
+    if config is None:
+        return False
+    if not isinstance(config, dict) or config.get("type") not in (
+        "enabled",
+        "adaptive",
+        "disabled",
+    ):
+        raise _invalid("thinking.type: Input should be 'enabled', 'adaptive' or 'disabled'")
+    if config["type"] == "enabled":
+        budget = config.get("budget_tokens")
+        if not is_int(budget) or budget < 1024:
+            raise _invalid(
+                "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024"
+            )
+        if is_int(max_tokens) and budget >= max_tokens:
+            raise _invalid("`max_tokens` must be greater than `thinking.budget_tokens`.")
+    return config["type"] != "disabled"
+
+
 def _stop_reason(answer: Answer) -> str:
     if _uses(answer):
         return "tool_use"
@@ -316,6 +340,14 @@ def _uses(answer: Answer) -> list[tuple[ToolCall, dict[str, Any]]]:
 
 
 def _blocks(answer: Answer) -> list[dict[str, Any]]:
+    shown = []
+    if answer.thinking is not None:
+        signature = "fakesig" + hashlib.sha256(answer.thinking.encode()).hexdigest()[:24]
+        shown = [{"type": "thinking", "thinking": answer.thinking, "signature": signature}]
+    return shown + _answer_blocks(answer)
+
+
+def _answer_blocks(answer: Answer) -> list[dict[str, Any]]:
     if not answer.tool_calls:
         return [{"type": "text", "text": answer.text}]
     uses = _uses(answer)
@@ -333,6 +365,12 @@ def _block_events(index: int, block: dict[str, Any]) -> list[bytes]:
     if block["type"] == "text":
         opening: dict[str, Any] = {"type": "text", "text": ""}
         deltas = [{"type": "text_delta", "text": p} for p in split_chunks(block["text"])]
+    elif block["type"] == "thinking":
+        opening = {"type": "thinking", "thinking": "", "signature": ""}
+        deltas = [
+            {"type": "thinking_delta", "thinking": p} for p in split_chunks(block["thinking"])
+        ]
+        deltas.append({"type": "signature_delta", "signature": block["signature"]})
     else:
         opening = {**block, "input": {}}
         arguments = json.dumps(block["input"])

@@ -23,8 +23,11 @@ from typing import Any
 class LedgerEntry:
     """One execution a fake performed (or one request it refused), as tests count them.
 
-    ``finished`` is computed when the entry is read (``completes_at`` against the fakes'
-    time), so a snapshot never changes under its reader.
+    ``finished`` and ``charged`` are computed when the entry is read (``completes_at``
+    against the fakes' time), so a snapshot never changes under its reader. ``billed``
+    says the execution is billable, whether or not its work has finished yet; a slow
+    answer is ``charged`` only once its work is done (work that never finishes, a stall
+    after content, is charged at once).
     """
 
     request_id: str  # the fake's id, sent back as x-request-id / request-id
@@ -36,7 +39,7 @@ class LedgerEntry:
     status_code: int | None  # the status the fake answered with; None: no response at all
     input_tokens: int
     output_tokens: int
-    billed: bool  # a real provider would charge for this execution
+    billed: bool  # a real provider charges for this execution (once its work is done)
     finished: bool  # the work is done (as of when this snapshot was taken)
     delivered: bool  # the whole response reached the caller
     sdk_retry_count: int | None  # the SDK's x-stainless-retry-count header, if sent
@@ -49,6 +52,11 @@ class LedgerEntry:
     nonce: str | None = None  # the probe nonce found in the request (fake_providers.nonce)
     provider: str = "default"  # the named fake provider (/p/{name}/...); unprefixed: default
     cost_usd: float = 0.0  # what a real provider charges for it, from the price table
+    charged: bool = False  # billed and its work done by now (computed when read; below)
+    error_kind: str | None = None  # the error it answered (an ErrorKind value), 200 or not
+    body_digest: str | None = None  # of the request body, to tell resends apart
+    repeat: int = 0  # earlier entries with the same body (0: the first time it was seen)
+    resent_by: str | None = None  # a resend: "sdk" (x-stainless-retry-count > 0) or "caller"
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -77,6 +85,7 @@ class Ledger:
         self._entries: OrderedDict[str, LedgerEntry] = OrderedDict()
         self._by_attempt: dict[str, deque[str]] = {}  # attempt id -> request ids, oldest first
         self._by_nonce: dict[str, deque[str]] = {}  # probe nonce -> request ids, oldest first
+        self._by_body: dict[str, deque[str]] = {}  # body digest -> request ids, oldest first
         self._sequence = 0
         self._dropped = 0
 
@@ -99,6 +108,10 @@ class Ledger:
         with self._lock:
             if len(self._entries) >= self.capacity:
                 self._forget_oldest()
+            if entry.body_digest is not None:
+                same = self._by_body.setdefault(entry.body_digest, deque())
+                entry = replace(entry, repeat=len(same), resent_by=_resender(entry, len(same)))
+                same.append(entry.request_id)
             self._entries[entry.request_id] = entry
             if entry.attempt_id is not None:
                 self._by_attempt.setdefault(entry.attempt_id, deque()).append(entry.request_id)
@@ -109,7 +122,11 @@ class Ledger:
     def _forget_oldest(self) -> None:
         _, oldest = self._entries.popitem(last=False)
         self._dropped += 1
-        for index, key in ((self._by_attempt, oldest.attempt_id), (self._by_nonce, oldest.nonce)):
+        for index, key in (
+            (self._by_attempt, oldest.attempt_id),
+            (self._by_nonce, oldest.nonce),
+            (self._by_body, oldest.body_digest),
+        ):
             if key is not None:
                 ids = index[key]
                 ids.popleft()  # the oldest entry is the oldest of its attempt (nonce) too
@@ -125,7 +142,8 @@ class Ledger:
 
     def _snapshot(self, entry: LedgerEntry) -> LedgerEntry:
         done = entry.completes_at is not None and self._now() >= entry.completes_at
-        return replace(entry, finished=done)
+        charged = entry.billed and (done or entry.completes_at is None)
+        return replace(entry, finished=done, charged=charged)
 
     def entries(
         self,
@@ -212,6 +230,7 @@ class Ledger:
             "behaviour": chosen.behaviour,
             "status_code": chosen.status_code,
             "billed": chosen.billed,
+            "charged": chosen.charged,
             "delivered": chosen.delivered,
             "response": chosen.response if chosen.finished else None,
         }
@@ -221,7 +240,16 @@ class Ledger:
             self._entries.clear()
             self._by_attempt.clear()
             self._by_nonce.clear()
+            self._by_body.clear()
             self._dropped = 0
 
     def to_json(self) -> list[dict[str, Any]]:
         return [e.to_json() for e in self.entries()]
+
+
+def _resender(entry: LedgerEntry, earlier: int) -> str | None:
+    """Who sent this body again: the SDK (it counts its retries in a header) or the
+    caller itself (a router's retry or fallback goes through a fresh SDK call, count 0)."""
+    if entry.sdk_retry_count:
+        return "sdk"
+    return "caller" if earlier else None

@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from fake_providers.content import split_chunks
+from fake_providers.logprobs import logprobs, token_count
 from fake_providers.openai_common import (
     body_object,
     error_body,
@@ -124,6 +125,23 @@ def _stream(data: Mapping[str, Any]) -> tuple[bool, dict[str, Any] | None]:
     return bool(stream), options
 
 
+def _logprobs_asked(data: Mapping[str, Any]) -> int | None:
+    """``logprobs`` and ``top_logprobs`` (0 to 20, only with logprobs), as the API checks."""
+    asked = data.get("logprobs")
+    if asked is not None and not isinstance(asked, bool):
+        raise wrong_type("logprobs", "a boolean", asked)
+    top = data.get("top_logprobs")
+    if top is not None and (
+        not isinstance(top, int) or isinstance(top, bool) or not 0 <= top <= 20
+    ):
+        raise invalid("Invalid 'top_logprobs': must be an integer from 0 to 20.", "top_logprobs")
+    if top is not None and not asked:
+        raise invalid(
+            "Invalid value for 'top_logprobs': 'logprobs' must be set to true.", "top_logprobs"
+        )
+    return (top or 0) if asked else None
+
+
 class OpenAIDialect:
     """OpenAI Chat Completions as the real API speaks it (`Dialect` for `Api.OPENAI`).
 
@@ -160,6 +178,7 @@ class OpenAIDialect:
             store=store,
             metadata=metadata,
             prefill=messages[-1].get("role") == "assistant" and not messages[-1].get("tool_calls"),
+            logprobs=_logprobs_asked(data),
         )
 
     @staticmethod
@@ -213,9 +232,10 @@ class OpenAIDialect:
     def completion(self, req: ParsedRequest, ids: Ids, answer: Answer) -> dict[str, Any]:
         choices = []
         for index in range(req.n):
+            text = answer.text_for(index)
             message: dict[str, Any] = {
                 "role": "assistant",
-                "content": None if answer.tool_calls else answer.text,
+                "content": None if answer.tool_calls else text,
                 "refusal": None,
                 "annotations": [],
             }
@@ -232,7 +252,7 @@ class OpenAIDialect:
                 {
                     "index": index,
                     "message": message,
-                    "logprobs": None,
+                    "logprobs": _logprobs(req, None if answer.tool_calls else text),
                     "finish_reason": answer.finish,
                 }
             )
@@ -248,7 +268,7 @@ class OpenAIDialect:
         }
 
     def stream(self, req: ParsedRequest, ids: Ids, answer: Answer) -> StreamEvents:
-        def chunk(deltas: list[tuple[int, dict[str, Any], str | None]]) -> bytes:
+        def chunk(deltas: list[Any]) -> bytes:
             data: dict[str, Any] = {
                 "id": ids.message_id,
                 "object": "chat.completion.chunk",
@@ -257,8 +277,13 @@ class OpenAIDialect:
                 "service_tier": "default",
                 "system_fingerprint": SYSTEM_FINGERPRINT,
                 "choices": [
-                    {"index": i, "delta": delta, "logprobs": None, "finish_reason": finish}
-                    for i, delta, finish in deltas
+                    {
+                        "index": i,
+                        "delta": delta,
+                        "logprobs": rest[0] if rest else None,
+                        "finish_reason": finish,
+                    }
+                    for i, delta, finish, *rest in deltas
                 ],
             }
             if req.include_usage:
@@ -280,7 +305,7 @@ class OpenAIDialect:
                 for event in each(delta)
             ]
         else:
-            content = [e for piece in split_chunks(answer.text) for e in each({"content": piece})]
+            content = _text_events(req, answer, chunk)
         tail = each({}, answer.finish)
         if req.include_usage:
             tail.append(
@@ -312,6 +337,29 @@ class OpenAIDialect:
 
     def token_count(self, req: ParsedRequest, input_tokens: int) -> dict[str, Any] | None:
         return None
+
+
+def _logprobs(req: ParsedRequest, text: str | None, start: int = 0) -> dict[str, Any] | None:
+    if req.logprobs is None or text is None:
+        return None
+    return logprobs(text, req.logprobs, start=start)
+
+
+def _text_events(
+    req: ParsedRequest, answer: Answer, chunk: Callable[[list[Any]], bytes]
+) -> list[bytes]:
+    """Each choice's text in pieces, choices taking turns (as the API interleaves them),
+    with each piece's logprobs when asked for."""
+    pieces = [split_chunks(answer.text_for(i)) for i in range(req.n)]
+    events = []
+    for step in range(max(len(p) for p in pieces)):
+        for i, own in enumerate(pieces):
+            if step < len(own):
+                sent = sum(token_count(p) for p in own[:step])
+                events.append(
+                    chunk([(i, {"content": own[step]}, None, _logprobs(req, own[step], sent))])
+                )
+    return events
 
 
 def _call_id(ids: Ids, call_id: str, choice: int) -> str:

@@ -22,6 +22,7 @@ from fake_providers.behaviours import (
     DropMode,
 )
 from fake_providers.content import answer_text, request_digest
+from fake_providers.prompt_schema import find_schema
 from fake_providers.tokens import count_tokens, truncate_to_tokens
 from fake_providers.tools import ToolCall, due
 from fake_providers.wire import (
@@ -101,6 +102,7 @@ class Plan:
     output_tokens: int = 0
     duration: float | None = 0.0  # seconds until the work finishes; None: never
     response: dict[str, Any] | None = None  # what a lookup reports it produced
+    error_kind: str | None = None  # the error it answers with (an ErrorKind value)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -172,12 +174,12 @@ class _Context:
                 output_tokens=tokens * self.req.n,
                 tool_calls=tool_calls,
             )
+        schema, json_mode = self.req.schema, self.req.json_mode
+        if schema is None:  # JSON asked for in words: follow the prompt's schema
+            schema = find_schema(self.req.texts)
+            json_mode = json_mode or schema is not None
         text = answer_text(
-            b.name,
-            digest=digest,
-            schema=self.req.schema,
-            json_mode=self.req.json_mode,
-            content=b.content,
+            b.name, digest=digest, schema=schema, json_mode=json_mode, content=b.content
         )
         tokens = count_tokens(text)
         finish = "stop"
@@ -187,11 +189,20 @@ class _Context:
                 self.req.max_tokens,
                 "length",
             )
+        alternatives: tuple[str, ...] = ()
+        if self.req.n > 1 and not json_mode and b.content is None and finish == "stop":
+            alternatives = tuple(f"{text[:-1]}, take {i + 1}." for i in range(1, self.req.n))
+        thinking = f"The request ({digest}) asks for a short answer." if self.req.thinking else None
         return Answer(
             text=text,
             finish=finish,
             input_tokens=self.input_tokens,
-            output_tokens=tokens * self.req.n,
+            output_tokens=tokens
+            + sum(count_tokens(t) for t in alternatives)
+            + tokens * (self.req.n - 1 - len(alternatives))
+            + (count_tokens(thinking) if thinking else 0),
+            alternatives=alternatives,
+            thinking=thinking,
         )
 
     def error(self, kind: ErrorKind, **extra: Any) -> Plan:
@@ -201,6 +212,7 @@ class _Context:
             status_code=response.status,
             duration=self.behaviour.latency,
             response=json.loads(response.body),
+            error_kind=kind.value,
         )
 
 
@@ -220,14 +232,14 @@ def _answered(ctx: _Context, fault: str | None = None) -> Plan:
         duration = b.latency + b.chunk_latency * max(0, len(events.content) - 1)
     else:
         steps = _whole(ctx, completion, fault)
-    response, status = completion, 200
-    if fault == "error_event":
-        kind = ctx.dialect.stream_error_kind
-        response = ctx.dialect.error_body(kind)
-        status = ctx.dialect.error(kind, ctx.ids.request_id).status
+    response, error_kind = completion, None
+    if fault == "error_event":  # the client got 200, then an error: both are recorded
+        error_kind = ctx.dialect.stream_error_kind.value
+        response = ctx.dialect.error_body(ctx.dialect.stream_error_kind)
     return Plan(
         steps=steps,
-        status_code=status,
+        status_code=200,
+        error_kind=error_kind,
         output_tokens=answer.output_tokens if b.spec.bills else 0,
         duration=None if fault in ("stall", "trickle") else duration,
         response=response,

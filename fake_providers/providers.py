@@ -22,6 +22,7 @@ Which behaviour a completion request gets, first match wins: the model name
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import re
@@ -235,6 +236,7 @@ class FakeProviders:
         common = {
             "provider": provider,
             "nonce": find_nonce(_json_or_none(request.body)),
+            "body_digest": hashlib.blake2b(request.body, digest_size=12).hexdigest(),
             "request_id": ids.request_id,
             "attempt_id": attempt_id,
             "provider_kind": dialect.api.value,
@@ -284,6 +286,7 @@ class FakeProviders:
                 output_tokens=planned.output_tokens,
                 billed=billed,
                 cost_usd=cost,
+                error_kind=planned.error_kind,
                 completes_at=None if planned.duration is None else now + planned.duration,
                 response=planned.response,
                 stored=req.store and behaviour.name in STORABLE,

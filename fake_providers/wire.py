@@ -80,6 +80,8 @@ class ParsedRequest:
     background: bool = False  # Responses: answer at once, finish later, poll for it
     prefill: bool = False  # the conversation ends with an assistant message to continue
     payload: Any = None  # a dialect's own parsed request, where it needs more (embeddings)
+    logprobs: int | None = None  # OpenAI logprobs=True: how many top_logprobs (else None)
+    thinking: bool = False  # Anthropic extended thinking asked for
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -105,6 +107,12 @@ class Answer:
     input_tokens: int
     output_tokens: int  # over every choice
     tool_calls: tuple[ToolCall, ...] = ()  # with finish "tool_calls"
+    alternatives: tuple[str, ...] = ()  # the texts of choices 1.. (n > 1); else `text`
+    thinking: str | None = None  # the reasoning a thinking request shows first
+
+    def text_for(self, choice: int) -> str:
+        """Choice `choice`'s text: each of n choices says something of its own."""
+        return self.alternatives[choice - 1] if 0 < choice <= len(self.alternatives) else self.text
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -107,7 +107,10 @@ def _bounded(name: str) -> dict[str, Any]:
 POLICY_SCHEMA: dict[str, Any] = {
     "type": "object",
     "additionalProperties": False,
-    "properties": {name: _bounded(name) for name in POLICY_BOUNDS},
+    "properties": {
+        **{name: _bounded(name) for name in POLICY_BOUNDS},
+        "fail_over_on_content_filter": {"type": "boolean"},
+    },
     # A hedge needs room for a second live attempt (the defaults allow one).
     "if": {"required": ["hedge_after"], "properties": {"hedge_after": {"type": "number"}}},
     "then": {
@@ -269,6 +272,10 @@ class PolicyResource(BaseModel):
     )
     same_provider_retries: int = Field(description="Retries on one provider after a 429/5xx.")
     retry_backoff: Seconds = Field(description="Seconds before retrying a definite 5xx.")
+    fail_over_on_content_filter: bool = Field(
+        description="Fail over when a provider's content filter refuses (default: no, the "
+        "job fails with that refusal)."
+    )
 
 
 class AttemptResource(BaseModel):

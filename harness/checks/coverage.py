@@ -89,7 +89,7 @@ _FINISHING = {
 def _job_steps(history: Mapping[str, Any]) -> Iterable[str]:
     """Each job's (state, event) steps. The engine fences a job's attempts and then
     finishes it in one transaction, so a finish sees the state before that instant's
-    fencing."""
+    fencing. A start beside live attempts under a hedging policy is a hedge."""
     live: dict[str, set[str]] = defaultdict(set)
     unknown: dict[str, set[str]] = defaultdict(set)
     before: dict[str, tuple[Any, str]] = {}  # job -> (instant, state before its fencing)
@@ -101,7 +101,9 @@ def _job_steps(history: Mapping[str, Any]) -> Iterable[str]:
         if kind in _FINISHING:
             yield f"{state}/{_FINISHING[kind]}"
         elif kind == EventKind.ATTEMPT_STARTED:
-            yield f"{state}/start_attempt"
+            policy = history.get("jobs", {}).get(job, {}).get("policy") or {}
+            hedge = bool(live[job]) and policy.get("hedge_after") is not None
+            yield f"{state}/{'hedge' if hedge else 'start_attempt'}"
             live[job].add(attempt)
         elif kind == EventKind.BECAME_UNKNOWN:
             unknown[job].add(attempt)

@@ -35,14 +35,20 @@ SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
     help="A running `harness fake-providers serve`; default: start one on a free port.",
 )
 @click.option("--only", multiple=True, metavar="NAME", help="Only this probe (repeatable).")
-@click.option("--repeat", default=1, show_default=True, type=click.IntRange(1, 100))
+@click.option(
+    "--repeat",
+    default=1,
+    show_default=True,
+    type=click.IntRange(1, 100),
+    help="Play each probe this many times.",
+)
 @click.option(
     "--quiet-window",
     default=None,
     type=click.FloatRange(min=0, min_open=True),
     metavar="S",
-    help="Seconds a gateway may go on calling for a caller who gave up (default 2, or the "
-    "probe's); calls after it fail `quiet_after_abandon`.",
+    help="Seconds a gateway may go on calling for a caller who gave up (as given; default "
+    "the probe's or 2, times --time-scale); calls after it fail `quiet_after_abandon`.",
 )
 @click.option(
     "--time-scale",

@@ -69,6 +69,8 @@ def plan_next(job: Job, *, now: datetime, health: HealthView) -> Plan:
 
     Delays count from when the last attempt ended, so asking again later (a timer, the
     sweep) gives what is left of the wait, never a fresh one."""
+    if _filtered_stop(job):
+        return Plan(provider=None, delay=0.0, reason=PlanReason.CONTENT_FILTERED)
     candidates = _candidates(job, now)
     skipped: list[tuple[str, Availability]] = []
     waits: list[tuple[datetime, str]] = []
@@ -99,6 +101,15 @@ def plan_next(job: Job, *, now: datetime, health: HealthView) -> Plan:
         delay = PROBE_RECHECK if delay <= 0 else delay
         return Plan(provider=provider, delay=delay, reason=PlanReason.WAIT, skipped=tuple(skipped))
     return Plan(provider=None, delay=0.0, reason=PlanReason.EXHAUSTED, skipped=tuple(skipped))
+
+
+def _filtered_stop(job: Job) -> bool:
+    """A content filter refused the last attempt and the policy does not route around it
+    (`fail_over_on_content_filter`, default false): the refusal is the job's answer."""
+    if not job.attempts or job.policy.fail_over_on_content_filter:
+        return False
+    last = job.attempts[-1]
+    return last.state is AttemptState.FAILED and last.cause == Signal.CONTENT_FILTERED
 
 
 def _candidates(job: Job, now: datetime) -> list[tuple[str, float, PlanReason]]:

@@ -59,6 +59,7 @@ POLICY_FIELDS = (
     "max_retry_after",
     "same_provider_retries",
     "retry_backoff",
+    "fail_over_on_content_filter",
 )
 
 
@@ -72,6 +73,9 @@ class Policy:
     max_retry_after: float = DEFAULT_MAX_RETRY_AFTER  # a 429 asking to wait longer fails over
     same_provider_retries: int = DEFAULT_SAME_PROVIDER_RETRIES  # after a definite 429/5xx
     retry_backoff: float = DEFAULT_RETRY_BACKOFF  # seconds before retrying a definite 5xx
+    # A content filter's refusal is a safety decision: routing around it to another
+    # provider is opt-in, never silent (docs/providers.md, "Content filter refusals").
+    fail_over_on_content_filter: bool = False
 
     def __post_init__(self) -> None:
         self._check_timing()
@@ -86,6 +90,8 @@ class Policy:
         retries = self.same_provider_retries
         if not isinstance(retries, int) or isinstance(retries, bool) or not 0 <= retries <= 5:
             raise InvalidIntent("policy.same_provider_retries must be an integer from 0 to 5")
+        if not isinstance(self.fail_over_on_content_filter, bool):
+            raise InvalidIntent("policy.fail_over_on_content_filter must be true or false")
 
     def _check_timing(self) -> None:
         if not _seconds(self.attempt_timeout) or self.attempt_timeout <= 0:

@@ -173,6 +173,7 @@ class EventKind(enum.StrEnum):
     CONFLICT = "conflict"
     ATTEMPT_STARTED = "attempt_started"
     BECAME_UNKNOWN = "became_unknown"  # with its cause and evidence
+    OBSERVED = "observed"  # what the call said after its attempt had moved on (evidence)
     ATTEMPT_FAILED = "attempt_failed"
     RESOLVED = "resolved"
     WON = "won"
@@ -201,6 +202,7 @@ class RefusalReason(enum.StrEnum):
     ALREADY_STARTED = "already_started"  # a first start arrived after the job began
     UNKNOWN_PROVIDER = "unknown_provider"  # the provider is not in the job's chain
     CONTRADICTS_EVIDENCE = "contradicts_evidence"  # a resolution the provider disproves
+    CONTENT_FILTERED = "content_filtered"  # a content filter refused, and the policy stops
 
 
 STATE_REFUSALS = frozenset(set(RefusalReason) - {RefusalReason.UNKNOWN_PROVIDER})
@@ -225,6 +227,7 @@ class PlanReason(enum.StrEnum):
     WAIT = "wait_for_provider"  # every remaining provider is held; wait for the first
     EXHAUSTED = "chain_exhausted"  # no provider left to try
     PROBE_ELSEWHERE = "probe_elsewhere"  # the breaker's one probe is another process's
+    CONTENT_FILTERED = "content_filtered"  # a content filter refused; the policy says stop
 
 
 class UnknownCause(enum.StrEnum):

@@ -39,10 +39,12 @@ class OutcomeUnits(AttemptUnits):
         actor: str = "engine",
         status_code: int | None = None,
         evidence: Mapping[str, Any] | None = None,
+        error: str | None = None,
     ) -> Attempt:
         """An attempt that may have executed (no answer by its deadline, a reset after
         the request was sent, an intermediary's error page) becomes unknown, never
-        failed (I4). Its cause and evidence are kept on the attempt and in the event."""
+        failed (I4). Its cause, error text and evidence are kept on the attempt and in
+        the event (a reset at 5 ms and a disconnect after 15 s read differently)."""
         self.faults.hit(fp.BEFORE_TIMEOUT)
         now = self.clock.now()
         with self.db.write() as conn:
@@ -55,6 +57,7 @@ class OutcomeUnits(AttemptUnits):
                 outcome=OutcomeKind.UNKNOWN,
                 cause=cause,
                 status_code=status_code,
+                error=error,
             )
             if moved is None:
                 raise InvalidTransition(
@@ -74,11 +77,49 @@ class OutcomeUnits(AttemptUnits):
                     "cause": cause,
                     "elapsed": round(elapsed, 6),
                     "status": status_code,
+                    "error": error,
                     **(evidence or {}),
                 },
             )
             self._refresh(conn, attempt.job_id, now=now)
             return moved
+
+    def record_observation(
+        self,
+        attempt_id: int,
+        *,
+        kind: OutcomeKind,
+        cause: str,
+        actor: str,
+        error: str | None = None,
+        status_code: int | None = None,
+        evidence: Mapping[str, Any] | None = None,
+    ) -> None:
+        """What a call said after its attempt had already moved on (its deadline made it
+        unknown, a hedge's win fenced it): it changes no state, and it is kept, as an
+        `observed` event and as the attempt's error text when it has none yet."""
+        now = self.clock.now()
+        with self.db.write() as conn:
+            attempt = self._attempt(conn, attempt_id, lock=True)
+            if error:
+                q.note_attempt_error(conn, attempt_id, error)
+            q.insert_event(
+                conn,
+                attempt.job_id,
+                EventKind.OBSERVED,
+                now=now,
+                attempt_id=attempt_id,
+                actor=actor,
+                detail={
+                    "state": attempt.state.value,
+                    "first_cause": attempt.cause,
+                    "outcome": kind,
+                    "cause": cause,
+                    "error": error,
+                    "status": status_code,
+                    **(evidence or {}),
+                },
+            )
 
     def record_timeout(self, attempt_id: int, *, actor: str = "engine") -> Attempt:
         """The attempt's deadline passed with no answer: unknown, cause `deadline`."""
@@ -136,6 +177,7 @@ class OutcomeUnits(AttemptUnits):
                     actor=actor,
                     now=now,
                     facts={**facts, "outcome": kind},
+                    evidence=evidence,
                 )
             return self._fail(
                 conn,
@@ -240,6 +282,7 @@ class OutcomeUnits(AttemptUnits):
         now: datetime,
         result: Any = None,
         facts: Mapping[str, Any] | None = None,
+        evidence: Mapping[str, Any] | None = None,
     ) -> Attempt:
         q.insert_event(
             conn,
@@ -248,7 +291,7 @@ class OutcomeUnits(AttemptUnits):
             now=now,
             attempt_id=attempt.id,
             actor=actor,
-            detail={"outcome": resolution.value, "reason": reason},
+            detail={**(evidence or {}), "outcome": resolution.value, "reason": reason},
         )
         if resolution is Resolution.SUCCEEDED:
             return self._complete(

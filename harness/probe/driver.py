@@ -28,6 +28,8 @@ from harness.probe.model import DEFAULT_QUIET_WINDOW, KeyMode, Probe, Request
 from harness.probe.profiles import Answer, Profile
 
 ALIVE_TIMEOUT = 15.0
+OBSERVE = 2.0
+"""Seconds, at least, the driver watches for provider calls after a quiet window."""
 SETTLE = 0.3
 """Seconds to let a gateway's last provider call land in the ledger after the answer."""
 _SCALED = ("latency", "retry_after", "chunk_latency", "window", "flap")
@@ -131,12 +133,15 @@ class Driver:
         self._lock = threading.Lock()
 
     def play(self, probe: Probe, repeat: int = 0) -> ProbeRun:
-        quiet = self.quiet_window or probe.quiet_window or DEFAULT_QUIET_WINDOW
+        # An explicit --quiet-window is seconds as given; a probe's (or the default) scales.
+        quiet = self.quiet_window or (
+            (probe.quiet_window or DEFAULT_QUIET_WINDOW) * self.time_scale
+        )
         run = ProbeRun(
             probe=probe,
             repeat=repeat,
             time_scale=self.time_scale,
-            quiet_window=quiet * self.time_scale,
+            quiet_window=quiet,
             started_at=0.0,
         )
         for intent in probe.intents:
@@ -157,8 +162,10 @@ class Driver:
                 self._request_step(run, step.index, step.action, step.request)
         gave_up = [r for r in run.records if r.outcome in ("timeout", "abandoned")]
         if gave_up:
-            # Watch one quiet window for the gateway to stop, and one more for calls after.
-            _sleep_until(max(r.ended_at for r in gave_up) + 2 * run.quiet_window)
+            # Watch one quiet window for the gateway to stop, then at least OBSERVE seconds
+            # more for calls after it (a gateway's retry cadence does not scale).
+            watch = run.quiet_window + max(run.quiet_window, OBSERVE)
+            _sleep_until(max(r.ended_at for r in gave_up) + watch)
         else:
             _sleep(SETTLE)
         run.ledger = self.fakes.ledger()

@@ -365,13 +365,11 @@ def quiet_after_abandon(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
     if soon:
         return _j(
             name,
-            Verdict.PARTIAL,
-            f"{len(soon)} call(s) after the caller hung up, none after the quiet window",
+            Verdict.PASS,
+            f"{len(soon)} call(s) after the caller hung up, within the quiet window; none after it",
             [ev.execution(e) for e in soon],
         )
-    return _j(
-        name, Verdict.PASS, f"no provider call after the caller hung up (watched {2 * quiet:g} s)"
-    )
+    return _j(name, Verdict.PASS, "no provider call after the caller hung up")
 
 
 def failover_within(ev: Evidence, params: Mapping[str, Any]) -> Judgement:

@@ -194,12 +194,14 @@ def _requests(score: ProbeScore) -> str:
 
 
 def _flagged(score: ProbeScore) -> list[Judgement]:
-    return [
+    """What did not hold, the worst first."""
+    found = [
         j
         for p in score.plays
         for j in p.judgements
         if j.verdict in (Verdict.FAIL, Verdict.SOFT_FAIL, Verdict.PARTIAL)
     ]
+    return sorted(found, key=lambda j: -j.verdict.rank)
 
 
 def print_table(card: Scorecard, console: Console) -> None:
@@ -236,7 +238,7 @@ def junit(card: Scorecard) -> str:
     fail or partial says so in its output)."""
     cases = []
     for s in card.scores:
-        for play in s.plays:
+        for number, play in enumerate(s.plays, 1):
             bad = [j for j in play.judgements if j.verdict is Verdict.FAIL]
             details = "\n".join(
                 f"{j.verdict.value} {j.name}: {j.summary}\n  witness: {json.dumps(list(j.witness))}"
@@ -245,7 +247,7 @@ def junit(card: Scorecard) -> str:
             )
             cases.append(
                 Case(
-                    name=f"{s.name} #{play.run.repeat + 1}",
+                    name=f"{s.name} #{number}",
                     classname=f"probe.{s.family}",
                     failure=f"{bad[0].name}: {bad[0].summary}" if bad else None,
                     failure_type=bad[0].name if bad else "failure",

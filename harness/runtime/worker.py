@@ -263,6 +263,7 @@ class Worker:
                     actor=self.settings.name,
                     status_code=outcome.status_code,
                     evidence=_evidence(outcome),
+                    error=outcome.error,
                 )
                 self._after_deadline(attempt)
             else:
@@ -280,13 +281,30 @@ class Worker:
                     self._health(attempt, ok=False, retry_after=outcome.retry_after)
                 self.advance(attempt.job_id)
         except InvalidTransition:
+            # The deadline, a hedge's win or a cancel moved it on first: what the call
+            # said is still evidence (a late result was kept by complete_attempt).
             log.info(
                 "attempt %s moved on before its outcome %s arrived", attempt.id, outcome.reason
             )
+            self._observe(attempt, outcome)
         except HarnessError:
             log.exception("recording the outcome of attempt %s failed", attempt.id)
         for listener in self.outcome_listeners:
             listener(attempt.job_id)
+
+    def _observe(self, attempt: Attempt, outcome: Outcome) -> None:
+        try:
+            self.engine.record_observation(
+                attempt.id,
+                kind=outcome.kind,
+                cause=outcome.reason,
+                actor=self.settings.name,
+                error=outcome.error,
+                status_code=outcome.status_code,
+                evidence=_evidence(outcome),
+            )
+        except HarnessError:
+            log.exception("recording what attempt %s's call said failed", attempt.id)
 
     def _health(self, attempt: Attempt, *, ok: bool, retry_after: float | None = None) -> None:
         if ok:  # the common case writes nothing: a healthy provider stays as it is
@@ -342,8 +360,13 @@ class Worker:
                     detail = {"provider": provider, "why": why}
                     self.engine.note(job.id, EventKind.PROVIDER_SKIPPED, actor=actor, detail=detail)
             if plan.provider is None:
+                reason = (
+                    RefusalReason.CONTENT_FILTERED
+                    if plan.reason is PlanReason.CONTENT_FILTERED
+                    else RefusalReason.CHAIN_EXHAUSTED
+                )
                 try:
-                    self.engine.fail_job(job.id, reason=RefusalReason.CHAIN_EXHAUSTED, actor=actor)
+                    self.engine.fail_job(job.id, reason=reason, actor=actor)
                 except InvalidTransition:
                     pass  # someone else moved it on
                 return None

@@ -39,6 +39,47 @@ def _waiting(job: Mapping[str, Any]) -> bool:
     )
 
 
+DUPLICATE_CAUSES = ("after_failure", "hedging", "after_unusable", "after_unknown", "unexplained")
+"""Why a job's provider was called again: the earlier calls failed without executing
+(a retry or a failover), a hedge ran beside them, they executed but gave nothing usable,
+or they were unknown and resolved; `unexplained` is none of these (I8 judges it)."""
+
+
+def duplicate_causes(
+    jobs: Mapping[str, Any], events: list[Mapping[str, Any]], ledger: list[Mapping[str, Any]]
+) -> Counter[str]:
+    """The provider calls beyond each job's first (the ledger's), by `DUPLICATE_CAUSES`."""
+    slots = {
+        e.get("attempt"): (e.get("detail") or {}).get("slot", 0)
+        for e in events
+        if e["kind"] == EventKind.ATTEMPT_STARTED
+    }
+    billed = {e.get("attempt") for e in ledger if e.get("billed")}
+    attempts = {a["attempt"]: a for job in jobs.values() for a in job["attempts"]}
+    by_job: dict[str, list[str]] = {}
+    for entry in ledger:
+        alias = str(entry.get("attempt") or "")
+        by_job.setdefault(alias.split("#")[0], []).append(alias)
+    causes: Counter[str] = Counter()
+    for calls in by_job.values():
+        for i, later in enumerate(calls[1:], start=1):
+            causes[_cause(later, calls[:i], slots, billed, attempts)] += 1
+    return causes
+
+
+def _cause(later: str, earlier: list[str], slots, billed, attempts) -> str:
+    if slots.get(later, 0) > 0 or any(slots.get(a, 0) > 0 for a in earlier):
+        return "hedging"
+    if not any(a in billed for a in earlier):
+        return "after_failure"
+    found = [attempts.get(a) or {} for a in earlier if a in billed]
+    if all(a.get("outcome") == "executed_unusable" for a in found):
+        return "after_unusable"
+    if all(a.get("resolution") or a.get("outcome") == "executed_unusable" for a in found):
+        return "after_unknown"
+    return "unexplained"
+
+
 def figures(history: Mapping[str, Any]) -> Counter[str]:
     """One episode's counts, as flat keys the run adds up (see `harness.simulate.report`)."""
     jobs = history.get("jobs", {})
@@ -54,6 +95,8 @@ def figures(history: Mapping[str, Any]) -> Counter[str]:
         counts["waiting"] += int(_waiting(job))
     per_job = Counter(str(e.get("attempt") or "").split("#")[0] for e in ledger)
     counts["duplicate_executions"] = sum(n - 1 for n in per_job.values() if n > 1)
+    for cause, n in duplicate_causes(jobs, events, ledger).items():
+        counts[f"duplicates:{cause}"] += n
     kinds = Counter(e["kind"] for e in events)
     counts["discarded_late_results"] = kinds[EventKind.DISCARDED_LATE_RESULT]
     counts["breaker_trips"] = kinds[EventKind.BREAKER_OPENED]

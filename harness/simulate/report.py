@@ -18,6 +18,7 @@ from harness.scenarios.checker import Finding
 from harness.scenarios.html import page
 from harness.scenarios.witness import grouped
 from harness.simulate.generate import RECOVERY
+from harness.simulate.judge import DUPLICATE_CAUSES
 from harness.simulate.run import Episode, SeedRun, Settings
 
 FORMAT = 1
@@ -27,9 +28,9 @@ LEGEND = (
     "attempt (allowed, I11);",
     "  unknowns: attempts whose outcome became unknown (each ended by evidence, max runtime, "
     "an operator or a late answer, or still waiting);",
-    "  duplicates: billed executions beyond a job's first: a hedge, a failover after an "
-    "unusable answer or a new attempt after a resolved unknown explains each, the "
-    "unexplained ones are I8 violations;",
+    "  duplicates: provider calls beyond a job's first, by cause: after failure (a retry "
+    "or failover after a call that did not execute), hedging, after unusable (it executed, "
+    "nothing usable), after unknown (resolved first); violations: the ones I8 refuses;",
     "  discarded: late results the engine recorded and did not use; breaker trips: times "
     "a provider's circuit breaker opened (it always runs: knobs say tuned or default)",
 )
@@ -63,9 +64,11 @@ def run_summary(run: SeedRun, *, shrunk: Mapping[str, Any] | None = None) -> dic
     errors = [{"episode": e.index, "message": m} for e in run.episodes for m in e.errors]
     duplicates_by_violation = sum(1 for f in safety if f["invariant"] == "I8")
     totals = _totals(run.totals())
+    counts = run.totals()
     totals["duplicate_executions"] = {
         "total": totals["duplicate_executions"],
         "violations": duplicates_by_violation,
+        "by_cause": {c: counts[f"duplicates:{c}"] for c in DUPLICATE_CAUSES},
     }
     failed = run.failed
     return {
@@ -122,8 +125,7 @@ def lines(report: Mapping[str, Any], *, wall_seconds: float, replay: str | None)
         out.append(
             f"{word}  seed {seed['seed']:<6} {seed['jobs']:>6} jobs  {states}  "
             f"waiting {seed['waiting']}  unknowns {seed['unknowns']['total']}  "
-            f"duplicates {seed['duplicate_executions']['total']} "
-            f"({seed['duplicate_executions']['violations']} unexplained)  "
+            f"duplicates {_duplicates(seed['duplicate_executions'])}  "
             f"discarded {seed['discarded_late_results']}  breaker trips {seed['breaker_trips']}"
         )
         for group in grouped([*seed["violations"], *seed["liveness"]])[:WITNESSES_SHOWN]:
@@ -148,6 +150,14 @@ def lines(report: Mapping[str, Any], *, wall_seconds: float, replay: str | None)
     if replay:
         out.append(f"replay: {replay}")
     return out
+
+
+def _duplicates(found: Mapping[str, Any]) -> str:
+    """``12 (9 after failure, 3 hedging; 0 violations)``: the calls and why."""
+    causes = ", ".join(
+        f"{n} {cause.replace('_', ' ')}" for cause, n in found.get("by_cause", {}).items() if n
+    )
+    return f"{found['total']} ({causes + '; ' if causes else ''}{found['violations']} violations)"
 
 
 def _episodes(episodes: list[Any]) -> str:

@@ -12,9 +12,10 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import Future
 from contextlib import nullcontext
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from harness.checks.mutants import Mutant, applied
 from harness.errors import ScenarioError
@@ -25,8 +26,15 @@ from harness.simulate import generate, judge
 from harness.simulate.swarm import Knobs, knobs_for
 from harness.store.database import Database
 
-if TYPE_CHECKING:
-    from harness.simulate.pool import EpisodePool
+
+class EpisodePool(Protocol):
+    """Where episodes play in other processes (`harness.simulate.pool.EpisodePool` is
+    one); a protocol, so this module does not import the pool that imports it."""
+
+    def submit(
+        self, seed: int, index: int, knobs: Knobs, settings: Any, jobs: int
+    ) -> Future[Episode]: ...
+
 
 DEFAULT_PER_EPISODE = 20
 

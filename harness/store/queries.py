@@ -303,6 +303,15 @@ def transition_attempt(
     return _attempt(row) if row is not None else None
 
 
+def note_attempt_error(conn: Connection, attempt_id: int, error: str) -> None:
+    """Keep `error` on an attempt that has none yet (a later observation's text)."""
+    conn.execute(
+        sa.update(attempts)
+        .where(attempts.c.id == attempt_id, attempts.c.error.is_(None))
+        .values(error=error)
+    )
+
+
 def fence_live_attempts(
     conn: Connection, job_id: int, *, now: datetime, error: str
 ) -> list[Attempt]:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 
 import jsonschema
 import pytest
@@ -33,15 +32,13 @@ def check_database_url(tmp_path, monkeypatch) -> str:
     return url
 
 
-def test_check_passes_fast_and_writes_valid_reports(tmp_path) -> None:
-    started = time.perf_counter()
+def test_check_passes_and_writes_valid_reports(tmp_path) -> None:
+    # how fast is bench/'s business (a ratio in one run), never a timed test
     result = CliRunner().invoke(
         main,
         ["check", "--json", "r.json", "--junit", "j.xml", "--html", "r.html", "--swarm", "0"],
     )
-    took = time.perf_counter() - started
     assert result.exit_code == 0, result.output
-    assert took < 10
     files = bundled_files()
     assert result.output.count("PASS") + result.output.count("SKIP") == len(files)
     assert "won by" in result.output and "[|" in result.output  # the timelines

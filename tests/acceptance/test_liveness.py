@@ -179,9 +179,9 @@ def test_hung_single_provider_resolved_failed_ends_as_chain_exhausted(serve, con
         f"/v1/jobs/{job['id']}/attempts/1/resolve",
         json={"outcome": "failed", "reason": "provider support: it never ran"},
     )
-    started = time.monotonic()
-    service.wait(job["id"], "failed", seconds=10)
-    assert time.monotonic() - started < 5
+    # Bounded well below the 600 s maximum runtime, so the resolution is what ended it
+    # (not a tight wall-clock bound: the machine may be busy).
+    service.wait(job["id"], "failed", seconds=120)
     failed = [e for e in service.events(job["id"]) if e["kind"] == "job_failed"]
     assert failed[0]["detail"]["reason"] == "chain_exhausted"
 
@@ -196,11 +196,13 @@ def test_max_runtime_abandons_a_hung_attempt_and_the_chain_goes_on(serve, contro
     service.wait(job["id"], "blocked_unknown")
     token = service.attempts(job["id"])[0].token
     assert control.lookup(attempt_id=token, provider_kind="openai")["finished"] is False
-    done = service.wait(job["id"], "succeeded", seconds=15)
+    done = service.wait(job["id"], "succeeded", seconds=90)
     first = service.attempts(job["id"])[0]
     assert first.state is AttemptState.CANCELLED and "may have executed" in first.error
     took = (first.finished_at - first.started_at).total_seconds()
-    assert 3 <= took < 3 + 2.5, took  # abandoned at its maximum runtime, not minutes later
+    # Abandoned at its maximum runtime, not the fallback's 600 s (the margin is for a busy
+    # machine's sweep, not for the engine).
+    assert 3 <= took < 3 + 30, took
     assert done["result"]["provider"] == "fallback"
 
 
@@ -258,7 +260,7 @@ def test_retry_after_is_honoured_and_the_wait_is_an_event(serve, control) -> Non
     job = service.create("k-429")
     time.sleep(0.5)
     other = service.create("k-429-other")  # while the primary is held: skip it
-    done = service.wait(job["id"], "succeeded", seconds=15)
+    done = service.wait(job["id"], "succeeded", seconds=90)
     assert done["result"]["provider"] == "primary"  # retried there after the wait
     times = sorted(e["received_at"] for e in control.ledger(provider_kind="openai"))
     assert len(times) == 2 and times[1] - times[0] >= 2.0, times

@@ -20,6 +20,8 @@ from harness.errors import ConfigError
 from harness.simulate import processes
 from harness.simulate.processes import run_processes
 
+RETRYABLE = "503"  # the database refused a connection: retryable, by design
+
 
 def _no_process(*args: object, **kwargs: object) -> None:
     raise AssertionError(f"a process was launched: {args[:1]}")
@@ -114,7 +116,12 @@ def test_two_apis_and_two_killed_workers_keep_every_guarantee(
 
     creates = summary["answers_by_action"]["create"]
     assert creates.get("201") and creates.get("200") and creates.get("409"), creates
-    assert set(summary["answers_by_action"]["foreign_read"]) == {"404"}  # I10
+    # I10 is judged on the answers that carried data: a 503 (the database refused a
+    # connection on a loaded machine, by design retryable) says nothing either way, and
+    # must not be the only answer.
+    foreign = summary["answers_by_action"]["foreign_read"]
+    assert set(foreign) <= {"404", RETRYABLE}, foreign
+    assert foreign.get("404"), foreign
 
     # No token anywhere: not in the summary, not on stdout or stderr; no process left.
     out, err = capfd.readouterr()

@@ -55,12 +55,14 @@ def test_timeout_during_latency_is_unknown_until_the_work_finishes(fakes, client
     with pytest.raises(httpx.ReadTimeout):
         client.post(URL, json=BODY, headers={ATTEMPT_HEADER: "slow"}, timeout=1.0)
     (entry,) = fakes.ledger.entries()
-    assert entry.billed and not entry.finished and not entry.delivered
+    assert entry.billed and not entry.charged  # billable; not charged before the work is done
+    assert not entry.finished and not entry.delivered
     assert fakes.ledger.lookup(attempt_id="slow")["finished"] is False
     fakes.time.sleep(9.0)
     lookup = fakes.ledger.lookup(attempt_id="slow")
-    assert lookup["finished"] and not lookup["delivered"]
+    assert lookup["finished"] and not lookup["delivered"] and lookup["charged"]
     assert lookup["response"]["choices"][0]["message"]["content"]
+    assert fakes.ledger.entries()[0].charged
 
 
 def test_cut_stream_is_billed_but_not_delivered(fakes, client) -> None:

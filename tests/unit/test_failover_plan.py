@@ -141,3 +141,15 @@ def test_a_provider_whose_probe_is_in_flight_is_waited_for_a_while_not_polled_at
     plan = plan_next(job(), now=T0, health=health)
     assert plan.reason is PlanReason.WAIT and plan.provider == "a"
     assert plan.delay == PROBE_RECHECK > 0
+
+
+def test_a_content_filter_refusal_stops_the_chain_unless_the_policy_fails_over() -> None:
+    """Failing over would route around a safety decision: off unless the policy says so."""
+    filtered = attempt(1, "a", Signal.CONTENT_FILTERED)
+    plan = plan_next(job(filtered), now=T0, health=ALL_UP)
+    assert (plan.provider, plan.reason) == (None, PlanReason.CONTENT_FILTERED)
+    opted_in = Policy(fail_over_on_content_filter=True)
+    plan = plan_next(job(filtered, policy=opted_in), now=T0, health=ALL_UP)
+    assert (plan.provider, plan.reason) == ("b", PlanReason.FAIL_OVER)
+    other = attempt(1, "a", Signal.CONTEXT_LENGTH_EXCEEDED)  # not a safety decision
+    assert plan_next(job(other), now=T0, health=ALL_UP).provider == "b"

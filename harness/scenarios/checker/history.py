@@ -165,7 +165,16 @@ def _final(label: str, **facts: Any) -> dict[str, Any]:
 
 
 def _next_of(events: list[Entry], k: int, attempt: str) -> Entry | None:
-    return next((e for e in events[k + 1 :] if e.get("attempt") == attempt), None)
+    """The attempt's next move after `events[k]` (an `observed` event, evidence that
+    arrived later, moves nothing)."""
+    return next(
+        (
+            e
+            for e in events[k + 1 :]
+            if e.get("attempt") == attempt and e["kind"] != EventKind.OBSERVED
+        ),
+        None,
+    )
 
 
 def _ends_live(event: Entry) -> bool:

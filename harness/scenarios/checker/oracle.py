@@ -47,6 +47,12 @@ _SAME: dict[str, tuple[OutcomeKind | None, OutcomeKind | None]] = {
     "hallucinated_key": (DONE, DONE),
     "prose_instead_of_json": (DONE, DONE),
     "wrong_types": (DONE, DONE),
+    "stream_closed_early": (UNUSABLE, UNUSABLE),  # a clean close before the end: billed
+    "stream_trickle": (UNUSABLE, UNUSABLE),  # a head, then too slow for the deadline
+    "stall_after_headers": (UNUSABLE, UNUSABLE),  # a head, then silence
+    # a 400 only when the conversation ends with a prefill, else a success: the ledger
+    # does not carry the request's last message: None
+    "prefill_rejected": (None, None),
 }
 
 EXPECTED_KIND: Mapping[str, Mapping[str, tuple[OutcomeKind | None, OutcomeKind | None]]] = {
@@ -57,7 +63,7 @@ EXPECTED_KIND: Mapping[str, Mapping[str, tuple[OutcomeKind | None, OutcomeKind |
 outcome kind of a call that ended as the fake ended it, whole and streamed (None: the
 ledger does not carry what decides)."""
 
-ENDED_BY_THE_CALLER = frozenset({"hang", "stream_stall"})
+ENDED_BY_THE_CALLER = frozenset({"hang", "stream_stall", "stream_trickle", "stall_after_headers"})
 """Behaviours the fake never ends: the caller's deadline does, so their row holds
 however long the call took. Any other behaviour is judged only when the fake ended the
 exchange before the caller's deadline (else the deadline, not the fake, decided)."""

@@ -10,7 +10,6 @@ import json
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import jsonschema
 import xmlschema
@@ -19,11 +18,18 @@ from click.testing import CliRunner
 from fake_providers import FakeServer
 from harness.cli.main import main
 from harness.probe.fakes import provider_urls
-from tests.probe.gateways import Upstreams, flaky_app, naive_app, serving, summarise_app
+from tests.support.chromium import CHROMIUM, screenshot_colours
 from tests.support.live import free_port, service_config, start_serve, stop
+from tests.support.probing import (
+    JUNIT_XSD,
+    SCORECARD_SCHEMA,
+    Upstreams,
+    flaky_app,
+    naive_app,
+    serving,
+    summarise_app,
+)
 
-JUNIT_XSD = "tests/data/junit.xsd"
-SCORECARD_SCHEMA = json.loads(Path("harness/schemas/probe-scorecard.json").read_text())
 NAIVE_FAILS = {
     "double-click-one-key": "executions_per_intent",
     "retry-after-client-timeout": "executions_per_intent",
@@ -121,6 +127,7 @@ def test_an_http_profile_drives_a_toy_summarise_service_end_to_end(tmp_path, mon
                 main,
                 ["probe", "--gateway", url, "--fakes", fakes.url, "--profile", str(profile),
                  "--time-scale", "0.3", "--json", str(out), "--summary-md", str(md),
+                 "--html", str(tmp_path / "r.html"),
                  *_only("server-error-500", "retry-after-client-timeout")],
             )  # fmt: skip
     assert "toy-secret-token" not in result.output + out.read_text() + md.read_text()
@@ -134,6 +141,10 @@ def test_an_http_profile_drives_a_toy_summarise_service_end_to_end(tmp_path, mon
     assert by_name["retry-after-client-timeout"]["verdict"] == "fail"
     assert result.exit_code == 1
     assert "| retry-after-client-timeout | fail |" in md.read_text()
+    if CHROMIUM is not None:  # the HTML report, timelines and all, renders
+        colours = screenshot_colours(tmp_path / "r.html", tmp_path)
+        assert len(colours) > 50, f"a nearly blank screenshot: {len(colours)} colours"
+        assert bytes.fromhex("2e7d32") in colours  # a green bar or badge was drawn
 
 
 ENGINE_PROBES = (

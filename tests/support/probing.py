@@ -1,4 +1,5 @@
-"""Gateways written in the tests for `harness probe` to judge: a deliberately naive one
+"""For the `harness probe` tests: the outside schemas its outputs are checked against, and
+gateways written in the tests for it to judge: a deliberately naive one
 (retries every error and timeout, fails over on everything, ignores Retry-After and
 idempotency keys, closes a broken stream as if it had ended), a flaky one (honours keys
 on every other double request), and a toy `POST /summarise` service of a team's own.
@@ -10,10 +11,12 @@ named fake providers' OpenAI base URLs, set once the fakes are up.
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import httpx
 import uvicorn
@@ -25,6 +28,8 @@ from starlette.routing import Route
 from tests.support.live import serve
 from tests.support.polling import wait_until
 
+JUNIT_XSD = "tests/data/junit-10.xsd"  # Jenkins' own
+SCORECARD_SCHEMA = json.loads(Path("harness/schemas/probe-scorecard.json").read_text())
 MODELS = {"primary": "gpt-primary", "fallback": "gpt-fallback"}
 
 

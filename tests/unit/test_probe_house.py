@@ -1,0 +1,34 @@
+"""The house around the probe: small modules, no import circle between the simulator's
+pool and its runs (type-checking imports included), and a probe layer that never imports
+the engine's decision tables (import-linter checks that; this checks the circle too)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import grimp
+
+import harness.probe
+
+
+def test_no_probe_module_is_over_700_lines() -> None:
+    folder = Path(harness.probe.__file__).parent
+    sizes = {p.name: len(p.read_text().splitlines()) for p in folder.glob("*.py")}
+    assert max(sizes.values()) <= 700, sizes
+
+
+def test_the_simulators_pool_and_run_import_each_other_no_longer() -> None:
+    graph = grimp.build_graph("harness", exclude_type_checking_imports=False)
+    assert graph.direct_import_exists(
+        importer="harness.simulate.pool", imported="harness.simulate.run"
+    )
+    assert not graph.find_shortest_chain(
+        importer="harness.simulate.run", imported="harness.simulate.pool"
+    )
+
+
+def test_the_probe_reaches_no_engine_adapter_or_decision_table() -> None:
+    graph = grimp.build_graph("harness", "fake_providers", exclude_type_checking_imports=False)
+    for forbidden in ("harness.engine", "harness.providers", "harness.core.failover"):
+        chain = graph.find_shortest_chain(importer="harness.probe.judge", imported=forbidden)
+        assert chain is None, chain
