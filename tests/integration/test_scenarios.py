@@ -72,15 +72,16 @@ expect:
 def test_thirty_seconds_of_provider_latency_take_a_small_fraction_of_that(
     database: Database,
 ) -> None:
-    """Virtual time: well under 0.2 s on an idle machine; the bound leaves room for a busy
-    one and still tells a run that slept through the latency."""
+    """Virtual time: well under 0.2 s on an idle machine. The bound is not a speed target
+    but a logical one: a run that really waited for the fallback's 30 s of latency cannot
+    finish in under 30 s, however idle the machine; a busy one still finishes far inside it."""
     scenario = parse_scenario(LONG)
     run_scenario(scenario, database)  # warm the connection pool
     started = time.perf_counter()
     result = run_scenario(scenario, database)
     took = time.perf_counter() - started
     assert result.passed, result.problems()
-    assert took < 6, f"{took:.3f} s"
+    assert took < 30, f"{took:.3f} s"
 
 
 def test_every_mutant_is_caught_by_the_suite(database: Database) -> None:
