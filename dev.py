@@ -43,6 +43,10 @@ def ensure_environment() -> None:
     pip = [str(PYTHON), "-m", "pip", "--disable-pip-version-check", "-q"]
     subprocess.run([*pip, "install", "--upgrade", "pip"], check=True)
     subprocess.run([*pip, "install", "-e", f"{ROOT}[test,clients,probe]"], check=True)
+    # instructor (an interop client) declares jiter<0.15 and rich<15, which would take
+    # openai back to 3.3; it runs on today's, so it comes without its pins (docs/providers.md)
+    subprocess.run([*pip, "install", "typer"], check=True)
+    subprocess.run([*pip, "install", "--no-deps", "instructor==1.17.0"], check=True)
     STAMP.write_text(wanted)
 
 
