@@ -6,8 +6,17 @@ acceptance/   the CLI, in process and as a subprocess
 fakes/        the fake providers' own tests, and the official SDKs against them
 """
 
+import os
+
 import pytest
 from hypothesis import settings
+
+# `harness check` plays a short swarm by default (three seeds, shrunk on a failure). In the
+# suite it plays only where a test asks for it (tests/integration/test_check_swarm.py passes
+# --swarm): every other check, under each of the 27 mutants too, plays the scenario files,
+# which is what those tests judge; with the swarm each mutant's check took about a minute.
+# Subprocesses inherit this.
+os.environ.setdefault("HARNESS_CHECK_SWARM_SEEDS", "0")
 
 # No per-example wall-clock deadline anywhere: a deadline is a timed test, and a busy
 # shared machine makes one example take ten times the usual; the example counts stay.
