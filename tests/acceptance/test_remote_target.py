@@ -40,7 +40,7 @@ MUTANTS = {
     # 20 creates with one key each make a job of their own: answered {"created": 20}.
     "double-click": ("ignore_idempotency_key", 'answered {"created": 20}'),
     # Another input under the used key is a replay, never the 409 the file expects.
-    "key-binds-intent": ("fingerprint_ignores_input", "answered 'replayed', expected 409"),
+    "key-binds-intent": ("fingerprint_ignores_input", "answered replayed, expected 409"),
     # The deadline fails the attempt: nobody ever resolves it, whenever things happen.
     "timeout-is-unknown": ("timeout_marks_failed", "attempt 1 resolution none, expected failed"),
     # Nothing fences the hedged primary: it is never superseded, answered or not yet.
