@@ -51,6 +51,10 @@ OPERATIONS: dict[str, Callable[[Engine], object]] = {
     "cancel_attempt": lambda e: e.cancel_attempt(1, actor="alice", reason="gave up"),
     "record_unknown": lambda e: e.record_unknown(1, cause="timeout"),
     "record_timeout": lambda e: e.record_timeout(1),
+    "record_observation": lambda e: e.record_observation(
+        1, kind=OutcomeKind.EXECUTED, cause="x", actor="t"
+    ),
+    "latest_job_by_key_prefix": lambda e: e.latest_job_by_key_prefix("o", "k"),
     "fail_attempt": lambda e: e.fail_attempt(1, error="refused"),
     "record_failure": lambda e: e.record_failure(
         1, kind=OutcomeKind.NOT_EXECUTED, error="refused", actor="worker"
