@@ -250,12 +250,18 @@ def refusal_not_retried(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
     return _j(name, Verdict.PASS, f"{len(refusals)} refusal(s), none retried on the same model")
 
 
+SAFETY_REFUSALS = frozenset({"content_filter"})
+"""Refusals that are a safety decision: answering them elsewhere routes around it. A
+context-length refusal is not one (another model's window may be larger), so answering it
+from another provider is routing, not a verdict."""
+
+
 def refusal_answered(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
-    """A refusal answered by another provider is its own verdict: routed around."""
+    """A safety refusal answered by another provider is its own verdict: routed around."""
     name = "refusal_answered"
     for record in ev.successes():
         source = ev.source(record)
-        refused = [e for e in ev.for_intent(record.intent) if e.get("behaviour") in REFUSALS]
+        refused = [e for e in ev.for_intent(record.intent) if e.get("behaviour") in SAFETY_REFUSALS]
         if source is not None and refused:
             return _j(
                 name,
@@ -264,7 +270,7 @@ def refusal_answered(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
                 f"{provider_of(refused[0])} refused ({refused[0].get('behaviour')})",
                 [ev.execution(refused[0], "refused"), ev.execution(source, "answered")],
             )
-    return _j(name, Verdict.PASS, "no refused request came back as an answer")
+    return _j(name, Verdict.PASS, "no request refused for safety came back as an answer")
 
 
 def retry_after_honoured(ev: Evidence, params: Mapping[str, Any]) -> Judgement:

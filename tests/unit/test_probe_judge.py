@@ -30,12 +30,12 @@ def _answer(text: str, model: str) -> dict:
     return {"choices": [{"message": {"content": text}}], "model": model}
 
 
-def _run(start: float, nonce: str, *, retried: bool) -> ProbeRun:
+def _run(start: float, nonce: str, *, retried: bool, refusal: str = "content_filter") -> ProbeRun:
     run = ProbeRun(probe=PROBE, repeat=0, time_scale=1.0, quiet_window=2.0, started_at=start)
     run.nonces = {"a": nonce}
-    ledger = [("primary", "content_filter", 400, "gpt-p", False)]
+    ledger = [("primary", refusal, 400, "gpt-p", False)]
     if retried:
-        ledger.append(("primary", "content_filter", 400, "gpt-p", False))
+        ledger.append(("primary", refusal, 400, "gpt-p", False))
     ledger.append(("fallback", "success", 200, "gpt-f", True))
     run.ledger = [
         {
@@ -77,6 +77,17 @@ def test_a_refusal_retried_on_the_same_model_fails_and_routing_around_it_is_its_
     witness = next(j for j in judge(_run(0.0, "hxn-bbbbbbbbbbbbbbbb", retried=True))
                    if j.name == "refusal_not_retried").witness  # fmt: skip
     assert [w["request_id"] for w in witness] == ["req_0", "req_1"]
+
+
+def test_a_context_length_refusal_answered_by_another_model_is_routing_not_a_verdict():
+    """Another model's window may be larger; only a safety refusal answered elsewhere is
+    'routed around'. Sending it to the same model again still fails."""
+    length = "context_length_exceeded"
+    verdicts = _verdicts(_run(0.0, "hxn-ffffffffffffffff", retried=False, refusal=length))
+    assert verdicts["refusal_answered"] == "pass"
+    assert verdicts["refusal_not_retried"] == "pass"
+    again = _verdicts(_run(0.0, "hxn-gggggggggggggggg", retried=True, refusal=length))
+    assert again["refusal_not_retried"] == "fail"
 
 
 def test_the_same_evidence_at_another_moment_gets_the_same_verdicts() -> None:
