@@ -13,6 +13,7 @@ import pytest
 from fake_providers import Behaviour, BehaviourName
 from fake_providers.behaviours import bills
 from harness.providers import CompletionRequest, Message, OutcomeKind, Signal
+from tests.support.fakes import CALLER_ENDS
 
 ADAPTER_KINDS = ("openai", "openai_compatible", "anthropic")
 NOT = OutcomeKind.NOT_EXECUTED
@@ -67,15 +68,7 @@ EXPECTED_REASON: dict[BehaviourName, Signal] = {
     BehaviourName.CONTENT_FILTER: Signal.CONTENT_FILTERED,
 }
 
-# Calls that can only end by the caller's timeout get a short one (it costs real time
-# over loopback, none in virtual time); every other call a generous one, so a slow CI
-# machine can never turn an answer into a timeout.
-HANGS = {
-    BehaviourName.HANG,
-    BehaviourName.STREAM_STALL,
-    BehaviourName.STREAM_TRICKLE,
-    BehaviourName.STALL_AFTER_HEADERS,
-}
+HANGS = CALLER_ENDS  # a short timeout for these, a generous one for the rest
 SHORT_TIMEOUT, LONG_TIMEOUT = 0.3, 10.0
 
 

@@ -7,8 +7,11 @@ The test first proves the key was really in play: it went out on every request.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import threading
+from collections.abc import Iterator
 
 import anthropic
 import httpx
@@ -18,6 +21,7 @@ import pytest
 from fake_providers import BehaviourName
 from harness.errors import ProviderConfigError, ProviderError
 from harness.providers import CompletionRequest, Message, build_provider
+from tests.support.fakes import CALLER_ENDS
 
 KEY = "sk-test-5e3c9a1f-THIS-KEY-MUST-NOT-LEAK"
 ENV = "HARNESS_TEST_PROVIDER_KEY"
@@ -25,8 +29,29 @@ KINDS = ("openai", "openai_compatible", "anthropic")
 
 
 def timeout_for(behaviour: BehaviourName) -> float:
-    """Short only where the caller's timeout is the only way out (see the outcome test)."""
-    return 0.2 if behaviour in (BehaviourName.HANG, BehaviourName.STREAM_STALL) else 10.0
+    """Short only where the caller's timeout is the only way out (tests/support/fakes.py)."""
+    return 0.2 if behaviour in CALLER_ENDS else 10.0
+
+
+@contextlib.contextmanager
+def released_while(fakes, behaviour: BehaviourName) -> Iterator[None]:
+    """A trickle's keep-alive bytes keep an SDK's per-read timeout from ever firing (the
+    fake would go on for 600 s): release the fakes until the call has returned."""
+    done = threading.Event()
+
+    def release_until_done() -> None:
+        while not done.wait(0.2):
+            fakes.release()
+
+    releaser = threading.Thread(target=release_until_done)
+    if behaviour is BehaviourName.STREAM_TRICKLE:
+        releaser.start()
+    try:
+        yield
+    finally:
+        done.set()
+        if releaser.is_alive():
+            releaser.join()
 
 
 def _log_text(caplog: pytest.LogCaptureFixture) -> str:
@@ -91,7 +116,8 @@ def test_sdk_errors_never_show_the_key(live, caplog) -> None:
         model, timeout = f"fake/{behaviour.value}", timeout_for(behaviour)
         for call in (_call_openai, _call_anthropic):
             try:
-                texts.append(repr(call(oa, an, model, timeout)))
+                with released_while(live.fakes, behaviour):
+                    texts.append(repr(call(oa, an, model, timeout)))
             except Exception as exc:  # SDK errors, and raw transport errors mid-stream
                 texts += [str(exc), repr(exc)]
     oa.close()

@@ -16,11 +16,24 @@ from dataclasses import dataclass
 import httpx
 import pytest
 
-from fake_providers import FakeProviders, FakeServer, FakeTransport, VirtualTime
+from fake_providers import BehaviourName, FakeProviders, FakeServer, FakeTransport, VirtualTime
 from harness.providers import ProviderConfig, ProviderKind, build_provider
 from harness.providers.http_provider import BaseHttpProvider
 
 IN_PROCESS_ROOT = "http://fake.test"
+
+CALLER_ENDS = frozenset(
+    {
+        BehaviourName.HANG,
+        BehaviourName.STREAM_STALL,
+        BehaviourName.STREAM_TRICKLE,
+        BehaviourName.STALL_AFTER_HEADERS,
+    }
+)
+"""Behaviours whose call only the caller's deadline ends (the adapters' timeout is a total
+deadline). A trickle's keep-alive bytes also defeat an SDK's per-read timeout: only a
+release of the fakes ends it there. Tests give these a short timeout and the rest a
+generous one, so a slow machine never turns an answer into a timeout."""
 
 
 def assert_scripts_used(fakes: FakeProviders) -> None:
