@@ -107,6 +107,17 @@ mutant_option = click.option(
 )
 
 
+reconcile_interval_option = click.option(
+    "--reconcile-interval",
+    default=5.0,
+    show_default=True,
+    type=click.FloatRange(0.01, 3600),
+    help="Seconds between reconciliations of unknown attempts (asking each provider's "
+    "lookup what became of them). An attempt past its provider's maximum runtime is "
+    "reconciled then, whatever this says.",
+)
+
+
 def _service(
     wiring: Wiring, config_path: Path | None, database_url: str, contracts_dir: Path, **kw
 ) -> Service:
@@ -135,6 +146,7 @@ def _service(
     show_default=True,
     help="Run attempts in this process (or leave them to `harness worker`).",
 )
+@reconcile_interval_option
 @mutant_option
 @pass_wiring
 def serve(
@@ -145,6 +157,7 @@ def serve(
     host: str,
     port: int,
     worker: bool,
+    reconcile_interval: float,
 ) -> None:
     """Serve the HTTP API (POST /v1/jobs with Idempotency-Key, ...)."""
     import secrets
@@ -154,6 +167,9 @@ def serve(
     from harness.api.app import create_app
 
     service = _service(wiring, config_path, database_url, contracts_dir, worker_name="api-worker")
+    service.worker.settings = replace(
+        service.worker.settings, reconcile_interval=reconcile_interval
+    )
     config = service.config
     if not config.tokens:
         token = secrets.token_urlsafe(24)
@@ -198,13 +214,7 @@ def serve(
     type=click.FloatRange(0.01, 60),
     help="Seconds between rounds of claiming new jobs and sweeping deadlines.",
 )
-@click.option(
-    "--reconcile-interval",
-    default=5.0,
-    show_default=True,
-    type=click.FloatRange(0.01, 3600),
-    help="Seconds between reconciliations of unknown attempts.",
-)
+@reconcile_interval_option
 @mutant_option
 @pass_wiring
 def worker(
