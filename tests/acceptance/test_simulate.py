@@ -45,10 +45,10 @@ def test_the_same_seed_gives_the_same_json_byte_for_byte_under_load(
         )
     ):
         out = tmp_path / f"run{n}.json"
-        code, _ = simulate(
+        code, output = simulate(
             *where, "--seed", "3", "--jobs", "40", "--per-episode", "10", "--json", str(out)
         )
-        assert code == 0
+        assert code == 0, output
         outputs.append(out.read_bytes())
     assert outputs[0] == outputs[1] == outputs[2]
     report = json.loads(outputs[0])
