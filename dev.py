@@ -87,8 +87,8 @@ def lint() -> int:
 def workers() -> list[str]:
     """pytest-xdist's options: one worker per core (at least 2, so a test that needs its
     process alone is caught), or HARNESS_TEST_WORKERS; 0 or 1 runs in this process.
-    `--dist loadgroup` keeps the tests of one `xdist_group` (tests/conftest.py) on one
-    worker and spreads the rest one test at a time."""
+    `--dist loadgroup` keeps the tests of one `xdist_group` marker on one worker and
+    spreads the rest one test at a time."""
     wanted = os.environ.get("HARNESS_TEST_WORKERS") or str(max(2, os.cpu_count() or 1))
     if int(wanted) <= 1:
         return ["-p", "no:xdist"]

@@ -37,15 +37,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "xdist_group(name): keep these tests on one xdist worker")
 
 
-def pytest_collection_modifyitems(items: list) -> None:
-    """Under pytest-xdist (`--dist loadgroup`, dev.py), the tests sharing a module- or
-    class-scoped fixture stay on one worker, so the fixture is built once, not per worker."""
-    for item in items:
-        info = getattr(item, "_fixtureinfo", None)
-        if info is None:
-            continue
-        shared = any(
-            d.scope in ("module", "class") for defs in info.name2fixturedefs.values() for d in defs
-        )
-        if shared:
-            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
+# No module is pinned to one xdist worker for its module-scoped fixture's sake: each
+# worker builds its own (a fake server or `harness serve`, a few seconds), which is far
+# cheaper than running a 250 s module (tests/acceptance/test_liveness.py) on one worker
+# while the other idles. Nothing module-scoped is shared between workers (ports are free
+# ones, files come from tmp_path_factory, each worker has its own PostgreSQL database).
