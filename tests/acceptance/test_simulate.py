@@ -85,18 +85,19 @@ def test_every_generated_episode_is_a_valid_scenario_file() -> None:
             scenario_from_mapping(scenario, file=f"seed-{seed}-{index}", schema=True)
 
 
-def test_the_regression_seeds_hold(db_url: str) -> None:
+@pytest.mark.parametrize("seed", REGRESSION_SEEDS)
+def test_the_regression_seeds_hold(db_url: str, seed: int) -> None:
     """CI's fixed seeds, swarm-style, on SQLite and PostgreSQL: no safety or liveness
-    violation, and the recovery phase ends every job or leaves it explicitly waiting."""
+    violation, and the recovery phase ends every job or leaves it explicitly waiting.
+    A test per seed, so the workers share them out."""
     database = Database(db_url)
     try:
-        for seed in REGRESSION_SEEDS:
-            run = run_seed(seed, Settings(jobs=60, clients=12), database)
-            failed = run.failed
-            assert failed is None, (seed, [str(f) for f in failed.safety + failed.liveness])
-            totals = run.totals()
-            finished = sum(totals[f"final:{state}"] for state in FINISHED_JOB_STATES)
-            assert totals["jobs"] - finished == totals["waiting"], (seed, dict(totals))
+        run = run_seed(seed, Settings(jobs=60, clients=12), database)
+        failed = run.failed
+        assert failed is None, (seed, [str(f) for f in failed.safety + failed.liveness])
+        totals = run.totals()
+        finished = sum(totals[f"final:{state}"] for state in FINISHED_JOB_STATES)
+        assert totals["jobs"] - finished == totals["waiting"], (seed, dict(totals))
     finally:
         database.dispose()
 
