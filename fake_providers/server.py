@@ -66,6 +66,10 @@ def _bind(host: str, port: int) -> socket.socket:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
+        # Listening from here on, so a connect made after the banner queues until uvicorn
+        # takes it instead of being refused while uvicorn starts (it listens again, which
+        # only sets the backlog).
+        sock.listen(2048)
     except OSError:
         sock.close()
         raise
