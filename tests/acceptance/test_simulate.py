@@ -123,7 +123,8 @@ FINDING_SEED = {
     "max_runtime_ignored": 3,
     "sweep_misses_expired": 3,
 }
-SHRINK_BUDGET = "40"  # replays: enough for every mutant to shrink (12 left three unshrunk; bench/simulate.py: all)
+# replays: enough for every mutant to shrink (12 left three unshrunk); bench/simulate.py: all
+SHRINK_BUDGET = "40"
 
 
 @pytest.mark.slow
