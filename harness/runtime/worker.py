@@ -40,7 +40,7 @@ from harness.core.failover import (
     plan_next,
     should_hedge,
 )
-from harness.core.gate import GateReason
+from harness.core.gate import GateReason, contract_allows_filter_failover
 from harness.core.models import Attempt, Job
 from harness.core.states import (
     FINISHED_JOB_STATES,
@@ -424,7 +424,8 @@ class Worker:
                 available_after(health, self.settings.breaker),
             )
         view.update((name, (Availability.GATE_REFUSED, None)) for name in refused)
-        return plan_next(job, now=now, health=view)
+        clause = contract_allows_filter_failover(self.engine.gate, job.contract)
+        return plan_next(job, now=now, health=view, contract_allows_filter_failover=clause)
 
     def _carry_out(self, job: Job, plan: Plan, *, first: bool) -> Attempt | None:
         """Do what the plan says. A provider the gate refuses is passed over and the
