@@ -64,6 +64,12 @@ class CallHandle:
     def aborted(self) -> bool:
         return self.reason is not None
 
+    def state(self) -> tuple[str | None, bool]:
+        """`(reason, interrupted)`, read once the abort (if any) has finished: the call's
+        thread may wake from the shut socket before `abort` has recorded that it did."""
+        with self._lock:
+            return self.reason, self.interrupted
+
     def adopt(self, stream: Any) -> None:
         """A network stream (httpcore's) the call is using; shut at once if aborted.
         None (a transport without one) is ignored."""

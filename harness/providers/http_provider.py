@@ -446,9 +446,10 @@ class BaseHttpProvider(abc.ABC):
 
 def _with_abort(evidence: dict[str, Any], handle: CallHandle | None) -> dict[str, Any]:
     """The evidence, saying so when the harness aborted the call (its end is ours)."""
-    if handle is None or not handle.aborted:
+    reason, interrupted = (None, False) if handle is None else handle.state()
+    if reason is None:
         return evidence
-    return {**evidence, "aborted": handle.reason, "interrupted": handle.interrupted}
+    return {**evidence, "aborted": reason, "interrupted": interrupted}
 
 
 def _is_event_stream(response: httpx.Response) -> bool:

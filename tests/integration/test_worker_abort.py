@@ -120,6 +120,7 @@ def test_the_hedge_wins_and_the_hung_primary_call_is_aborted(worker, scheduler, 
     assert kinds.index(EventKind.ATTEMPT_CALL_ABORTED) < kinds.index(EventKind.OBSERVED)
     (observed,) = [e for e in events if e.kind == EventKind.OBSERVED]
     assert observed.detail["aborted"] == AbortReason.JOB_COMPLETED
+    assert observed.detail["interrupted"] is True  # read after the abort finished
     assert "aborted by the harness" in observed.detail["error"]
     (primary,) = live.fakes.ledger.entries(provider_kind="openai")
     assert primary.delivered is False
