@@ -38,12 +38,15 @@ from typing import Any
 import httpcore
 import httpx
 
+from harness.errors import ProviderError
+
 _current: ContextVar[CallHandle | None] = ContextVar("harness_provider_call", default=None)
 
 
-class CallAborted(OSError):
-    """Raised into a call's transport when its handle was aborted (an OSError, so httpcore
-    maps it to its own read/write/connect error, as for a closed socket)."""
+class CallAborted(ProviderError, OSError):
+    """The call was aborted: raised into its transport on its next read, write or
+    connect (also an OSError, so httpcore maps it to its own read/write/connect error,
+    as for a closed socket)."""
 
 
 class CallHandle:
