@@ -344,7 +344,11 @@ class Worker:
             try:
                 job = jobs.get(owner) or jobs.setdefault(owner, self.engine.get_job(owner))
                 attempt = next((a for a in job.attempts if a.id == attempt_id), None)
-                if attempt is None or attempt.state in LIVE_ATTEMPT_STATES:
+                if (
+                    attempt is None
+                    or attempt.state in LIVE_ATTEMPT_STATES
+                    or not job.policy.abort_lost_calls
+                ):
                     continue
                 reason = _abort_reason(job, attempt)
                 if not handle.abort(reason):

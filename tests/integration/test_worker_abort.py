@@ -178,3 +178,25 @@ def test_an_injected_client_is_aborted_through_its_trace(live) -> None:
     assert outcome.evidence["aborted"] == "job_completed"
     assert handle.interrupted
     hung_up(live, "openai")
+
+
+def test_a_policy_may_keep_lost_calls_running(worker, scheduler, live) -> None:
+    """`abort_lost_calls: false`: the loser's call runs to its end (here: the fake's
+    release), so its late answer can reach the engine; nothing is aborted."""
+    live.fakes.scripts.add(["hang"], api="openai")
+    job_id = submit(worker, Policy(**{**HEDGING.to_dict(), "abort_lost_calls": False}))
+    live.fakes.ledger.wait_for(1, provider_kind="openai")
+    scheduler.advance(1)
+    wait_until(
+        lambda: worker.engine.get_job(job_id).status,
+        holds=lambda s: s is JobState.SUCCEEDED,
+        timeout=20,
+        what="the hedge to win",
+    )
+    assert worker.abort_lost_calls() == 0
+    live.fakes.release()  # the provider's own end of the hang
+    scheduler.wait_idle()
+    kinds = [e.kind for e in worker.engine.events(job_id)]
+    assert EventKind.ATTEMPT_CALL_ABORTED not in kinds
+    (primary,) = live.fakes.ledger.entries(provider_kind="openai")
+    assert primary.hung_up_at is None  # the fake ended it, not the caller
