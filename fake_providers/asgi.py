@@ -102,6 +102,7 @@ class _Play:
         self.receive = receive
         self.send = send
         self.releaser: Releaser = fakes.releaser
+        self.dropping = False  # the fake itself is closing the connection
 
     async def run(self) -> None:
         unresettable = False
@@ -129,6 +130,9 @@ class _Play:
     async def _watch_hang_up(self, scope: anyio.CancelScope) -> None:
         while (await self.receive())["type"] != "http.disconnect":
             pass
+        if not self.dropping and self.exchange.request_id is not None:
+            # The caller closed first: the ledger says so (and when, by the fakes' clock).
+            self.fakes.ledger.mark_hung_up(self.exchange.request_id)
         scope.cancel()
 
     async def _play(self, step: object) -> None:
@@ -162,6 +166,7 @@ class _Play:
         transport = self.scope.get("state", {}).get(TRANSPORT_STATE_KEY)
         if transport is None:
             return False
+        self.dropping = True
         sock = transport.get_extra_info("socket")
         if sock is not None:
             # Linger 0: close() sends RST instead of FIN, as a crashed upstream would.

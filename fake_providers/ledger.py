@@ -57,6 +57,9 @@ class LedgerEntry:
     body_digest: str | None = None  # of the request body, to tell resends apart
     repeat: int = 0  # earlier entries with the same body (0: the first time it was seen)
     resent_by: str | None = None  # a resend: "sdk" (x-stainless-retry-count > 0) or "caller"
+    hung_up_at: float | None = None  # the caller closed the connection before the whole
+    # response reached it, at this time on the fakes' clock (over HTTP only: in-process
+    # there is no connection to close)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -132,6 +135,14 @@ class Ledger:
                 ids.popleft()  # the oldest entry is the oldest of its attempt (nonce) too
                 if not ids:
                     del index[key]
+
+    def mark_hung_up(self, request_id: str) -> None:
+        """The caller closed the connection before the response was delivered."""
+        with self._lock:
+            entry = self._entries.get(request_id)
+            if entry is not None and not entry.delivered and entry.hung_up_at is None:
+                self._entries[request_id] = replace(entry, hung_up_at=self._now())
+                self._lock.notify_all()
 
     def mark_delivered(self, request_id: str) -> None:
         with self._lock:

@@ -14,6 +14,7 @@
     ├── ProviderError                provider adapters and their configuration
     │   ├── ProviderConfigError      a provider config file or entry is malformed
     │   ├── CallFailed               a call ended without an answer (inside adapters)
+    │   ├── CallAborted              an aborted call's next I/O (inside adapters; an OSError)
     │   └── VerificationAborted      a verification call did not execute
     ├── ContractError                contract files, verification, the gate
     │   ├── ContractLoadError        a contract file is malformed

@@ -110,6 +110,7 @@ POLICY_SCHEMA: dict[str, Any] = {
     "properties": {
         **{name: _bounded(name) for name in POLICY_BOUNDS},
         "fail_over_on_content_filter": {"type": "boolean"},
+        "abort_lost_calls": {"type": "boolean"},
     },
     # A hedge needs room for a second live attempt (the defaults allow one).
     "if": {"required": ["hedge_after"], "properties": {"hedge_after": {"type": "number"}}},
@@ -275,6 +276,10 @@ class PolicyResource(BaseModel):
     fail_over_on_content_filter: bool = Field(
         description="Fail over when a provider's content filter refuses (default: no, the "
         "job fails with that refusal)."
+    )
+    abort_lost_calls: bool = Field(
+        description="Abort a lost attempt's in-flight call (default: yes; its result can "
+        "only be discarded)."
     )
 
 

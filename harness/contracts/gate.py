@@ -237,3 +237,12 @@ class VerdictGate:
 
     def may_fail_over(self, *, contract: str | None, provider: str) -> GateDecision:
         return self.check(contract=contract, provider=provider).decision
+
+    def allows_content_filter_failover(self, contract: str | None) -> bool:
+        """The contract's clause on content-filter refusals: True only when it says
+        `failover: {content_filter: fail_over}`; a job without a contract leaves it to its
+        policy (True), an unknown contract says no."""
+        if contract is None:
+            return True
+        found = self.registry.get(contract)
+        return found is not None and found.fail_over_on_content_filter

@@ -187,6 +187,9 @@ class _Builder:
             settings=settings,
             hash=text_hash,
             source=source,
+            fail_over_on_content_filter=(
+                data.get("failover", {}).get("content_filter", "stop") == "fail_over"
+            ),
         )
 
     def check_output(self) -> None:

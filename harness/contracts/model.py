@@ -75,6 +75,9 @@ class Contract:
     settings: Settings
     hash: str
     source: str | None = None  # the file it came from
+    # The clause `failover: {content_filter: fail_over}`: a content filter's refusal may be
+    # routed around (when the job's policy opts in too). Default: the refusal stands.
+    fail_over_on_content_filter: bool = False
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Contract) and (self.name, self.hash) == (other.name, other.hash)

@@ -92,6 +92,18 @@ CONTRACT_SCHEMA: dict[str, Any] = {
                 },
             },
         },
+        "failover": {
+            "type": "object",
+            "additionalProperties": False,
+            "description": "Clauses on failing over a job of this contract.",
+            "properties": {
+                "content_filter": {
+                    "enum": ["stop", "fail_over"],
+                    "description": "A content filter's refusal: stop (default; the job "
+                    "fails with it) or fail_over (when the job's policy opts in too).",
+                },
+            },
+        },
     },
     "$defs": {
         "sample": {

@@ -64,12 +64,17 @@ PROBE_RECHECK = 1.0
 job's) has not reported yet."""
 
 
-def plan_next(job: Job, *, now: datetime, health: HealthView) -> Plan:
+def plan_next(
+    job: Job, *, now: datetime, health: HealthView, contract_allows_filter_failover: bool = True
+) -> Plan:
     """The next step for a job none of whose attempts is live (see the module doc).
 
-    Delays count from when the last attempt ended, so asking again later (a timer, the
-    sweep) gives what is left of the wait, never a fresh one."""
-    if _filtered_stop(job):
+    `contract_allows_filter_failover`: the job's contract's clause on content-filter
+    refusals (`failover: {content_filter: fail_over}`; True for a job without a contract,
+    whose policy alone decides). Delays count from when the last attempt ended, so
+    asking again later (a timer, the sweep) gives what is left of the wait, never a
+    fresh one."""
+    if _filtered_stop(job, contract_allows_filter_failover):
         return Plan(provider=None, delay=0.0, reason=PlanReason.CONTENT_FILTERED)
     candidates = _candidates(job, now)
     skipped: list[tuple[str, Availability]] = []
@@ -103,10 +108,12 @@ def plan_next(job: Job, *, now: datetime, health: HealthView) -> Plan:
     return Plan(provider=None, delay=0.0, reason=PlanReason.EXHAUSTED, skipped=tuple(skipped))
 
 
-def _filtered_stop(job: Job) -> bool:
-    """A content filter refused the last attempt and the policy does not route around it
-    (`fail_over_on_content_filter`, default false): the refusal is the job's answer."""
-    if not job.attempts or job.policy.fail_over_on_content_filter:
+def _filtered_stop(job: Job, contract_allows: bool = True) -> bool:
+    """A content filter refused the last attempt, and the job's policy
+    (`fail_over_on_content_filter`, default false) or its contract's clause (`failover:
+    {content_filter: stop}`, the default) does not route around it: the refusal is the
+    job's answer. Routing around a safety decision needs both to say so."""
+    if not job.attempts or (job.policy.fail_over_on_content_filter and contract_allows):
         return False
     last = job.attempts[-1]
     return last.state is AttemptState.FAILED and last.cause == Signal.CONTENT_FILTERED

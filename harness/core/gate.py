@@ -40,6 +40,15 @@ class BaseGate(Protocol):
     def may_fail_over(self, *, contract: str | None, provider: str) -> GateDecision: ...
 
 
+def contract_allows_filter_failover(gate: object, contract: str | None) -> bool:
+    """Does the job's contract let a content filter's refusal be routed around (its
+    clause `failover: {content_filter: fail_over}`)? Asked of a gate that holds contracts
+    (`allows_content_filter_failover`); a gate without contracts, or a job without one,
+    leaves it to the job's policy alone (True here)."""
+    ask = getattr(gate, "allows_content_filter_failover", None)
+    return True if ask is None else bool(ask(contract))
+
+
 class AllowAllGate:
     """Allows every failover. Only for tests and jobs that declare no contract."""
 

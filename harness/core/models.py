@@ -60,6 +60,7 @@ POLICY_FIELDS = (
     "same_provider_retries",
     "retry_backoff",
     "fail_over_on_content_filter",
+    "abort_lost_calls",
 )
 
 
@@ -76,6 +77,9 @@ class Policy:
     # A content filter's refusal is a safety decision: routing around it to another
     # provider is opt-in, never silent (docs/providers.md, "Content filter refusals").
     fail_over_on_content_filter: bool = False
+    # A lost attempt's in-flight call is aborted (its result can only be discarded);
+    # false keeps it running to its end, e.g. to see its late answer arrive (fencing).
+    abort_lost_calls: bool = True
 
     def __post_init__(self) -> None:
         self._check_timing()
@@ -90,8 +94,9 @@ class Policy:
         retries = self.same_provider_retries
         if not isinstance(retries, int) or isinstance(retries, bool) or not 0 <= retries <= 5:
             raise InvalidIntent("policy.same_provider_retries must be an integer from 0 to 5")
-        if not isinstance(self.fail_over_on_content_filter, bool):
-            raise InvalidIntent("policy.fail_over_on_content_filter must be true or false")
+        for name in ("fail_over_on_content_filter", "abort_lost_calls"):
+            if not isinstance(getattr(self, name), bool):
+                raise InvalidIntent(f"policy.{name} must be true or false")
 
     def _check_timing(self) -> None:
         if not _seconds(self.attempt_timeout) or self.attempt_timeout <= 0:

@@ -188,6 +188,7 @@ class EventKind(enum.StrEnum):
     START_REFUSED = "start_refused"  # a scheduled start the engine refused
     BREAKER_OPENED = "breaker_opened"
     BREAKER_CLOSED = "breaker_closed"
+    ATTEMPT_CALL_ABORTED = "attempt_call_aborted"  # a lost attempt's in-flight call ended by us
 
 
 class RefusalReason(enum.StrEnum):
@@ -216,6 +217,17 @@ class DiscardReason(enum.StrEnum):
     ATTEMPT_FINISHED = "attempt_finished"  # the attempt was cancelled or superseded first
     JOB_COMPLETED = "job_completed"  # another attempt won the CAS
     JOB_FINISHED = "job_finished"  # the job was cancelled or failed
+
+
+class AbortReason(enum.StrEnum):
+    """Why the worker aborted an attempt's in-flight provider call: its attempt lost, so
+    whatever the call returns can only be discarded (issue 18, 4)."""
+
+    JOB_COMPLETED = "job_completed"  # another attempt won the job
+    JOB_CANCELLED = "job_cancelled"  # the job was cancelled
+    JOB_FINISHED = "job_finished"  # the job failed or ended otherwise
+    ATTEMPT_CANCELLED = "attempt_cancelled"  # this attempt was cancelled (or abandoned)
+    RESOLVED = "resolved"  # an operator or the reconciler resolved it while it ran
 
 
 class PlanReason(enum.StrEnum):

@@ -26,6 +26,7 @@ from harness.providers.base import (
     Outcome,
     OutcomeKind,
 )
+from harness.providers.calls import CallHandle, current_call, tracked_transport
 from harness.providers.exchange import (
     CallFailed,
     ExchangeStage,
@@ -147,7 +148,9 @@ class BaseHttpProvider(abc.ABC):
         self.base_url = base_url.rstrip("/")
         self.model = model
         self._own_client = client is None
-        self._client = client if client is not None else httpx.Client()
+        # A client of our own gets a transport whose connections report to the current
+        # call, so a superseded call can be aborted before its head (providers/calls.py).
+        self._client = client if client is not None else httpx.Client(transport=tracked_transport())
         self._api_key = api_key if isinstance(api_key, Secret) else Secret(api_key or "")
         self.connect_timeout = connect_timeout
         self.timeout = timeout  # the provider's own cap on a call, from its config
@@ -200,12 +203,17 @@ class BaseHttpProvider(abc.ABC):
         if self.timeout is not None:
             timeout = min(timeout, self.timeout)
         meter = Meter(started=self._monotonic())
+        handle = current_call()
         try:
-            answer, request_id = self._exchange(request, timeout, meter)
+            answer, request_id = self._exchange(request, timeout, meter, handle)
         except CallFailed as failure:
-            outcome = self._failed(failure, meter.evidence(self._monotonic))
+            if handle is not None and handle.aborted:
+                failure.detail = f"aborted by the harness ({handle.reason}): {failure.detail}"
+            outcome = self._failed(failure, _with_abort(meter.evidence(self._monotonic), handle))
         else:
-            outcome = self._executed(answer, request_id, meter.evidence(self._monotonic))
+            outcome = self._executed(
+                answer, request_id, _with_abort(meter.evidence(self._monotonic), handle)
+            )
         log.debug(
             "provider %s attempt %s: %s (%s)",
             self.name,
@@ -259,7 +267,11 @@ class BaseHttpProvider(abc.ABC):
         return httpx.Timeout(timeout, connect=min(self.connect_timeout, timeout))
 
     def _exchange(
-        self, request: CompletionRequest, timeout: float, meter: Meter
+        self,
+        request: CompletionRequest,
+        timeout: float,
+        meter: Meter,
+        handle: CallHandle | None = None,
     ) -> tuple[Answer, str | None]:
         deadline = self._monotonic() + timeout
         with transport_errors(ExchangeStage.REQUEST):
@@ -269,8 +281,11 @@ class BaseHttpProvider(abc.ABC):
                 json=self._body(request),
                 headers=self._headers(request, stream=request.stream),
                 timeout=self._timeouts(timeout),
+                extensions=None if handle is None else {"trace": handle.trace},
             )
             response = self._client.send(http_request, stream=True)
+        if handle is not None:
+            handle.adopt(response.extensions.get("network_stream"))
         meter.head = self._monotonic() - meter.started
         request_id = response.headers.get(self.request_id_header)
         try:
@@ -297,6 +312,8 @@ class BaseHttpProvider(abc.ABC):
                 request_id=request_id,
             ) from None
         finally:
+            if handle is not None:
+                handle.release()  # before the connection may go back to the pool
             response.close()
 
     def _read_body(self, response: httpx.Response, deadline: float, meter: Meter) -> bytes:
@@ -425,6 +442,14 @@ class BaseHttpProvider(abc.ABC):
             error=f"the provider finished without a result (status {status})",
         )
         return LookupResult(found=True, finished=True, outcome=outcome)
+
+
+def _with_abort(evidence: dict[str, Any], handle: CallHandle | None) -> dict[str, Any]:
+    """The evidence, saying so when the harness aborted the call (its end is ours)."""
+    reason, interrupted = (None, False) if handle is None else handle.state()
+    if reason is None:
+        return evidence
+    return {**evidence, "aborted": reason, "interrupted": interrupted}
 
 
 def _is_event_stream(response: httpx.Response) -> bool:

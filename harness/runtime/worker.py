@@ -40,10 +40,12 @@ from harness.core.failover import (
     plan_next,
     should_hedge,
 )
-from harness.core.gate import GateReason
+from harness.core.gate import GateReason, contract_allows_filter_failover
 from harness.core.models import Attempt, Job
 from harness.core.states import (
     FINISHED_JOB_STATES,
+    LIVE_ATTEMPT_STATES,
+    AbortReason,
     AttemptState,
     EventKind,
     JobState,
@@ -60,6 +62,7 @@ from harness.errors import (
     NotFound,
 )
 from harness.providers.base import BaseProvider, LookupResult, Outcome
+from harness.providers.calls import CallHandle, calling
 from harness.providers.outcomes import DEFINITE_PROVIDER_FAILURES
 from harness.runtime.resolution import Resolver
 from harness.runtime.scheduler import BaseScheduler
@@ -104,6 +107,19 @@ def result_of(outcome: Outcome) -> dict[str, Any]:
     }
 
 
+def _abort_reason(job: Job, attempt: Attempt) -> AbortReason:
+    """Why a no-longer-live attempt lost, for the event that aborts its call."""
+    if job.status is JobState.CANCELLED:
+        return AbortReason.JOB_CANCELLED
+    if job.completed_by is not None and job.completed_by != attempt.id:
+        return AbortReason.JOB_COMPLETED
+    if attempt.state is AttemptState.CANCELLED:
+        return AbortReason.ATTEMPT_CANCELLED
+    if attempt.state in (AttemptState.SUCCEEDED, AttemptState.FAILED):
+        return AbortReason.RESOLVED
+    return AbortReason.JOB_FINISHED
+
+
 def _evidence(outcome: Outcome) -> dict[str, Any]:
     return {"request_id": outcome.request_id, **outcome.evidence}
 
@@ -130,6 +146,10 @@ class Worker:
         self.resolver = Resolver(engine, providers)
         self._stop = threading.Event()
         self._last_reconcile: datetime | None = None
+        # The calls this worker has in flight (attempt id -> job id, handle): a call whose
+        # attempt lost is aborted (`abort_lost_calls`), never left to the provider's end.
+        self._calls: dict[int, tuple[int, CallHandle]] = {}
+        self._calls_lock = threading.Lock()
         # Called with the job's id after each recorded outcome (the gateway's waiters
         # wake on it instead of at their next read of the job; see api/faces/waiting.py).
         self.outcome_listeners: list[Callable[[int], None]] = []
@@ -185,6 +205,7 @@ class Worker:
             result=result,
             force=force,
         )
+        self.abort_lost_calls(attempt.job_id)
         self.advance(attempt.job_id)
         return attempt
 
@@ -244,7 +265,17 @@ class Worker:
                 self.advance(attempt.job_id)
             return
         request = build_request(job, attempt, stream=bool(getattr(adapter, "stream", False)))
-        outcome = adapter.complete(request, timeout=job.policy.attempt_timeout + TIMEOUT_SLACK)
+        handle = CallHandle()
+        with self._calls_lock:
+            self._calls[attempt.id] = (attempt.job_id, handle)
+        try:
+            with calling(handle):
+                outcome = adapter.complete(
+                    request, timeout=job.policy.attempt_timeout + TIMEOUT_SLACK
+                )
+        finally:
+            with self._calls_lock:
+                self._calls.pop(attempt.id, None)
         self.record_outcome(attempt, outcome)
 
     def record_outcome(self, attempt: Attempt, outcome: Outcome) -> None:
@@ -291,6 +322,57 @@ class Worker:
             log.exception("recording the outcome of attempt %s failed", attempt.id)
         for listener in self.outcome_listeners:
             listener(attempt.job_id)
+        self.abort_lost_calls(attempt.job_id)
+
+    def abort_lost_calls(self, job_id: int | None = None) -> int:
+        """Abort the in-flight call of every attempt (of `job_id`, else of any job) that
+        is no longer live: another attempt won, the job or the attempt was cancelled, or
+        it was resolved while its call ran. What such a call returns can only be
+        discarded, so its connection and thread are given back now (an
+        `attempt_call_aborted` event says why and whether a socket was shut); the call
+        still ends through `record_outcome`, its evidence kept as an `observed` event.
+        The count aborted."""
+        with self._calls_lock:
+            calls = [
+                (attempt_id, owner, handle)
+                for attempt_id, (owner, handle) in self._calls.items()
+                if job_id is None or owner == job_id
+            ]
+        jobs: dict[int, Job] = {}
+        aborted = 0
+        for attempt_id, owner, handle in calls:
+            try:
+                job = jobs.get(owner) or jobs.setdefault(owner, self.engine.get_job(owner))
+                attempt = next((a for a in job.attempts if a.id == attempt_id), None)
+                if (
+                    attempt is None
+                    or attempt.state in LIVE_ATTEMPT_STATES
+                    or not job.policy.abort_lost_calls
+                ):
+                    continue
+                reason = _abort_reason(job, attempt)
+                if not handle.abort(reason):
+                    continue  # it ended on its own meanwhile (or was aborted already)
+                aborted += 1
+                detail = {
+                    "reason": reason,
+                    "provider": attempt.provider,
+                    "attempt_state": attempt.state.value,
+                    "job_status": job.status.value,
+                    "interrupted": handle.interrupted,
+                    # it was sent (or being sent): a possible execution, billed or not
+                    "may_have_executed": True,
+                }
+                self.engine.note(
+                    owner,
+                    EventKind.ATTEMPT_CALL_ABORTED,
+                    actor=self.settings.name,
+                    detail=detail,
+                    attempt_id=attempt_id,
+                )
+            except HarnessError:
+                log.exception("aborting the call of attempt %s failed", attempt_id)
+        return aborted
 
     def _observe(self, attempt: Attempt, outcome: Outcome) -> None:
         try:
@@ -346,7 +428,8 @@ class Worker:
                 available_after(health, self.settings.breaker),
             )
         view.update((name, (Availability.GATE_REFUSED, None)) for name in refused)
-        return plan_next(job, now=now, health=view)
+        clause = contract_allows_filter_failover(self.engine.gate, job.contract)
+        return plan_next(job, now=now, health=view, contract_allows_filter_failover=clause)
 
     def _carry_out(self, job: Job, plan: Plan, *, first: bool) -> Attempt | None:
         """Do what the plan says. A provider the gate refuses is passed over and the
@@ -503,7 +586,10 @@ class Worker:
             attempt = self.engine.attempt(attempt_id)
             if attempt.state is not AttemptState.UNKNOWN:
                 return 0
-            return int(self._reconcile_one(attempt, self.engine.clock.now()))
+            resolved = int(self._reconcile_one(attempt, self.engine.clock.now()))
+            if resolved:
+                self.abort_lost_calls(attempt.job_id)
+            return resolved
         except InvalidTransition:
             return 0  # resolved meanwhile by someone else
         except HarnessError as exc:  # e.g. the lookup could not be made: try later
@@ -556,7 +642,7 @@ class Worker:
         Each duty runs on its own: one that fails is logged and retried next round, and
         never keeps the others (or other owners' jobs) from running."""
         now = self.engine.clock.now()
-        duties = [self.claim, self.sweep]
+        duties = [self.claim, self.sweep, self.abort_lost_calls]
         if self._last_reconcile is None or (
             (now - self._last_reconcile).total_seconds() >= self.settings.reconcile_interval
         ):

@@ -314,3 +314,19 @@ def test_a_self_referencing_anchor_is_a_load_error_not_a_traceback() -> None:
 
     with pytest.raises(ContractLoadError, match="nested too deeply"):
         parse_contract("a: &a [*a]\n", file="loop.yaml")
+
+
+def test_the_content_filter_clause_defaults_to_stop_and_names_a_bad_value(
+    tmp_path: Path, bundled: ContractRegistry
+) -> None:
+    """`failover: {content_filter: fail_over}` lets a job route around a content filter
+    (with its policy's opt-in too); without the clause the refusal stands."""
+    assert parse_contract(MINI, file="mini.yaml").fail_over_on_content_filter is False
+    opted = parse_contract(MINI + "failover: {content_filter: fail_over}\n", file="mini.yaml")
+    assert opted.fail_over_on_content_filter is True
+    stop = parse_contract(MINI + "failover: {content_filter: stop}\n", file="mini.yaml")
+    assert stop.fail_over_on_content_filter is False
+    assert bundled["changelog-summary"].fail_over_on_content_filter is True
+    assert bundled["ticket-triage"].fail_over_on_content_filter is False
+    message = error_of(MINI + "failover: {content_filter: maybe}\n", tmp_path)
+    assert "failover.content_filter" in message

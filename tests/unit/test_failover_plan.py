@@ -153,3 +153,15 @@ def test_a_content_filter_refusal_stops_the_chain_unless_the_policy_fails_over()
     assert (plan.provider, plan.reason) == ("b", PlanReason.FAIL_OVER)
     other = attempt(1, "a", Signal.CONTEXT_LENGTH_EXCEEDED)  # not a safety decision
     assert plan_next(job(other), now=T0, health=ALL_UP).provider == "b"
+
+
+def test_a_content_filter_refusal_fails_over_only_when_the_contract_agrees_too() -> None:
+    """Policy and contract clause must both say so; either one saying stop stops."""
+    filtered = attempt(1, "a", Signal.CONTENT_FILTERED)
+    opted_in = job(filtered, policy=Policy(fail_over_on_content_filter=True))
+    plan = plan_next(opted_in, now=T0, health=ALL_UP, contract_allows_filter_failover=False)
+    assert (plan.provider, plan.reason) == (None, PlanReason.CONTENT_FILTERED)
+    plan = plan_next(opted_in, now=T0, health=ALL_UP, contract_allows_filter_failover=True)
+    assert plan.provider == "b"
+    plan = plan_next(job(filtered), now=T0, health=ALL_UP, contract_allows_filter_failover=True)
+    assert plan.provider is None  # the clause alone routes nothing around

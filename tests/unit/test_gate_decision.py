@@ -9,8 +9,10 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.contracts.gate import DEFAULT_MAX_VERDICT_AGE, REASONS, decide
+from harness.contracts.gate import DEFAULT_MAX_VERDICT_AGE, REASONS, VerdictGate, decide
 from harness.contracts.loader import parse_contract
+from harness.core.clock import VirtualClock
+from harness.core.gate import AllowAllGate, contract_allows_filter_failover
 from harness.core.models import Verdict
 from tests.support.contracts import MINI
 
@@ -141,3 +143,18 @@ def test_allowed_iff_latest_current_verdict_passed_and_is_fresh(history, max_day
     assert check.decision.allowed is expected
     if latest is None:
         assert check.decision.reason == ("contract_changed" if verdicts else "no_verdict")
+
+
+def test_the_gate_answers_the_content_filter_clause() -> None:
+    plain = parse_contract(MINI, file="mini.yaml")
+    clause = parse_contract(
+        MINI.replace("name: mini", "name: mini-open") + "failover: {content_filter: fail_over}\n",
+        file="mini-open.yaml",
+    )
+    registry = {plain.name: plain, clause.name: clause}
+    gate = VerdictGate(None, registry, VirtualClock())  # type: ignore[arg-type]  # no verdict read
+    assert contract_allows_filter_failover(gate, clause.name) is True
+    assert contract_allows_filter_failover(gate, plain.name) is False
+    assert contract_allows_filter_failover(gate, "nobody-loaded-this") is False
+    assert contract_allows_filter_failover(gate, None) is True  # the policy alone decides
+    assert contract_allows_filter_failover(AllowAllGate(), plain.name) is True
