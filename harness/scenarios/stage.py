@@ -212,8 +212,11 @@ class Stage:
     def _worker(self, name: str, generation: int) -> WorkerHandle:
         engine = self.engine()
         scheduler = WorkerScheduler(self.turns)
+        missing = set(self.scenario.worker.get("unconfigured") or ())  # a deployment's drift
         providers: Mapping[str, BaseProvider] = {
-            p: RecordingProvider(a, self, name, scheduler) for p, a in self.adapters.items()
+            p: RecordingProvider(a, self, name, scheduler)
+            for p, a in self.adapters.items()
+            if p not in missing
         }
         breaker = self.scenario.worker.get("breaker")
         settings = WorkerSettings(
