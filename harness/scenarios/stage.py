@@ -58,7 +58,7 @@ class RecordingProvider:
         self.name = inner.name
         self.kind = inner.kind
         self.model = getattr(inner, "model", None)
-        self.stream = getattr(inner, "stream", False)
+        self.stream = getattr(inner, "stream", False) and inner.name not in stage.whole
 
     def complete(self, request: CompletionRequest, *, timeout: float) -> Outcome:
         history, now = self.stage.history, self.stage.turns.clock.now
@@ -141,8 +141,10 @@ class Stage:
     jobs: dict[str, int] = field(default_factory=dict)  # alias -> the first job id it named
     seen_jobs: set[int] = field(default_factory=set)
     contract: Any = None
+    whole: frozenset[str] = field(init=False)  # providers the worker asks unstreamed
 
     def __post_init__(self) -> None:
+        self.whole = frozenset(self.scenario.worker.get("whole") or ())
         self.turns = Turns()
         self.start: datetime = self.turns.clock.now()
         self.fakes = FakeProviders(time=TurnTime(self.turns))
