@@ -63,6 +63,8 @@ class BehaviourName(enum.StrEnum):
     PREFILL_REJECTED = "prefill_rejected"
     STREAM_TRICKLE = "stream_trickle"
     STALL_AFTER_HEADERS = "stall_after_headers"
+    HTTP_ERROR = "http_error"
+    GATEWAY_ERROR = "gateway_error"
 
 
 class DropMode(enum.StrEnum):
@@ -182,7 +184,29 @@ BEHAVIOURS: Mapping[BehaviourName, BehaviourSpec] = {
         bills=True,
         params=_LATENCY,
     ),
+    BehaviourName.HTTP_ERROR: BehaviourSpec(
+        summary="the provider's own error answer with `status` (400-599, default 401), its "
+        "JSON error body in the API's shape: a bad key (401), no access (403), an unknown "
+        "model (404), a slow upload (408), a conflict (409), a body too large (413), an "
+        "unprocessable one (422), another 4xx or 5xx",
+        bills=False,
+        params=frozenset({"status"}) | _LATENCY,
+    ),
+    BehaviourName.GATEWAY_ERROR: BehaviourSpec(
+        summary="an intermediary in front of the provider answers instead (a load balancer, "
+        "proxy or CDN): its HTML page with `status` (300-599, default 502), no provider "
+        "body: 502/504 from a gateway, 500/503 from a proxy, a 3xx to a login page, a "
+        "WAF's 403",
+        bills=False,
+        params=frozenset({"status"}) | _LATENCY,
+    ),
 }
+
+STATUS_RANGES: Mapping[BehaviourName, tuple[int, int, int]] = {
+    BehaviourName.HTTP_ERROR: (400, 599, 401),
+    BehaviourName.GATEWAY_ERROR: (300, 599, 502),
+}
+"""The `status` each behaviour that takes one may answer: (lowest, highest, default)."""
 
 TRICKLE_LIMIT = 600.0
 """How long `stream_trickle` keeps a connection alive: the SDKs' default timeout."""
@@ -206,6 +230,7 @@ class Behaviour:
     flap: float | None = None  # the fault alternates with success every this many seconds
     p: float | None = None  # the fault holds for this fraction of requests
     seed: int | None = None  # the random sequence `p` draws from (default 0)
+    status: int | None = None  # http_error, gateway_error: the status; None: the default
 
     def __post_init__(self) -> None:
         # Accept plain strings from Python callers; validate like the control API does.
@@ -263,6 +288,7 @@ _TEXT_PARSERS: Mapping[str, type] = {
     "flap": float,
     "p": float,
     "seed": int,
+    "status": int,
 }
 
 
@@ -329,6 +355,10 @@ def _check(b: Behaviour) -> None:
         if value is not None and (not _is_int(value) or value < 0):
             raise InvalidInput(key, "must be a non-negative integer")
     _check_chance(b)
+    if b.status is not None:
+        low, high, _ = STATUS_RANGES[b.name]
+        if not _is_int(b.status) or not low <= b.status <= high:
+            raise InvalidInput("status", f"must be an HTTP status from {low} to {high}")
     try:
         object.__setattr__(b, "drop", DropMode(b.drop))
     except ValueError:
@@ -358,10 +388,16 @@ def _check_chance(b: Behaviour) -> None:
         raise InvalidInput("seed", "is only used with p")
 
 
-def bills(name: BehaviourName, *, stream: bool) -> bool:
+def status_of(b: Behaviour) -> int:
+    """The status an `http_error` or `gateway_error` answers."""
+    return b.status if b.status is not None else STATUS_RANGES[b.name][2]
+
+
+def bills(name: BehaviourName, *, stream: bool, cut_after: int | None = None) -> bool:
     """Would a real provider charge for this execution? A streamed error event comes
-    after the answer had begun (content was produced); a whole body carries only the
-    error."""
+    after the answer had begun (content was produced), unless it is the first event
+    (`cut_after: 0`: refused before any work, as an overloaded_error first event is); a
+    whole body carries only the error."""
     if name is BehaviourName.STREAM_ERROR_EVENT:
-        return stream
+        return stream and cut_after != 0
     return BEHAVIOURS[name].bills

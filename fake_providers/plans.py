@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from http import HTTPStatus
 from typing import Any
 
 from fake_providers.behaviours import (
@@ -20,6 +21,7 @@ from fake_providers.behaviours import (
     Behaviour,
     BehaviourName,
     DropMode,
+    status_of,
 )
 from fake_providers.content import answer_text, request_digest
 from fake_providers.prompt_schema import find_schema
@@ -278,8 +280,11 @@ def _streamed(ctx: _Context, events: StreamEvents, fault: str | None) -> tuple[S
         Pause(b.latency),
         Head(200, ctx.dialect.headers(ctx.ids.request_id, sse=True)),
     ]
-    steps += [Chunk(e) for e in events.head]
     fault, cut = _stream_cut(b, fault, len(events.content))
+    # OpenAI sends its role chunk with the first token: an error before any content comes
+    # as the stream's first data event (Anthropic's message_start comes first regardless)
+    if not (fault == "error_event" and cut == 0 and ctx.dialect.api is Api.OPENAI):
+        steps += [Chunk(e) for e in events.head]
     cuts = fault is not None and fault != "no_done"
     for i, event in enumerate(events.content):
         if i == cut and cuts:
@@ -437,6 +442,103 @@ def _error(kind: ErrorKind) -> Callable[[_Context], Plan]:
     return lambda ctx: ctx.error(kind)
 
 
+# status -> (Anthropic's error type, OpenAI's type, OpenAI's code, the message)
+_OWN_ERRORS: Mapping[int, tuple[str, str, str | None, str]] = {
+    401: (
+        "authentication_error",
+        "invalid_request_error",
+        "invalid_api_key",
+        "Incorrect API key provided.",
+    ),
+    403: (
+        "permission_error",
+        "invalid_request_error",
+        "unsupported_country_region_territory",
+        "You do not have access to this model.",
+    ),
+    404: (
+        "not_found_error",
+        "invalid_request_error",
+        "model_not_found",
+        "The model does not exist or you do not have access to it.",
+    ),
+    408: (
+        "timeout_error",
+        "invalid_request_error",
+        None,
+        "The request body was not received in time.",
+    ),
+    409: (
+        "invalid_request_error",
+        "invalid_request_error",
+        "conflict",
+        "Another request with these parameters is in progress.",
+    ),
+    413: (
+        "request_too_large",
+        "invalid_request_error",
+        None,
+        "Request exceeds the maximum allowed number of bytes.",
+    ),
+    422: (
+        "invalid_request_error",
+        "invalid_request_error",
+        None,
+        "The request could not be processed.",
+    ),
+}
+
+
+def _http_error(ctx: _Context) -> Plan:
+    """The provider's own error body, in its API's shape, with the scripted status."""
+    status = status_of(ctx.behaviour)
+    server = status >= 500
+    fallback = (
+        ("api_error", "server_error", None, "The server had an error.")
+        if server
+        else ("invalid_request_error", "invalid_request_error", None, "The request was refused.")
+    )
+    anthropic_type, openai_type, code, message = _OWN_ERRORS.get(status, fallback)
+    kind = ErrorKind.SERVER_ERROR if server else ErrorKind.INVALID_REQUEST
+    base = ctx.dialect.error(kind, ctx.ids.request_id, message=message)
+    if ctx.dialect.api is Api.ANTHROPIC:
+        body: dict[str, Any] = {
+            "type": "error",
+            "error": {"type": anthropic_type, "message": message},
+            "request_id": ctx.ids.request_id,
+        }
+    else:
+        body = {"error": {"message": message, "type": openai_type, "param": None, "code": code}}
+    response = WireResponse(status=status, headers=base.headers, body=json_body(body))
+    return Plan(
+        steps=respond(response, ctx.behaviour.latency),
+        status_code=status,
+        duration=ctx.behaviour.latency,
+        response=body,
+        error_kind=kind.value,
+    )
+
+
+def _gateway_error(ctx: _Context) -> Plan:
+    """An intermediary's own page: HTML, its server's name, no trace of the provider."""
+    status = status_of(ctx.behaviour)
+    phrase = HTTPStatus(status).phrase if status in HTTPStatus._value2member_map_ else "Error"
+    page = (
+        f"<html>\r\n<head><title>{status} {phrase}</title></head>\r\n<body>\r\n"
+        f"<center><h1>{status} {phrase}</h1></center>\r\n<hr><center>nginx</center>\r\n"
+        "</body>\r\n</html>\r\n"
+    ).encode()
+    headers: Headers = (("content-type", "text/html"), ("server", "nginx"))
+    if status < 400:
+        headers += (("location", "https://login.proxy.invalid/?return=/v1"),)
+    response = WireResponse(status=status, headers=headers, body=page)
+    return Plan(
+        steps=respond(response, ctx.behaviour.latency),
+        status_code=status,
+        duration=ctx.behaviour.latency,
+    )
+
+
 PLANNERS: Mapping[BehaviourName, Callable[[_Context], Plan]] = {
     BehaviourName.SUCCESS: _success,
     BehaviourName.HANG: _hang,
@@ -463,6 +565,8 @@ PLANNERS: Mapping[BehaviourName, Callable[[_Context], Plan]] = {
     BehaviourName.PREFILL_REJECTED: _prefill_rejected,
     BehaviourName.STREAM_TRICKLE: _fault("trickle"),
     BehaviourName.STALL_AFTER_HEADERS: _stall_after_headers,
+    BehaviourName.HTTP_ERROR: _http_error,
+    BehaviourName.GATEWAY_ERROR: _gateway_error,
 }
 
 

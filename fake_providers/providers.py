@@ -273,7 +273,7 @@ class FakeProviders:
         if dialect.endpoint == "embeddings":  # a vector is no output text
             planned = replace(planned, output_tokens=0)
         self.models.seen(dialect.api, req.model)
-        billed = bills(behaviour.name, stream=req.stream)
+        billed = bills(behaviour.name, stream=req.stream, cut_after=behaviour.cut_after)
         cost = self.prices.cost(req.model, input_tokens, planned.output_tokens) if billed else 0.0
         self.ledger.record(
             LedgerEntry(

@@ -174,6 +174,29 @@ def _read_ignores_owner() -> Patches:
     return {(queries, "get_job"): get_job}
 
 
+def _events_ignore_owner() -> Patches:
+    """The events page's owner guard dropped: the job read checks the owner, its history
+    does not (the engine's own whole-history read has no owner; only the API asks)."""
+    real = queries.events_page
+
+    def events_page(conn: Any, job_id: int, *, owner: str | None = None, **kw: Any) -> Any:
+        return real(conn, job_id, **kw)
+
+    return {(queries, "events_page"): events_page}
+
+
+def _events_page_skips_one() -> Patches:
+    """A cursor that is read as inclusive on one side and exclusive on the other: each
+    page after the first starts one event late, so an event at a page boundary is lost."""
+    real = queries.events_page
+
+    def events_page(conn: Any, job_id: int, *, after: int, limit: int, **kw: Any) -> Any:
+        page = real(conn, job_id, after=after, limit=limit + 1, **kw)
+        return page[1 : limit + 1] if after else page[:limit]
+
+    return {(queries, "events_page"): events_page}
+
+
 # -- attempts: I3, I4 ---------------------------------------------------------------
 
 
@@ -461,6 +484,19 @@ MUTANTS: tuple[Mutant, ...] = (
         "I10",
         "reading a job by id forgets the owner filter",
         _read_ignores_owner,
+    ),
+    Mutant(
+        "events_ignore_owner",
+        "I10",
+        "the API's events page forgets the owner filter: anyone with a token and an id "
+        "reads another owner's job history",
+        _events_ignore_owner,
+    ),
+    Mutant(
+        "events_page_skips_one",
+        "I5",
+        "the events cursor is off by one: every page after the first loses its first event",
+        _events_page_skips_one,
     ),
     Mutant("no_live_slot_guard", "I3", "every attempt takes its own slot", _no_live_slot_guard),
     Mutant(

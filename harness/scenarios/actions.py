@@ -288,24 +288,39 @@ def cancel(stage: Stage, args: Mapping[str, Any], step: Step) -> Answer:
     job_id = stage.job_id(args["job"])
     reason = args.get("reason", "scenario step")
     target = args["job"] if "attempt" not in args else f"{args['job']}#{args['attempt']}"
-    stage.history.op(stage.now(), "client:user", "invoke", "cancel", target=target)
-    try:
-        if "attempt" in args:
-            attempt = stage.attempt(args["job"], args["attempt"])
-            stage.client().cancel_attempt(attempt.id, actor="user", reason=reason)
-            stage.live_worker().worker.advance(job_id)  # the chain goes on without it
-        else:
-            stage.client().cancel_job(job_id, actor="user", reason=reason)
-        answer = "cancelled"
-    except WorkerKilled:
-        answer = "crashed"
-    except InvalidTransition:
-        answer = "invalid_transition"
-    except NotFound:
-        answer = "not_found"
-    kind = "ok" if answer == "cancelled" else "fail"
-    stage.history.op(stage.now(), "client:user", kind, "cancel", target=target, answer=answer)
-    return answer
+    count = args.get("count", 1)
+
+    def one(i: int) -> str:
+        try:
+            if "attempt" in args:
+                attempt = stage.attempt(args["job"], args["attempt"])
+                stage.client(i).cancel_attempt(attempt.id, actor="user", reason=reason)
+                stage.live_worker().worker.advance(job_id)  # the chain goes on without it
+            else:
+                stage.client(i).cancel_job(job_id, actor="user", reason=reason)
+            return "cancelled"
+        except WorkerKilled:
+            return "crashed"
+        except InvalidTransition:
+            return "invalid_transition"
+        except NotFound:
+            return "not_found"
+
+    clicks = [{"client": i} if count > 1 else {} for i in range(count)]
+    for click in clicks:
+        stage.history.op(stage.now(), "client:user", "invoke", "cancel", target=target, **click)
+    if args.get("together") and count > 1:  # two clicks on cancel, met inside the update
+        engines = [stage.client(i) for i in range(count)]
+        answers = _together(stage, fp.BEFORE_CANCEL, engines, count, one)
+        answers.sort()  # which click won is not the scenario's to choose
+    else:
+        answers = [one(i) for i in range(count)]
+    for click, answer in zip(clicks, answers, strict=True):
+        kind = "ok" if answer == "cancelled" else "fail"
+        stage.history.op(
+            stage.now(), "client:user", kind, "cancel", target=target, answer=answer, **click
+        )
+    return _tally(answers)
 
 
 def read(stage: Stage, args: Mapping[str, Any], step: Step) -> Answer:
@@ -377,6 +392,20 @@ def release(stage: Stage, args: Any, step: Step) -> Answer:
     return "ok"
 
 
+def hold_sends(stage: Stage, args: Mapping[str, Any], step: Step) -> Answer:
+    """The worker's sends wait (for a connection from its pool, say): what it starts
+    from now on stays `starting` until `resume_sends`, while its timers still fire."""
+    stage.workers[args["worker"]].scheduler.hold()
+    stage.history.op(stage.now(), args["worker"], "info", "hold_sends")
+    return "ok"
+
+
+def resume_sends(stage: Stage, args: Mapping[str, Any], step: Step) -> Answer:
+    held = stage.workers[args["worker"]].scheduler.resume()
+    stage.history.op(stage.now(), args["worker"], "info", "resume_sends", held=held)
+    return "ok"
+
+
 def heal(stage: Stage, args: Any, step: Step) -> Answer:
     """Faults off: every provider script is dropped, so later calls answer success."""
     stage.fakes.scripts.clear()
@@ -422,6 +451,8 @@ ACTIONS: Mapping[str, Callable[[Stage, Any, Step], Answer]] = {
     "release": release,
     "heal": heal,
     "verdict": verdict,
+    "hold_sends": hold_sends,
+    "resume_sends": resume_sends,
 }
 
 __all__ = ["ACTIONS", "RefusalReason", "http_status"]

@@ -219,13 +219,29 @@ class WorkerScheduler:
     """One worker's view of the turns: its timers and tasks, which die with it.
 
     Implements `harness.runtime.scheduler.BaseScheduler`. After `kill()` the worker's
-    pending timers never fire and nothing new it schedules runs."""
+    pending timers never fire and nothing new it schedules runs. While `hold()` is on,
+    the tasks it spawns (its sends) wait until `resume()` while its timers go on firing:
+    a worker whose requests wait for a connection from its pool, between an attempt's
+    start and its send."""
 
     def __init__(self, turns: Turns) -> None:
         self.turns = turns
         self.clock = turns.clock
         self._timers: list[Timer] = []
+        self._held: list[tuple[Callable[[], object], Future[object]]] | None = None
         self.dead = False
+
+    def hold(self) -> None:
+        if self._held is None:
+            self._held = []
+
+    def resume(self) -> int:
+        """Queue the held tasks, in the order they were spawned; how many there were."""
+        held, self._held = self._held or [], None
+        for fn, future in held:
+            if not self.dead:
+                self.turns.spawn(fn).add_done_callback(lambda done, f=future: _copy(done, f))
+        return len(held)
 
     def call_later(self, delay: float, fn: Callable[[], object]) -> Timer:
         if self.dead:
@@ -241,6 +257,10 @@ class WorkerScheduler:
             done: Future[object] = Future()
             done.set_result(None)
             return done
+        if self._held is not None:
+            waiting: Future[object] = Future()
+            self._held.append((fn, waiting))
+            return waiting
         return self.turns.spawn(fn)
 
     def kill(self) -> None:
@@ -250,6 +270,14 @@ class WorkerScheduler:
 
     def close(self) -> None:
         pass
+
+
+def _copy(done: Future[object], into: Future[object]) -> None:
+    error = done.exception()
+    if error is not None:
+        into.set_exception(error)
+    else:
+        into.set_result(done.result())
 
 
 class TurnTime:

@@ -104,6 +104,7 @@ class History:
         self.ledger: list[dict[str, Any]] = []
         self.jobs: dict[str, dict[str, Any]] = {}
         self.marks: list[dict[str, Any]] = []  # reached facts: barriers passed, crashes
+        self.api: dict[str, Any] | None = None  # the second observer's reads (api_view)
 
     def op(self, when: datetime, process: str, type_: str, op: str, **fields: Any) -> None:
         entry = {"t": seconds(self.start, when), "process": process, "type": type_, "op": op}
@@ -206,6 +207,8 @@ class History:
 
     def to_dict(self) -> dict[str, Any]:
         extra: dict[str, Any] = {} if self.config is None else {"config": self.config}
+        if self.api is not None:
+            extra["api"] = self.api
         return {
             "format": HISTORY_FORMAT,
             "scenario": self.scenario,

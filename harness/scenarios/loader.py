@@ -40,6 +40,9 @@ FORMAT = 1
 Path_ = tuple[Any, ...]
 
 
+_WORKER_ACTIONS = frozenset({"crash", "restart", "hold_sends", "resume_sends"})
+
+
 @cache
 def scenario_schema() -> dict[str, Any]:
     """The JSON Schema of the scenario format, shipped in the package."""
@@ -302,7 +305,7 @@ def _check_steps(scenario: Scenario, report: _Report) -> set[str]:
                 report((*where, "at"), f"time runs forwards: {step.at:g} is before {times:g}")
             times = max(times, step.at)
         args = step.args if isinstance(step.args, dict) else {}
-        if step.action in ("crash", "restart") and args.get("worker") not in scenario.workers:
+        if step.action in _WORKER_ACTIONS and args.get("worker") not in scenario.workers:
             report(
                 (*where, step.action, "worker"), f"no worker {args.get('worker')!r} in `workers`"
             )

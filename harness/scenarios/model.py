@@ -33,6 +33,8 @@ ACTIONS = (
     "release",
     "heal",
     "verdict",
+    "hold_sends",
+    "resume_sends",
 )
 """Every action a step may take, one per step (a step with only `at` moves time)."""
 

@@ -50,6 +50,8 @@ NOT_PLAYABLE = {
     "reconcile": _DUTY,
     "tick": _DUTY,
     "verdict": "writes a verdict into the database; the live server's gate is its own",
+    "hold_sends": "holds an in-process worker's sends",
+    "resume_sends": "holds an in-process worker's sends",
 }
 """Why each action a file may use but HTTP cannot play makes its scenario skipped."""
 
@@ -86,6 +88,8 @@ def _step_not_playable(step: Step) -> str | None:
         return "processes: the live service's API processes are its own"
     if step.action == "create" and args.get("start", True) is False:
         return "start: false: a live server starts every job it creates"
+    if step.action == "cancel" and args.get("count", 1) > 1:
+        return "count: the cancels' race is forced at the engine's fault point, in-process"
     if step.action == "cancel" and "attempt" in args:
         return "cancels one attempt: the HTTP API cancels whole jobs only"
     return None

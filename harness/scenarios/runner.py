@@ -17,6 +17,7 @@ from typing import Any
 
 from harness.errors import HarnessError, ScenarioError
 from harness.scenarios.actions import ACTIONS
+from harness.scenarios.api_view import observe
 from harness.scenarios.checker import Finding, check_history
 from harness.scenarios.expectations import judge, judge_step
 from harness.scenarios.history import History
@@ -100,6 +101,7 @@ def run_scenario(
             _play(stage, result)
             jobs, events = stage.snapshot()
             stage.history.finish(jobs, events, stage.fakes.ledger.entries())
+            stage.history.api = observe(stage, jobs)
             result.history = stage.history
         finally:
             stage.close()

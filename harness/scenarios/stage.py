@@ -58,7 +58,7 @@ class RecordingProvider:
         self.name = inner.name
         self.kind = inner.kind
         self.model = getattr(inner, "model", None)
-        self.stream = getattr(inner, "stream", False)
+        self.stream = getattr(inner, "stream", False) and inner.name not in stage.whole
 
     def complete(self, request: CompletionRequest, *, timeout: float) -> Outcome:
         history, now = self.stage.history, self.stage.turns.clock.now
@@ -141,8 +141,10 @@ class Stage:
     jobs: dict[str, int] = field(default_factory=dict)  # alias -> the first job id it named
     seen_jobs: set[int] = field(default_factory=set)
     contract: Any = None
+    whole: frozenset[str] = field(init=False)  # providers the worker asks unstreamed
 
     def __post_init__(self) -> None:
+        self.whole = frozenset(self.scenario.worker.get("whole") or ())
         self.turns = Turns()
         self.start: datetime = self.turns.clock.now()
         self.fakes = FakeProviders(time=TurnTime(self.turns))
@@ -212,8 +214,11 @@ class Stage:
     def _worker(self, name: str, generation: int) -> WorkerHandle:
         engine = self.engine()
         scheduler = WorkerScheduler(self.turns)
+        missing = set(self.scenario.worker.get("unconfigured") or ())  # a deployment's drift
         providers: Mapping[str, BaseProvider] = {
-            p: RecordingProvider(a, self, name, scheduler) for p, a in self.adapters.items()
+            p: RecordingProvider(a, self, name, scheduler)
+            for p, a in self.adapters.items()
+            if p not in missing
         }
         breaker = self.scenario.worker.get("breaker")
         settings = WorkerSettings(

@@ -48,6 +48,8 @@ EXPECTED: dict[BehaviourName, tuple[OutcomeKind, OutcomeKind]] = {
     BehaviourName.PREFILL_REJECTED: (DONE, DONE),  # no prefill here: the fault does not hold
     BehaviourName.STREAM_TRICKLE: (UNUSABLE, UNUSABLE),
     BehaviourName.STALL_AFTER_HEADERS: (UNUSABLE, UNUSABLE),
+    BehaviourName.HTTP_ERROR: (NOT, NOT),  # the provider's own 401 (statuses: below)
+    BehaviourName.GATEWAY_ERROR: (UNKNOWN, UNKNOWN),  # a gateway's 502 page
 }
 
 # The reason (Signal) where it does not depend on streaming.
@@ -66,6 +68,8 @@ EXPECTED_REASON: dict[BehaviourName, Signal] = {
     BehaviourName.MALFORMED_BODY: Signal.MALFORMED_BODY,
     BehaviourName.CONTEXT_LENGTH_EXCEEDED: Signal.CONTEXT_LENGTH_EXCEEDED,
     BehaviourName.CONTENT_FILTER: Signal.CONTENT_FILTERED,
+    BehaviourName.HTTP_ERROR: Signal.UNAUTHORIZED,
+    BehaviourName.GATEWAY_ERROR: Signal.BAD_GATEWAY,
 }
 
 HANGS = CALLER_ENDS  # a short timeout for these, a generous one for the rest
@@ -143,7 +147,55 @@ _DELIVERED_BUT_BROKEN = {
     BehaviourName.SERVER_ERROR,
     BehaviourName.SERVICE_UNAVAILABLE,
     BehaviourName.OVERLOADED,
+    BehaviourName.GATEWAY_ERROR,
 }
+
+
+# status -> (the signal of the provider's own error body, of a gateway's page)
+STATUSES = {
+    401: (Signal.UNAUTHORIZED, Signal.UNAUTHORIZED),
+    403: (Signal.FORBIDDEN, Signal.FORBIDDEN),
+    404: (Signal.NOT_FOUND, Signal.NOT_FOUND),
+    408: (Signal.REQUEST_TIMEOUT, Signal.REQUEST_TIMEOUT),
+    409: (Signal.CONFLICT, Signal.CONFLICT),
+    413: (Signal.TOO_LARGE, Signal.TOO_LARGE),
+    422: (Signal.UNPROCESSABLE, Signal.UNPROCESSABLE),
+    418: (Signal.CLIENT_ERROR, Signal.CLIENT_ERROR),
+    500: (Signal.SERVER_ERROR, Signal.INTERMEDIARY_ERROR),
+    503: (Signal.UNAVAILABLE, Signal.INTERMEDIARY_ERROR),
+    520: (Signal.OTHER_SERVER_ERROR, Signal.INTERMEDIARY_ERROR),
+    502: (Signal.BAD_GATEWAY, Signal.BAD_GATEWAY),
+    504: (Signal.GATEWAY_TIMEOUT, Signal.GATEWAY_TIMEOUT),
+}
+
+
+@pytest.mark.parametrize("kind", ADAPTER_KINDS)
+def test_each_status_is_told_by_its_source(target, kind) -> None:
+    """The provider's own error body makes a 5xx a refusal; the same status on an
+    intermediary's HTML page leaves the call unknown (a 4xx refused it either way); a
+    redirect to a login page is no answer at all."""
+    adapter = target.adapter(kind)
+    cases = [(BehaviourName.HTTP_ERROR, s, own) for s, (own, _) in STATUSES.items()]
+    cases += [(BehaviourName.GATEWAY_ERROR, s, page) for s, (_, page) in STATUSES.items()]
+    cases.append((BehaviourName.GATEWAY_ERROR, 302, Signal.UNEXPECTED_STATUS))
+    for behaviour, status, signal in cases:
+        attempt = f"{behaviour}-{status}-{kind}"
+        target.fakes.script(Behaviour(name=behaviour, status=status), attempt_id=attempt)
+        outcome = adapter.complete(_request(False, attempt), timeout=LONG_TIMEOUT)
+        assert (outcome.reason, outcome.status_code) == (signal.value, status), attempt
+        (entry,) = target.fakes.ledger.entries(attempt_id=attempt)
+        assert not entry.billed and entry.status_code == status
+
+
+@pytest.mark.parametrize("kind", ADAPTER_KINDS)
+def test_an_error_as_the_first_stream_event_is_not_executed(target, kind) -> None:
+    adapter = target.adapter(kind)
+    script = Behaviour(name=BehaviourName.STREAM_ERROR_EVENT, cut_after=0)
+    target.fakes.script(script, attempt_id="first")
+    outcome = adapter.complete(_request(True, "first"), timeout=LONG_TIMEOUT)
+    assert (outcome.kind, outcome.reason) == (NOT, Signal.ERROR_BEFORE_CONTENT.value), outcome
+    (entry,) = target.fakes.ledger.entries(attempt_id="first")
+    assert not entry.billed
 
 
 @pytest.mark.parametrize("kind", ADAPTER_KINDS)

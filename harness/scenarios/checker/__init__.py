@@ -46,13 +46,18 @@ the closest one and says which in its message):
   no longer unknown at its provider's maximum runtime. *Sweep*: a sweep that runs after
   a starting or running attempt's deadline leaves it running no longer.
 
+*The second observer* (`observers`): each job as its owner reads it through the HTTP API
+(status, version, winner, attempts, events in order) is the job the engine recorded
+(I5), and another owner asking the API for it is answered 404 (I10).
+
 I9 (durability across a crash) is judged by the runs that crash: a job acknowledged
 before it must be found after it.
 
 The package, one module per property family: `history` (reading a history, the findings;
 no property), `keys` (I1, I2, I10), `outcomes` (the outcome table: I4, I5, I8),
 `winners` (I3, I4, I5, I6, I7: live bound, winners, fencing, the gate), `timing`
-(Retry-After, the breaker, max runtime, the sweep) and `liveness` (I11).
+(Retry-After, the breaker, max runtime, the sweep), `liveness` (I11) and `observers`
+(the API's view against the engine's: I5, I10).
 """
 
 from __future__ import annotations
@@ -67,6 +72,7 @@ from harness.scenarios.checker.keys import (
     _one_job_per_intent,
 )
 from harness.scenarios.checker.liveness import _live_or_waiting, _moves_on_at_once, unsettled
+from harness.scenarios.checker.observers import _api_agrees, _api_isolated
 from harness.scenarios.checker.oracle import DEFINITE_SIGNALS
 from harness.scenarios.checker.outcomes import (
     _attributable,
@@ -133,4 +139,6 @@ HISTORY_CHECKS: tuple[Check, ...] = (
     _breaker_judged,
     _max_runtime_ends_unknowns,
     _sweep_ends_expired,
+    _api_agrees,
+    _api_isolated,
 )

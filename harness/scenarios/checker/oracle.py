@@ -53,6 +53,11 @@ _SAME: dict[str, tuple[OutcomeKind | None, OutcomeKind | None]] = {
     # a 400 only when the conversation ends with a prefill, else a success: the ledger
     # does not carry the request's last message: None
     "prefill_rejected": (None, None),
+    # the provider's own error body with the scripted status (4xx or 5xx): it refused
+    "http_error": (NOT, NOT),
+    # an intermediary's page instead of the provider's answer: decided by its status,
+    # see `_gateway_kind`
+    "gateway_error": (None, None),
 }
 
 EXPECTED_KIND: Mapping[str, Mapping[str, tuple[OutcomeKind | None, OutcomeKind | None]]] = {
@@ -148,5 +153,18 @@ def expected_kind(execution: Mapping[str, Any], took: float | None, timeout: Any
     )
     if not decided:
         return None
+    if behaviour == "gateway_error":
+        return _gateway_kind(execution.get("status"))
+    if behaviour == "stream_error_event" and execution["stream"] and not execution.get("billed"):
+        return NOT  # the error was the stream's first event: refused before any work
     whole, streamed = table[behaviour]
     return streamed if execution["stream"] else whole
+
+
+def _gateway_kind(status: Any) -> OutcomeKind | None:
+    """An intermediary's answer: a 4xx refused the request before passing it on (a WAF's
+    403, a proxy's 413): not executed. Its 5xx page (502, 504, a 500 or 503 without the
+    provider's body) or a redirect says nothing of whether the provider ran: unknown."""
+    if not isinstance(status, int):
+        return None
+    return NOT if 400 <= status < 500 else UNKNOWN

@@ -1,0 +1,179 @@
+"""The second observer: every job of an in-process run read again through the HTTP API.
+
+The runner reads the final state through the engine (`Stage.snapshot`); this module
+reads it as the run's owners would, through the API app itself (`harness.api.app`), in
+process over httpx's ASGI transport (no socket, no server), each owner with a bearer
+token of its own. For each job: `GET /v1/jobs/{id}` and every page of
+`GET /v1/jobs/{id}/events` as its owner, and both again as every other owner of the
+run and as an outsider, who must be told 404 and nothing else.
+
+What it saw goes into the history's `api` section in the history's own words (aliases,
+`a#2` attempts, seconds from the start), so the checker
+(`harness.scenarios.checker.observers`) can compare the two views and judge I10 on the
+API's answers, with no engine in hand. Tokens live only here, for the length of the
+reads: never in the history.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import Any
+
+import httpx
+
+from harness.api.app import create_app
+from harness.config import ServiceConfig
+from harness.core.models import Job
+from harness.scenarios.history import NAMESPACE_SEPARATOR, History, seconds
+from harness.scenarios.stage import Stage
+
+OUTSIDER = "api-outsider"
+"""An owner of the run with no job: every read of another's job must answer it 404."""
+
+BASE_URL = "http://harness.in-process"
+PAGE = 4  # events per page: most histories take several pages, so paging is read too
+
+
+def observe(stage: Stage, jobs: Iterable[Job]) -> dict[str, Any]:
+    """The `api` section of the history: each job as its owner reads it, and what every
+    other owner was answered (see the module doc)."""
+    jobs = sorted(jobs, key=lambda j: j.id)
+    owners = sorted({j.owner for j in jobs} | {stage.owner(OUTSIDER)})
+    tokens = {owner: secrets.token_urlsafe(18) for owner in owners}
+    config = ServiceConfig(tokens={token: owner for owner, token in tokens.items()})
+    app = create_app(stage.client(), None, config)
+    return asyncio.run(_read_all(app, stage.history, jobs, tokens))
+
+
+async def _read_all(
+    app: Any, history: History, jobs: list[Job], tokens: Mapping[str, str]
+) -> dict[str, Any]:
+    seen: dict[str, Any] = {}
+    foreign: list[dict[str, Any]] = []
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url=BASE_URL) as client:
+        for job in jobs:
+            alias = history.names.jobs.get(job.id, f"job{job.id}")
+            own = _bearer(tokens[job.owner])
+            seen[alias] = await _own_view(client, history, job.id, own)
+            for owner in tokens:
+                if owner != job.owner:
+                    foreign.append(await _foreign_view(client, job.id, alias, owner, tokens))
+    return {"jobs": seen, "foreign": foreign}
+
+
+def _bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+async def _own_view(
+    client: httpx.AsyncClient, history: History, job_id: int, auth: Mapping[str, str]
+) -> dict[str, Any]:
+    answer = await client.get(f"/v1/jobs/{job_id}", headers=auth)
+    view: dict[str, Any] = {"read": answer.status_code}
+    if answer.status_code == 200:
+        view.update(_job(history, answer.json()))
+    events, status = await _events(client, job_id, auth)
+    view["events_read"] = status
+    view["events"] = _one_per_burst([_event(history, e) for e in events])
+    return view
+
+
+def _one_per_burst(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The history's rule: a burst of replays is one `replayed` (replays racing on
+    PostgreSQL may each write one), so both views are compared by it."""
+    kept: list[dict[str, Any]] = []
+    for event in events:
+        if event["kind"] == "replayed" and kept and kept[-1]["kind"] == "replayed":
+            continue
+        kept.append(event)
+    return kept
+
+
+async def _events(
+    client: httpx.AsyncClient, job_id: int, auth: Mapping[str, str]
+) -> tuple[list[dict[str, Any]], int]:
+    """Every page, following `next`; the first non-200 status ends the reading."""
+    url: str | None = f"/v1/jobs/{job_id}/events?limit={PAGE}"
+    events: list[dict[str, Any]] = []
+    status = 200
+    while url is not None:
+        answer = await client.get(url, headers=auth)
+        status = answer.status_code
+        if status != 200:
+            break
+        body = answer.json()
+        events.extend(body.get("events") or ())
+        url = body.get("next")
+    return events, status
+
+
+async def _foreign_view(
+    client: httpx.AsyncClient, job_id: int, alias: str, owner: str, tokens: Mapping[str, str]
+) -> dict[str, Any]:
+    auth = _bearer(tokens[owner])
+    read = await client.get(f"/v1/jobs/{job_id}", headers=auth)
+    events = await client.get(f"/v1/jobs/{job_id}/events?limit={PAGE}", headers=auth)
+    shown = [
+        what
+        for what, answer in (("job", read), ("events", events))
+        if answer.status_code == 200 or str(job_id) in _body_ids(answer)
+    ]
+    return {
+        "job": alias,
+        "as": owner.split(NAMESPACE_SEPARATOR, 1)[-1],
+        "read": read.status_code,
+        "events_read": events.status_code,
+        "shown": shown,
+    }
+
+
+def _body_ids(answer: httpx.Response) -> set[str]:
+    """The ids a refusal's body carries (a 404 naming the job is fine; one carrying its
+    data is not): the values of `id` and `job_id` members of a JSON object body."""
+    try:
+        body = answer.json()
+    except ValueError:
+        return set()
+    if not isinstance(body, dict) or answer.status_code == 404:
+        return set()
+    return {str(body.get(k)) for k in ("id", "job_id") if k in body}
+
+
+def _at(history: History, text: str | None) -> float | None:
+    return None if text is None else seconds(history.start, datetime.fromisoformat(text))
+
+
+def _job(history: History, body: Mapping[str, Any]) -> dict[str, Any]:
+    names = history.names
+    return {
+        "status": body.get("status"),
+        "version": body.get("version"),
+        "winner": names.attempt(body.get("completed_by")),
+        "attempts": [
+            {
+                "attempt": names.attempt(a.get("id")),
+                "provider": a.get("provider"),
+                "state": a.get("state"),
+                "outcome": a.get("outcome"),
+                "resolution": a.get("resolution"),
+                "cause": a.get("cause"),
+                "status_code": a.get("status_code"),
+                "billed": a.get("billed"),
+                "started_at": _at(history, a.get("started_at")),
+                "finished_at": _at(history, a.get("finished_at")),
+            }
+            for a in body.get("attempts") or ()
+        ],
+    }
+
+
+def _event(history: History, body: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "t": _at(history, body.get("at")),
+        "kind": body.get("kind"),
+        "attempt": history.names.attempt(body.get("attempt_id")),
+    }

@@ -1,0 +1,135 @@
+"""The second observer's checks: the API's answers (the history's `api` section, read
+through the HTTP API in process by `harness.scenarios.api_view`) against the engine's
+record (`jobs`, `events`), and I10 judged on what the API answered other owners.
+
+A history without an `api` section (an HTTP target's, a simulator's) says nothing here.
+A disagreement is reported under I5 (what a client is answered is the job's one
+recorded outcome, its attempts and its history, never another); a foreign read that
+is not a bare 404 under I10.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from harness.scenarios.checker.history import Finding
+
+_ATTEMPT_FIELDS = (
+    "attempt",
+    "provider",
+    "state",
+    "outcome",
+    "resolution",
+    "cause",
+    "status_code",
+    "billed",
+    "started_at",
+    "finished_at",
+)
+
+
+def _api_agrees(history: Mapping[str, Any]) -> Iterator[Finding]:
+    """I5: each job as its owner reads it through the API is the job the engine
+    recorded: its status, version, winner, every attempt, and its events in order."""
+    api = history.get("api")
+    if not api:
+        return
+    recorded = history.get("jobs", {})
+    for alias, view in api.get("jobs", {}).items():
+        job = recorded.get(alias)
+        if job is None:
+            continue
+        if view.get("read") != 200 or view.get("events_read") != 200:
+            yield Finding(
+                "I5",
+                alias,
+                f"the API answered its owner {view.get('read')} for the job and "
+                f"{view.get('events_read')} for its events",
+            )
+            continue
+        yield from _job_differs(alias, job, view)
+        yield from _events_differ(alias, _kinds(_recorded_events(history, alias)), view)
+
+
+def _job_differs(alias: str, job: Mapping[str, Any], view: Mapping[str, Any]) -> Iterator[Finding]:
+    for name in ("status", "version", "winner"):
+        if view.get(name) != job.get(name):
+            yield Finding(
+                "I5",
+                alias,
+                f"the API shows {name} {view.get(name)!r}; the engine recorded {job.get(name)!r}",
+            )
+    shown = [tuple(a.get(f) for f in _ATTEMPT_FIELDS) for a in view.get("attempts", ())]
+    kept = [tuple(a.get(f) for f in _ATTEMPT_FIELDS) for a in job.get("attempts", ())]
+    for number, (seen, held) in enumerate(zip(shown, kept, strict=False), start=1):
+        wrong = [f for f, x, y in zip(_ATTEMPT_FIELDS, seen, held, strict=True) if x != y]
+        if wrong:
+            fields = ", ".join(
+                f"{f} {x!r} (recorded {y!r})" for f, x, y in _pick(wrong, seen, held)
+            )
+            yield Finding("I5", alias, f"the API shows attempt {number} with {fields}")
+    if len(shown) != len(kept):
+        yield Finding(
+            "I5", alias, f"the API shows {len(shown)} attempt(s); the engine recorded {len(kept)}"
+        )
+
+
+def _pick(wrong: list[str], seen: tuple[Any, ...], held: tuple[Any, ...]) -> Iterator[tuple]:
+    for name in wrong:
+        i = _ATTEMPT_FIELDS.index(name)
+        yield name, seen[i], held[i]
+
+
+def _recorded_events(history: Mapping[str, Any], alias: str) -> list[Mapping[str, Any]]:
+    return [e for e in history.get("events", ()) if e.get("job") == alias]
+
+
+def _kinds(events: list[Mapping[str, Any]]) -> list[tuple[Any, ...]]:
+    """(time, kind, attempt) in order, a burst of replays as one (the history's rule)."""
+    kept: list[tuple[Any, ...]] = []
+    for event in events:
+        entry = (event.get("t"), event.get("kind"), event.get("attempt"))
+        if entry[1] == "replayed" and kept and kept[-1][1] == "replayed":
+            continue
+        kept.append(entry)
+    return kept
+
+
+def _events_differ(
+    alias: str, recorded: list[tuple[Any, ...]], view: Mapping[str, Any]
+) -> Iterator[Finding]:
+    shown = _kinds(list(view.get("events", ())))
+    if shown == recorded:
+        return
+    first = next(
+        (i for i, (x, y) in enumerate(zip(shown, recorded, strict=False)) if x != y),
+        min(len(shown), len(recorded)),
+    )
+    seen = shown[first] if first < len(shown) else "nothing"
+    held = recorded[first] if first < len(recorded) else "nothing"
+    yield Finding(
+        "I5",
+        alias,
+        f"the API's events differ from the engine's at #{first + 1}: shown {seen}, "
+        f"recorded {held} ({len(shown)} shown, {len(recorded)} recorded)",
+    )
+
+
+def _api_isolated(history: Mapping[str, Any]) -> Iterator[Finding]:
+    """I10 on the API's answers: another owner asking for a job or its events is told
+    404 and shown nothing of it."""
+    api = history.get("api")
+    if not api:
+        return
+    for read in api.get("foreign", ()):
+        answers = {"job": read.get("read"), "events": read.get("events_read")}
+        leaked = [w for w, status in answers.items() if status != 404] + list(read.get("shown", ()))
+        if leaked:
+            what = ", ".join(sorted(set(leaked)))
+            yield Finding(
+                "I10",
+                read.get("job"),
+                f"{read.get('as')} asked the API for another owner's job and was answered "
+                f"{answers['job']} (job) and {answers['events']} (events): {what} not refused",
+            )

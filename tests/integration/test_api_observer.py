@@ -1,0 +1,92 @@
+"""The second observer: every in-process run reads its jobs back through the HTTP API
+(in process, each owner with its own token), and the checker compares the two views and
+judges I10 on the API's answers. A bug at the API's edge is caught by it alone."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+
+from harness.checks.mutants import applied, mutant_named
+from harness.scenarios.checker import check_history
+from harness.scenarios.checker.observers import _api_agrees, _api_isolated
+from harness.scenarios.runner import run_scenario
+from harness.scenarios.suite import bundled_files, load_all, scenario_database
+
+
+@pytest.fixture(scope="module")
+def database(tmp_path_factory: pytest.TempPathFactory):
+    url = f"sqlite:///{tmp_path_factory.mktemp('observer')}/observer.db"
+    with scenario_database(url) as db:
+        yield db
+
+
+@pytest.fixture(scope="module")
+def scenarios() -> dict:
+    return {s.name: s for s in load_all(bundled_files())}
+
+
+@pytest.fixture(scope="module")
+def two_owners(database, scenarios) -> dict:
+    result = run_scenario(scenarios["two-owners"], database)
+    assert result.passed, result.problems
+    return result.history.to_dict()
+
+
+def test_each_job_is_read_by_its_owner_and_refused_to_every_other(two_owners: dict) -> None:
+    api = two_owners["api"]
+    assert sorted(api["jobs"]) == sorted(two_owners["jobs"])
+    for alias, view in api["jobs"].items():
+        assert view["read"] == view["events_read"] == 200
+        assert view["status"] == two_owners["jobs"][alias]["status"]
+        assert view["events"][0]["kind"] == "created"
+    readers = {(r["job"], r["as"]) for r in api["foreign"]}
+    assert {("a", "bob"), ("b", "alice"), ("a", "api-outsider")} <= readers
+    assert all(r["read"] == r["events_read"] == 404 and not r["shown"] for r in api["foreign"])
+    assert "tok" not in str(api).lower()  # the tokens never reach the history
+
+
+def test_the_checker_objects_to_a_view_that_differs(two_owners: dict) -> None:
+    assert list(_api_agrees(two_owners)) == [] and list(_api_isolated(two_owners)) == []
+    wrong = copy.deepcopy(two_owners)
+    wrong["api"]["jobs"]["a"]["status"] = "failed"
+    wrong["api"]["jobs"]["b"]["attempts"][0]["state"] = "running"
+    del wrong["api"]["jobs"]["b"]["events"][-1]
+    found = [str(f) for f in _api_agrees(wrong)]
+    assert any("status 'failed'" in f for f in found), found
+    assert any("attempt 1 with state 'running'" in f for f in found), found
+    assert any("events differ" in f for f in found), found
+    leaked = copy.deepcopy(two_owners)
+    leaked["api"]["foreign"][0]["events_read"] = 200
+    assert [f.invariant for f in _api_isolated(leaked)] == ["I10"]
+
+
+@pytest.mark.parametrize(
+    ("mutant", "scenario", "invariant"),
+    [
+        ("events_ignore_owner", "two-owners", "I10"),
+        ("events_page_skips_one", "failover-on-rate-limit", "I5"),
+    ],
+)
+def test_an_api_edge_bug_is_caught_by_the_second_observer_alone(
+    database, scenarios, mutant: str, scenario: str, invariant: str
+) -> None:
+    with applied(mutant_named(mutant)):
+        result = run_scenario(scenarios[scenario], database)
+    history = result.history.to_dict()
+    assert not result.passed
+    observed = list(_api_agrees(history)) + list(_api_isolated(history))
+    assert observed and {f.invariant for f in observed} == {invariant}, observed
+    del history["api"]  # what the engine-only observer saw: nothing wrong
+    assert check_history(history) == []
+    assert [f for f in result.failures if "expected" in f] == []
+
+
+def test_the_observer_reads_every_page(database, scenarios, tmp_path: Path) -> None:
+    result = run_scenario(scenarios["failover-on-rate-limit"], database)
+    history = result.history.to_dict()
+    recorded = [e["kind"] for e in history["events"] if e["job"] == "a"]
+    assert len(recorded) > 4  # more than one page of the observer's
+    assert [e["kind"] for e in history["api"]["jobs"]["a"]["events"]] == recorded
