@@ -9,8 +9,14 @@ statement at the database's own speed, measured in the same run.
 1, 4 and 8 clients (threads sharing one Engine; pgbench connections), median of 3
 rounds of SECONDS each, baseline and engine alternating round by round.
 
+PostgreSQL runs once per `--synchronous-commit` setting (`on,off` by default), set on
+the benchmark's database (`ALTER DATABASE … SET synchronous_commit`) so that pgbench
+and the engine's connections both run under it: with `on` both sides wait for the same
+WAL flush, with `off` the Python around the statement is what is left to compare.
+
     python bench/engine_create.py [--seconds 3] [--postgres URL] [--no-postgres]
-                                  [--no-sqlite] [--clients 1,4,8] [--root DIR]
+                                  [--no-sqlite] [--clients 1,4,8]
+                                  [--synchronous-commit on,off] [--root DIR]
 """
 
 from __future__ import annotations
@@ -59,7 +65,9 @@ def intent(key: str) -> Intent:
     return Intent(operation="summarise", input={**c.PAYLOAD, "k": key}, providers=("a", "b"))
 
 
-def bench_backend(label: str, url: str, sqlite_path: str | None, args) -> list[dict]:
+def bench_backend(
+    label: str, url: str, sqlite_path: str | None, args, sync: str | None = None
+) -> list[dict]:
     database = c.migrated(url)
     engine = Engine(database, gate=AllowAllGate(), clock=SystemClock())
     for i in range(REPLAY_KEYS):
@@ -81,6 +89,7 @@ def bench_backend(label: str, url: str, sqlite_path: str | None, args) -> list[d
                     "clients": clients,
                     "engine_per_s": round(e),
                     "baseline": "pgbench" if label == "postgresql" else "raw sqlite3 loop",
+                    "synchronous_commit": sync,
                     "baseline_per_s": round(b),
                     "ratio": round(e / b, 3),
                     "rounds_engine": [round(x) for x in engine_rates],
@@ -137,6 +146,7 @@ def main() -> None:
     parser.add_argument("--no-postgres", action="store_true")
     parser.add_argument("--no-sqlite", action="store_true")
     parser.add_argument("--clients", default=",".join(map(str, c.CLIENTS)))
+    parser.add_argument("--synchronous-commit", default="on,off")
     args = parser.parse_args()
     args.clients = [int(x) for x in args.clients.split(",")]
     with tempfile.TemporaryDirectory() as tmp:
@@ -144,8 +154,10 @@ def main() -> None:
             path = str(Path(tmp) / "bench.sqlite3")
             bench_backend("sqlite", f"sqlite:///{path}", path, args)
         if not args.no_postgres:
-            url = c.postgres_database(args.postgres, "bench_engine")
-            bench_backend("postgresql", url, None, args)
+            for sync in args.synchronous_commit.split(","):
+                url = c.postgres_database(args.postgres, "bench_engine")
+                c.set_database_setting(url, "synchronous_commit", sync)
+                bench_backend("postgresql", url, None, args, sync)
 
 
 if __name__ == "__main__":

@@ -62,7 +62,7 @@ from harness.errors import (
 from harness.providers.base import BaseProvider, LookupResult, Outcome
 from harness.providers.outcomes import DEFINITE_PROVIDER_FAILURES
 from harness.runtime.resolution import Resolver
-from harness.runtime.scheduler import BaseScheduler
+from harness.runtime.scheduler import BaseScheduler, Timer
 
 log = logging.getLogger(__name__)
 
@@ -136,11 +136,15 @@ class Worker:
 
     # -- entry points ----------------------------------------------------------------------
 
-    def start_job(self, job_id: int) -> Attempt | None:
+    def start_job(self, job_id: int, *, job: Job | None = None) -> Attempt | None:
         """Start a new job's first attempt (exactly once: a late duplicate start is
         refused by the database, see `Engine.start_attempt(first=)`). The primary, or
-        the first provider of the chain the breaker lets through."""
-        job = self.engine.get_job(job_id)
+        the first provider of the chain the breaker lets through.
+
+        `job`: the job as its creator just got it back (the gateway), saving a read; the
+        start's own guard re-checks its state in the database, so a stale copy can
+        never start a second first attempt."""
+        job = job if job is not None and job.id == job_id else self.engine.get_job(job_id)
         if job.status is not JobState.PENDING or job.attempt_count:
             return None
         return self._carry_out(job, self._plan(job), first=True)
@@ -207,6 +211,7 @@ class Worker:
             actor=actor or self.settings.name,
             first=first,
             hedge=hedge,
+            job=job if first else None,
         )
         self._run(job, attempt)
         return attempt
@@ -214,14 +219,16 @@ class Worker:
     def _run(self, job: Job, attempt: Attempt) -> None:
         """Arm the attempt's deadline (and hedge timer) and send it."""
         policy = job.policy
-        self.scheduler.call_later(policy.attempt_timeout, lambda: self._on_deadline(attempt.id))
+        deadline = self.scheduler.call_later(
+            policy.attempt_timeout, lambda: self._on_deadline(attempt.id)
+        )
         if policy.hedge_after is not None:
             self.scheduler.call_later(
                 policy.hedge_after, lambda: self._on_hedge(job.id, attempt.number)
             )
-        self.scheduler.spawn(lambda: self._call(job, attempt))
+        self.scheduler.spawn(lambda: self._call(job, attempt, deadline))
 
-    def _call(self, job: Job, attempt: Attempt) -> None:
+    def _call(self, job: Job, attempt: Attempt, deadline: Timer | None = None) -> None:
         adapter = self.providers.get(attempt.provider)
         if adapter is None:
             self.engine.fail_attempt(
@@ -245,11 +252,17 @@ class Worker:
             return
         request = build_request(job, attempt, stream=bool(getattr(adapter, "stream", False)))
         outcome = adapter.complete(request, timeout=job.policy.attempt_timeout + TIMEOUT_SLACK)
-        self.record_outcome(attempt, outcome)
+        if self.record_outcome(attempt, outcome) and deadline is not None:
+            # The attempt is no longer starting or running: its deadline would only open a
+            # write transaction to be refused (one per job, seconds later, on a busy loop).
+            deadline.cancel()
 
-    def record_outcome(self, attempt: Attempt, outcome: Outcome) -> None:
+    def record_outcome(self, attempt: Attempt, outcome: Outcome) -> bool:
         """Carry out what an outcome kind means for its attempt (the one place that maps
-        outcome kinds to engine operations), and feed the provider's shared breaker."""
+        outcome kinds to engine operations), and feed the provider's shared breaker.
+        True when the attempt is now past its deadline's reach (recorded, or moved on
+        before); False when recording failed and the deadline must still cover it."""
+        recorded = True
         try:
             if outcome.kind is OutcomeKind.EXECUTED:
                 self.engine.complete_attempt(
@@ -289,8 +302,10 @@ class Worker:
             self._observe(attempt, outcome)
         except HarnessError:
             log.exception("recording the outcome of attempt %s failed", attempt.id)
+            recorded = False
         for listener in self.outcome_listeners:
             listener(attempt.job_id)
+        return recorded
 
     def _observe(self, attempt: Attempt, outcome: Outcome) -> None:
         try:

@@ -19,6 +19,7 @@ try numbered 1 or more with the same owner and fingerprint as a job created in t
 
 from __future__ import annotations
 
+import logging
 import re
 import secrets
 from collections.abc import Mapping
@@ -36,7 +37,9 @@ from harness.api.reading import check_media_type, one_idempotency_key, read_json
 from harness.config import MAX_GATEWAY_WAIT, Route
 from harness.core.models import Intent, Job, Policy
 from harness.core.states import FINISHED_JOB_STATES
-from harness.errors import InvalidIntent
+from harness.errors import HarnessError, InvalidIntent
+
+log = logging.getLogger(__name__)
 
 KEYLESS_PREFIX = "gw-"
 """The keys the gateway makes for keyless calls start so (`gw-<fingerprint>-<random>`)."""
@@ -196,13 +199,24 @@ class Gateway:
         tries = request.headers.get(RETRY_HEADER, "")
         retry = tries.isdigit() and int(tries) > 0
         job, created = await run_in_threadpool(self._job, owner, key, intent, retry)
-        worker = self.state.worker
-        if created and worker is not None:
-            worker.scheduler.spawn(lambda: worker.start_job(job.id))
         done = await self.watch.wait(job, wait)
         return Held(job=done, replayed=not created, wait=wait)
 
     def _job(self, owner: str, key: str | None, intent: Intent, retry: bool) -> tuple[Job, bool]:
+        """Create (or replay) the job and, when this process runs the worker, start a new
+        job's first attempt in the same thread hop: the call is on its way to the
+        provider before the loop sees the job. A start that fails here is the worker's
+        claim's to retry (the job stays pending, unstarted), never the caller's error."""
+        job, created = self._create(owner, key, intent, retry)
+        worker = self.state.worker
+        if created and worker is not None:
+            try:
+                worker.start_job(job.id, job=job)
+            except HarnessError:
+                log.exception("starting job %s failed; the worker's claim will start it", job.id)
+        return job, created
+
+    def _create(self, owner: str, key: str | None, intent: Intent, retry: bool) -> tuple[Job, bool]:
         engine = self.state.engine
         if key is None:
             prefix = f"{KEYLESS_PREFIX}{intent.fingerprint}-"
