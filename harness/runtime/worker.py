@@ -130,9 +130,11 @@ class Worker:
         self.resolver = Resolver(engine, providers)
         self._stop = threading.Event()
         self._last_reconcile: datetime | None = None
-        # Called with the job's id after each recorded outcome (the gateway's waiters
-        # wake on it instead of at their next read of the job; see api/faces/waiting.py).
-        self.outcome_listeners: list[Callable[[int], None]] = []
+        # Called with the job's id after each recorded outcome, and the job as the outcome
+        # left it when that is known (a completion reads it back in its transaction), else
+        # None: the gateway's waiters wake on it instead of at their next read of the job,
+        # and answer from that job without reading it again (api/faces/waiting.py).
+        self.outcome_listeners: list[Callable[[int, Job | None], None]] = []
 
     # -- entry points ----------------------------------------------------------------------
 
@@ -262,12 +264,12 @@ class Worker:
         outcome kinds to engine operations), and feed the provider's shared breaker.
         True when the attempt is now past its deadline's reach (recorded, or moved on
         before); False when recording failed and the deadline must still cover it."""
-        recorded = True
+        recorded, after = True, None
         try:
             if outcome.kind is OutcomeKind.EXECUTED:
-                self.engine.complete_attempt(
+                after = self.engine.complete_attempt(
                     attempt.id, result_of(outcome), provider_request_id=outcome.request_id
-                )
+                ).job
                 self._health(attempt, ok=True)
             elif outcome.kind is OutcomeKind.UNKNOWN:
                 self.engine.record_unknown(
@@ -304,7 +306,7 @@ class Worker:
             log.exception("recording the outcome of attempt %s failed", attempt.id)
             recorded = False
         for listener in self.outcome_listeners:
-            listener(attempt.job_id)
+            listener(attempt.job_id, after)
         return recorded
 
     def _observe(self, attempt: Attempt, outcome: Outcome) -> None:

@@ -5,7 +5,9 @@ or in separate `harness worker`s, so the one signal every deployment has is the 
 row: `JobWatch` reads it, first soon and then less often (`FIRST_POLL` growing by
 `GROWTH` up to `LONGEST_POLL`). When this process runs the worker, the worker also says
 when it recorded an outcome for a job (`Worker.outcome_listeners`), and that job's
-reader reads at once instead of at its next interval. Waiters on the same job share one
+reader reads at once instead of at its next interval; when the worker hands over the job
+as its completion left it (committed, read back in the completion's transaction) and it
+has finished, the reader answers with it and reads nothing. Waiters on the same job share one
 reader, so a burst of identical calls (a double click, an SDK's retries) costs one read
 per interval, not one per caller; the reader stops when its last waiter leaves.
 """
@@ -34,6 +36,7 @@ class _Reader:
     woken: asyncio.Event
     waiters: int = 0
     latest: Job | None = None
+    delivered: Job | None = None  # a finished job the worker handed over
 
 
 @dataclass
@@ -44,16 +47,19 @@ class JobWatch:
     _readers: dict[int, _Reader] = field(default_factory=dict)
     _loop: asyncio.AbstractEventLoop | None = None
 
-    def outcome_recorded(self, job_id: int) -> None:
-        """A worker thread recorded an outcome of job `job_id`: wake its reader, if any
-        (a `Worker.outcome_listeners` entry; safe from any thread)."""
+    def outcome_recorded(self, job_id: int, job: Job | None = None) -> None:
+        """A worker thread recorded an outcome of job `job_id` (and, when known, `job` as
+        that outcome left it): wake its reader, if any (a `Worker.outcome_listeners`
+        entry; safe from any thread)."""
         loop = self._loop
         if loop is not None and job_id in self._readers:
-            loop.call_soon_threadsafe(self._wake, job_id)
+            loop.call_soon_threadsafe(self._wake, job_id, job)
 
-    def _wake(self, job_id: int) -> None:
+    def _wake(self, job_id: int, job: Job | None = None) -> None:
         reader = self._readers.get(job_id)
         if reader is not None:
+            if job is not None and job.id == job_id and job.status in FINISHED_JOB_STATES:
+                reader.delivered = job
             reader.woken.set()
 
     async def wait(self, job: Job, timeout: float) -> Job:
@@ -88,8 +94,10 @@ class JobWatch:
             except TimeoutError:
                 pass
             woken.clear()
-            job = await run_in_threadpool(self.engine.get_job, job_id)
             reader = self._readers.get(job_id)
+            if reader is not None and reader.delivered is not None:
+                return reader.delivered
+            job = await run_in_threadpool(self.engine.get_job, job_id)
             if reader is not None:
                 reader.latest = job
             if job.status in FINISHED_JOB_STATES:
