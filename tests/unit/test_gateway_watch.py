@@ -72,3 +72,20 @@ def test_an_outcome_without_the_job_wakes_a_read() -> None:
     got, reads = asyncio.run(_held(JobWatch(engine), engine, None))  # type: ignore[arg-type]
     assert got.status is JobState.SUCCEEDED
     assert reads >= 1
+
+
+def test_a_job_that_finished_before_its_wait_began_is_answered_at_once() -> None:
+    engine = Reads()
+    watch = JobWatch(engine, notified=True)  # type: ignore[arg-type]
+    early = replace(job(JobState.SUCCEEDED), id=8)
+
+    async def main() -> tuple[Job, int]:
+        await _held(watch, engine, replace(job(JobState.SUCCEEDED)))  # the loop is known
+        watch.outcome_recorded(8, early)  # the provider answered before the call waited
+        await asyncio.sleep(0)
+        before = engine.reads
+        return await watch.wait(replace(early, status=JobState.RUNNING), 30), engine.reads - before
+
+    got, reads = asyncio.run(main())
+    assert got is early
+    assert reads == 0
