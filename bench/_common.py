@@ -85,6 +85,19 @@ def postgres_database(url: str, name: str) -> str:
     return sa.engine.make_url(url).set(database=name).render_as_string(hide_password=False)
 
 
+def set_database_setting(url: str, name: str, value: str) -> None:
+    """`ALTER DATABASE … SET name = value` for the database of `url`: every connection
+    opened afterwards (pgbench's and the harness's alike) runs under it."""
+    import sqlalchemy as sa
+
+    assert re.fullmatch(r"[a-z_]+", name) and re.fullmatch(r"[a-z0-9_]+", value), (name, value)
+    server = sa.create_engine(url, isolation_level="AUTOCOMMIT")
+    with server.connect() as conn:
+        database = conn.exec_driver_sql("select current_database()").scalar()
+        conn.exec_driver_sql(f'ALTER DATABASE "{database}" SET {name} = {value}')
+    server.dispose()
+
+
 def libpq(url: str) -> str:
     """The SQLAlchemy URL as a libpq one (for pgbench and psql)."""
     return re.sub(r"^postgresql\+psycopg://", "postgresql://", url)

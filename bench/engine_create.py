@@ -9,8 +9,20 @@ statement at the database's own speed, measured in the same run.
 1, 4 and 8 clients (threads sharing one Engine; pgbench connections), median of 3
 rounds of SECONDS each, baseline and engine alternating round by round.
 
+On PostgreSQL each row also runs the engine's own statement (`harness.store.creates`,
+the create-or-replay CTE with its event) in pgbench (`sql_per_s`): `ratio` is the engine
+over the plain statement, `sql_ratio` the engine's statement over the plain one (what the
+SQL itself costs), and `python_ratio` the engine over its own statement in pgbench (what
+the Python around it costs).
+
+PostgreSQL runs once per `--synchronous-commit` setting (`on,off` by default), set on
+the benchmark's database (`ALTER DATABASE … SET synchronous_commit`) so that pgbench
+and the engine's connections both run under it: with `on` both sides wait for the same
+WAL flush, with `off` the Python around the statement is what is left to compare.
+
     python bench/engine_create.py [--seconds 3] [--postgres URL] [--no-postgres]
-                                  [--no-sqlite] [--clients 1,4,8] [--root DIR]
+                                  [--no-sqlite] [--clients 1,4,8]
+                                  [--synchronous-commit on,off] [--root DIR]
 """
 
 from __future__ import annotations
@@ -59,20 +71,36 @@ def intent(key: str) -> Intent:
     return Intent(operation="summarise", input={**c.PAYLOAD, "k": key}, providers=("a", "b"))
 
 
-def bench_backend(label: str, url: str, sqlite_path: str | None, args) -> list[dict]:
+def bench_backend(
+    label: str, url: str, sqlite_path: str | None, args, sync: str | None = None
+) -> list[dict]:
     database = c.migrated(url)
     engine = Engine(database, gate=AllowAllGate(), clock=SystemClock())
     for i in range(REPLAY_KEYS):
         engine.create_job("owner", f"key-{i}", intent(f"key-{i}"))
+    if label == "postgresql":
+        seed_sql_keys(url)
     rows = []
     for clients in args.clients:
         for op in ("create", "replay"):
-            engine_rates, base_rates = [], []
+            engine_rates, base_rates, sql_rates = [], [], []
             for round_ in range(c.ROUNDS):
                 tag = f"{op}-{clients}-{round_}"
                 base_rates.append(baseline(label, url, sqlite_path, op, clients, tag, args))
                 engine_rates.append(timed(args.seconds, clients, via_engine(engine, op, tag)))
+                if label == "postgresql":
+                    script = engine_statement(op, tag)
+                    sql_rates.append(c.pgbench(url, script, clients, args.seconds))
             e, b = c.median(engine_rates), c.median(base_rates)
+            extra = {}
+            if sql_rates:
+                sql = c.median(sql_rates)
+                extra = {
+                    "sql_per_s": round(sql),
+                    "sql_ratio": round(sql / b, 3),
+                    "python_ratio": round(e / sql, 3),
+                    "rounds_sql": [round(x) for x in sql_rates],
+                }
             rows.append(
                 {
                     "bench": "engine_create",
@@ -81,16 +109,72 @@ def bench_backend(label: str, url: str, sqlite_path: str | None, args) -> list[d
                     "clients": clients,
                     "engine_per_s": round(e),
                     "baseline": "pgbench" if label == "postgresql" else "raw sqlite3 loop",
+                    "synchronous_commit": sync,
                     "baseline_per_s": round(b),
                     "ratio": round(e / b, 3),
                     "rounds_engine": [round(x) for x in engine_rates],
                     "rounds_baseline": [round(x) for x in base_rates],
+                    **extra,
                     "root": str(ROOT),
                 }
             )
             c.emit(rows[-1])
     database.dispose()
     return rows
+
+
+SQL_REPLAY_KEYS = 2000
+
+
+def engine_statement(op: str, tag: str) -> str:
+    """A pgbench script running the engine's own create-or-replay statement, its
+    parameters as the engine would send them (replays over `sql-key-N` rows made by
+    `seed_sql_keys`, whose fingerprint the script repeats)."""
+    import re
+
+    from harness.store import creates
+
+    def literal(value: object) -> str:
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        if isinstance(value, int):
+            return str(value)
+        return "'" + str(value).replace("'", "''") + "'"
+
+    key = f"'sql-{tag}-' || :k || '-' || :client_id" if op == "create" else "'sql-key-' || :k"
+    given = {
+        "owner": "'owner'",
+        "idempotency_key": key,
+        "fingerprint": "repeat('0', 64)",
+        "operation": "'summarise'",
+        "input": """'{"text": "summarise this", "n": 1}'""",
+        "contract": "NULL",
+        "providers": """'["a", "b"]'""",
+        "policy": "'{}'",
+        "now": "now()",
+    }
+    values = {**{k: literal(v) for k, v in creates._PG.constants.items()}, **given}
+    sql = re.sub(r"%\((\w+)\)s", lambda m: values[m.group(1)], creates._PG.sql)
+    top = SQL_REPLAY_KEYS - 1
+    head = "\\set k random(1, 1000000000000)" if op == "create" else f"\\set k random(0, {top})"
+    return f"{head}\n{sql};\n"
+
+
+def seed_sql_keys(url: str) -> None:
+    """The rows the engine-statement replay script replays (fingerprint '0' * 64)."""
+    import sqlalchemy as sa
+
+    server = sa.create_engine(url)
+    with server.begin() as conn:
+        conn.exec_driver_sql(
+            "INSERT INTO jobs (owner, idempotency_key, fingerprint, operation, input, contract, "
+            "providers, policy, status, version, attempt_count, created_at, updated_at, replays, "
+            "refused_failovers) SELECT 'owner', 'sql-key-' || i, repeat('0', 64), 'summarise', "
+            """'{"text": "summarise this", "n": 1}', NULL, '["a", "b"]', '{}', 'pending', 0, 0, """
+            f"now(), now(), 0, 0 FROM generate_series(0, {SQL_REPLAY_KEYS - 1}) AS i "
+            "ON CONFLICT DO NOTHING"
+        )
+    server.dispose()
 
 
 def via_engine(engine: Engine, op: str, tag: str):
@@ -137,6 +221,7 @@ def main() -> None:
     parser.add_argument("--no-postgres", action="store_true")
     parser.add_argument("--no-sqlite", action="store_true")
     parser.add_argument("--clients", default=",".join(map(str, c.CLIENTS)))
+    parser.add_argument("--synchronous-commit", default="on,off")
     args = parser.parse_args()
     args.clients = [int(x) for x in args.clients.split(",")]
     with tempfile.TemporaryDirectory() as tmp:
@@ -144,8 +229,10 @@ def main() -> None:
             path = str(Path(tmp) / "bench.sqlite3")
             bench_backend("sqlite", f"sqlite:///{path}", path, args)
         if not args.no_postgres:
-            url = c.postgres_database(args.postgres, "bench_engine")
-            bench_backend("postgresql", url, None, args)
+            for sync in args.synchronous_commit.split(","):
+                url = c.postgres_database(args.postgres, "bench_engine")
+                c.set_database_setting(url, "synchronous_commit", sync)
+                bench_backend("postgresql", url, None, args, sync)
 
 
 if __name__ == "__main__":

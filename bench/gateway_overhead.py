@@ -10,7 +10,9 @@ concurrent clients (8 by default), times create-to-answer of
 
 and prints the median latency of each and their ratio, per provider latency (`--latency`,
 seconds the fake takes to answer: 0 measures the bare overhead; real providers take
-hundreds of milliseconds to seconds). Median of 3 rounds.
+hundreds of milliseconds to seconds). Median of 3 rounds. Where /proc can be read, also
+the CPU each server process spent per call (`harness serve` per gateway call, the fakes
+per direct call): steadier than latency on a shared machine, and what the overhead is.
 
     python bench/gateway_overhead.py [--calls 200] [--clients 8] [--latency 0,0.2]
                                      [--postgres URL] [--root DIR]
@@ -19,6 +21,7 @@ hundreds of milliseconds to seconds). Median of 3 rounds.
 from __future__ import annotations
 
 import argparse
+import os
 import socket
 import statistics
 import subprocess
@@ -91,6 +94,27 @@ def latencies(calls: int, clients: int, call: Callable[[httpx.Client, int], None
     return out
 
 
+def cpu_seconds(process: subprocess.Popen) -> float | None:
+    """User + system CPU seconds the process has used so far (None without /proc)."""
+    try:
+        fields = Path(f"/proc/{process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def measured(
+    process: subprocess.Popen, calls: int, clients: int, call: Callable[[httpx.Client, int], None]
+) -> tuple[float, float]:
+    """The median seconds per call, and the process's CPU milliseconds per call meanwhile
+    (nan without /proc)."""
+    before = cpu_seconds(process)
+    median = statistics.median(latencies(calls, clients, call))
+    after = cpu_seconds(process)
+    cpu = float("nan") if before is None or after is None else 1000 * (after - before) / calls
+    return median, cpu
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -151,18 +175,21 @@ def main() -> None:
             scripted = {"behaviours": [behaviour], "then": behaviour}
             httpx.post(f"{fakes_url}/control/scripts", json=scripted).raise_for_status()
             latencies(args.clients * 2, args.clients, face)  # warm both paths up
-            rounds = []
+            rounds, cpu = [], []
             for _ in range(c.ROUNDS):
-                d = statistics.median(latencies(args.calls, args.clients, direct))
-                g = statistics.median(latencies(args.calls, args.clients, face))
+                d, fakes_cpu = measured(fakes, args.calls, args.clients, direct)
+                g, serve_cpu = measured(serve, args.calls, args.clients, face)
                 rounds.append((d, g))
+                cpu.append((fakes_cpu, serve_cpu))
             d = c.median([r[0] for r in rounds])
             g = c.median([r[1] for r in rounds])
             ratio = c.median([r[1] / r[0] for r in rounds])
             print(
                 f"  provider latency {latency:5.2f} s: direct {d * 1000:8.1f} ms, "
                 f"gateway {g * 1000:8.1f} ms, overhead {1000 * (g - d):7.1f} ms, "
-                f"ratio {ratio:5.2f}x"
+                f"ratio {ratio:5.2f}x; CPU per call: fakes (direct) "
+                f"{c.median([x[0] for x in cpu]):.2f} ms, harness serve (gateway) "
+                f"{c.median([x[1] for x in cpu]):.2f} ms"
             )
     finally:
         for process in (serve, fakes):

@@ -46,8 +46,13 @@ class AttemptUnits(BaseUnits):
         actor: str = "engine",
         first: bool = False,
         hedge: bool = False,
+        job: Job | None = None,
     ) -> Attempt:
         """Start an attempt if nothing forbids it (I3, I4, I7).
+
+        `job`: the job as the caller just read or created it, saving a read. Only its
+        unchanging parts (providers, policy, contract) are trusted; whether it may start
+        is decided by the claim's conditional UPDATE, as always.
 
         `hedge`: beside the live attempts, an unknown one included, when the job's policy
         hedges (`hedge_after` set, more than one live attempt allowed): that policy has
@@ -57,7 +62,8 @@ class AttemptUnits(BaseUnits):
         so a second live attempt cannot be inserted, whatever the timing. `first` starts
         only a job's first attempt (refused as `already_started` otherwise), so a late
         duplicate start can never run the primary again after a failover began."""
-        job = self.get_job(job_id)
+        if job is None or job.id != job_id:
+            job = self.get_job(job_id)
         if job.status in FINISHED_JOB_STATES:
             raise AttemptRefused(
                 f"job {job_id} is {job.status.value}", reason=RefusalReason.JOB_FINISHED
@@ -226,11 +232,11 @@ class AttemptUnits(BaseUnits):
         """The request is about to be sent: from here on a crash means unknown."""
         now = self.clock.now()
         with self.db.write() as conn:
-            attempt = self._attempt(conn, attempt_id)
             moved = q.transition_attempt(
                 conn, attempt_id, AttemptEvent.RUN, now=now, provider_request_id=provider_request_id
             )
-            if moved is None:
+            if moved is None:  # only now read it, for the refusal's message (or NotFound)
+                attempt = self._attempt(conn, attempt_id)
                 raise InvalidTransition(
                     f"attempt {attempt_id} is {attempt.state.value}, not starting",
                     attempt_id=attempt_id,

@@ -16,7 +16,10 @@ class HealthUnits(BaseUnits):
     """Provider health, shared through the database by every worker and API process."""
 
     def provider_health(self, providers: list[str] | None = None) -> dict[str, Health]:
-        with self.db.read() as conn:
+        """Each provider's breaker as stored (closed and clean when it has no row yet):
+        one statement, so one round trip on PostgreSQL (every start and every success
+        reads it)."""
+        with self.db.single(write=False) as conn:
             found = {h.provider: h for h in q.list_health(conn, providers)}
         names = providers if providers is not None else sorted(found)
         return {name: found.get(name, Health(provider=name)) for name in names}

@@ -122,7 +122,9 @@ class BaseUnits:
         attempt = q.get_attempt(conn, attempt_id)
         if attempt is None:
             raise NotFound(f"no attempt {attempt_id}", attempt_id=attempt_id)
-        if lock:  # lock the job, then read the attempt again: now it cannot move under us
+        if lock and self.db.dialect != "sqlite":
+            # Lock the job, then read the attempt again: now it cannot move under us.
+            # (SQLite's BEGIN IMMEDIATE took the database's write lock before the read.)
             self._lock(conn, attempt.job_id)
             attempt = q.get_attempt(conn, attempt_id)
             assert attempt is not None

@@ -65,7 +65,7 @@ from harness.providers.base import BaseProvider, LookupResult, Outcome
 from harness.providers.calls import CallHandle, calling
 from harness.providers.outcomes import DEFINITE_PROVIDER_FAILURES
 from harness.runtime.resolution import Resolver
-from harness.runtime.scheduler import BaseScheduler
+from harness.runtime.scheduler import BaseScheduler, Timer
 
 log = logging.getLogger(__name__)
 
@@ -150,17 +150,23 @@ class Worker:
         # attempt lost is aborted (`abort_lost_calls`), never left to the provider's end.
         self._calls: dict[int, tuple[int, CallHandle]] = {}
         self._calls_lock = threading.Lock()
-        # Called with the job's id after each recorded outcome (the gateway's waiters
-        # wake on it instead of at their next read of the job; see api/faces/waiting.py).
-        self.outcome_listeners: list[Callable[[int], None]] = []
+        # Called with the job's id after each recorded outcome, and the job as the outcome
+        # left it when that is known (a completion reads it back in its transaction), else
+        # None: the gateway's waiters wake on it instead of at their next read of the job,
+        # and answer from that job without reading it again (api/faces/waiting.py).
+        self.outcome_listeners: list[Callable[[int, Job | None], None]] = []
 
     # -- entry points ----------------------------------------------------------------------
 
-    def start_job(self, job_id: int) -> Attempt | None:
+    def start_job(self, job_id: int, *, job: Job | None = None) -> Attempt | None:
         """Start a new job's first attempt (exactly once: a late duplicate start is
         refused by the database, see `Engine.start_attempt(first=)`). The primary, or
-        the first provider of the chain the breaker lets through."""
-        job = self.engine.get_job(job_id)
+        the first provider of the chain the breaker lets through.
+
+        `job`: the job as its creator just got it back (the gateway), saving a read; the
+        start's own guard re-checks its state in the database, so a stale copy can
+        never start a second first attempt."""
+        job = job if job is not None and job.id == job_id else self.engine.get_job(job_id)
         if job.status is not JobState.PENDING or job.attempt_count:
             return None
         return self._carry_out(job, self._plan(job), first=True)
@@ -228,6 +234,7 @@ class Worker:
             actor=actor or self.settings.name,
             first=first,
             hedge=hedge,
+            job=job if first else None,
         )
         self._run(job, attempt)
         return attempt
@@ -235,14 +242,16 @@ class Worker:
     def _run(self, job: Job, attempt: Attempt) -> None:
         """Arm the attempt's deadline (and hedge timer) and send it."""
         policy = job.policy
-        self.scheduler.call_later(policy.attempt_timeout, lambda: self._on_deadline(attempt.id))
+        deadline = self.scheduler.call_later(
+            policy.attempt_timeout, lambda: self._on_deadline(attempt.id)
+        )
         if policy.hedge_after is not None:
             self.scheduler.call_later(
                 policy.hedge_after, lambda: self._on_hedge(job.id, attempt.number)
             )
-        self.scheduler.spawn(lambda: self._call(job, attempt))
+        self.scheduler.spawn(lambda: self._call(job, attempt, deadline))
 
-    def _call(self, job: Job, attempt: Attempt) -> None:
+    def _call(self, job: Job, attempt: Attempt, deadline: Timer | None = None) -> None:
         adapter = self.providers.get(attempt.provider)
         if adapter is None:
             self.engine.fail_attempt(
@@ -276,16 +285,22 @@ class Worker:
         finally:
             with self._calls_lock:
                 self._calls.pop(attempt.id, None)
-        self.record_outcome(attempt, outcome)
+        if self.record_outcome(attempt, outcome) and deadline is not None:
+            # The attempt is no longer starting or running: its deadline would only open a
+            # write transaction to be refused (one per job, seconds later, on a busy loop).
+            deadline.cancel()
 
-    def record_outcome(self, attempt: Attempt, outcome: Outcome) -> None:
+    def record_outcome(self, attempt: Attempt, outcome: Outcome) -> bool:
         """Carry out what an outcome kind means for its attempt (the one place that maps
-        outcome kinds to engine operations), and feed the provider's shared breaker."""
+        outcome kinds to engine operations), and feed the provider's shared breaker.
+        True when the attempt is now past its deadline's reach (recorded, or moved on
+        before); False when recording failed and the deadline must still cover it."""
+        recorded, after = True, None
         try:
             if outcome.kind is OutcomeKind.EXECUTED:
-                self.engine.complete_attempt(
+                after = self.engine.complete_attempt(
                     attempt.id, result_of(outcome), provider_request_id=outcome.request_id
-                )
+                ).job
                 self._health(attempt, ok=True)
             elif outcome.kind is OutcomeKind.UNKNOWN:
                 self.engine.record_unknown(
@@ -320,9 +335,11 @@ class Worker:
             self._observe(attempt, outcome)
         except HarnessError:
             log.exception("recording the outcome of attempt %s failed", attempt.id)
+            recorded = False
         for listener in self.outcome_listeners:
-            listener(attempt.job_id)
+            listener(attempt.job_id, after)
         self.abort_lost_calls(attempt.job_id)
+        return recorded
 
     def abort_lost_calls(self, job_id: int | None = None) -> int:
         """Abort the in-flight call of every attempt (of `job_id`, else of any job) that

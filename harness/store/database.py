@@ -91,8 +91,13 @@ def create_engine(url: str, *, pool_size: int = 10) -> Engine:
 
         @event.listens_for(engine, "begin")
         def _on_begin(conn: Connection) -> None:
+            # On the driver's connection: through SQLAlchemy's execution layer this one
+            # statement cost as much as the unit's own statements (every write, every read).
             read_only = conn.get_execution_options().get(_READ, False)
-            conn.exec_driver_sql("BEGIN" if read_only else "BEGIN IMMEDIATE")
+            with wrap_driver_errors(conn.dialect):
+                conn.connection.driver_connection.execute(  # type: ignore[union-attr]
+                    "BEGIN" if read_only else "BEGIN IMMEDIATE"
+                )
 
         return engine
     # No pre-ping: it costs a round trip per transaction. A connection the server closed

@@ -11,8 +11,10 @@ maps rows to the frozen models. State guards come from the pure tables in
 from __future__ import annotations
 
 import enum
+import re
 from collections.abc import Iterable
 from datetime import datetime
+from functools import cache
 from typing import Any
 
 import sqlalchemy as sa
@@ -55,6 +57,19 @@ _health = rows.health_of
 _job = rows.job_of
 _job_with_attempts = rows.job_with_attempts
 _verdict = rows.verdict_of
+
+# The units of work on attempts run these statements once per job or more. Each is built
+# once, here, with bind parameters: SQLAlchemy then finds its compiled form by a cache
+# key it computed once, instead of building, coercing and keying a new statement per call
+# (that was most of a start's and a completion's time on SQLite). Constant state lists are
+# rendered into the SQL (`_among`), not sent as expanding parameters to re-render.
+
+
+def _among(column: Any, values: Iterable[Any]) -> Any:
+    """`column IN ('a', 'b')` over constant states, in the SQL text itself."""
+    names = sorted(v.value if isinstance(v, enum.Enum) else v for v in values)
+    assert all(re.fullmatch(r"[a-z_]+", n) for n in names), names  # states, never input
+    return column.in_([sa.literal_column(f"'{n}'") for n in names])
 
 
 def get_job_by_key(conn: Connection, *, owner: str, key: str) -> Job | None:
@@ -101,8 +116,10 @@ def lock_job(conn: Connection, job_id: int) -> bool:
     """Order the writers of one job: a row lock on Postgres (SQLite's BEGIN IMMEDIATE
     already holds the database write lock). After it, every statement sees what earlier
     holders committed."""
-    found = conn.execute(sa.select(jobs.c.id).where(jobs.c.id == job_id).with_for_update()).first()
-    return found is not None
+    return conn.execute(_LOCK_JOB, {"job_id": job_id}).first() is not None
+
+
+_LOCK_JOB = sa.select(jobs.c.id).where(jobs.c.id == sa.bindparam("job_id")).with_for_update()
 
 
 def claim_attempt(
@@ -112,24 +129,29 @@ def claim_attempt(
 
     `first`: only if no attempt was ever started (a job's first start, exactly once).
     `hedge`: a hedge beside live attempts (also an unknown one); the job keeps its state."""
+    row = conn.execute(_claim_statement(first, hedge), {"job_id": job_id, "now": now}).first()
+    return (row[0], row[1]) if row is not None else None
+
+
+@cache
+def _claim_statement(first: bool, hedge: bool) -> Any:
     event = JobEvent.HEDGE if hedge else JobEvent.START_ATTEMPT
-    guard = [jobs.c.id == job_id, jobs.c.status.in_(sorted(job_sources(event)))]
+    guard = [jobs.c.id == sa.bindparam("job_id"), _among(jobs.c.status, job_sources(event))]
     if first:
         guard.append(jobs.c.attempt_count == 0)
     values: dict[str, Any] = {
         "attempt_count": jobs.c.attempt_count + 1,
-        "updated_at": now,
+        "updated_at": sa.bindparam("now", type_=jobs.c.updated_at.type),
         "next_attempt_at": None,
     }
     if not hedge:  # a hedge's every source state is its own target (states.JOB_TRANSITIONS)
         values["status"] = job_next(JobState.PENDING, JobEvent.START_ATTEMPT).value
-    row = conn.execute(
+    return (
         sa.update(jobs)
         .where(*guard)
         .values(**values)
         .returning(jobs.c.attempt_count, jobs.c.version)
-    ).first()
-    return (row[0], row[1]) if row is not None else None
+    )
 
 
 def complete_job(
@@ -146,34 +168,41 @@ def complete_job(
     It touches the row only if nobody completed the job, nothing changed its version
     since the attempt started, the job is open, and the attempt itself is still live
     (a cancelled or superseded attempt is fenced off)."""
-    attempt_live = (
+    given = {
+        "job_id": job_id,
+        "attempt_id": attempt_id,
+        "read_version": read_version,
+        "result": result,
+        "now": now,
+    }
+    row = conn.execute(_COMPLETE_JOB, given).first()
+    return row[0] if row is not None else None
+
+
+_COMPLETE_JOB = (
+    sa.update(jobs)
+    .where(
+        jobs.c.id == sa.bindparam("job_id"),
+        jobs.c.version == sa.bindparam("read_version"),
+        jobs.c.completed_by.is_(None),
+        _among(jobs.c.status, job_sources(JobEvent.SUCCEED)),
         sa.select(attempts.c.id)
         .where(
-            attempts.c.id == attempt_id,
-            attempts.c.job_id == job_id,
-            attempts.c.state.in_(sorted(LIVE_ATTEMPT_STATES)),
+            attempts.c.id == sa.bindparam("attempt_id"),
+            attempts.c.job_id == sa.bindparam("job_id"),
+            _among(attempts.c.state, LIVE_ATTEMPT_STATES),
         )
-        .exists()
+        .exists(),
     )
-    row = conn.execute(
-        sa.update(jobs)
-        .where(
-            jobs.c.id == job_id,
-            jobs.c.version == read_version,
-            jobs.c.completed_by.is_(None),
-            jobs.c.status.in_(sorted(job_sources(JobEvent.SUCCEED))),
-            attempt_live,
-        )
-        .values(
-            status=JobState.SUCCEEDED.value,
-            result=result,
-            completed_by=attempt_id,
-            version=jobs.c.version + 1,
-            updated_at=now,
-        )
-        .returning(jobs.c.version)
-    ).first()
-    return row[0] if row is not None else None
+    .values(
+        status=JobState.SUCCEEDED.value,
+        result=sa.bindparam("result", type_=jobs.c.result.type),
+        completed_by=sa.bindparam("attempt_id", type_=jobs.c.completed_by.type),
+        version=jobs.c.version + 1,
+        updated_at=sa.bindparam("now", type_=jobs.c.updated_at.type),
+    )
+    .returning(jobs.c.version)
+)
 
 
 def finish_job(conn: Connection, job_id: int, event: JobEvent, *, now: datetime) -> bool:
@@ -213,15 +242,22 @@ def set_open_job_status(conn: Connection, job_id: int, status: JobState, *, now:
 
 
 def list_attempts(conn: Connection, job_id: int) -> list[Attempt]:
-    rows = conn.execute(
-        sa.select(attempts).where(attempts.c.job_id == job_id).order_by(attempts.c.number)
-    ).mappings()
-    return [_attempt(r) for r in rows]
+    return [_attempt(r) for r in conn.execute(_LIST_ATTEMPTS, {"job_id": job_id}).mappings()]
+
+
+_LIST_ATTEMPTS = (
+    sa.select(attempts)
+    .where(attempts.c.job_id == sa.bindparam("job_id"))
+    .order_by(attempts.c.number)
+)
 
 
 def get_attempt(conn: Connection, attempt_id: int) -> Attempt | None:
-    row = conn.execute(sa.select(attempts).where(attempts.c.id == attempt_id)).mappings().first()
+    row = conn.execute(_GET_ATTEMPT, {"attempt_id": attempt_id}).mappings().first()
     return _attempt(row) if row is not None else None
+
+
+_GET_ATTEMPT = sa.select(attempts).where(attempts.c.id == sa.bindparam("attempt_id"))
 
 
 def used_live_slots(conn: Connection, job_id: int) -> set[int]:
@@ -246,27 +282,22 @@ def insert_attempt(
     deadline: datetime,
     token: str,
 ) -> Attempt:
-    row = (
-        conn.execute(
-            sa.insert(attempts)
-            .values(
-                job_id=job_id,
-                number=number,
-                provider=provider,
-                model=model,
-                state=AttemptState.STARTING.value,
-                live_slot=live_slot,
-                read_version=read_version,
-                started_at=now,
-                deadline_at=deadline,
-                token=token,
-            )
-            .returning(*attempts.c)
-        )
-        .mappings()
-        .one()
-    )
-    return _attempt(row)
+    given = {
+        "job_id": job_id,
+        "number": number,
+        "provider": provider,
+        "model": model,
+        "state": AttemptState.STARTING.value,
+        "live_slot": live_slot,
+        "read_version": read_version,
+        "started_at": now,
+        "deadline_at": deadline,
+        "token": token,
+    }
+    return _attempt(conn.execute(_INSERT_ATTEMPT, given).mappings().one())
+
+
+_INSERT_ATTEMPT = sa.insert(attempts).returning(*attempts.c)
 
 
 def transition_attempt(
@@ -282,25 +313,33 @@ def transition_attempt(
     sources = attempt_sources(event)
     if only_from is not None:
         sources = sources & frozenset(only_from)
-    target = attempt_next(next(iter(sources)), event)
+    statement = _transition_statement(event, sources, tuple(sorted(values)))
     # Enum members are stored as their values (drivers may adapt an Enum by its name).
+    given = {f"v_{k}": v.value if isinstance(v, enum.Enum) else v for k, v in values.items()}
+    row = conn.execute(statement, {**given, "attempt_id": attempt_id, "now": now})
+    found = row.mappings().first()
+    return _attempt(found) if found is not None else None
+
+
+@cache
+def _transition_statement(
+    event: AttemptEvent, sources: frozenset[AttemptState], names: tuple[str, ...]
+) -> Any:
+    target = attempt_next(next(iter(sources)), event)
     changes: dict[str, Any] = {
         "state": target.value,
-        **{k: v.value if isinstance(v, enum.Enum) else v for k, v in values.items()},
+        **{k: sa.bindparam(f"v_{k}", type_=attempts.c[k].type) for k in names},
     }
     if target not in LIVE_ATTEMPT_STATES:
-        changes.update(live_slot=None, finished_at=now)
-    row = (
-        conn.execute(
-            sa.update(attempts)
-            .where(attempts.c.id == attempt_id, attempts.c.state.in_(sorted(sources)))
-            .values(**changes)
-            .returning(*attempts.c)
+        changes.update(
+            live_slot=None, finished_at=sa.bindparam("now", type_=attempts.c.finished_at.type)
         )
-        .mappings()
-        .first()
+    return (
+        sa.update(attempts)
+        .where(attempts.c.id == sa.bindparam("attempt_id"), _among(attempts.c.state, sources))
+        .values(**changes)
+        .returning(*attempts.c)
     )
-    return _attempt(row) if row is not None else None
 
 
 def note_attempt_error(conn: Connection, attempt_id: int, error: str) -> None:
@@ -472,10 +511,16 @@ def forget_health(conn: Connection, providers: Iterable[str]) -> None:
 
 
 def list_health(conn: Connection, providers: Iterable[str] | None = None) -> list[Health]:
-    query = sa.select(provider_health).order_by(provider_health.c.provider)
-    if providers is not None:
-        query = query.where(provider_health.c.provider.in_(sorted(providers)))
-    return [_health(r) for r in conn.execute(query).mappings()]
+    if providers is None:
+        return [_health(r) for r in conn.execute(_ALL_HEALTH).mappings()]
+    found = conn.execute(_SOME_HEALTH, {"providers": sorted(providers)}).mappings()
+    return [_health(r) for r in found]
+
+
+_ALL_HEALTH = sa.select(provider_health).order_by(provider_health.c.provider)
+_SOME_HEALTH = _ALL_HEALTH.where(
+    provider_health.c.provider.in_(sa.bindparam("providers", expanding=True))
+)
 
 
 # -- events ------------------------------------------------------------------------------

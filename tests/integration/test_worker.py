@@ -465,7 +465,9 @@ def test_a_refused_scheduled_start_is_an_event_not_a_traceback(
     worker, scheduler, primary, caplog
 ) -> None:
     """Two workers move one stranded job on at once (forced together at the start): one
-    starts it, the other's refusal is an event, never a traceback."""
+    starts it, the other's refusal is an event, never a traceback. The winner's answer is
+    held back until both starts returned, so the loser meets the live attempt (and not,
+    when the provider answers first, a job already finished)."""
     from concurrent.futures import ThreadPoolExecutor
 
     from harness.core import faults
@@ -478,9 +480,12 @@ def test_a_refused_scheduled_start_is_an_event_not_a_traceback(
         attempt.id, kind=OutcomeKind.NOT_EXECUTED, error="auth", actor="w", cause="unauthorized"
     )
     barrier = threading.Barrier(2, timeout=10)
+    both_started = threading.Event()
     worker.engine.faults.on(faults.BEFORE_START, barrier.wait)
+    worker.engine.faults.on(faults.BEFORE_COMPLETE, lambda: both_started.wait(10))
     with ThreadPoolExecutor(2) as pool:
         started = list(pool.map(lambda _: worker.advance(job.id), range(2)))
+    both_started.set()
     worker.engine.faults = type(worker.engine.faults)()
     scheduler.wait_idle()
     assert sum(a is not None for a in started) == 1

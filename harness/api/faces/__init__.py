@@ -47,7 +47,7 @@ def install(app: FastAPI, state: ApiState) -> None:
             )
     if not routes:
         routes = {"default": _default(state)}
-    watch = JobWatch(state.engine)
+    watch = JobWatch(state.engine, notified=state.worker is not None)
     if state.worker is not None:
         state.worker.outcome_listeners.append(watch.outcome_recorded)
     app.state.gateway = Gateway(state=state, routes=routes, watch=watch)

@@ -14,7 +14,6 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from fastapi import APIRouter, Request, Response
-from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from harness.api.faces import sse
@@ -22,14 +21,13 @@ from harness.api.faces.errors import Face, parse
 from harness.api.faces.gateway import (
     UNSUPPORTED,
     Ask,
-    Gateway,
     Held,
-    caller,
+    JobReference,
+    answer,
     fingerprint_input,
     metadata_key,
-    read_face_body,
+    serve,
 )
-from harness.api.faces.openai_chat import JobReference, pending
 from harness.api.problems import HttpProblem
 
 OPERATION = "anthropic.messages"
@@ -192,20 +190,10 @@ def events(held: Held) -> list[str]:
     return [sse.event({"type": name, **data}, name) for name, data in steps]
 
 
-def respond(held: Held, *, stream: bool) -> Response:
-    """The answer a held call gets: the message (or its events), 202, or an error."""
-    if not held.finished:
-        return pending(held)
-    if held.job.status.value != "succeeded":
-        problem = held.failure()
-        if stream:
-            _, kind = ERRORS.of(problem)
-            body = anthropic_error(kind, problem.detail, "", None)
-            return sse.sse_response([sse.event(body, "error")], headers=held.headers())
-        raise problem
-    if stream:
-        return sse.sse_response(events(held), headers=held.headers())
-    return JSONResponse(message_of(held), headers=held.headers())
+def error_event(problem: HttpProblem) -> str:
+    """A failed stream's last event: Anthropic's `error` event."""
+    _, kind = ERRORS.of(problem)
+    return sse.event(anthropic_error(kind, problem.detail, "", None), "error")
 
 
 router = APIRouter(tags=["gateway"], route_class=ERRORS.route_class())
@@ -243,7 +231,7 @@ _ERROR = {"model": AnthropicError, "description": "Anthropic's error shape"}
 )
 async def messages(request: Request) -> Response:
     """One message as one job (see docs/gateway.md)."""
-    gateway: Gateway = request.app.state.gateway
-    owner = caller(gateway.state, request)
-    ask = ask_of(await read_face_body(gateway.state, request))
-    return respond(await gateway.run(request, owner, ask), stream=ask.stream)
+    call = await serve(request, ask_of)
+    return answer(
+        call.held, stream=call.ask.stream, whole=message_of, events=events, error_event=error_event
+    )

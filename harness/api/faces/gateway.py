@@ -8,8 +8,10 @@ engine's input). `Gateway.run` then: names the owner (`Authorization: Bearer` or
 key of the gateway's own making), resolves the model to a route, creates or replays
 the job through the engine, and holds until the job ends or the wait bound passes
 (`Prefer: wait=S`, else the configuration's `gateway.wait`). The face renders the
-finished job (`Held`) in its own shape; errors are `HttpProblem`s, which each face
-renders with its own error table.
+finished job (`Held`) in its own shape through `answer`, the one run every face shares
+(202 while open, the whole answer or its stream, a failed job as an error or as the
+stream's error event); errors are `HttpProblem`s, which each face renders with its own
+error table.
 
 Keyless calls (docs/gateway.md): each is one job, except an SDK's retry. The official
 SDKs send no key of their own, but number their tries (`x-stainless-retry-count`); a
@@ -19,24 +21,30 @@ try numbered 1 or more with the same owner and fingerprint as a job created in t
 
 from __future__ import annotations
 
+import logging
 import re
 import secrets
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import Any, Literal
 
-from fastapi import Request
+from fastapi import Request, Response
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel
 from starlette.concurrency import run_in_threadpool
 
 from harness.api.deps import ApiState, authorise, bearer_token, body_bytes
+from harness.api.faces import sse
 from harness.api.faces.waiting import JobWatch
 from harness.api.problems import INVALID_BODY, MALFORMED_KEY, HttpProblem, ProblemType
 from harness.api.reading import check_media_type, one_idempotency_key, read_json
 from harness.config import MAX_GATEWAY_WAIT, Route
 from harness.core.models import Intent, Job, Policy
 from harness.core.states import FINISHED_JOB_STATES
-from harness.errors import InvalidIntent
+from harness.errors import HarnessError, InvalidIntent
+
+log = logging.getLogger(__name__)
 
 KEYLESS_PREFIX = "gw-"
 """The keys the gateway makes for keyless calls start so (`gw-<fingerprint>-<random>`)."""
@@ -106,6 +114,71 @@ class Held:
         return HttpProblem(
             kind, f"job {self.job.id} {self.job.status.value}{why}", headers=self.headers()
         )
+
+
+class JobReference(BaseModel):
+    """202: the job is still open at the wait bound; poll it, or repeat the call with the
+    same Idempotency-Key for the finished answer."""
+
+    id: str
+    object: Literal["gateway.job"]
+    status: str
+    job_id: int
+    url: str
+
+
+def pending(held: Held) -> JSONResponse:
+    """202: still open at the bound (the same body on every face)."""
+    body = {
+        "id": f"job{held.job.id}",
+        "object": "gateway.job",
+        "status": held.job.status.value,
+        "job_id": held.job.id,
+        "url": held.url,
+    }
+    return JSONResponse(body, status_code=202, headers=held.headers())
+
+
+def answer(
+    held: Held,
+    *,
+    stream: bool,
+    whole: Callable[[Held], dict[str, Any]],
+    events: Callable[[Held], list[str]],
+    error_event: Callable[[HttpProblem], str],
+) -> Response:
+    """What a held call gets, in a face's shape: 202 while the job is open; a job that
+    ended without a result as the face's error (raised, for its error table) or, on a
+    stream, as the stream's one error event; else the whole answer, or its events."""
+    if not held.finished:
+        return pending(held)
+    if held.job.status.value != "succeeded":
+        problem = held.failure()
+        if stream:
+            return sse.sse_response([error_event(problem)], headers=held.headers())
+        raise problem
+    if stream:
+        return sse.sse_response(events(held), headers=held.headers())
+    return JSONResponse(whole(held), headers=held.headers())
+
+
+async def serve(request: Request, ask_of: Callable[[dict[str, Any]], Ask]) -> ServedCall:
+    """A face's call up to its answer: the caller, the body, the face's reading of it
+    (`ask_of`), then the job created or replayed and held (`Gateway.run`)."""
+    gateway: Gateway = request.app.state.gateway
+    owner = caller(gateway.state, request)
+    body = await read_face_body(gateway.state, request)
+    ask = ask_of(body)
+    return ServedCall(held=await gateway.run(request, owner, ask), ask=ask, body=body)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServedCall:
+    """A face's call once held: the job as it stood, what was asked, the body read."""
+
+    held: Held
+    ask: Ask
+    body: dict[str, Any]
 
 
 def prefer_wait(header: str | None, default: float) -> float:
@@ -196,13 +269,24 @@ class Gateway:
         tries = request.headers.get(RETRY_HEADER, "")
         retry = tries.isdigit() and int(tries) > 0
         job, created = await run_in_threadpool(self._job, owner, key, intent, retry)
-        worker = self.state.worker
-        if created and worker is not None:
-            worker.scheduler.spawn(lambda: worker.start_job(job.id))
         done = await self.watch.wait(job, wait)
         return Held(job=done, replayed=not created, wait=wait)
 
     def _job(self, owner: str, key: str | None, intent: Intent, retry: bool) -> tuple[Job, bool]:
+        """Create (or replay) the job and, when this process runs the worker, start a new
+        job's first attempt in the same thread hop: the call is on its way to the
+        provider before the loop sees the job. A start that fails here is the worker's
+        claim's to retry (the job stays pending, unstarted), never the caller's error."""
+        job, created = self._create(owner, key, intent, retry)
+        worker = self.state.worker
+        if created and worker is not None:
+            try:
+                worker.start_job(job.id, job=job)
+            except HarnessError:
+                log.exception("starting job %s failed; the worker's claim will start it", job.id)
+        return job, created
+
+    def _create(self, owner: str, key: str | None, intent: Intent, retry: bool) -> tuple[Job, bool]:
         engine = self.state.engine
         if key is None:
             prefix = f"{KEYLESS_PREFIX}{intent.fingerprint}-"

@@ -14,7 +14,6 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from fastapi import APIRouter, Request, Response
-from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from harness.api.faces import sse
@@ -22,12 +21,12 @@ from harness.api.faces.errors import Face, parse
 from harness.api.faces.gateway import (
     UNSUPPORTED,
     Ask,
-    Gateway,
     Held,
-    caller,
+    JobReference,
+    answer,
     fingerprint_input,
     metadata_key,
-    read_face_body,
+    serve,
 )
 from harness.api.problems import HttpProblem
 
@@ -127,17 +126,6 @@ class ChatCompletion(BaseModel):
     choices: list[Choice]
     usage: CompletionUsage
     system_fingerprint: str | None = None
-
-
-class JobReference(BaseModel):
-    """202: the job is still open at the wait bound; poll it, or repeat the call with the
-    same Idempotency-Key for the finished answer."""
-
-    id: str
-    object: Literal["gateway.job"]
-    status: str
-    job_id: int
-    url: str
 
 
 class OpenAIErrorDetail(BaseModel):
@@ -248,32 +236,10 @@ def chunks(held: Held, *, include_usage: bool) -> list[str]:
     return [*out, sse.event("[DONE]")]
 
 
-def pending(held: Held) -> JSONResponse:
-    """202: still open at the bound."""
-    body = {
-        "id": f"job{held.job.id}",
-        "object": "gateway.job",
-        "status": held.job.status.value,
-        "job_id": held.job.id,
-        "url": held.url,
-    }
-    return JSONResponse(body, status_code=202, headers=held.headers())
-
-
-def respond(held: Held, *, stream: bool, include_usage: bool) -> Response:
-    """The answer a held call gets: the completion (or its events), 202, or an error."""
-    if not held.finished:
-        return pending(held)
-    if held.job.status.value != "succeeded":
-        problem = held.failure()
-        if stream:
-            _, kind = ERRORS.of(problem)
-            body = openai_error(kind, problem.detail, problem.kind.slug.replace("-", "_"), None)
-            return sse.sse_response([sse.event(body)], headers=held.headers())
-        raise problem
-    if stream:
-        return sse.sse_response(chunks(held, include_usage=include_usage), headers=held.headers())
-    return JSONResponse(completion(held), headers=held.headers())
+def error_event(problem: HttpProblem) -> str:
+    """A failed stream's last event: OpenAI's error body."""
+    _, kind = ERRORS.of(problem)
+    return sse.event(openai_error(kind, problem.detail, problem.kind.slug.replace("-", "_"), None))
 
 
 router = APIRouter(tags=["gateway"], route_class=ERRORS.route_class())
@@ -304,10 +270,12 @@ _ERROR = {"model": OpenAIError, "description": "OpenAI's error shape"}
 )
 async def chat_completions(request: Request) -> Response:
     """One chat completion as one job (see docs/gateway.md)."""
-    gateway: Gateway = request.app.state.gateway
-    owner = caller(gateway.state, request)
-    body = await read_face_body(gateway.state, request)
-    ask = ask_of(body)
-    held = await gateway.run(request, owner, ask)
-    options = body.get("stream_options") or {}
-    return respond(held, stream=ask.stream, include_usage=bool(options.get("include_usage")))
+    call = await serve(request, ask_of)
+    usage = bool((call.body.get("stream_options") or {}).get("include_usage"))
+    return answer(
+        call.held,
+        stream=call.ask.stream,
+        whole=completion,
+        events=lambda held: chunks(held, include_usage=usage),
+        error_event=error_event,
+    )

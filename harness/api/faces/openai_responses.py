@@ -13,7 +13,6 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from fastapi import APIRouter, Request, Response
-from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from harness.api.faces import sse
@@ -21,14 +20,14 @@ from harness.api.faces.errors import parse
 from harness.api.faces.gateway import (
     UNSUPPORTED,
     Ask,
-    Gateway,
     Held,
-    caller,
+    JobReference,
+    answer,
     fingerprint_input,
     metadata_key,
-    read_face_body,
+    serve,
 )
-from harness.api.faces.openai_chat import ERRORS, JobReference, OpenAIError, openai_error, pending
+from harness.api.faces.openai_chat import ERRORS, OpenAIError, openai_error
 from harness.api.problems import HttpProblem
 
 OPERATION = "openai.responses"
@@ -209,21 +208,11 @@ def events(held: Held) -> list[str]:
     ]
 
 
-def respond(held: Held, *, stream: bool) -> Response:
-    """The answer a held call gets: the response (or its events), 202, or an error."""
-    if not held.finished:
-        return pending(held)
-    if held.job.status.value != "succeeded":
-        problem = held.failure()
-        if stream:
-            _, kind = ERRORS.of(problem)
-            error = openai_error(kind, problem.detail, problem.kind.slug.replace("-", "_"), None)
-            body = {"type": "error", "sequence_number": 0, **error["error"], **error}
-            return sse.sse_response([sse.event(body, "error")], headers=held.headers())
-        raise problem
-    if stream:
-        return sse.sse_response(events(held), headers=held.headers())
-    return JSONResponse(response_of(held), headers=held.headers())
+def error_event(problem: HttpProblem) -> str:
+    """A failed stream's last event: the Responses `error` event."""
+    _, kind = ERRORS.of(problem)
+    error = openai_error(kind, problem.detail, problem.kind.slug.replace("-", "_"), None)
+    return sse.event({"type": "error", "sequence_number": 0, **error["error"], **error}, "error")
 
 
 router = APIRouter(tags=["gateway"], route_class=ERRORS.route_class())
@@ -252,7 +241,7 @@ _ERROR = {"model": OpenAIError, "description": "OpenAI's error shape"}
 )
 async def responses(request: Request) -> Response:
     """One response as one job (see docs/gateway.md)."""
-    gateway: Gateway = request.app.state.gateway
-    owner = caller(gateway.state, request)
-    ask = ask_of(await read_face_body(gateway.state, request))
-    return respond(await gateway.run(request, owner, ask), stream=ask.stream)
+    call = await serve(request, ask_of)
+    return answer(
+        call.held, stream=call.ask.stream, whole=response_of, events=events, error_event=error_event
+    )

@@ -5,7 +5,12 @@ or in separate `harness worker`s, so the one signal every deployment has is the 
 row: `JobWatch` reads it, first soon and then less often (`FIRST_POLL` growing by
 `GROWTH` up to `LONGEST_POLL`). When this process runs the worker, the worker also says
 when it recorded an outcome for a job (`Worker.outcome_listeners`), and that job's
-reader reads at once instead of at its next interval. Waiters on the same job share one
+reader reads at once instead of at its next interval; when the worker hands over the job
+as its completion left it (committed, read back in the completion's transaction) and it
+has finished, the reader answers with it and reads nothing. With those signals
+(`notified`) the reads are only the fallback for outcomes recorded by other processes,
+so they begin at `LONGEST_POLL` instead of `FIRST_POLL`: reading a job every few
+milliseconds while it runs cost more than the rest of the call. Waiters on the same job share one
 reader, so a burst of identical calls (a double click, an SDK's retries) costs one read
 per interval, not one per caller; the reader stops when its last waiter leaves.
 """
@@ -13,6 +18,7 @@ per interval, not one per caller; the reader stops when its last waiter leaves.
 from __future__ import annotations
 
 import asyncio
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from starlette.concurrency import run_in_threadpool
@@ -24,6 +30,9 @@ from harness.engine import Engine
 FIRST_POLL = 0.002  # seconds: a fast provider has answered within a few milliseconds
 GROWTH = 1.5
 LONGEST_POLL = 0.1
+RECENT = 1024
+"""Finished jobs handed over while nobody waited yet (the call's start runs before its
+wait begins, so a fast provider can finish first) are kept for their wait, this many."""
 
 
 @dataclass
@@ -34,6 +43,7 @@ class _Reader:
     woken: asyncio.Event
     waiters: int = 0
     latest: Job | None = None
+    delivered: Job | None = None  # a finished job the worker handed over
 
 
 @dataclass
@@ -41,20 +51,29 @@ class JobWatch:
     """Waits, on the event loop, for jobs to reach a finished state (see the module)."""
 
     engine: Engine
+    notified: bool = False  # an in-process worker reports outcomes (`outcome_recorded`)
     _readers: dict[int, _Reader] = field(default_factory=dict)
+    _recent: OrderedDict[int, Job] = field(default_factory=OrderedDict)
     _loop: asyncio.AbstractEventLoop | None = None
 
-    def outcome_recorded(self, job_id: int) -> None:
-        """A worker thread recorded an outcome of job `job_id`: wake its reader, if any
-        (a `Worker.outcome_listeners` entry; safe from any thread)."""
+    def outcome_recorded(self, job_id: int, job: Job | None = None) -> None:
+        """A worker thread recorded an outcome of job `job_id` (and, when known, `job` as
+        that outcome left it): wake its reader, if any (a `Worker.outcome_listeners`
+        entry; safe from any thread)."""
         loop = self._loop
-        if loop is not None and job_id in self._readers:
-            loop.call_soon_threadsafe(self._wake, job_id)
+        finished = job is not None and job.id == job_id and job.status in FINISHED_JOB_STATES
+        if loop is not None and (finished or job_id in self._readers):
+            loop.call_soon_threadsafe(self._wake, job_id, job if finished else None)
 
-    def _wake(self, job_id: int) -> None:
+    def _wake(self, job_id: int, job: Job | None = None) -> None:
         reader = self._readers.get(job_id)
         if reader is not None:
+            reader.delivered = job or reader.delivered
             reader.woken.set()
+        elif job is not None:
+            self._recent[job_id] = job
+            while len(self._recent) > RECENT:
+                self._recent.popitem(last=False)
 
     async def wait(self, job: Job, timeout: float) -> Job:
         """The job once it has finished, or its latest read when `timeout` seconds pass
@@ -62,6 +81,9 @@ class JobWatch:
         if job.status in FINISHED_JOB_STATES or timeout <= 0:
             return job
         self._loop = asyncio.get_running_loop()
+        recent = self._recent.pop(job.id, None)
+        if recent is not None:
+            return recent
         reader = self._readers.get(job.id)
         if reader is None or reader.task.done():
             woken = asyncio.Event()
@@ -81,15 +103,17 @@ class JobWatch:
                     del self._readers[job.id]
 
     async def _read(self, job_id: int, woken: asyncio.Event) -> Job:
-        delay = FIRST_POLL
+        delay = LONGEST_POLL if self.notified else FIRST_POLL
         while True:
             try:
                 await asyncio.wait_for(woken.wait(), delay)
             except TimeoutError:
                 pass
             woken.clear()
-            job = await run_in_threadpool(self.engine.get_job, job_id)
             reader = self._readers.get(job_id)
+            if reader is not None and reader.delivered is not None:
+                return reader.delivered
+            job = await run_in_threadpool(self.engine.get_job, job_id)
             if reader is not None:
                 reader.latest = job
             if job.status in FINISHED_JOB_STATES:

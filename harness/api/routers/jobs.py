@@ -91,7 +91,7 @@ async def create_job(call: Create) -> Response:
     created = await run_in_threadpool(state.engine.create_job, call.owner, call.key, call.intent)
     job = created.job
     if created.created and worker is not None:
-        worker.scheduler.spawn(lambda: worker.start_job(job.id))
+        worker.scheduler.spawn(lambda: worker.start_job(job.id, job=job))
     headers = {"Location": f"/v1/jobs/{job.id}"}
     if not created.created:
         headers["Idempotent-Replayed"] = "true"
