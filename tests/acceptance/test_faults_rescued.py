@@ -150,8 +150,12 @@ def test_a_reset_primary_is_hedged_and_answered_within_hedge_after(serve, contro
 
 
 def test_no_worker_refuses_a_resolution_the_evidence_contradicts(serve, control) -> None:
-    control.script("accept_then_drop", api="openai")  # worked, billed, answer lost
+    # worked, billed, answer lost; first a plain job, whose answer shows the separate
+    # worker has made its first round, whose reconcile (at once, on start) could otherwise
+    # meet the unknown attempt first and resolve it from the same evidence
+    control.script("success", "accept_then_drop", api="openai")
     service = serve("--no-worker", worker=True)
+    service.wait(service.create("k-first-round")["id"], "succeeded")
     job = service.create("k-contradicted")
     service.wait(job["id"], "blocked_unknown")
     refused = service.client.post(
@@ -159,9 +163,9 @@ def test_no_worker_refuses_a_resolution_the_evidence_contradicts(serve, control)
         json={"outcome": "failed", "reason": "the operator guesses it never ran"},
     )
     assert refused.status_code == 409, refused.text
-    assert refused.json()["reason"] == "contradicts_evidence"
+    assert refused.json()["reason"] == "contradicts_evidence", refused.text
     assert service.job(job["id"])["status"] == "blocked_unknown"
     attempts = service.engine.get_job(job["id"]).attempts
     assert len(attempts) == 1
     assert len(control.ledger(attempt_id=attempts[0].token or "")) == 1  # 1 execution
-    assert len(control.ledger()) == 1
+    assert len(control.ledger()) == 2  # the plain job's, and this one
