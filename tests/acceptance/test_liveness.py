@@ -211,7 +211,10 @@ def test_max_runtime_abandons_a_hung_attempt_and_the_chain_goes_on(serve, contro
 
 def test_hedged_win_fences_the_primary_and_its_late_answer_is_discarded(serve, control) -> None:
     control.script({"behaviour": "success", "latency": 2}, api="openai")
-    service = serve(policy={"attempt_timeout": 5, "max_live_attempts": 2, "hedge_after": 0.2})
+    # abort_lost_calls off: this proves what a late answer does, so the loser's call is let
+    # run to its answer (tests/integration/test_worker_abort.py covers the abort)
+    policy = {"attempt_timeout": 5, "max_live_attempts": 2, "hedge_after": 0.2}
+    service = serve(policy={**policy, "abort_lost_calls": False})
     job = service.create("k-hedge")
     won = service.wait(job["id"], "succeeded")
     assert won["result"]["provider"] == "fallback"
