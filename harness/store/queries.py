@@ -129,14 +129,19 @@ def claim_attempt(
 
     `first`: only if no attempt was ever started (a job's first start, exactly once).
     `hedge`: a hedge beside live attempts (also an unknown one); the job keeps its state."""
-    row = conn.execute(_claim_statement(first, hedge), {"job_id": job_id, "now": now}).first()
+    event = JobEvent.HEDGE if hedge else JobEvent.START_ATTEMPT
+    # a hedge's every source state is its own target (states.JOB_TRANSITIONS)
+    status = None if hedge else job_next(JobState.PENDING, JobEvent.START_ATTEMPT)
+    statement = _claim_statement(first, job_sources(event), status)
+    row = conn.execute(statement, {"job_id": job_id, "now": now}).first()
     return (row[0], row[1]) if row is not None else None
 
 
 @cache
-def _claim_statement(first: bool, hedge: bool) -> Any:
-    event = JobEvent.HEDGE if hedge else JobEvent.START_ATTEMPT
-    guard = [jobs.c.id == sa.bindparam("job_id"), _among(jobs.c.status, job_sources(event))]
+def _claim_statement(first: bool, sources: frozenset[JobState], status: JobState | None) -> Any:
+    """Built once per what the state table says (keyed on it, so a table changed in
+    memory, as the checker's mutation tests do, is what the statement applies)."""
+    guard = [jobs.c.id == sa.bindparam("job_id"), _among(jobs.c.status, sources)]
     if first:
         guard.append(jobs.c.attempt_count == 0)
     values: dict[str, Any] = {
@@ -144,8 +149,8 @@ def _claim_statement(first: bool, hedge: bool) -> Any:
         "updated_at": sa.bindparam("now", type_=jobs.c.updated_at.type),
         "next_attempt_at": None,
     }
-    if not hedge:  # a hedge's every source state is its own target (states.JOB_TRANSITIONS)
-        values["status"] = job_next(JobState.PENDING, JobEvent.START_ATTEMPT).value
+    if status is not None:
+        values["status"] = status.value
     return (
         sa.update(jobs)
         .where(*guard)
@@ -313,7 +318,10 @@ def transition_attempt(
     sources = attempt_sources(event)
     if only_from is not None:
         sources = sources & frozenset(only_from)
-    statement = _transition_statement(event, sources, tuple(sorted(values)))
+    # The target as the table says now: every source of an event shares it, so the first
+    # by name answers for all (never the hash order of a frozenset).
+    target = attempt_next(min(sources, key=lambda state: state.value), event)
+    statement = _transition_statement(sources, target, tuple(sorted(values)))
     # Enum members are stored as their values (drivers may adapt an Enum by its name).
     given = {f"v_{k}": v.value if isinstance(v, enum.Enum) else v for k, v in values.items()}
     row = conn.execute(statement, {**given, "attempt_id": attempt_id, "now": now})
@@ -323,9 +331,10 @@ def transition_attempt(
 
 @cache
 def _transition_statement(
-    event: AttemptEvent, sources: frozenset[AttemptState], names: tuple[str, ...]
+    sources: frozenset[AttemptState], target: AttemptState, names: tuple[str, ...]
 ) -> Any:
-    target = attempt_next(next(iter(sources)), event)
+    """Built once per sources, target and set columns (keyed on what the table says, so a
+    table changed in memory is what the statement applies)."""
     changes: dict[str, Any] = {
         "state": target.value,
         **{k: sa.bindparam(f"v_{k}", type_=attempts.c[k].type) for k in names},

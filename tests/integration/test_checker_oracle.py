@@ -93,9 +93,9 @@ STATE_ROWS = [  # a row the engine reads, mutated, and the scenario that plays i
     (states.ATTEMPT_TRANSITIONS, (_S.RUNNING, _E.SUPERSEDE), _S.FAILED, "hedged-reverse-order"),
 ]
 """The engine's CAS computes a target from one source of the event (`queries`: the first
-of a frozenset, which hash randomisation orders), so every source row of the event with
-the same target is mutated together (one alone is an equivalent mutant in most
-processes); the SUCCEED rows' targets the engine never reads."""
+by name), so every source row of the event with the same target is mutated together (one
+alone is an equivalent mutant unless it is that first one); the SUCCEED rows' targets the
+engine never reads."""
 
 
 @pytest.mark.parametrize(
