@@ -109,7 +109,7 @@ FINDING_SEED = {
     "check_then_insert": 2,
     "fingerprint_ignores_input": 1,
     "no_live_slot_guard": 5,
-    "python_live_check": 14,
+    "python_live_check": 12,
     "timeout_marks_failed": 1,
     "unknown_not_blocking": 3,
     "unusable_accepted": 1,
