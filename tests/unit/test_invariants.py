@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -169,3 +169,29 @@ def test_every_execution_maps_to_exactly_one_attempt() -> None:
     assert "executed 2 times" in twice[0].message
     stray = check_executions(jobs, ["1", None])
     assert [v.invariant for v in stray] == ["I8"] and "no attempt" in stray[0].message
+
+
+def _started(kind: str, attempt_id: int, seconds: float) -> Event:
+    at = T + timedelta(seconds=seconds)
+    return Event(id=9, job_id=1, kind=kind, attempt_id=attempt_id, actor=None, detail={}, at=at)
+
+
+@pytest.mark.parametrize(("seconds", "broken"), [(1.0, set()), (0.5, {"I4"})])
+def test_a_hedge_beside_an_unknown_attempt_is_allowed_from_its_start_plus_hedge_after(
+    seconds: float, broken: set[str]
+) -> None:
+    """A hedging policy (max_live_attempts 2, hedge_after 1) accepted a second execution:
+    a start beside the unknown attempt 1 s after its start is a hedge (the multi-process
+    simulator reported one as an I4 break); half a second after, it still breaks I4."""
+    hedging = Policy(max_live_attempts=2, hedge_after=1)
+    snapshot = job(
+        attempt(1, AttemptState.UNKNOWN),
+        attempt(2, AttemptState.RUNNING, started_at=T + timedelta(seconds=seconds)),
+        status=JobState.BLOCKED_UNKNOWN,
+        policy=hedging,
+    )
+    history = [
+        *events(("attempt_started", 1), ("became_unknown", 1)),
+        _started("attempt_started", 2, seconds),
+    ]
+    assert invariants_broken([snapshot], history) == broken
