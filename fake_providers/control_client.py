@@ -14,7 +14,11 @@ class FakeControlClient:
     """Script behaviours and read the ledger of a running fake server."""
 
     def __init__(self, control_url: str, *, client: httpx.Client | None = None) -> None:
-        self._client = client or httpx.Client(timeout=5.0)
+        # a connection per call: a pooled one the server closes after its keep-alive (5 s)
+        # just as it is reused fails with a ReadError
+        self._client = client or httpx.Client(
+            timeout=5.0, limits=httpx.Limits(max_keepalive_connections=0)
+        )
         self.control_url = control_url.rstrip("/")
 
     def _call(self, method: str, path: str, **kwargs: Any) -> Any:

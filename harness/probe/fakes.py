@@ -35,7 +35,14 @@ class FakesLink:
 
     def __init__(self, base_url: str) -> None:
         self.base_url = base_url.rstrip("/")
-        self._client = httpx.Client(base_url=f"{self.base_url}/control", timeout=CONTROL_TIMEOUT)
+        # A connection per call: between probes the link idles past the server's keep-alive
+        # (uvicorn: 5 s), and a pooled connection the server closes just as it is reused
+        # fails the call with a ReadError (seen in CI against the LiteLLM catalogue).
+        self._client = httpx.Client(
+            base_url=f"{self.base_url}/control",
+            timeout=CONTROL_TIMEOUT,
+            limits=httpx.Limits(max_keepalive_connections=0),
+        )
 
     def _call(self, method: str, path: str, **kwargs: Any) -> Any:
         try:
