@@ -1,5 +1,5 @@
 """The kill rate of `harness check` alone (not the test suite) against an external
-mutation tool's mutants of harness/core, harness/engine and harness/store/queries.py.
+mutation tool's mutants of harness/core, harness/engine and harness/store/queries.
 
 The mutants are cosmic-ray's (`pip install cosmic-ray`): every operator of its core set
 at every position it applies to in those modules. Playing each one costs a whole
@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-TARGETS = ("harness/core", "harness/engine", "harness/store/queries.py")
+TARGETS = ("harness/core", "harness/engine", "harness/store/queries")
 TIMEOUT = 600.0  # seconds one check may take before the mutant counts as killed (a hang)
 
 

@@ -10,8 +10,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from harness.store import queries as q
 from harness.store.database import Database
+from harness.store.queries import jobs as q_jobs
 
 
 def plan(db: Database, statement, params: dict) -> str:
@@ -31,8 +31,8 @@ def plan(db: Database, statement, params: dict) -> str:
 @pytest.mark.parametrize(
     ("statement", "params", "index"),
     [
-        (q._NEW_JOB_IDS, {"now": datetime.now(UTC), "limit": 20}, "ix_jobs_unstarted"),
-        (q._STRANDED_IDS, {"limit": 100, "now": datetime.now(UTC)}, "ix_jobs_stranded"),
+        (q_jobs._NEW_JOB_IDS, {"now": datetime.now(UTC), "limit": 20}, "ix_jobs_unstarted"),
+        (q_jobs._STRANDED_IDS, {"limit": 100, "now": datetime.now(UTC)}, "ix_jobs_stranded"),
     ],
     ids=["claim", "sweep"],
 )
