@@ -292,7 +292,7 @@ def _provider(wiring: Wiring, settings: ServiceConfig, name: str) -> BaseProvide
     choice = choose_providers(settings)
     if choice.builtin and name in choice.configs:
         click.echo(f"note: no providers configured; verifying the built-in fake {name!r}", err=True)
-    return wiring.provider_factory(settings, name)
+    return wiring.provider(settings, name)
 
 
 def _os_user() -> str:

@@ -10,10 +10,11 @@ do the work, and map errors to exit codes; nothing else.
 
 from __future__ import annotations
 
+import importlib
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -29,11 +30,74 @@ from harness.cli.options import (
 )
 from harness.cli.progress import progress_bar
 from harness.cli.wiring import Wiring, pass_wiring
-from harness.runtime.service import Service
 from harness.store.database import Database, redact
 
+if TYPE_CHECKING:
+    from harness.runtime.service import Service
 
-@click.group(context_settings=CONTEXT_SETTINGS)
+
+class LazyGroup(click.Group):
+    """A group some of whose commands are imported only when one of them is used; its
+    help lists them by the one-line help given in `lazy` (name: ("module:attr", help))."""
+
+    def __init__(self, *args: Any, lazy: dict[str, tuple[str, str]], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.lazy = lazy
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self.lazy})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.lazy and cmd_name not in self.commands:
+            module, _, attr = self.lazy[cmd_name][0].partition(":")
+            command = getattr(importlib.import_module(module), attr)
+            document_commands(command)
+            self.add_command(command, cmd_name)
+        return super().get_command(ctx, cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        names = self.list_commands(ctx)
+        limit = formatter.width - 6 - max(map(len, names), default=0)
+        rows = []
+        for name in names:
+            if name in self.lazy and name not in self.commands:
+                listed = click.Command(name, help=self.lazy[name][1])  # not loaded: the text given
+                rows.append((name, listed.get_short_help_str(limit)))
+            elif not (command := self.commands[name]).hidden:
+                rows.append((name, command.get_short_help_str(limit)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+# The sub-groups, imported when one runs or its own help is asked for: `harness --help`
+# and the commands above load none of them. Their one-line help is written here (a test
+# holds it equal to each group's docstring).
+LAZY_GROUPS = {
+    "contracts": (
+        "harness.cli.contracts:contracts",
+        "Output contracts, provider verification and the failover gate.",
+    ),
+    "fake-providers": (
+        "harness.cli.providers:fake_providers",
+        "Fake OpenAI- and Anthropic-compatible providers with scripted faults.",
+    ),
+    "probe": (
+        "harness.cli.probe:probe",
+        "Probe a gateway (LiteLLM, Portkey, your own) with the fakes as its providers.",
+    ),
+    "scenarios": (
+        "harness.cli.scenarios:scenarios",
+        "Scenario files: the bundled suite and your own (*.scenario.yaml).",
+    ),
+    "simulate": (
+        "harness.cli.simulate:simulate",
+        "Simulate many clients, workers and faults; judge every invariant; shrink a failure.",
+    ),
+}
+
+
+@click.group(cls=LazyGroup, lazy=LAZY_GROUPS, context_settings=CONTEXT_SETTINGS)
 @click.version_option(package_name="failover-harness")
 @click.pass_context
 def main(ctx: click.Context) -> None:
@@ -431,22 +495,7 @@ def _check_swarm(database: Database, database_url: str, seeds: int, first: int |
     return swarm
 
 
-def _register() -> None:
-    from harness.cli.contracts import contracts
-    from harness.cli.probe import probe
-    from harness.cli.providers import fake_providers
-    from harness.cli.scenarios import scenarios
-    from harness.cli.simulate import simulate
-
-    main.add_command(contracts)
-    main.add_command(fake_providers)
-    main.add_command(probe)
-    main.add_command(scenarios)
-    main.add_command(simulate)
-    document_commands(main)
-
-
-_register()
+document_commands(main)
 
 if __name__ == "__main__":
     main()

@@ -20,7 +20,6 @@ from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine, make_url
 
 from harness.errors import ConfigError, StoreError
-from harness.store import migrations
 from harness.store.boundary import translate_errors, wrap_driver_errors
 from harness.store.tables import metadata
 
@@ -201,6 +200,8 @@ class Database:
             metadata.create_all(self.engine)
 
     def upgrade(self, revision: str = "head") -> None:
+        from harness.store import migrations  # Alembic, only for the commands that migrate
+
         migrations.upgrade(self, revision)
 
     def dispose(self) -> None:

@@ -27,7 +27,10 @@ EVERY_SHARED_OPTION = ("serve", "worker", "check", "contracts verify", "contract
 
 
 def walk(group: click.Group, path: tuple[str, ...] = ()) -> Iterator[tuple[str, click.Command]]:
-    for name, command in sorted(group.commands.items()):
+    ctx = click.Context(group)  # through get_command: the lazy groups are loaded too
+    for name in group.list_commands(ctx):
+        command = group.get_command(ctx, name)
+        assert command is not None, name
         yield " ".join((*path, name)), command
         if isinstance(command, click.Group):
             yield from walk(command, (*path, name))
