@@ -49,6 +49,7 @@ from fake_providers.asgi import ConnectionDropped, FakeProvidersApp, create_app
 from fake_providers.behaviours import (
     BEHAVIOURS,
     MODEL_PREFIX,
+    TRANSPORT_FAULTS,
     Behaviour,
     BehaviourName,
     BehaviourSpec,
@@ -75,6 +76,7 @@ __all__ = [
     "DEFAULT_PROVIDER",
     "MODEL_PREFIX",
     "NONCE_PATTERN",
+    "TRANSPORT_FAULTS",
     "Api",
     "BaseTime",
     "Behaviour",

@@ -23,6 +23,7 @@ from fake_providers.plans import (
     Complete,
     Drop,
     Exchange,
+    Fail,
     FakeRequest,
     Head,
     Pause,
@@ -118,7 +119,7 @@ class _Play:
                         await self.releaser.wait_async()
                     if isinstance(step, Trickle):
                         await self._trickle(step)
-                    if isinstance(step, Stall | Drop | Trickle):
+                    if isinstance(step, Stall | Drop | Trickle | Fail):  # Fail: see plans
                         unresettable = not await self._drop()
                         break
                     await self._play(step)

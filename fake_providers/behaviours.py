@@ -65,6 +65,12 @@ class BehaviourName(enum.StrEnum):
     STALL_AFTER_HEADERS = "stall_after_headers"
     HTTP_ERROR = "http_error"
     GATEWAY_ERROR = "gateway_error"
+    # the caller's HTTP client fails before (or while) the request reaches the provider
+    CONNECTION_REFUSED = "connection_refused"
+    CONNECT_TIMEOUT = "connect_timeout"
+    POOL_EXHAUSTED = "pool_exhausted"
+    PROXY_REFUSED = "proxy_refused"
+    RESET_DURING_SEND = "reset_during_send"
 
 
 class DropMode(enum.StrEnum):
@@ -200,7 +206,50 @@ BEHAVIOURS: Mapping[BehaviourName, BehaviourSpec] = {
         bills=False,
         params=frozenset({"status"}) | _LATENCY,
     ),
+    BehaviourName.CONNECTION_REFUSED: BehaviourSpec(
+        summary="the provider's host refuses the connection (nothing listens: it is down "
+        "or restarting); nothing is sent",
+        bills=False,
+        params=_LATENCY,
+    ),
+    BehaviourName.CONNECT_TIMEOUT: BehaviourSpec(
+        summary="the connection is never accepted (a firewall drops it) until the "
+        "client's connect timeout; nothing is sent",
+        bills=False,
+        params=TIMED_PARAMS,
+    ),
+    BehaviourName.POOL_EXHAUSTED: BehaviourSpec(
+        summary="every connection of the client's pool stays busy (slow calls to the same "
+        "host) until the client's pool timeout; nothing is sent",
+        bills=False,
+        params=TIMED_PARAMS,
+    ),
+    BehaviourName.PROXY_REFUSED: BehaviourSpec(
+        summary="the egress proxy in front refuses to open the tunnel (407); nothing "
+        "reaches the provider",
+        bills=False,
+        params=_LATENCY,
+    ),
+    BehaviourName.RESET_DURING_SEND: BehaviourSpec(
+        summary="the connection breaks while the request is being written: part of it "
+        "may have reached the provider",
+        bills=False,
+        params=_LATENCY,
+    ),
 }
+
+TRANSPORT_FAULTS = frozenset(
+    {
+        BehaviourName.CONNECTION_REFUSED,
+        BehaviourName.CONNECT_TIMEOUT,
+        BehaviourName.POOL_EXHAUSTED,
+        BehaviourName.PROXY_REFUSED,
+        BehaviourName.RESET_DURING_SEND,
+    }
+)
+"""Faults of the caller's own HTTP client and the network in front of the provider: the
+in-process transport raises exactly what httpx raises for them; over a socket the
+request has already reached the fake, which can only drop the connection (a reset)."""
 
 STATUS_RANGES: Mapping[BehaviourName, tuple[int, int, int]] = {
     BehaviourName.HTTP_ERROR: (400, 599, 401),

@@ -17,6 +17,7 @@ from typing import Any
 from fake_providers.behaviours import (
     DEFAULT_RETRY_AFTER,
     DEFAULT_TRICKLE_INTERVAL,
+    TRANSPORT_FAULTS,
     TRICKLE_LIMIT,
     Behaviour,
     BehaviourName,
@@ -92,7 +93,16 @@ class Trickle:
         return max(1, int(self.limit // self.interval))
 
 
-Step = Pause | Stall | Head | Chunk | Drop | Complete | Trickle
+@dataclass(frozen=True)
+class Fail:
+    """The caller's HTTP client fails before a response: `fault` (a `TRANSPORT_FAULTS`
+    name) says how. In-process the transport raises what httpx raises for it; over a
+    socket the request has already arrived, so the connection is dropped instead."""
+
+    fault: BehaviourName
+
+
+Step = Pause | Stall | Head | Chunk | Drop | Complete | Trickle | Fail
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -396,6 +406,14 @@ def _reset(ctx: _Context) -> Plan:
     )
 
 
+def _transport_fault(ctx: _Context) -> Plan:
+    return Plan(
+        steps=(Pause(ctx.behaviour.latency), Fail(ctx.behaviour.name)),
+        status_code=None,
+        duration=ctx.behaviour.latency,
+    )
+
+
 def _malformed_body(ctx: _Context) -> Plan:
     answer = ctx.answer()
     completion = ctx.dialect.completion(ctx.req, ctx.ids, answer)
@@ -567,6 +585,7 @@ PLANNERS: Mapping[BehaviourName, Callable[[_Context], Plan]] = {
     BehaviourName.STALL_AFTER_HEADERS: _stall_after_headers,
     BehaviourName.HTTP_ERROR: _http_error,
     BehaviourName.GATEWAY_ERROR: _gateway_error,
+    **{name: _transport_fault for name in TRANSPORT_FAULTS},
 }
 
 

@@ -5,7 +5,11 @@
 
 Faults surface as the exceptions the client library raises for the real thing: a hang or
 stall as ``ReadTimeout`` once the request's read timeout has passed (on the fakes' clock,
-so virtual time makes it instant), a dropped connection as ``RemoteProtocolError``.
+so virtual time makes it instant), a dropped connection as ``RemoteProtocolError``, and
+the transport faults (`TRANSPORT_FAULTS`: a refused connection, a connect or pool
+timeout, a proxy's refusal, a reset while sending) as ``ConnectError``, ``ConnectTimeout``
+and ``PoolTimeout`` once the request's own timeout has passed, ``ProxyError`` and
+``WriteError``.
 A response counts as delivered when the caller has read it to the end.
 
 The players here take the client library as a module (`httpx`, or `httpx2`, which the
@@ -25,11 +29,13 @@ from typing import Any
 
 import httpx
 
+from fake_providers.behaviours import BehaviourName
 from fake_providers.plans import (
     Chunk,
     Complete,
     Drop,
     Exchange,
+    Fail,
     FakeRequest,
     Head,
     Pause,
@@ -41,6 +47,16 @@ from fake_providers.timing import Releaser
 
 _NO_RESPONSE = "Server disconnected without sending a response."
 _CUT_BODY = "peer closed connection without sending complete message body"
+
+# a transport fault -> (the exception the client library raises, its text, the request's
+# timeout it waits for first: None raises at once)
+_FAILS: dict[BehaviourName, tuple[str, str, str | None]] = {
+    BehaviourName.CONNECTION_REFUSED: ("ConnectError", "[Errno 111] Connection refused", None),
+    BehaviourName.CONNECT_TIMEOUT: ("ConnectTimeout", "timed out", "connect"),
+    BehaviourName.POOL_EXHAUSTED: ("PoolTimeout", "timed out", "pool"),
+    BehaviourName.PROXY_REFUSED: ("ProxyError", "407 Proxy Authentication Required", None),
+    BehaviourName.RESET_DURING_SEND: ("WriteError", "[Errno 104] Connection reset by peer", None),
+}
 
 
 def fake_request(request: Any, body: bytes, path: str | None = None) -> FakeRequest:
@@ -82,8 +98,8 @@ class Player:
         self.exchange = exchange
         self.request = request
         self.releaser: Releaser = fakes.releaser
-        timeouts: dict[str, Any] = request.extensions.get("timeout") or {}
-        self.read_timeout: float | None = timeouts.get("read")
+        self.timeouts: dict[str, Any] = request.extensions.get("timeout") or {}
+        self.read_timeout: float | None = self.timeouts.get("read")
 
     def response(self) -> Any:
         steps = iter(self.exchange.steps)
@@ -118,6 +134,11 @@ class Player:
                 if self.fakes.time.wait(self.releaser.event, self.read_timeout):
                     raise self.lib.RemoteProtocolError(broken, request=self.request)
                 raise self.lib.ReadTimeout("timed out", request=self.request)
+            case Fail(fault=fault):
+                name, text, waits_for = _FAILS[fault]
+                if waits_for is not None:  # until that timeout (or a release) ends it
+                    self.fakes.time.wait(self.releaser.event, self.timeouts.get(waits_for))
+                raise getattr(self.lib, name)(text, request=self.request)
             case _:
                 return self._instant(step, broken)
         return b""
@@ -135,6 +156,12 @@ class Player:
                 if await asyncio.to_thread(wait, self.releaser.event, self.read_timeout):
                     raise self.lib.RemoteProtocolError(broken, request=self.request)
                 raise self.lib.ReadTimeout("timed out", request=self.request)
+            case Fail(fault=fault):
+                name, text, waits_for = _FAILS[fault]
+                if waits_for is not None:
+                    limit = self.timeouts.get(waits_for)
+                    await asyncio.to_thread(self.fakes.time.wait, self.releaser.event, limit)
+                raise getattr(self.lib, name)(text, request=self.request)
             case _:
                 return self._instant(step, broken)
         return b""

@@ -5,9 +5,10 @@ A coverage report, not a judge: it reads the engine's own tables (the state tabl
 adapters' outcome tables, the fault points) to know what there is to reach, and the
 histories to know what was reached. The checker (`harness.scenarios.checker`) never
 does. Each section lists every item with the scenarios that reached it; an item no
-scenario reached is a gap, and `KNOWN_GAPS` names those the suite cannot reach yet (a
-new table row, behaviour or fault point with no scenario fails
-tests/integration/test_check_coverage.py, and so does removing the only cover of one).
+scenario reached is a gap (a new table row, behaviour or fault point with no scenario
+fails tests/integration/test_check_coverage.py, and so does removing the only cover of
+one). `IMPOSSIBLE` names the items no input can reach, each with why: they are reported
+apart and not counted, and the same test fails if any run ever reaches one.
 """
 
 from __future__ import annotations
@@ -26,6 +27,20 @@ from harness.scenarios.stage import PROVIDER_API
 
 ADAPTERS = ("openai", "anthropic")  # the fakes' APIs; openai_compatible shares openai's table
 SECTIONS = ("attempt_transitions", "job_transitions", "outcome_rows", "behaviours", "faults")
+
+_STREAMED_ONLY = "a streamed signal: a whole body has no events to carry it"
+IMPOSSIBLE: Mapping[str, Mapping[str, str]] = {
+    "attempt_transitions": {
+        "starting/succeed": "the worker marks an attempt running before it sends it, and "
+        "every result (an answer, a lookup's, a resolution) follows a send",
+    },
+    "outcome_rows": {
+        f"{api}/{signal}/whole": _STREAMED_ONLY
+        for api in ADAPTERS
+        for signal in ("error_after_ok", "stream_incomplete")
+    },
+}
+"""Items of the tables that no input can reach, and why (not counted in the share)."""
 
 _ATTEMPT_EVENT = {  # event kind -> the attempt event it records
     EventKind.BECAME_UNKNOWN: "time_out",
@@ -170,7 +185,9 @@ def suite_coverage(results: Iterable[RunResult]) -> dict[str, Any]:
             for item in items:
                 covers[section][item].append(result.name)
     report: dict[str, Any] = {}
-    for section, items in universe().items():
+    for section, every in universe().items():
+        impossible = IMPOSSIBLE.get(section, {})
+        items = [i for i in every if i not in impossible]
         reached = {i: sorted(set(covers[section].get(i, ()))) for i in items}
         gaps = [i for i, by in reached.items() if not by]
         report[section] = {
@@ -179,6 +196,10 @@ def suite_coverage(results: Iterable[RunResult]) -> dict[str, Any]:
             "reached": len(items) - len(gaps),
             "total": len(items),
             "percent": round(100.0 * (len(items) - len(gaps)) / max(1, len(items)), 1),
+            "impossible": {
+                i: {"why": why, "reached_by": sorted(set(covers[section].get(i, ())))}
+                for i, why in impossible.items()
+            },
         }
     return report
 
@@ -229,6 +250,7 @@ def coverage_lines(report: Mapping[str, Any]) -> list[str]:
             f"coverage {section}: {part['reached']}/{part['total']} ({part['percent']:g}%)"
         )
         lines += [f"    never reached: {gap}" for gap in part["gaps"]]
+        lines += [f"    impossible: {i} ({x['why']})" for i, x in part["impossible"].items()]
     for name, prop in report.get("properties", {}).items():
         by = f" ({', '.join(prop['mutants'])})" if prop["mutants"] else ""
         lines.append(f"property {name}: {prop['status']}{by}")
@@ -251,6 +273,9 @@ def coverage_html(report: Mapping[str, Any]) -> str:
             mark = "reached" if by else "gap"
             names = ", ".join(escape(b) for b in by) or "never reached"
             parts.append(f'<tr class="{mark}"><td>{escape(item)}</td><td>{names}</td></tr>')
+        for item, x in part["impossible"].items():
+            why = f"impossible: {escape(x['why'])}"
+            parts.append(f'<tr class="impossible"><td>{escape(item)}</td><td>{why}</td></tr>')
         parts.append("</table>")
     properties = report.get("properties") or {}
     if properties:

@@ -7,7 +7,7 @@
         model: gpt-4o-mini
         api_key_env: OPENAI_API_KEY # the *name* of the variable holding the key
         timeout: 30                 # seconds per call (default 60)
-        connect_timeout: 5          # seconds (default 5)
+        connect_timeout: 5          # seconds to connect or get a pooled connection (default 5)
         lookup_url: http://127.0.0.1:8765/control/lookup   # optional (fakes only)
 
 Other top-level keys belong to other loaders and are ignored. Keys never live in the

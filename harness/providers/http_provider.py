@@ -264,7 +264,11 @@ class BaseHttpProvider(abc.ABC):
         return headers
 
     def _timeouts(self, timeout: float) -> httpx.Timeout:
-        return httpx.Timeout(timeout, connect=min(self.connect_timeout, timeout))
+        """A wait for a pooled connection is bounded like a connect: nothing has been sent
+        yet, so it ends as `pool_timeout` (not executed, failover allowed) rather than
+        running into the attempt's deadline, which would make it unknown."""
+        before_send = min(self.connect_timeout, timeout)
+        return httpx.Timeout(timeout, connect=before_send, pool=before_send)
 
     def _exchange(
         self,

@@ -28,6 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any
 
+from fake_providers.behaviours import TRANSPORT_FAULTS
 from harness.errors import HarnessError, ScenarioError, TargetUnreachable
 from harness.scenarios import observed
 from harness.scenarios.checker import check_history
@@ -66,6 +67,12 @@ def not_playable(scenario: Scenario, owners: Iterable[str], tokens_source: str) 
         return "gate/contract: the live server's gate and contracts are its configuration"
     if scenario.worker:
         return f"worker: {', '.join(sorted(scenario.worker))} is the live server's configuration"
+    faults = sorted(_transport_faults(scenario))
+    if faults:
+        return (
+            f"providers: {faults[0]} is a fault of the caller's own HTTP client, played "
+            "in-process only (over a socket the request has already reached the fake)"
+        )
     for step in scenario.steps:
         why = _step_not_playable(step)
         if why:
@@ -93,6 +100,16 @@ def _step_not_playable(step: Step) -> str | None:
     if step.action == "cancel" and "attempt" in args:
         return "cancels one attempt: the HTTP API cancels whole jobs only"
     return None
+
+
+def _transport_faults(scenario: Scenario) -> set[str]:
+    named = set()
+    for script in scenario.providers.values():
+        for behaviour in (*script.script, script.then):
+            name = behaviour.get("behaviour") if isinstance(behaviour, Mapping) else behaviour
+            if name in TRANSPORT_FAULTS:
+                named.add(str(name))
+    return named
 
 
 def _owners(scenario: Scenario) -> set[str]:

@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from harness.checks.coverage import (
+    IMPOSSIBLE,
     SECTIONS,
     coverage_html,
     property_coverage,
@@ -24,51 +25,19 @@ from harness.cli.main import main
 from harness.scenarios.suite import bundled_files, load_all, scenario_database
 
 KNOWN_GAPS = {
-    "attempt_transitions": ["starting/succeed"],
+    "attempt_transitions": [],
     "behaviours": [],
     "faults": [],
     "job_transitions": [],
-    "outcome_rows": [
-        "anthropic/connect_failed/stream",
-        "anthropic/connect_failed/whole",
-        "anthropic/connect_timeout/stream",
-        "anthropic/connect_timeout/whole",
-        "anthropic/error_after_ok/whole",
-        "anthropic/not_sent/stream",
-        "anthropic/not_sent/whole",
-        "anthropic/pool_timeout/stream",
-        "anthropic/pool_timeout/whole",
-        "anthropic/send_failed/stream",
-        "anthropic/send_failed/whole",
-        "anthropic/stream_incomplete/whole",
-        "anthropic/stream_malformed/whole",
-        "openai/connect_failed/stream",
-        "openai/connect_failed/whole",
-        "openai/connect_timeout/stream",
-        "openai/connect_timeout/whole",
-        "openai/error_after_ok/whole",
-        "openai/not_sent/stream",
-        "openai/not_sent/whole",
-        "openai/pool_timeout/stream",
-        "openai/pool_timeout/whole",
-        "openai/send_failed/stream",
-        "openai/send_failed/whole",
-        "openai/stream_incomplete/whole",
-        "openai/stream_malformed/whole",
-    ],
+    "outcome_rows": ["anthropic/stream_malformed/whole", "openai/stream_malformed/whole"],
 }
-"""What the bundled suite does not reach yet, and why.
+"""What the bundled suite does not reach yet, and why (what no input can reach at all is
+`IMPOSSIBLE`, asserted never reached below).
 
-Outcome rows: the transport's own failures (`connect_failed`, `connect_timeout`,
-`pool_timeout`, `not_sent`, `send_failed`, whole and streamed) happen before a request
-reaches any provider, so no fake behaviour can produce them; they need a fault in the
-client's transport, not in the fakes. `error_after_ok`, `stream_incomplete` and
-`stream_malformed` are streamed signals: a whole body cannot give them (a garbled whole
-body is `malformed_body`), so their `/whole` rows are unreachable by any input.
-`starting/succeed`: the worker marks an attempt running before it sends it, and nothing
-else offers a result for an attempt that was never sent, so no scenario can win one
-(the other `starting/...` rows are played by holding the worker's sends:
-cancel-before-send, deadline-before-send, unconfigured-provider-fails-attempt)."""
+`stream_malformed/whole`: an answer of the wrong shape to a request that asked to
+stream, sent as one JSON body: only an intermediary that ignores `stream` and buffers
+a broken answer gives it, and no fake plays one yet (a whole request's wrong shape is
+`malformed_body`)."""
 
 
 @pytest.fixture(scope="module")
@@ -111,10 +80,22 @@ def test_the_suite_reaches_exactly_what_is_known(coverage: dict, section: str) -
     assert not covered, f"{section}: now covered, drop from KNOWN_GAPS: {covered}"
 
 
+def test_no_run_reaches_what_is_called_impossible(coverage: dict) -> None:
+    """`IMPOSSIBLE` is a claim about the engine: a scenario that reached one of its items
+    would disprove it (the item then belongs in the share, with its scenario)."""
+    assert sum(len(items) for items in IMPOSSIBLE.values()) == 5
+    for section, items in IMPOSSIBLE.items():
+        reported = coverage[section]["impossible"]
+        assert sorted(reported) == sorted(items)
+        assert all(x["reached_by"] == [] for x in reported.values()), reported
+        assert not set(items) & set(coverage[section]["items"])
+
+
 def test_each_item_names_its_scenarios(coverage: dict) -> None:
     everything = universe()
     for section in SECTIONS:
-        assert sorted(coverage[section]["items"]) == everything[section]
+        counted = [i for i in everything[section] if i not in IMPOSSIBLE.get(section, {})]
+        assert sorted(coverage[section]["items"]) == counted
         part = coverage[section]
         assert part["reached"] == sum(1 for by in part["items"].values() if by)
     assert (
@@ -158,7 +139,8 @@ def test_the_coverage_matrix_renders_as_html(coverage: dict) -> None:
     page = coverage_html(coverage)
     assert page.startswith('<section class="coverage">') and page.endswith("</section>")
     assert page.count("<table>") == len(SECTIONS)
-    assert '<tr class="gap"><td>starting/succeed</td><td>never reached</td></tr>' in page
+    assert '<tr class="gap"><td>openai/stream_malformed/whole</td><td>never reached' in page
+    assert '<tr class="impossible"><td>starting/succeed</td><td>impossible: ' in page
     assert "<td>cancel.before_update</td><td>cancel-before-send</td>" in page
     cut = "<td>openai/stream_cut/stream</td><td>outcome-rows-stream, prefill-rejected-not-sent"
     assert cut in page

@@ -8,12 +8,13 @@ and every parametrised case for it (KeyError).
 
 from __future__ import annotations
 
+import httpx
 import pytest
 
-from fake_providers import Behaviour, BehaviourName
-from fake_providers.behaviours import bills
+from fake_providers import Behaviour, BehaviourName, FakeTransport
+from fake_providers.behaviours import TRANSPORT_FAULTS, bills
 from harness.providers import CompletionRequest, Message, OutcomeKind, Signal
-from tests.support.fakes import CALLER_ENDS
+from tests.support.fakes import CALLER_ENDS, IN_PROCESS_ROOT, Target
 
 ADAPTER_KINDS = ("openai", "openai_compatible", "anthropic")
 NOT = OutcomeKind.NOT_EXECUTED
@@ -50,6 +51,12 @@ EXPECTED: dict[BehaviourName, tuple[OutcomeKind, OutcomeKind]] = {
     BehaviourName.STALL_AFTER_HEADERS: (UNUSABLE, UNUSABLE),
     BehaviourName.HTTP_ERROR: (NOT, NOT),  # the provider's own 401 (statuses: below)
     BehaviourName.GATEWAY_ERROR: (UNKNOWN, UNKNOWN),  # a gateway's 502 page
+    # the caller's own client failed (in-process; over a socket each is a reset: below)
+    BehaviourName.CONNECTION_REFUSED: (NOT, NOT),
+    BehaviourName.CONNECT_TIMEOUT: (NOT, NOT),
+    BehaviourName.POOL_EXHAUSTED: (NOT, NOT),
+    BehaviourName.PROXY_REFUSED: (NOT, NOT),
+    BehaviourName.RESET_DURING_SEND: (UNKNOWN, UNKNOWN),
 }
 
 # The reason (Signal) where it does not depend on streaming.
@@ -70,6 +77,11 @@ EXPECTED_REASON: dict[BehaviourName, Signal] = {
     BehaviourName.CONTENT_FILTER: Signal.CONTENT_FILTERED,
     BehaviourName.HTTP_ERROR: Signal.UNAUTHORIZED,
     BehaviourName.GATEWAY_ERROR: Signal.BAD_GATEWAY,
+    BehaviourName.CONNECTION_REFUSED: Signal.CONNECT_FAILED,
+    BehaviourName.CONNECT_TIMEOUT: Signal.CONNECT_TIMEOUT,
+    BehaviourName.POOL_EXHAUSTED: Signal.POOL_TIMEOUT,
+    BehaviourName.PROXY_REFUSED: Signal.NOT_SENT,
+    BehaviourName.RESET_DURING_SEND: Signal.SEND_FAILED,
 }
 
 HANGS = CALLER_ENDS  # a short timeout for these, a generous one for the rest
@@ -99,6 +111,9 @@ def test_behaviour_maps_to_outcome(target, behaviour, kind, stream) -> None:
         expected = UNUSABLE  # the error event follows content: it worked, nothing usable
     if stream and behaviour is BehaviourName.STREAM_NO_DONE:
         expected = DONE  # every chunk and the finish reason came; only the terminator not
+    reason = EXPECTED_REASON.get(behaviour)
+    if target.mode == "loopback" and behaviour in TRANSPORT_FAULTS:
+        expected, reason = UNKNOWN, Signal.CONNECTION_RESET  # the request had arrived
     adapter = target.adapter(kind)
     attempt = f"{behaviour}-{kind}-{stream}"
     target.fakes.script(Behaviour(name=behaviour), attempt_id=attempt)
@@ -108,8 +123,8 @@ def test_behaviour_maps_to_outcome(target, behaviour, kind, stream) -> None:
 
     assert outcome.kind is expected, outcome
     assert outcome.provider == adapter.name
-    if behaviour in EXPECTED_REASON:
-        assert outcome.reason == EXPECTED_REASON[behaviour].value, outcome
+    if reason is not None:
+        assert outcome.reason == reason.value, outcome
     (entry,) = target.fakes.ledger.entries(attempt_id=attempt)
     if behaviour is BehaviourName.PREFILL_REJECTED:
         behaviour = BehaviourName.SUCCESS  # the ledger names what the request got
@@ -228,3 +243,19 @@ def test_clean_close_before_the_finish_chunk_stays_unusable(target, kind) -> Non
     assert outcome.reason == Signal.STREAM_INCOMPLETE.value
     assert "finish reason" in (outcome.error or "")
     assert outcome.text is None
+
+
+@pytest.mark.parametrize("kind", ADAPTER_KINDS)
+def test_a_wait_for_a_pooled_connection_ends_before_the_deadline(fakes, kind) -> None:
+    """Nothing is sent while the pool is full: the wait is bounded like a connect
+    (`connect_timeout`, 5 s), so it ends as `pool_timeout`, not executed, well before
+    the call's 10 s deadline (where the worker's own deadline would make it unknown)."""
+    client = httpx.Client(transport=FakeTransport(fakes))
+    target = Target("in_process", fakes, IN_PROCESS_ROOT, client)
+    fakes.script(Behaviour(name=BehaviourName.POOL_EXHAUSTED), attempt_id="pool")
+    began = fakes.time.now()
+
+    outcome = target.adapter(kind).complete(_request(False, "pool"), timeout=LONG_TIMEOUT)
+
+    assert (outcome.kind, outcome.reason) == (NOT, Signal.POOL_TIMEOUT.value), outcome
+    assert fakes.time.now() - began == pytest.approx(5.0)

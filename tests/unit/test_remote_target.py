@@ -125,6 +125,27 @@ def test_a_barrier_is_a_note_and_a_crash_a_skip() -> None:
     )
 
 
+def test_a_fault_of_the_callers_own_client_is_played_in_process_only() -> None:
+    """Over a socket the request has already reached the fake: it could only drop it,
+    which is another row of the outcome table (a reset, unknown)."""
+    text = (
+        "format: 1\nname: t\nsummary: s\nsteps: [{create: {job: a}}]\n"
+        "providers: {primary: {script: [success, {behaviour: connection_refused}]}}\n"
+    )
+    scripted = parse_scenario(text, file="t.scenario.yaml")
+    assert not_playable(scripted, ["alice"], ENV) == (
+        "providers: connection_refused is a fault of the caller's own HTTP client, played "
+        "in-process only (over a socket the request has already reached the fake)"
+    )
+    then = parse_scenario(
+        text.replace("script: [success, {behaviour: connection_refused}]", "then: pool_exhausted"),
+        file="t.scenario.yaml",
+    )
+    assert "pool_exhausted is a fault of the caller's own HTTP client" in not_playable(
+        then, ["alice"], ENV
+    )
+
+
 # -- durations, both ways ----------------------------------------------------------------
 
 

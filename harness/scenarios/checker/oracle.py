@@ -58,6 +58,12 @@ _SAME: dict[str, tuple[OutcomeKind | None, OutcomeKind | None]] = {
     # an intermediary's page instead of the provider's answer: decided by its status,
     # see `_gateway_kind`
     "gateway_error": (None, None),
+    # the caller's own HTTP client failed before the request reached the provider
+    "connection_refused": (NOT, NOT),  # nothing listened: nothing was sent
+    "connect_timeout": (NOT, NOT),  # never connected
+    "pool_exhausted": (NOT, NOT),  # no connection to send it on
+    "proxy_refused": (NOT, NOT),  # the proxy in front would not open the tunnel
+    "reset_during_send": (UNKNOWN, UNKNOWN),  # broken while sending: part may have arrived
 }
 
 EXPECTED_KIND: Mapping[str, Mapping[str, tuple[OutcomeKind | None, OutcomeKind | None]]] = {
