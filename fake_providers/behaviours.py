@@ -65,6 +65,7 @@ class BehaviourName(enum.StrEnum):
     STALL_AFTER_HEADERS = "stall_after_headers"
     HTTP_ERROR = "http_error"
     GATEWAY_ERROR = "gateway_error"
+    FOREIGN_SHAPE = "foreign_shape"
     # the caller's HTTP client fails before (or while) the request reaches the provider
     CONNECTION_REFUSED = "connection_refused"
     CONNECT_TIMEOUT = "connect_timeout"
@@ -205,6 +206,13 @@ BEHAVIOURS: Mapping[BehaviourName, BehaviourSpec] = {
         "WAF's 403",
         bills=False,
         params=frozenset({"status"}) | _LATENCY,
+    ),
+    BehaviourName.FOREIGN_SHAPE: BehaviourSpec(
+        summary="200 with the whole answer in another API's shape (a compatible server's "
+        "native format: Ollama's {model, message, done}), one JSON body even when the "
+        "request asked to stream: the work was done, the answer is not readable",
+        bills=True,
+        params=_LATENCY,
     ),
     BehaviourName.CONNECTION_REFUSED: BehaviourSpec(
         summary="the provider's host refuses the connection (nothing listens: it is down "

@@ -115,6 +115,7 @@ class Plan:
     duration: float | None = 0.0  # seconds until the work finishes; None: never
     response: dict[str, Any] | None = None  # what a lookup reports it produced
     error_kind: str | None = None  # the error it answers with (an ErrorKind value)
+    whole: bool = False  # one body even to a request that asked to stream
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -406,6 +407,29 @@ def _reset(ctx: _Context) -> Plan:
     )
 
 
+def _foreign_shape(ctx: _Context) -> Plan:
+    """The answer as a server with its own native API gives it (Ollama's chat shape), to
+    a caller that asked for this API's: whole, since such a server ignores `stream`."""
+    answer = ctx.answer()
+    native = {
+        "model": ctx.req.model,
+        "created_at": "2026-01-01T00:00:00Z",
+        "message": {"role": "assistant", "content": answer.text},
+        "done": True,
+        "done_reason": "stop",
+        "eval_count": answer.output_tokens,
+    }
+    body = json_body(native)
+    return Plan(
+        steps=(Pause(ctx.behaviour.latency), _json_head(ctx, body), Chunk(body), Complete()),
+        status_code=200,
+        output_tokens=answer.output_tokens,
+        duration=ctx.behaviour.latency,
+        response=native,
+        whole=True,
+    )
+
+
 def _transport_fault(ctx: _Context) -> Plan:
     return Plan(
         steps=(Pause(ctx.behaviour.latency), Fail(ctx.behaviour.name)),
@@ -585,6 +609,7 @@ PLANNERS: Mapping[BehaviourName, Callable[[_Context], Plan]] = {
     BehaviourName.STALL_AFTER_HEADERS: _stall_after_headers,
     BehaviourName.HTTP_ERROR: _http_error,
     BehaviourName.GATEWAY_ERROR: _gateway_error,
+    BehaviourName.FOREIGN_SHAPE: _foreign_shape,
     **{name: _transport_fault for name in TRANSPORT_FAULTS},
 }
 

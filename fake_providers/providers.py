@@ -280,7 +280,7 @@ class FakeProviders:
                 **common,
                 model=req.model,
                 behaviour=behaviour.name.value,
-                stream=req.stream,
+                stream=req.stream and not planned.whole,  # what it sent, not what was asked
                 status_code=planned.status_code,
                 input_tokens=input_tokens,
                 output_tokens=planned.output_tokens,

@@ -94,9 +94,11 @@ class AnthropicMessagesProvider(BaseHttpProvider):
             raise CallFailed(Signal.MALFORMED_BODY, "the body is not a message")
         if not isinstance(stop, str):
             raise CallFailed(Signal.MALFORMED_BODY, "the message has no stop_reason")
-        texts = [
-            b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"
-        ]
+        if not all(isinstance(b, dict) for b in content):
+            raise CallFailed(Signal.MALFORMED_BODY, "a content block is not an object")
+        texts = [b.get("text") for b in content if b.get("type") == "text"]
+        if not all(isinstance(t, str) for t in texts):
+            raise CallFailed(Signal.MALFORMED_BODY, "a text block's text is not a string")
         return Answer(
             text="".join(texts),
             finish_reason=STOP_REASONS.get(stop, stop),

@@ -292,10 +292,11 @@ class BaseHttpProvider(abc.ABC):
             handle.adopt(response.extensions.get("network_stream"))
         meter.head = self._monotonic() - meter.started
         request_id = response.headers.get(self.request_id_header)
+        streamed = request.stream and _is_event_stream(response)
         try:
             if not 200 <= response.status_code < 300:
                 raise self._status_failure(response, deadline, meter)
-            if request.stream and _is_event_stream(response):
+            if streamed:
                 return self._read_stream(response, deadline, meter), request_id
             # Not streaming, or a gateway that ignored `stream` and sent one JSON body.
             try:
@@ -309,7 +310,9 @@ class BaseHttpProvider(abc.ABC):
         except (AttributeError, TypeError, KeyError, IndexError) as exc:
             # JSON of the wrong shape (a string where an object belongs...): the provider
             # answered something, but not an answer. Never a success, never "not executed".
-            signal = Signal.STREAM_MALFORMED if request.stream else Signal.MALFORMED_BODY
+            # what arrived decides, not what was asked: a body that answered a stream
+            # request (a server that ignores `stream`) is a malformed body
+            signal = Signal.STREAM_MALFORMED if streamed else Signal.MALFORMED_BODY
             raise CallFailed(
                 signal,
                 f"the answer has the wrong shape ({type(exc).__name__})",

@@ -314,3 +314,30 @@ def test_json_of_the_wrong_shape_is_unusable_never_a_crash(kind: str, body: byte
     )
     outcome = adapter.complete(CompletionRequest(messages=REQUEST.messages, stream=True), timeout=5)
     assert outcome.kind is OutcomeKind.EXECUTED_UNUSABLE and outcome.reason == "stream_malformed"
+
+
+@pytest.mark.parametrize(
+    "content",
+    [[None], [{"type": "text", "text": 5}], ["text"]],
+    ids=["null-block", "text-not-a-string", "block-not-an-object"],
+)
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
+def test_a_message_with_a_broken_content_block_is_a_malformed_body(content, stream) -> None:
+    """A 200 message whose content blocks are not blocks is no answer (a null block was
+    taken for an empty success), and a body that answered a stream request (a server
+    that ignores `stream`) is a malformed *body*: what arrived decides, not what was
+    asked."""
+    from harness.providers.anthropic_messages import AnthropicMessagesProvider
+
+    message = {"type": "message", "content": content, "stop_reason": "end_turn"}
+    adapter = AnthropicMessagesProvider(
+        name="p",
+        base_url="http://fake.test",
+        model="m",
+        client=httpx.Client(
+            transport=httpx.MockTransport(lambda r: httpx.Response(200, json=message))
+        ),
+    )
+    request = CompletionRequest(messages=REQUEST.messages, stream=stream)
+    outcome = adapter.complete(request, timeout=5)
+    assert (outcome.kind, outcome.reason) == (OutcomeKind.EXECUTED_UNUSABLE, "malformed_body")

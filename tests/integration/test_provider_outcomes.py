@@ -51,6 +51,7 @@ EXPECTED: dict[BehaviourName, tuple[OutcomeKind, OutcomeKind]] = {
     BehaviourName.STALL_AFTER_HEADERS: (UNUSABLE, UNUSABLE),
     BehaviourName.HTTP_ERROR: (NOT, NOT),  # the provider's own 401 (statuses: below)
     BehaviourName.GATEWAY_ERROR: (UNKNOWN, UNKNOWN),  # a gateway's 502 page
+    BehaviourName.FOREIGN_SHAPE: (UNUSABLE, UNUSABLE),  # whole, even when streaming
     # the caller's own client failed (in-process; over a socket each is a reset: below)
     BehaviourName.CONNECTION_REFUSED: (NOT, NOT),
     BehaviourName.CONNECT_TIMEOUT: (NOT, NOT),
@@ -77,6 +78,7 @@ EXPECTED_REASON: dict[BehaviourName, Signal] = {
     BehaviourName.CONTENT_FILTER: Signal.CONTENT_FILTERED,
     BehaviourName.HTTP_ERROR: Signal.UNAUTHORIZED,
     BehaviourName.GATEWAY_ERROR: Signal.BAD_GATEWAY,
+    BehaviourName.FOREIGN_SHAPE: Signal.MALFORMED_BODY,  # a body, to a stream request too
     BehaviourName.CONNECTION_REFUSED: Signal.CONNECT_FAILED,
     BehaviourName.CONNECT_TIMEOUT: Signal.CONNECT_TIMEOUT,
     BehaviourName.POOL_EXHAUSTED: Signal.POOL_TIMEOUT,
@@ -134,7 +136,7 @@ def test_behaviour_maps_to_outcome(target, behaviour, kind, stream) -> None:
         assert entry.billed, entry
     if expected is NOT:  # the request is over and produced nothing
         assert not entry.billed, entry
-    assert entry.stream is stream
+    assert entry.stream is (stream and behaviour is not BehaviourName.FOREIGN_SHAPE)
     if expected is DONE:
         assert entry.delivered
         assert outcome.text

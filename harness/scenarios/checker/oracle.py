@@ -58,6 +58,8 @@ _SAME: dict[str, tuple[OutcomeKind | None, OutcomeKind | None]] = {
     # an intermediary's page instead of the provider's answer: decided by its status,
     # see `_gateway_kind`
     "gateway_error": (None, None),
+    # a whole answer in another API's shape (sent whole even when a stream was asked)
+    "foreign_shape": (UNUSABLE, UNUSABLE),
     # the caller's own HTTP client failed before the request reached the provider
     "connection_refused": (NOT, NOT),  # nothing listened: nothing was sent
     "connect_timeout": (NOT, NOT),  # never connected
