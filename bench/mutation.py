@@ -3,11 +3,13 @@ mutation tool's mutants of harness/core, harness/engine and harness/store/querie
 
 The mutants are cosmic-ray's (`pip install cosmic-ray`): every operator of its core set
 at every position it applies to in those modules. Playing each one costs a whole
-`harness check`, so a seeded random sample of `--sample N` is played (all: `--sample 0`),
-each in a copy of the source tree (the working tree is never touched), by
-`python -m harness check --swarm 0` with that copy first on the path. A mutant is killed
-when check exits non-zero or times out; one whose module no longer imports is counted
-apart (the tool's "incompetent" mutants). Survivors are printed with their diff, to be
+`harness check`, so they are drawn in a seeded random order until `--sample N` have been
+played and judged (all: `--sample 0`), each in a copy of the source tree (the working
+tree is never touched), by `python -m harness check --swarm 0` with that copy first on
+the path. A mutant is killed when check exits non-zero or times out. Counted apart, never
+played: a mutant that does not parse or whose module no longer imports (the tool's
+"incompetent" mutants), and one that changes only an annotation (never evaluated in
+these modules: equivalent by construction). Survivors are printed with their diff, to be
 argued equivalent (or not) in BENCHMARKS.md.
 
     .venv/bin/python bench/mutation.py --sample 20 --seed 1 [--json out.json]
@@ -16,6 +18,7 @@ argued equivalent (or not) in BENCHMARKS.md.
 from __future__ import annotations
 
 import argparse
+import ast
 import difflib
 import json
 import os
@@ -58,6 +61,25 @@ def mutations() -> list[tuple[str, str, int]]:
     return found
 
 
+def _without_annotations(source: str) -> str | None:
+    """The module's syntax tree with every annotation blanked (None: it does not parse).
+    Under `from __future__ import annotations` (every target module) an annotation is
+    never evaluated, so a mutant that differs only there is equivalent by construction:
+    counted apart, never played."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.arg):
+            node.annotation = None
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            node.returns = None
+        elif isinstance(node, ast.AnnAssign):
+            node.annotation = ast.Constant(None)
+    return ast.dump(tree)
+
+
 def play(module: str, operator_name: str | None, occurrence: int) -> dict[str, object]:
     """One mutant played (`operator_name` None: the unmutated tree, the baseline)."""
     import cosmic_ray.plugins as plugins
@@ -71,6 +93,11 @@ def play(module: str, operator_name: str | None, occurrence: int) -> dict[str, o
         mutated = mutate_code(source, plugins.get_operator(operator_name)(), occurrence)
         if mutated is None or mutated == source:
             return {**record, "result": "no-op"}
+        shape = _without_annotations(mutated)
+        if shape is None:  # it does not even parse (`*` in a signature made `+` ...)
+            return {**record, "result": "incompetent"}
+        if shape == _without_annotations(source):
+            return {**record, "result": "equivalent"}
     record["diff"] = "".join(
         difflib.unified_diff(source.splitlines(True), mutated.splitlines(True), module, module, n=1)
     )
@@ -113,25 +140,30 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
-    baseline = play(TARGETS[-1], None, 0)
+    baseline = play(str(modules()[0].relative_to(ROOT)), None, 0)
     if baseline["result"] != "survived":
         sys.exit(f"harness check fails on the unmutated copy: {baseline}")
     print(f"baseline: harness check holds on the copy in {baseline['seconds']} s", flush=True)
     every = mutations()
-    chosen = every if args.sample == 0 else random.Random(args.seed).sample(every, args.sample)
-    print(f"{len(every)} mutants generated; playing {len(chosen)}", flush=True)
+    order = list(every)
+    random.Random(args.seed).shuffle(order)
+    wanted = len(order) if args.sample == 0 else args.sample
+    print(f"{len(every)} mutants generated; playing {wanted} in a seeded order", flush=True)
     played = []
-    for module, operator, at in chosen:
+    for module, operator, at in order:
+        if sum(1 for p in played if p["result"] in ("killed", "survived")) >= wanted:
+            break
         record = play(module, operator, at)
         played.append(record)
         print(f"{record['result']:<12} {module} {operator} #{at}", flush=True)
         if record["result"] == "survived":
             print(record["diff"], flush=True)
     counts = {r: sum(1 for p in played if p["result"] == r) for r in ("killed", "survived")}
-    counts |= {r: sum(1 for p in played if p["result"] == r) for r in ("incompetent", "no-op")}
+    apart = ("equivalent", "incompetent", "no-op")
+    counts |= {r: sum(1 for p in played if p["result"] == r) for r in apart}
     judged = counts["killed"] + counts["survived"]
     rate = 100.0 * counts["killed"] / judged if judged else 0.0
-    print(f"generated {len(every)}, played {len(chosen)}: {counts}; kill rate {rate:.1f}%")
+    print(f"generated {len(every)}, drawn {len(played)}: {counts}; kill rate {rate:.1f}%")
     if args.json is not None:
         summary = {"generated": len(every), "counts": counts, "kill_rate": rate}
         args.json.write_text(json.dumps({**summary, "mutants": played}, indent=1) + "\n")
