@@ -419,15 +419,7 @@ def _foreign_shape(ctx: _Context) -> Plan:
         "done_reason": "stop",
         "eval_count": answer.output_tokens,
     }
-    body = json_body(native)
-    return Plan(
-        steps=(Pause(ctx.behaviour.latency), _json_head(ctx, body), Chunk(body), Complete()),
-        status_code=200,
-        output_tokens=answer.output_tokens,
-        duration=ctx.behaviour.latency,
-        response=native,
-        whole=True,
-    )
+    return _body_200(ctx, json_body(native), answer, response=native, whole=True)
 
 
 def _transport_fault(ctx: _Context) -> Plan:
@@ -442,12 +434,20 @@ def _malformed_body(ctx: _Context) -> Plan:
     answer = ctx.answer()
     completion = ctx.dialect.completion(ctx.req, ctx.ids, answer)
     body = b'{"id": "' + ctx.ids.message_id.encode() + b'", "choices": [{"index": 0, "message": {'
+    return _body_200(ctx, body, answer, response=completion)
+
+
+def _body_200(
+    ctx: _Context, body: bytes, answer: Answer, *, response: dict[str, Any], whole: bool = False
+) -> Plan:
+    """A 200 with `body` as one whole JSON body, after the latency: the work was done."""
     return Plan(
         steps=(Pause(ctx.behaviour.latency), _json_head(ctx, body), Chunk(body), Complete()),
         status_code=200,
         output_tokens=answer.output_tokens,
         duration=ctx.behaviour.latency,
-        response=completion,
+        response=response,
+        whole=whole,
     )
 
 
