@@ -96,7 +96,7 @@ def test_an_attempt_unknown_after_hedge_after_is_hedged_at_once(
     assert worker.engine.get_job(job_id).status is JobState.BLOCKED_UNKNOWN
     assert providers["fallback"].calls == []
     scheduler.advance(9)  # t=40: start + hedge_after
-    scheduler.wait_idle()
+    # not wait_idle() here: the primary's call is held on purpose and would hold it too
     settled(worker, job_id, JobState.SUCCEEDED)
     release.set()
     scheduler.wait_idle()
