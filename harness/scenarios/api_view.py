@@ -4,8 +4,11 @@ The runner reads the final state through the engine (`Stage.snapshot`); this mod
 reads it as the run's owners would, through the API app itself (`harness.api.app`), in
 process over httpx's ASGI transport (no socket, no server), each owner with a bearer
 token of its own. For each job: `GET /v1/jobs/{id}` and every page of
-`GET /v1/jobs/{id}/events` as its owner, and both again as every other owner of the
-run and as an outsider, who must be told 404 and nothing else.
+`GET /v1/jobs/{id}/events` as its owner, and both again as an outsider and as the owners
+just before and just after its own in sorted order (what an owner comparison gone wrong,
+`!=`, `<` or `>`, lets through), each of whom must be told 404 and nothing else. Every
+other owner as well would cost jobs x owners reads (most of a swarm episode's replay)
+and catch no further comparison.
 
 What it saw goes into the history's `api` section in the history's own words (aliases,
 `a#2` attempts, seconds from the start), so the checker
@@ -41,28 +44,35 @@ def observe(stage: Stage, jobs: Iterable[Job]) -> dict[str, Any]:
     """The `api` section of the history: each job as its owner reads it, and what every
     other owner was answered (see the module doc)."""
     jobs = sorted(jobs, key=lambda j: j.id)
-    owners = sorted({j.owner for j in jobs} | {stage.owner(OUTSIDER)})
+    outsider = stage.owner(OUTSIDER)
+    owners = sorted({j.owner for j in jobs} | {outsider})
     tokens = {owner: secrets.token_urlsafe(18) for owner in owners}
     config = ServiceConfig(tokens={token: owner for owner, token in tokens.items()})
     app = create_app(stage.client(), None, config)
-    return asyncio.run(_read_all(app, stage.history, jobs, tokens))
+    return asyncio.run(_read_all(app, stage.history, jobs, tokens, outsider))
 
 
 async def _read_all(
-    app: Any, history: History, jobs: list[Job], tokens: Mapping[str, str]
+    app: Any, history: History, jobs: list[Job], tokens: Mapping[str, str], outsider: str
 ) -> dict[str, Any]:
     seen: dict[str, Any] = {}
     foreign: list[dict[str, Any]] = []
+    owners = sorted(set(tokens) - {outsider})
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url=BASE_URL) as client:
         for job in jobs:
             alias = history.names.jobs.get(job.id, f"job{job.id}")
             own = _bearer(tokens[job.owner])
             seen[alias] = await _own_view(client, history, job.id, own)
-            for owner in tokens:
-                if owner != job.owner:
-                    foreign.append(await _foreign_view(client, job.id, alias, owner, tokens))
+            for owner in _foreign_readers(job.owner, owners, outsider):
+                foreign.append(await _foreign_view(client, job.id, alias, owner, tokens))
     return {"jobs": seen, "foreign": foreign}
+
+
+def _foreign_readers(owner: str, owners: list[str], outsider: str) -> list[str]:
+    """The outsider and the job owners next to `owner` in sorted `owners` (the module doc)."""
+    at = owners.index(owner)
+    return sorted({outsider, *owners[max(at - 1, 0) : at + 2]} - {owner})
 
 
 def _bearer(token: str) -> dict[str, str]:

@@ -90,3 +90,13 @@ def test_the_observer_reads_every_page(database, scenarios, tmp_path: Path) -> N
     recorded = [e["kind"] for e in history["events"] if e["job"] == "a"]
     assert len(recorded) > 4  # more than one page of the observer's
     assert [e["kind"] for e in history["api"]["jobs"]["a"]["events"]] == recorded
+
+
+def test_a_job_is_read_by_the_outsider_and_the_owners_next_to_its_own() -> None:
+    """Enough to catch an owner comparison gone wrong either way (`<`, `>`, `!=`)."""
+    from harness.scenarios.api_view import _foreign_readers
+
+    owners = ["n/a", "n/b", "n/c", "n/d"]
+    assert _foreign_readers("n/b", owners, "n/x") == ["n/a", "n/c", "n/x"]
+    assert _foreign_readers("n/a", owners, "n/x") == ["n/b", "n/x"]
+    assert _foreign_readers("n/d", owners, "n/x") == ["n/c", "n/x"]
