@@ -18,6 +18,7 @@ The contract's hash is the SHA-256 of its text with line endings normalised to `
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -571,4 +572,11 @@ def load_contract(path: str | Path) -> Contract:
         raise load_error(
             [FileProblem(file, "", f"a contract file ends in {', '.join(CONTRACT_SUFFIXES)}")]
         )
+    return _parsed_once(text, file, suffix)
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed_once(text: str, file: str, suffix: str) -> Contract:
+    """A file's text parses to one Contract (frozen): a shrinker or a suite replaying one
+    scenario hundreds of times loads its contract once, not once per replay (24 ms)."""
     return parse_contract(text, file=file, suffix=suffix)
