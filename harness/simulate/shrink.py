@@ -2,10 +2,11 @@
 same way (the same invariant broken), for a person to read and replay.
 
 Greedy passes, repeated until none makes progress or the budget of replays runs out:
-drop whole jobs (every step naming them), then single steps, then provider script
-entries, then policy and worker settings, then simplify what is left (no repeated
-clicks, default inputs, fewer workers). Each candidate is played on the scenario runner;
-a candidate the format refuses counts as "does not fail".
+drop whole jobs (every step naming them), then runs of steps (halves, quarters, ...
+down to single steps), then provider script entries, then policy and worker settings,
+then simplify what is left (no repeated clicks, default inputs, fewer workers). Each
+candidate is played on the scenario runner; a candidate the format refuses counts as
+"does not fail".
 """
 
 from __future__ import annotations
@@ -73,25 +74,32 @@ def _with_steps(scenario: Scenario, steps: list[dict[str, Any]]) -> Scenario:
     return smaller
 
 
-def _without_jobs(scenario: Scenario) -> Iterator[Scenario]:
-    jobs = list(dict.fromkeys(j for s in scenario["steps"] if (j := _job_of(s))))
-    if len(jobs) <= 1:
-        return
-    chunk = len(jobs) // 2
-    while chunk >= 1:  # halves first, then quarters, ... then one job at a time
-        for start in range(0, len(jobs), chunk):
-            gone = set(jobs[start : start + chunk])
-            if len(gone) < len(jobs):
-                kept = [s for s in scenario["steps"] if _job_of(s) not in gone]
-                yield _with_steps(scenario, kept)
+def _chunks(count: int) -> Iterator[range]:
+    """Ranges of `count` items to cut, latest first: halves, then quarters, ... then one
+    at a time; never all of them."""
+    seen: set[range] = set()
+    chunk = count // 2
+    while chunk >= 1:
+        for start in reversed(range(0, count, chunk)):
+            cut = range(start, min(start + chunk, count))
+            if len(cut) < count and cut not in seen:
+                seen.add(cut)
+                yield cut
         chunk //= 2
 
 
+def _without_jobs(scenario: Scenario) -> Iterator[Scenario]:
+    jobs = list(dict.fromkeys(j for s in scenario["steps"] if (j := _job_of(s))))
+    for cut in _chunks(len(jobs)):
+        gone = {jobs[i] for i in cut}
+        yield _with_steps(scenario, [s for s in scenario["steps"] if _job_of(s) not in gone])
+
+
 def _without_steps(scenario: Scenario) -> Iterator[Scenario]:
+    """Runs of steps, the latest first (what follows a failure rarely matters to it)."""
     steps = scenario["steps"]
-    for i in reversed(range(len(steps))):
-        if len(steps) > 1:
-            yield _with_steps(scenario, steps[:i] + steps[i + 1 :])
+    for cut in _chunks(len(steps)):
+        yield _with_steps(scenario, steps[: cut.start] + steps[cut.stop :])
 
 
 def _shorter_scripts(scenario: Scenario) -> Iterator[Scenario]:
