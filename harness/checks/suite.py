@@ -4,7 +4,8 @@ the real engine, and the mutants that prove the suite can fail.
 Every scenario runs in-process on virtual time (`harness.scenarios.runner`), so the
 suite takes about a second, whatever the machine's load. `--mutants` plays the suite
 against each deliberately broken engine (`harness.checks.mutants`) and stops a mutant's
-run at the first scenario that catches it; a mutant nobody catches is a blind spot.
+run at the first scenario that catches it (trying first the ones that state the
+guarantee it breaks); a mutant nobody catches is a blind spot.
 """
 
 from __future__ import annotations
@@ -64,18 +65,33 @@ def run_mutants(
             + ", ".join(r.name for r in baseline)
         )
     found = []
+    catchers: list[Scenario] = []  # the latest first: see _likeliest_first
     for mutant in mutants:
         caught: list[RunResult] = []
         started = time.perf_counter()
         with applied(mutant):
-            for scenario in scenarios:
+            for scenario in scenarios if full else _likeliest_first(mutant, scenarios, catchers):
                 result = run_scenario(scenario, database)
                 if result.skipped is None and not result.passed:
                     caught.append(result)
                     if not full:
+                        catchers = [scenario, *(c for c in catchers if c is not scenario)]
                         break
         names = tuple(r.name for r in caught)
         found.append(MutantResult(mutant, names, time.perf_counter() - started, tuple(caught)))
         if on_result is not None:
             on_result(found[-1])
     return found
+
+
+def _likeliest_first(
+    mutant: Mutant, scenarios: list[Scenario], catchers: list[Scenario]
+) -> list[Scenario]:
+    """The scenarios that state the guarantee the mutant breaks, then those that caught
+    earlier mutants (the latest first), then the rest in order: a run that stops at the
+    first catch plays a handful, not the suite. Whether a mutant is caught does not
+    depend on the order (every scenario is played until one catches it); which one is
+    named first does."""
+    first = [s for s in scenarios if mutant.breaks in s.guarantees]
+    first += [c for c in catchers if not any(c is s for s in first)]
+    return [*first, *(s for s in scenarios if not any(s is f for f in first))]
