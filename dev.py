@@ -97,8 +97,13 @@ def workers() -> list[str]:
 
 def test_env() -> dict[str, str]:
     """The tests' temporary files (their SQLite databases) in memory where the machine has
-    a tmpfs: the same files and the same syscalls, without waiting on the disk's flush."""
+    a tmpfs: the same files and the same syscalls, without waiting on the disk's flush;
+    and Python's bytecode caches on."""
     env = dict(os.environ)
+    # Bytecode caches: where the environment turns them off (this machine kind does),
+    # every xdist worker and every `harness` subprocess a test starts compiles the
+    # project from source, and pytest re-rewrites the asserts of every plugin's modules.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     shm = Path("/dev/shm")
     if "TMPDIR" not in env and shm.is_dir() and os.access(shm, os.W_OK):
         base = shm / f"harness-tests-{os.getuid()}"
