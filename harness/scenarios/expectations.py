@@ -128,6 +128,9 @@ def _job_events(kinds: list[str], wanted: Mapping[str, Any]) -> Iterator[str]:
         count = kinds.count("discarded_late_result")
         if count != wanted["discarded"]:
             yield f"{count} discarded late result(s), expected {wanted['discarded']}"
+    for kind, expected in wanted.get("times", {}).items():
+        if kinds.count(kind) != expected:
+            yield f"event {kind} happened {kinds.count(kind)} time(s), expected {expected}"
 
 
 def _in_order(wanted: list[str], kinds: list[str]) -> bool:

@@ -92,6 +92,28 @@ def test_thirty_seconds_of_provider_latency_take_a_small_fraction_of_that(
     assert took < 30, f"{took:.3f} s"
 
 
+COUNTED = """
+format: 1
+name: counted
+summary: one job, one attempt, one win; the file expects two attempts started
+providers: {}
+steps:
+  - create: {job: a}
+expect:
+  jobs:
+    a: {status: succeeded, times: {attempt_started: 2, won: 1}}
+"""
+
+
+def test_times_counts_each_event_kind_exactly(database: Database) -> None:
+    """`events` is a subsequence, which a repeated event passes; `times` is exact."""
+    result = run_scenario(parse_scenario(COUNTED), database)
+    assert not result.passed
+    assert result.problems() == ["job a: event attempt_started happened 1 time(s), expected 2"], (
+        result.problems()
+    )
+
+
 @pytest.mark.parametrize("db_url", [BACKENDS[-1]], indirect=True)
 def test_every_mutant_is_caught_by_the_suite(database: Database) -> None:
     """On PostgreSQL; on SQLite `harness check --mutants` holds the same matrix
