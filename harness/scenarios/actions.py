@@ -27,7 +27,13 @@ from harness.errors import (
     NotFound,
     WorkerKilled,
 )
-from harness.scenarios.model import DEFAULT_INPUT, DEFAULT_OPERATION, DEFAULT_OWNER, Step
+from harness.scenarios.model import (
+    DEFAULT_INPUT,
+    DEFAULT_OPERATION,
+    DEFAULT_OWNER,
+    Step,
+    output_cap,
+)
 from harness.scenarios.stage import Stage
 from harness.store import queries
 
@@ -163,6 +169,7 @@ def create(stage: Stage, args: Mapping[str, Any], step: Step) -> Answer:
             key=key,
             job=alias,
             fingerprint=intent_print,
+            **output_cap(args.get("input", DEFAULT_INPUT)),
         )
     if args.get("together") and count > 1:
         engines = [stage.client(i % processes) for i in range(count)]

@@ -154,6 +154,7 @@ class History:
             "billed": entry.billed,
             "delivered": entry.delivered,
             "finished": entry.finished,
+            "output_tokens": entry.output_tokens,
         }
 
     def _owner(self, owner: str) -> str | None:

@@ -102,3 +102,11 @@ class Scenario:
     def to_dict(self) -> dict[str, Any]:
         """The scenario as the mapping its file holds (what `dump_scenario` writes)."""
         return dict(self.raw)
+
+
+def output_cap(input: Any) -> dict[str, Any]:
+    """What a create's input asks of the provider's answer, for its history entry (the
+    checker's output-cap property): its `max_tokens`, as the client wrote it."""
+    if isinstance(input, Mapping) and "max_tokens" in input:
+        return {"max_tokens": input["max_tokens"]}
+    return {}

@@ -188,6 +188,7 @@ def ledger_entries(
             "billed": e["billed"],
             "delivered": e["delivered"],
             "finished": e["finished"],
+            "output_tokens": e.get("output_tokens"),
         }
         for e in executions
     ]

@@ -22,7 +22,14 @@ from harness.core.fingerprint import fingerprint
 from harness.core.models import Policy
 from harness.scenarios import observed
 from harness.scenarios.history import History
-from harness.scenarios.model import DEFAULT_INPUT, DEFAULT_OPERATION, DEFAULT_OWNER, Scenario, Step
+from harness.scenarios.model import (
+    DEFAULT_INPUT,
+    DEFAULT_OPERATION,
+    DEFAULT_OWNER,
+    Scenario,
+    Step,
+    output_cap,
+)
 from harness.scenarios.target import Reply, TargetClient
 
 BARRIER_LIMIT = 10.0  # real seconds every sender of a `together` step has to arrive
@@ -156,7 +163,16 @@ def create(play: Play, args: Mapping[str, Any], step: Step) -> Any:
     process = f"client:{owner}"
     intent = _fingerprint(operation, body["input"], chain)
     for i in range(args.get("count", 1)):
-        play.op(process, "invoke", "create", client=i, key=key, job=alias, fingerprint=intent)
+        play.op(
+            process,
+            "invoke",
+            "create",
+            client=i,
+            key=key,
+            job=alias,
+            fingerprint=intent,
+            **output_cap(body["input"]),
+        )
     headers = {"Idempotency-Key": f"{play.prefix}{key}"}
     replies = _send(
         args,

@@ -389,6 +389,45 @@ def test_retries_say_nothing_without_the_workers_names() -> None:
     assert found(data) == []
 
 
+# -- I8: the output cap ------------------------------------------------------------------
+
+
+def capped(cap: Any, tokens: int | None, answer: str = "created") -> dict:
+    """Job a created asking for `cap` output tokens; its one execution answered `tokens`."""
+    ops = [
+        op(0, 0, "client:alice", "invoke", "create", client=0, key="a", job="a", max_tokens=cap),
+        op(1, 0, "client:alice", "ok", "create", client=0, answer=answer, job="a"),
+    ]
+    data = history([], {}, ops)
+    data["ledger"] = [
+        {
+            "t": 0,
+            "attempt": "a#1",
+            "behaviour": "success",
+            "provider_kind": "openai",
+            "status": 200,
+            "output_tokens": tokens,
+        }
+    ]
+    return data
+
+
+def test_an_execution_answering_past_the_creates_max_tokens_is_i8() -> None:
+    data = capped(3, 10)
+    (finding,) = found(data)
+    assert finding.invariant == "I8" and finding.job == "a"
+    assert finding.witness == (data["operations"][0], data["ledger"][0])
+    assert "answered 10 output tokens" in finding.message and "at most 3" in finding.message
+
+
+def test_an_answer_within_the_cap_or_no_cap_to_judge_is_right() -> None:
+    assert found(capped(3, 3)) == []
+    assert found(capped(3, None)) == []  # a ledger that does not count tokens
+    for cap in (0, -1, True, "3", None):  # no cap the engine could honour
+        assert found(capped(cap, 10)) == [], cap
+    assert found(capped(3, 10, answer="replayed")) == []  # only the create that made it
+
+
 # -- I11: the breaker ---------------------------------------------------------------------
 
 

@@ -216,7 +216,7 @@ def test_jobs_events_and_the_ledger_are_named_as_in_process() -> None:
     execution = {
         "attempt_id": "tok-a1", "provider_kind": "openai", "behaviour": "success",
         "status_code": 200, "billed": True, "delivered": True, "finished": True,
-        "received_at": 1000.1, "completes_at": 1000.9,
+        "received_at": 1000.1, "completes_at": 1000.9, "output_tokens": 7,
     }  # fmt: skip
     stranger = {**execution, "attempt_id": "someone-else"}
     mine = observed.own_executions([execution, stranger], labels)
@@ -224,6 +224,7 @@ def test_jobs_events_and_the_ledger_are_named_as_in_process() -> None:
         {
             "t": 1.0, "provider_kind": "openai", "attempt": "a#1", "behaviour": "success",
             "status": 200, "billed": True, "delivered": True, "finished": True,
+            "output_tokens": 7,
         }
     ]  # fmt: skip
     calls = observed.call_operations(mine, labels, time)

@@ -32,6 +32,8 @@ the closest one and says which in its message):
   first of the chain starts before a passing verdict for it (ordered by the history's
   operation numbers where the attempt's call is recorded).
 - I8 attributable side effects: every execution maps to exactly one attempt.
+  *Output cap*: no execution answers more output tokens than the `max_tokens` the
+  job's create asked for.
   *Outcome table, Retry-After*: a worker's retry of the same provider after a 429 with
   Retry-After R (or a provider's own 5xx / 429 without it: the policy's back-off) never
   starts before the refusal's time + R.
@@ -79,6 +81,7 @@ from harness.scenarios.checker.outcomes import (
     _classified_as_sent,
     _definite_never_unknown,
     _late_results_recorded,
+    _output_capped,
     _winner_answered,
 )
 from harness.scenarios.checker.timing import (
@@ -132,6 +135,7 @@ HISTORY_CHECKS: tuple[Check, ...] = (
     _late_results_recorded,
     _gated,
     _attributable,
+    _output_capped,
     _retry_waits,
     _isolated,
     _live_or_waiting,

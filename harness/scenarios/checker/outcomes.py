@@ -12,6 +12,7 @@ from harness.scenarios.checker.history import (
     _FOREIGN,
     Entry,
     Finding,
+    _answered_creates,
     _calls,
     _events_by_job,
     _final,
@@ -220,4 +221,31 @@ def _attributable(history: Mapping[str, Any]) -> Iterator[Finding]:
                 attempt.split("#")[0],
                 f"{attempt} executed {len(runs)} times",
                 tuple(runs[:2]),
+            )
+
+
+def _output_capped(history: Mapping[str, Any]) -> Iterator[Finding]:
+    """I8, *output cap*: no execution for a job answers more output tokens than the
+    `max_tokens` (a whole number from 1) its create asked for: what a call may cost is
+    the intent's to say."""
+    caps: dict[str, tuple[int, Entry]] = {}
+    for invoke, answer in _answered_creates(history):
+        cap = invoke.get("max_tokens")
+        if answer.get("answer") != "created" or isinstance(cap, bool):
+            continue
+        if isinstance(cap, int) and cap >= 1:
+            caps[str(answer["job"])] = (cap, invoke)
+    for execution in history.get("ledger", ()):
+        attempt, tokens = execution.get("attempt"), execution.get("output_tokens")
+        if attempt in _FOREIGN or not isinstance(tokens, int):
+            continue
+        job = str(attempt).split("#")[0]
+        if job in caps and tokens > caps[job][0]:
+            cap, create = caps[job]
+            yield Finding(
+                "I8",
+                job,
+                f"{attempt}'s provider answered {tokens} output tokens; the create asked "
+                f"for at most {cap} (output cap)",
+                (create, execution),
             )
