@@ -231,17 +231,16 @@ def _output_capped(history: Mapping[str, Any]) -> Iterator[Finding]:
     caps: dict[str, tuple[int, Entry]] = {}
     for invoke, answer in _answered_creates(history):
         cap = invoke.get("max_tokens")
-        if answer.get("answer") != "created" or isinstance(cap, bool):
-            continue
-        if isinstance(cap, int) and cap >= 1:
+        whole = isinstance(cap, int) and not isinstance(cap, bool) and cap >= 1
+        if whole and answer.get("answer") == "created":
             caps[str(answer["job"])] = (cap, invoke)
     for execution in history.get("ledger", ()):
         attempt, tokens = execution.get("attempt"), execution.get("output_tokens")
-        if attempt in _FOREIGN or not isinstance(tokens, int):
-            continue
         job = str(attempt).split("#")[0]
-        if job in caps and tokens > caps[job][0]:
-            cap, create = caps[job]
+        if attempt in _FOREIGN or not isinstance(tokens, int) or job not in caps:
+            continue
+        cap, create = caps[job]
+        if tokens > cap:
             yield Finding(
                 "I8",
                 job,
