@@ -8,6 +8,7 @@ import pytest
 
 from fake_providers import BehaviourName
 from harness.core import faults
+from harness.core.models import POLICY_FIELDS
 from harness.core.states import AttemptState, EventKind
 from harness.errors import ScenarioFileError
 from harness.scenarios import dump_scenario, load_scenario, parse_scenario, scenario_schema
@@ -32,6 +33,13 @@ def test_the_schema_is_valid_json_schema() -> None:
 )
 def test_the_schema_names_every_word_of_each_vocabulary(defs: str, values: set[str]) -> None:
     assert set(scenario_schema()["$defs"][defs]["enum"]) == values
+
+
+def test_both_policies_of_the_schema_name_every_policy_field() -> None:
+    """The top-level policy (values checked) and a create's own (values the engine's)."""
+    defs = scenario_schema()["$defs"]
+    assert set(defs["policy"]["properties"]) == set(POLICY_FIELDS)
+    assert set(defs["any_policy"]["propertyNames"]["enum"]) == set(POLICY_FIELDS)
 
 
 def test_every_action_is_in_the_schema() -> None:
