@@ -2,8 +2,9 @@
 same way (the same invariant broken), for a person to read and replay.
 
 Greedy passes, repeated until none makes progress or the budget of replays runs out:
-drop whole jobs (every step naming them), then runs of steps (halves, quarters, ...
-down to single steps), then provider script entries, then policy and worker settings,
+drop runs of steps (halves, quarters, ... down to single steps, the latest first), then
+whole jobs (every step naming them), then provider script entries, then policy and
+worker settings,
 then simplify what is left (no repeated clicks, default inputs, fewer workers). Each
 candidate is played on the scenario runner; a candidate the format refuses counts as
 "does not fail".
@@ -212,10 +213,14 @@ def write_scenario(
 
 
 PASSES: tuple[Callable[[Scenario], Iterator[Scenario]], ...] = (
-    _without_jobs,
     _without_steps,
+    _without_jobs,
     _shorter_scripts,
     _plainer_settings,
     _plainer_steps,
 )
-"""The reductions, biggest cuts first."""
+"""The reductions, biggest cuts first. Steps go before jobs: cutting what follows the
+failure keeps the order in which jobs meet the providers' scripts, where a cut job shifts
+every later job's entry, so the first cuts mostly fail (measured on the 28 built-in
+mutants: at 12 replays two episodes did not shrink at all with jobs first, none with
+steps first; at 40, 135 vs 137 steps in all)."""
