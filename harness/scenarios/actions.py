@@ -136,6 +136,7 @@ def create(stage: Stage, args: Mapping[str, Any], step: Step) -> Answer:
     count = args.get("count", 1)
     processes = args.get("processes", 1)
     made: dict[int, int] = {}
+    versions: dict[int, int] = {}  # the version each create answered (the checker's I5)
 
     def one(i: int) -> str:
         try:
@@ -154,7 +155,7 @@ def create(stage: Stage, args: Mapping[str, Any], step: Step) -> Answer:
             return "conflict"
         except InvalidIntent:
             return "invalid"
-        made[i] = result.job.id
+        made[i], versions[i] = result.job.id, result.job.version
         return "created" if result.created else "replayed"
 
     process = f"client:{owner}"
@@ -180,14 +181,17 @@ def create(stage: Stage, args: Mapping[str, Any], step: Step) -> Answer:
     for job_id in sorted(set(made.values())):
         stage.bind(alias, job_id)
     outcomes = [
-        (answer, stage.history.names.jobs.get(made[i]) if i in made else None)
+        (answer, stage.history.names.jobs.get(made[i]) if i in made else None, versions.get(i))
         for i, answer in enumerate(answers)
     ]
     if args.get("together"):  # which racer won is not the scenario's to choose: sort them
-        outcomes.sort(key=lambda pair: (pair[0], pair[1] or ""))
-    for i, (answer, job) in enumerate(outcomes):
+        outcomes.sort(key=lambda told: (told[0], told[1] or ""))
+    for i, (answer, job, version) in enumerate(outcomes):
         kind = "ok" if answer in ("created", "replayed") else "fail"
-        stage.history.op(stage.now(), process, kind, "create", client=i, answer=answer, job=job)
+        seen = {"version": version} if answer == "created" else {}
+        stage.history.op(
+            stage.now(), process, kind, "create", client=i, answer=answer, job=job, **seen
+        )
     if args.get("start", True):
         for job_id in sorted({made[i] for i, a in enumerate(answers) if a == "created"}):
             _start(stage, job_id)

@@ -167,6 +167,7 @@ def _job(history: History, body: Mapping[str, Any]) -> dict[str, Any]:
             {
                 "attempt": names.attempt(a.get("id")),
                 "provider": a.get("provider"),
+                "model": a.get("model"),
                 "state": a.get("state"),
                 "outcome": a.get("outcome"),
                 "resolution": a.get("resolution"),

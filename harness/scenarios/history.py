@@ -148,6 +148,7 @@ class History:
             "t": round(entry.received_at - self.start.timestamp(), 6),
             "provider_kind": entry.provider_kind,
             "attempt": self.names.token(entry.attempt_id),
+            "model": entry.model,
             "behaviour": entry.behaviour,
             "stream": entry.stream,
             "status": entry.status_code,
@@ -180,6 +181,7 @@ class History:
             "key": self._key(job.idempotency_key),
             "status": str(job.status),
             "version": job.version,
+            "refused_failovers": getattr(job, "refused_failovers", None),  # the store's count
             "chain": list(job.providers),
             "max_live_attempts": job.policy.max_live_attempts,
             "policy": _plain(job.policy.to_dict()),
@@ -192,6 +194,7 @@ class History:
                 {
                     "attempt": self.names.attempt(a.id),
                     "provider": a.provider,
+                    "model": a.model,
                     "state": str(a.state),
                     "outcome": None if a.outcome is None else str(a.outcome),
                     "resolution": None if a.resolution is None else str(a.resolution),

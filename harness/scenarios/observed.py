@@ -93,6 +93,7 @@ def job_entry(job: SeenJob, labels: Labels, time: Timebase, prefix: str) -> dict
         "key": body["idempotency_key"].removeprefix(prefix),
         "status": body["status"],
         "version": body["version"],
+        "refused_failovers": body.get("refused_failovers"),
         "chain": list(body["providers"]),
         "max_live_attempts": body["policy"]["max_live_attempts"],
         "policy": {
@@ -116,6 +117,7 @@ def _attempt(attempt: Mapping[str, Any], labels: Labels, time: Timebase) -> dict
     return {
         "attempt": labels.attempt(attempt["id"]),
         "provider": attempt["provider"],
+        "model": attempt.get("model"),
         "state": attempt["state"],
         "outcome": attempt["outcome"],
         "resolution": attempt["resolution"],
@@ -183,6 +185,7 @@ def ledger_entries(
             "t": time.of_epoch(e["received_at"]),
             "provider_kind": e["provider_kind"],
             "attempt": labels.by_token[e["attempt_id"]],
+            "model": e.get("model"),
             "behaviour": e["behaviour"],
             "status": e["status_code"],
             "billed": e["billed"],

@@ -428,6 +428,89 @@ def test_an_answer_within_the_cap_or_no_cap_to_judge_is_right() -> None:
     assert found(capped(3, 10, answer="replayed")) == []  # only the create that made it
 
 
+# -- I5: the version moves at the finish -------------------------------------------------
+
+
+def versioned(status: str, final: Any, created: Any = 0, answer: str = "created") -> dict:
+    """Job a, whose create answered `created` as its version, ended `status` at `final`."""
+    ops = [
+        op(0, 0, "client:alice", "invoke", "create", client=0, key="a", job="a"),
+        op(1, 0, "client:alice", "ok", "create", client=0, answer=answer, job="a", version=created),
+    ]
+    return history([], {"a": job(status, None, version=final)}, ops)
+
+
+def test_a_job_finished_at_the_version_its_create_answered_is_i5() -> None:
+    for status in ("succeeded", "failed", "cancelled"):
+        data = versioned(status, 0)
+        (finding,) = found(data)
+        assert finding.invariant == "I5" and finding.job == "a"
+        assert finding.witness[0] == data["operations"][1]
+        assert f"ended {status} at version 0" in finding.message
+
+
+def test_a_version_that_moved_or_nothing_to_compare_says_nothing() -> None:
+    assert found(versioned("succeeded", 1)) == []
+    assert found(versioned("pending", 0)) == []  # open: nothing finished it yet
+    assert found(versioned("succeeded", None)) == []  # a record without versions
+    assert found(versioned("succeeded", 0, created=None)) == []  # a create that did not say
+    assert found(versioned("succeeded", 0, answer="replayed")) == []  # only the create that made it
+
+
+# -- I7: refusals counted on their job ---------------------------------------------------
+
+
+def refused(count: Any, events: int) -> dict:
+    """Job a counts `count` refused failovers and shows `events` failover_refused events."""
+    shown = [ev(float(t), "failover_refused", None, "w1", job="a") for t in range(events)]
+    return history(shown, {"a": job("failed", None, refused_failovers=count)})
+
+
+def test_refusals_miscounted_on_their_job_are_i7() -> None:
+    for count, events in ((1, 0), (0, 1), (1, 2)):
+        data = refused(count, events)
+        (finding,) = found(data)
+        assert finding.invariant == "I7" and finding.job == "a"
+        assert finding.witness[:-1] == tuple(data["events"][:1])
+        assert f"counts {count} refused failovers" in finding.message
+
+
+def test_refusals_counted_or_no_count_says_nothing() -> None:
+    for count, events in ((0, 0), (1, 1), (3, 1)):  # a burst of refusals is one event
+        assert found(refused(count, events)) == [], (count, events)
+    assert found(refused(None, 1)) == []  # a record without the count
+
+
+# -- I8: the model recorded ---------------------------------------------------------------
+
+
+def modelled(recorded: Any, sent: Any, *, field: bool = True) -> dict:
+    """Job a's attempt a#1 records `recorded` as its model; the fake's ledger says its
+    request named `sent` (`field` False: a record that does not carry models)."""
+    a1 = attempt("a#1", "primary", "succeeded")
+    if field:
+        a1["model"] = recorded
+    data = history([], {"a": job("succeeded", "a#1", a1)})
+    data["ledger"] = [{"t": 0, "attempt": "a#1", "behaviour": "success", "model": sent}]
+    return data
+
+
+def test_an_attempt_recording_another_model_than_its_request_named_is_i8() -> None:
+    for recorded in (None, "gpt-4o"):
+        data = modelled(recorded, "gpt-4o-mini")
+        (finding,) = found(data)
+        assert finding.invariant == "I8" and finding.job == "a"
+        assert finding.witness == (data["ledger"][0],)
+        assert f"records model {recorded!r}" in finding.message
+        assert "named 'gpt-4o-mini'" in finding.message
+
+
+def test_the_model_as_sent_or_no_model_to_compare_says_nothing() -> None:
+    assert found(modelled("gpt-4o-mini", "gpt-4o-mini")) == []
+    assert found(modelled(None, None)) == []  # a ledger that does not say
+    assert found(modelled(None, "gpt-4o-mini", field=False)) == []  # a record without models
+
+
 # -- I11: the breaker ---------------------------------------------------------------------
 
 

@@ -178,13 +178,14 @@ AT = "1970-01-01T00:16:4{}+00:00"  # 1000 + n seconds after the epoch
 
 def seen_job() -> observed.SeenJob:
     attempt = {
-        "id": 71, "number": 1, "provider": "primary", "state": "succeeded",
+        "id": 71, "number": 1, "provider": "primary", "model": "m-1", "state": "succeeded",
         "outcome": "executed", "resolution": None, "cause": None, "status_code": 200,
         "billed": True, "retry_after": None, "token": "tok-a1",
         "started_at": AT.format(0), "finished_at": AT.format(1),
     }  # fmt: skip
     body = {
         "id": 9, "status": "succeeded", "idempotency_key": "run.name.click", "version": 3,
+        "refused_failovers": 0,
         "providers": ["primary", "fallback"], "completed_by": 71,
         "policy": {"attempt_timeout": 3.0, "max_live_attempts": 1, "hedge_after": None,
                    "max_retry_after": 6.0, "same_provider_retries": 1, "retry_backoff": 0.1},
@@ -206,6 +207,7 @@ def test_jobs_events_and_the_ledger_are_named_as_in_process() -> None:
     assert entry["key"] == "click" and entry["winner"] == "a#1" and entry["owner"] == "alice"
     assert entry["policy"]["attempt_timeout"] == 30.0 and entry["next_attempt_at"] is None
     assert entry["attempts"][0]["started_at"] == 0 and entry["attempts"][0]["finished_at"] == 10
+    assert entry["attempts"][0]["model"] == "m-1" and entry["refused_failovers"] == 0
     events = observed.event_entries([job], labels, time, "run.name.")
     assert [(e["kind"], e["attempt"], e["t"]) for e in events] == [
         ("created", None, 0),
@@ -214,7 +216,7 @@ def test_jobs_events_and_the_ledger_are_named_as_in_process() -> None:
     assert events[0]["detail"] == {}  # the fingerprint is the run's, not the history's
     assert events[1]["detail"] == {"completed_by": "a#1", "key": "click"}
     execution = {
-        "attempt_id": "tok-a1", "provider_kind": "openai", "behaviour": "success",
+        "attempt_id": "tok-a1", "provider_kind": "openai", "model": "m-1", "behaviour": "success",
         "status_code": 200, "billed": True, "delivered": True, "finished": True,
         "received_at": 1000.1, "completes_at": 1000.9, "output_tokens": 7,
     }  # fmt: skip
@@ -222,7 +224,8 @@ def test_jobs_events_and_the_ledger_are_named_as_in_process() -> None:
     mine = observed.own_executions([execution, stranger], labels)
     assert observed.ledger_entries(mine, labels, time) == [
         {
-            "t": 1.0, "provider_kind": "openai", "attempt": "a#1", "behaviour": "success",
+            "t": 1.0, "provider_kind": "openai", "attempt": "a#1", "model": "m-1",
+            "behaviour": "success",
             "status": 200, "billed": True, "delivered": True, "finished": True,
             "output_tokens": 7,
         }

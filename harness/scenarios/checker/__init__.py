@@ -21,7 +21,8 @@ the closest one and says which in its message):
   calls not executed or executed unusable (a provider's own 500/503/529, a 429, a cut
   stream), nor stays unknown after its own call answered so.
 - I5 exactly one winner: one `won` per job; the winner and the result never change; a
-  won job is succeeded; every result offered to a job (a call that answered executed, a
+  won job is succeeded; a finished job's version has moved past the one its create
+  answered; every result offered to a job (a call that answered executed, a
   `succeeded` resolution) is either the job's or a `discarded_late_result`.
   *Outcome table*: only an attempt whose own call answered executed (or that a
   `succeeded` resolution settled) wins: never a cut stream or a garbled body.
@@ -30,10 +31,12 @@ the closest one and says which in its message):
   live; nothing wins a job that was cancelled or failed, and a cancelled job stays so.
 - I7 contract-gated failover (with the verdict gate): no attempt on a provider past the
   first of the chain starts before a passing verdict for it (ordered by the history's
-  operation numbers where the attempt's call is recorded).
+  operation numbers where the attempt's call is recorded). *Refusals counted*: the
+  failovers the gate refused a job are counted on that job, and on no other.
 - I8 attributable side effects: every execution maps to exactly one attempt.
   *Output cap*: no execution answers more output tokens than the `max_tokens` the
-  job's create asked for.
+  job's create asked for. *Model recorded*: an attempt that reached a provider records
+  the model its request named.
   *Outcome table, Retry-After*: a worker's retry of the same provider after a 429 with
   Retry-After R (or a provider's own 5xx / 429 without it: the policy's back-off) never
   starts before the refusal's time + R.
@@ -81,6 +84,7 @@ from harness.scenarios.checker.outcomes import (
     _classified_as_sent,
     _definite_never_unknown,
     _late_results_recorded,
+    _model_recorded,
     _output_capped,
     _winner_answered,
 )
@@ -96,7 +100,9 @@ from harness.scenarios.checker.winners import (
     _gated,
     _live_bound,
     _one_winner,
+    _refusals_counted,
     _unknown_blocks,
+    _version_moved,
 )
 
 __all__ = [
@@ -132,10 +138,13 @@ HISTORY_CHECKS: tuple[Check, ...] = (
     _winner_answered,
     _fenced_at_finish,
     _final_state_as_recorded,
+    _version_moved,
     _late_results_recorded,
     _gated,
+    _refusals_counted,
     _attributable,
     _output_capped,
+    _model_recorded,
     _retry_waits,
     _isolated,
     _live_or_waiting,

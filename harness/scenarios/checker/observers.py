@@ -18,6 +18,7 @@ from harness.scenarios.checker.history import Finding
 _ATTEMPT_FIELDS = (
     "attempt",
     "provider",
+    "model",
     "state",
     "outcome",
     "resolution",

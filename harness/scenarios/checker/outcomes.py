@@ -248,3 +248,28 @@ def _output_capped(history: Mapping[str, Any]) -> Iterator[Finding]:
                 f"for at most {cap} (output cap)",
                 (create, execution),
             )
+
+
+def _model_recorded(history: Mapping[str, Any]) -> Iterator[Finding]:
+    """I8, *model recorded*: an attempt that reached a provider records the model its
+    request named (the fake's ledger says which): what an execution cost, and which model
+    produced a result, is read from the attempt. A record without the field says nothing."""
+    recorded = {
+        a["attempt"]: (a, alias)
+        for alias, job in history.get("jobs", {}).items()
+        for a in job.get("attempts", ())
+        if "model" in a
+    }
+    for execution in history.get("ledger", ()):
+        sent, found = execution.get("model"), recorded.get(execution.get("attempt"))
+        if found is None or not isinstance(sent, str) or execution.get("attempt") in _FOREIGN:
+            continue
+        attempt, alias = found
+        if attempt["model"] != sent:
+            yield Finding(
+                "I8",
+                alias,
+                f"{attempt['attempt']} records model {attempt['model']!r}; its request named "
+                f"{sent!r} (model recorded)",
+                (execution,),
+            )

@@ -13,6 +13,7 @@ from harness.scenarios.checker.history import (
     EPSILON,
     Entry,
     Finding,
+    _answered_creates,
     _ends_live,
     _events_by_job,
     _final,
@@ -323,3 +324,47 @@ def _final_state_as_recorded(history: Mapping[str, Any]) -> Iterator[Finding]:
                     f"{label}'s last {event['kind']} leaves it {expected}, yet it ended {final}",
                     (event, _final(label, state=final)),
                 )
+
+
+_FINISHED = frozenset(status for status, _ in _FINISHES.values())
+
+
+def _version_moved(history: Mapping[str, Any]) -> Iterator[Finding]:
+    """I5 and I6: a job that finished (won, failed or cancelled) ends at a version past
+    the one its create answered: the finish moves the version the winner's
+    compare-and-swap reads, so an attempt that read the job before cannot complete it
+    after (`completed_by` and `version` change together)."""
+    jobs = history.get("jobs", {})
+    for _, answer in _answered_creates(history):
+        created, job = answer.get("version"), jobs.get(str(answer.get("job")))
+        if answer.get("answer") != "created" or not isinstance(created, int) or job is None:
+            continue
+        final = job.get("version")
+        if job.get("status") in _FINISHED and isinstance(final, int) and final <= created:
+            yield Finding(
+                "I5",
+                str(answer["job"]),
+                f"the job ended {job['status']} at version {final}; its create answered "
+                f"version {created}: the finish did not move the version",
+                (answer, _final(str(answer["job"]), status=job["status"], version=final)),
+            )
+
+
+def _refusals_counted(history: Mapping[str, Any]) -> Iterator[Finding]:
+    """I7, *refusals counted*: the failovers the gate refused a job are counted on that
+    job: at least one per `failover_refused` event it shows (a burst of refusals is one
+    event), and none on a job the gate never refused."""
+    events = _events_by_job(history)
+    for alias, job in history.get("jobs", {}).items():
+        count = job.get("refused_failovers")
+        if not isinstance(count, int):
+            continue
+        refusals = [e for e in events.get(alias, ()) if e["kind"] == EventKind.FAILOVER_REFUSED]
+        if count < len(refusals) or (count > 0 and not refusals):
+            yield Finding(
+                "I7",
+                alias,
+                f"the job counts {count} refused failovers; its history shows "
+                f"{len(refusals)} failover_refused events (refusals counted)",
+                (*refusals[:1], _final(alias, refused_failovers=count)),
+            )
