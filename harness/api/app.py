@@ -58,7 +58,30 @@ def create_app(
     providers = tuple(sorted(provider_names())) if provider_names is not None else None
     contracts = frozenset(contract_names()) if contract_names is not None else None
     app = FastAPI(title=TITLE, version="1", description=DESCRIPTION)
-    app.state.api = ApiState(
+    app.state.api = api_state(
+        engine, worker, config, providers=providers, contracts=contracts, resolver=resolver
+    )
+    install_problem_handlers(app)
+    for router in ROUTERS:
+        app.include_router(router)
+    if faces:
+        gateway.install(app, app.state.api)
+    app.openapi = lambda: _openapi(app, providers, contracts)  # type: ignore[method-assign]
+    return app
+
+
+def api_state(
+    engine: Engine,
+    worker: Worker | None,
+    config: ServiceConfig,
+    *,
+    providers: tuple[str, ...] | None = None,
+    contracts: frozenset[str] | None = None,
+    resolver: Resolver | None = None,
+) -> ApiState:
+    """What an app over `engine` holds (see `create_app`): an app already built may be
+    given another's, its routes unchanged."""
+    return ApiState(
         engine=engine,
         worker=worker,
         config=config,
@@ -77,13 +100,6 @@ def create_app(
         breaker=worker.settings.breaker if worker is not None else BreakerSettings(),
         resolver=resolver,
     )
-    install_problem_handlers(app)
-    for router in ROUTERS:
-        app.include_router(router)
-    if faces:
-        gateway.install(app, app.state.api)
-    app.openapi = lambda: _openapi(app, providers, contracts)  # type: ignore[method-assign]
-    return app
 
 
 def _lookups(providers: Mapping[str, Any]) -> frozenset[str]:
