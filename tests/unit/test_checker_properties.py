@@ -428,6 +428,31 @@ def test_an_answer_within_the_cap_or_no_cap_to_judge_is_right() -> None:
     assert found(capped(3, 10, answer="replayed")) == []  # only the create that made it
 
 
+# -- I2, I7: a burst of one refusal is one event -----------------------------------------
+
+
+def test_a_burst_of_the_same_refusal_recorded_twice_is_found() -> None:
+    for kind, invariant in (("conflict", "I2"), ("failover_refused", "I7")):
+        twice = [ev(1, kind, None, "alice", job="a"), ev(2, kind, None, "alice", job="a")]
+        data = history(twice)
+        (finding,) = found(data)
+        assert finding.invariant == invariant and finding.witness == tuple(data["events"])
+        assert "a burst is one event" in finding.message
+
+
+def test_refusals_told_apart_or_not_in_a_row_are_right() -> None:
+    other = [ev(1, "conflict", None, "alice", job="a"), ev(2, "conflict", None, "bob", job="a")]
+    assert found(history(other)) == []  # another actor: another burst
+    apart = [
+        ev(1, "conflict", None, "alice", job="a"),
+        ev(2, "replayed", None, "alice", job="a"),
+        ev(3, "conflict", None, "alice", job="a"),
+    ]
+    assert found(history(apart)) == []
+    won = [ev(1, "won", "a#1"), ev(2, "won", "a#1")]  # not a refusal: another property's
+    assert not [f for f in found(history(won)) if "a burst" in f.message]
+
+
 # -- I5: the version moves at the finish -------------------------------------------------
 
 
@@ -462,7 +487,10 @@ def test_a_version_that_moved_or_nothing_to_compare_says_nothing() -> None:
 
 def refused(count: Any, events: int) -> dict:
     """Job a counts `count` refused failovers and shows `events` failover_refused events."""
-    shown = [ev(float(t), "failover_refused", None, "w1", job="a") for t in range(events)]
+    shown = [
+        ev(float(t), "failover_refused", None, "w1", job="a", reason=f"refusal {t}")
+        for t in range(events)
+    ]
     return history(shown, {"a": job("failed", None, refused_failovers=count)})
 
 
@@ -556,6 +584,19 @@ def test_failures_out_of_the_window_or_told_apart_by_a_success_do_not_open_it() 
     data = outage()
     data["events"][3:3] = success
     assert found(data) == []
+
+
+def test_a_breaker_closing_that_was_never_opened_is_i11() -> None:
+    opened = ev(1, "breaker_opened", None, "w1", job="b", provider="primary")
+    closed = ev(25, "breaker_closed", None, "w1", job="b", provider="primary")
+    assert found(outage(opened, closed)) == []  # it opened, then closed: right
+    probe = ev(25, "attempt_started", "c#1", "user", provider="primary")
+    won = ev(25, "won", "c#1")  # the success that closes it comes first, at that instant
+    assert found(outage(opened, probe, won, closed)) == []
+    again = dict(closed, t=26.0)
+    (finding,) = found(outage(opened, closed, again))
+    assert finding.invariant == "I11" and finding.witness == (again,)
+    assert "primary's breaker closed, but no breaker_opened came" in finding.message
 
 
 def test_a_worker_start_on_an_open_breaker_is_i11() -> None:

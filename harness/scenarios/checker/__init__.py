@@ -13,7 +13,8 @@ the closest one and says which in its message):
 - I1 one job per intent: every accepted create of one (owner, key) answers one job.
 - I2 key binds intent: another intent under a used key is never accepted; the same
   intent is never a conflict; a conflict needs another intent accepted under the same
-  owner's key (a conflict out of nowhere).
+  owner's key (a conflict out of nowhere). *Bounded history*: a burst of the same
+  conflict (or refused failover, I7) is one event.
 - I3 one live attempt: never more live attempts than the job's policy allows.
 - I4 timeout is unknown: nothing starts beside an unknown attempt; an unknown attempt
   never fails without a resolution; only an attempt that is unknown is resolved.
@@ -72,6 +73,7 @@ from typing import Any as _Any
 
 from harness.scenarios.checker.history import EPSILON, REAL_TIME, Check, Entry, Finding, describe
 from harness.scenarios.checker.keys import (
+    _bursts_once,
     _conflict_grounds,
     _isolated,
     _one_job_per_intent,
@@ -130,6 +132,7 @@ def check_history(history: _Mapping[str, _Any]) -> list[Finding]:
 HISTORY_CHECKS: tuple[Check, ...] = (
     _one_job_per_intent,
     _conflict_grounds,
+    _bursts_once,
     _live_bound,
     _unknown_blocks,
     _definite_never_unknown,

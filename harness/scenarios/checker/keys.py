@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import itertools
 from collections import defaultdict
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from harness.scenarios.checker.history import Entry, Finding, _answered_creates, _creates
+from harness.scenarios.checker.history import (
+    Entry,
+    Finding,
+    _answered_creates,
+    _creates,
+    _events_by_job,
+)
 
 
 def _one_job_per_intent(history: Mapping[str, Any]) -> Iterator[Finding]:
@@ -113,3 +120,25 @@ def _isolated(history: Mapping[str, Any]) -> Iterator[Finding]:
             continue
         if owner is not None and owner != reader:
             yield Finding("I10", job, f"{reader} was given {owner}'s job", (op,))
+
+
+_ONCE_PER_BURST = {"conflict": "I2", "failover_refused": "I7"}
+_SAME_REFUSAL = ("kind", "attempt", "actor", "detail")
+
+
+def _bursts_once(history: Mapping[str, Any]) -> Iterator[Finding]:
+    """I2 and I7, *bounded history*: a burst of the same refusal (a conflict, a refused
+    failover: the same attempt, actor and detail, one after another) is one event in the
+    job's history, counted on the job's row, so a client retrying a refused request in a
+    loop cannot grow the history without bound."""
+    for job, events in _events_by_job(history).items():
+        for before, event in itertools.pairwise(events):
+            invariant = _ONCE_PER_BURST.get(str(event["kind"]))
+            if invariant and all(before.get(k) == event.get(k) for k in _SAME_REFUSAL):
+                yield Finding(
+                    invariant,
+                    job,
+                    f"two {event['kind']} events in a row with the same attempt, actor and "
+                    "detail: a burst is one event (bounded history)",
+                    (before, event),
+                )

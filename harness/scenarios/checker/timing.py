@@ -106,8 +106,10 @@ class _Breaker:
         self.sure = True
         self.opened_at: float | None = None
         self.closed_now = True
+        self.open_told = False  # a breaker_opened came since the last breaker_closed
 
     def opened(self, event: Entry) -> None:
+        self.open_told = True
         self.closed_now, self.window_start = False, None
         self.counted, self.sure, self.opened_at = [], True, _t(event)
 
@@ -153,8 +155,9 @@ def _breaker_settings(history: Mapping[str, Any]) -> _BreakerSettings | None:
 
 def _breaker_judged(history: Mapping[str, Any]) -> Iterator[Finding]:
     """I11, the breaker: `failures` definite failures of a provider within `window`
-    open its breaker (a `breaker_opened` event at that instant), and while it is open
-    (`cool_down`) no worker plans an attempt on it (hedges and the fallback button do
+    open its breaker (a `breaker_opened` event at that instant), only an open breaker
+    closes (a `breaker_closed` event), and while it is open (`cool_down`) no worker
+    plans an attempt on it (hedges and the fallback button do
     not ask the breaker). Providers a call of no attempt of ours reached are left alone:
     their breaker was fed by someone else."""
     settings = _breaker_settings(history)
@@ -195,6 +198,15 @@ def _breaker_step(
     if kind == EventKind.BREAKER_OPENED:
         state.opened(event)
     elif kind == EventKind.BREAKER_CLOSED:
+        if not state.open_told:
+            yield Finding(
+                "I11",
+                event["job"],
+                f"breaker: {provider}'s breaker closed, but no breaker_opened came since "
+                "it last closed (a success on a closed breaker changes nothing)",
+                (event,),
+            )
+        state.open_told = False
         state.closed()
     elif kind in (EventKind.WON, EventKind.DISCARDED_LATE_RESULT) and not _by_resolution(before):
         state.success()
