@@ -65,6 +65,9 @@ class Settings:
         }
 
 
+UNSETTLED = "unsettled"
+
+
 @dataclass
 class Episode:
     """One played episode: its scenario mapping, what broke, and its figures."""
@@ -83,10 +86,18 @@ class Episode:
         return bool(self.safety or self.liveness or self.errors)
 
     def signature(self) -> str | None:
-        """What a shrunk episode must still show to fail "the same way"."""
-        if self.safety or self.liveness:
-            return min(f.invariant for f in [*self.safety, *self.liveness])
-        return "error" if self.errors else None
+        """What a shrunk episode must still show to fail "the same way": a property the
+        checker found broken ("I5"), else a job the recovery phase left unsettled ("I11
+        unsettled": what any cut of the episode's last steps shows, so never a stand-in
+        for a broken property), else an error."""
+        return next(iter(self.signatures()), "error" if self.errors else None)
+
+    def signatures(self) -> list[str]:
+        """Every way this episode fails, most telling first (see `signature`)."""
+        return [
+            *sorted({f.invariant for f in self.safety}),
+            *sorted({f"{f.invariant} {UNSETTLED}" for f in self.liveness}),
+        ]
 
 
 @dataclass
@@ -192,7 +203,7 @@ def fails_like(
             return False
         if signature == "error":
             return bool(episode.errors)
-        return signature in {f.invariant for f in [*episode.safety, *episode.liveness]}
+        return signature in episode.signatures()
 
     def _judged(candidate: dict[str, Any]) -> Episode | None:
         try:
