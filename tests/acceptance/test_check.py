@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from harness.bundled import bundled_dir
-from harness.checks.mutants import MUTANTS, applied
+from harness.checks.mutants import MUTANTS, applied, mutant_named
 from harness.checks.report import report_schema
 from harness.cli.main import main
 from harness.scenarios.suite import BUNDLED_DIR, bundled_files
@@ -85,16 +85,32 @@ def test_unknown_scenario_and_unknown_mutant_are_usage_errors() -> None:
 
 
 # One mutant per invariant it breaks: each invariant's failure reaches the exit code.
-# That every mutant is caught is `check --mutants`'s own test, just below.
+# That every mutant is caught is `check --mutants`'s own test, just below. Without the
+# swarm: its seeds rotate by date, and on a day whose seed finds the mutant it shrinks
+# what it found (16.6 s for one mutant against 9.4 s without, 2026-12-03); a failing
+# swarm's own way to the exit code is the next test's.
 ONE_PER_INVARIANT = list({m.breaks: m for m in reversed(MUTANTS)}.values())
 
 
 @pytest.mark.parametrize("mutant", ONE_PER_INVARIANT, ids=lambda m: m.name)
 def test_a_broken_engine_fails_the_main_job(mutant) -> None:
     with applied(mutant):
-        result = CliRunner().invoke(main, ["check"])
+        result = CliRunner().invoke(main, ["check", "--swarm", "0"])
     assert result.exit_code == 1, result.output
     assert "FAIL" in result.output
+
+
+def test_a_broken_engine_only_the_swarm_catches_fails_the_main_job() -> None:
+    """`chain-exhausted` alone makes one create, which a fresh key per request cannot
+    double; the swarm's seeds from 7 do (tests/integration/test_check_swarm.py). `--only`
+    plays no swarm unless asked."""
+    with applied(mutant_named("ignore_idempotency_key")):
+        result = CliRunner().invoke(
+            main, ["check", "--only", "chain-exhausted", "--swarm", "3", "--seed", "7"]
+        )
+    assert result.exit_code == 1, result.output
+    assert "PASS  chain-exhausted" in result.output and "swarm seed" in result.output
+    assert "FAILED (I1)" in result.output
 
 
 def test_check_mutants_catches_every_mutant(tmp_path) -> None:
