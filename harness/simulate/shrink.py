@@ -4,9 +4,8 @@ same way (the same invariant broken), for a person to read and replay.
 Greedy passes, repeated until none makes progress or the budget of replays runs out:
 drop runs of steps (halves, quarters, ... down to single steps, the latest first), then
 whole jobs (every step naming them), then provider script entries, then policy and
-worker settings,
-then simplify what is left (no repeated clicks, default inputs, fewer workers). Each
-candidate is played on the scenario runner; a candidate the format refuses counts as
+worker settings, then simplify what is left (no repeated clicks, default inputs, fewer
+workers). Each candidate is played on the scenario runner; a candidate the format refuses counts as
 "does not fail".
 """
 

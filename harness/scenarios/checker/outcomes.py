@@ -262,8 +262,8 @@ def _model_recorded(history: Mapping[str, Any]) -> Iterator[Finding]:
     }
     for execution in history.get("ledger", ()):
         sent, found = execution.get("model"), recorded.get(execution.get("attempt"))
-        if found is None or not isinstance(sent, str) or execution.get("attempt") in _FOREIGN:
-            continue
+        if found is None or not isinstance(sent, str):
+            continue  # an execution no attempt of ours sent is `_attributable`'s
         attempt, alias = found
         if attempt["model"] != sent:
             yield Finding(
