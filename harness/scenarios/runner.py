@@ -4,6 +4,11 @@ virtual clock, deterministically, then judged (answers, expectations, reached, I
 `run_scenario(scenario, database, seed=...)` plays one scenario on one database and
 returns a `RunResult` whose history (`result.history.to_json()`) is byte-identical for
 the same file, seed and database kind.
+
+Two judges read each run: the history checker (`harness.scenarios.checker`, which takes
+nothing from the engine's decision tables) over the history, and the simulator's own
+store judge (`harness.core.invariants.check_invariants`) over the final rows and events,
+so a run `harness check` passes is one the simulator's verdict passes too.
 """
 
 from __future__ import annotations
@@ -15,6 +20,8 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
+from harness.core.invariants import check_invariants
+from harness.core.models import Event, Job
 from harness.errors import HarnessError, ScenarioError
 from harness.scenarios.actions import ACTIONS
 from harness.scenarios.api_view import observe
@@ -92,6 +99,7 @@ def run_scenario(
         )
     namespace = namespace or f"scn-{uuid.uuid4().hex[:10]}"
     result = RunResult(scenario, dialect, seed, 0.0)
+    stored: list[Finding] = []
     quiet = logging.getLogger("harness")
     level = quiet.level
     quiet.setLevel(logging.CRITICAL)  # crashes and refusals are the point, not noise
@@ -100,6 +108,7 @@ def run_scenario(
         try:
             _play(stage, result)
             jobs, events = stage.snapshot()
+            stored = _store_findings(stage.history, jobs, events)
             stage.history.finish(jobs, events, stage.fakes.ledger.entries())
             stage.history.api = observe(stage, jobs)
             result.history = stage.history
@@ -112,9 +121,22 @@ def run_scenario(
     if result.history is not None:
         data = result.history.to_dict()
         result.failures.extend(judge(scenario, data))
-        result.findings = check_history(data)
+        result.findings = [*check_history(data), *stored]
     result.seconds = time.perf_counter() - started
     return result
+
+
+def _store_findings(history: History, jobs: list[Job], events: list[Event]) -> list[Finding]:
+    """The store judge's violations in the checker's form (job aliases, no witness: the
+    rows it read are not history entries)."""
+    return [
+        Finding(
+            v.invariant,
+            history.names.jobs.get(v.job_id, f"job{v.job_id}"),
+            f"in the stored rows: {v.message}",
+        )
+        for v in check_invariants(jobs, events)
+    ]
 
 
 def _play(stage: Stage, result: RunResult) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 from fake_providers import FakeProviders
 from harness.core.breaker import DEFAULT_COOL_DOWN, DEFAULT_FAILURES, DEFAULT_WINDOW
 from harness.core.gate import AllowAllGate, BaseGate
-from harness.core.models import Attempt, CompletionRequest, Job
+from harness.core.models import Attempt, CompletionRequest, Event, Job
 from harness.core.states import FINISHED_JOB_STATES, OutcomeKind
 from harness.engine import Engine
 from harness.errors import HarnessError, NotFound, ScenarioError, WorkerKilled
@@ -264,7 +264,7 @@ class Stage:
     def now(self) -> datetime:
         return self.turns.clock.now()
 
-    def snapshot(self) -> tuple[list[Job], list[Any]]:
+    def snapshot(self) -> tuple[list[Job], list[Event]]:
         """The final jobs and their events (and the history's end: now)."""
         self.history.end = seconds(self.start, self.now())
         jobs, events = [], []
