@@ -10,6 +10,14 @@ as an outsider and as the owners just before and just after its own in sorted or
 be told 404 and nothing else. Every other owner as well, or every job, would cost jobs x
 owners reads (most of a swarm episode's replay) and catch no further comparison.
 
+Last, after every read, each owner's first job is created again through
+`POST /v1/jobs` as its owner, with its own Idempotency-Key and intent (operation, input,
+contract, providers: what the fingerprint binds): the API must answer 200 with that
+job, `Idempotent-Replayed: true` and its Location, and create nothing. This reads the
+create edge (the body's reading and limit, the key header, the fingerprint of what
+the API parsed against what the engine stored) the way a user's retried click does.
+It writes one `replayed` event that nobody reads: the engine's record was taken before.
+
 What it saw goes into the history's `api` section in the history's own words (aliases,
 `a#2` attempts, seconds from the start), so the checker
 (`harness.scenarios.checker.observers`) can compare the two views and judge I10 on the
@@ -84,7 +92,41 @@ async def _read_all(
                 continue
             for owner in _foreign_readers(job.owner, owners, outsider):
                 foreign.append(await _foreign_view(client, job.id, alias, owner, tokens))
-    return {"jobs": seen, "foreign": foreign}
+        replays = [
+            await _replay(client, history, job, _bearer(tokens[job.owner]))
+            for job in _firsts(jobs)
+            if isinstance(job.input, dict)  # the API takes an object; the engine any JSON
+        ]
+    return {"jobs": seen, "foreign": foreign, "replays": replays}
+
+
+def _firsts(jobs: list[Job]) -> list[Job]:
+    """Each owner's first job (by id)."""
+    first: dict[str, Job] = {}
+    for job in jobs:
+        first.setdefault(job.owner, job)
+    return list(first.values())
+
+
+async def _replay(
+    client: httpx.AsyncClient, history: History, job: Job, auth: Mapping[str, str]
+) -> dict[str, Any]:
+    body = {
+        "operation": job.operation,
+        "input": job.input,
+        "contract": job.contract,
+        "providers": list(job.providers),
+    }
+    headers = {**auth, "Idempotency-Key": job.idempotency_key}
+    answer = await client.post("/v1/jobs", json=body, headers=headers)
+    answered = answer.json().get("id") if answer.status_code in (200, 201) else None
+    return {
+        "job": history.names.jobs.get(job.id, f"job{job.id}"),
+        "status": answer.status_code,
+        "same_job": answered == job.id,
+        "replayed": answer.headers.get("idempotent-replayed"),
+        "location": answer.headers.get("location") == f"/v1/jobs/{job.id}",
+    }
 
 
 def _probed(jobs: list[Job]) -> set[int]:
@@ -203,6 +245,7 @@ def _job(history: History, body: Mapping[str, Any]) -> dict[str, Any]:
                 "outcome": a.get("outcome"),
                 "resolution": a.get("resolution"),
                 "cause": a.get("cause"),
+                "error_noted": a.get("error") is not None,
                 "status_code": a.get("status_code"),
                 "billed": a.get("billed"),
                 "started_at": _at(history, a.get("started_at")),

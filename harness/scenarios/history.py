@@ -199,6 +199,7 @@ class History:
                     "outcome": None if a.outcome is None else str(a.outcome),
                     "resolution": None if a.resolution is None else str(a.resolution),
                     "cause": a.cause,
+                    "error_noted": a.error is not None,  # the text itself may name ports
                     "status_code": a.status_code,
                     "billed": a.billed,
                     "retry_after": a.retry_after,

@@ -122,6 +122,7 @@ def _attempt(attempt: Mapping[str, Any], labels: Labels, time: Timebase) -> dict
         "outcome": attempt["outcome"],
         "resolution": attempt["resolution"],
         "cause": attempt["cause"],
+        "error_noted": attempt.get("error") is not None,
         "status_code": attempt["status_code"],
         "billed": attempt["billed"],
         "retry_after": time.duration(attempt["retry_after"]),

@@ -101,16 +101,16 @@ def test_a_broken_engine_fails_the_main_job(mutant) -> None:
 
 
 def test_a_broken_engine_only_the_swarm_catches_fails_the_main_job() -> None:
-    """`chain-exhausted` alone makes one create, which a fresh key per request cannot
-    double; the swarm's seeds from 7 do (tests/integration/test_check_swarm.py). `--only`
+    """`chain-exhausted` alone makes one create under one owner, which a key scoped to
+    no owner cannot confuse; the swarm's seed 7 has two owners share a key. `--only`
     plays no swarm unless asked."""
-    with applied(mutant_named("ignore_idempotency_key")):
+    with applied(mutant_named("key_scoped_globally")):
         result = CliRunner().invoke(
             main, ["check", "--only", "chain-exhausted", "--swarm", "3", "--seed", "7"]
         )
     assert result.exit_code == 1, result.output
-    assert "PASS  chain-exhausted" in result.output and "swarm seed" in result.output
-    assert "FAILED (I1)" in result.output
+    assert "PASS  chain-exhausted" in result.output
+    assert "swarm seed 7 FAILED (I10)" in result.output
 
 
 def test_check_mutants_catches_every_mutant(tmp_path) -> None:

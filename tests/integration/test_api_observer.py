@@ -11,7 +11,7 @@ import pytest
 
 from harness.checks.mutants import applied, mutant_named
 from harness.scenarios.checker import check_history
-from harness.scenarios.checker.observers import _api_agrees, _api_isolated
+from harness.scenarios.checker.observers import _api_agrees, _api_isolated, _api_replays
 from harness.scenarios.runner import run_scenario
 from harness.scenarios.suite import bundled_files, load_all, scenario_database
 
@@ -100,3 +100,30 @@ def test_a_job_is_read_by_the_outsider_and_the_owners_next_to_its_own() -> None:
     assert _foreign_readers("n/b", owners, "n/x") == ["n/a", "n/c", "n/x"]
     assert _foreign_readers("n/a", owners, "n/x") == ["n/b", "n/x"]
     assert _foreign_readers("n/d", owners, "n/x") == ["n/c", "n/x"]
+
+
+def test_each_owner_s_first_create_is_replayed_through_the_api(two_owners: dict) -> None:
+    replays = two_owners["api"]["replays"]
+    assert sorted(r["job"] for r in replays) == ["a", "b"]  # alice's first, bob's first
+    assert all(
+        (r["status"], r["same_job"], r["replayed"], r["location"]) == (200, True, "true", True)
+        for r in replays
+    ), replays
+    assert list(_api_replays(two_owners)) == []
+    wrong = copy.deepcopy(two_owners)
+    wrong["api"]["replays"][0].update(status=201, same_job=False, replayed=None)
+    (found,) = [str(f) for f in _api_replays(wrong)]
+    assert "status 201 (not 200), another job, no Idempotent-Replayed" in found, found
+
+
+def test_a_create_edge_that_refuses_every_body_is_caught(database, scenarios, monkeypatch) -> None:
+    """A body limit gone wrong (64 / 1024 for 64 * 1024: every body too large) touches no
+    read: only the replayed create shows it."""
+    import harness.scenarios.api_view as api_view
+
+    real = api_view.ServiceConfig
+    monkeypatch.setattr(api_view, "ServiceConfig", lambda **kw: real(**kw, max_body_bytes=8))
+    result = run_scenario(scenarios["two-owners"], database)
+    assert not result.passed
+    assert {(f.invariant, f.job) for f in result.findings} == {("I1", "a"), ("I1", "b")}
+    assert all("status 413 (not 200)" in f.message for f in result.findings)

@@ -509,6 +509,27 @@ def test_refusals_counted_or_no_count_says_nothing() -> None:
     assert found(refused(None, 1)) == []  # a record without the count
 
 
+# -- I5: a clean win explains nothing ---------------------------------------------------
+
+
+def won_cleanly(**fields: Any) -> dict:
+    """Job a won by a#1, which succeeded at once (no cause), with `fields` on it."""
+    won = {**attempt("a#1", "primary", "succeeded"), "cause": None, **fields}
+    events = [ev(0.0, "attempt_started", "a#1", "w1"), ev(0.1, "won", "a#1", "w1")]
+    return history(events, {"a": job("succeeded", "a#1", won)})
+
+
+def test_a_clean_win_with_an_error_text_is_i5() -> None:
+    (finding,) = [f for f in found(won_cleanly(error_noted=True)) if "error text" in f.message]
+    assert (finding.invariant, finding.job) == ("I5", "a")
+    assert finding.witness == ({"t": None, "final": "a", "attempt": "a#1", "error_noted": True},)
+
+
+def test_a_clean_win_without_one_or_an_explained_one_says_nothing() -> None:
+    for fields in ({"error_noted": False}, {}, {"error_noted": True, "cause": "deadline"}):
+        assert not [f for f in found(won_cleanly(**fields)) if "error text" in f.message], fields
+
+
 # -- I8: the model recorded ---------------------------------------------------------------
 
 

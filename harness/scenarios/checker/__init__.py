@@ -79,7 +79,7 @@ from harness.scenarios.checker.keys import (
     _one_job_per_intent,
 )
 from harness.scenarios.checker.liveness import _live_or_waiting, _moves_on_at_once, unsettled
-from harness.scenarios.checker.observers import _api_agrees, _api_isolated
+from harness.scenarios.checker.observers import _api_agrees, _api_isolated, _api_replays
 from harness.scenarios.checker.oracle import DEFINITE_SIGNALS
 from harness.scenarios.checker.outcomes import (
     _attributable,
@@ -97,6 +97,7 @@ from harness.scenarios.checker.timing import (
     _sweep_ends_expired,
 )
 from harness.scenarios.checker.winners import (
+    _clean_wins_unexplained,
     _fenced_at_finish,
     _final_state_as_recorded,
     _gated,
@@ -145,6 +146,7 @@ HISTORY_CHECKS: tuple[Check, ...] = (
     _late_results_recorded,
     _gated,
     _refusals_counted,
+    _clean_wins_unexplained,
     _attributable,
     _output_capped,
     _model_recorded,
@@ -157,4 +159,5 @@ HISTORY_CHECKS: tuple[Check, ...] = (
     _sweep_ends_expired,
     _api_agrees,
     _api_isolated,
+    _api_replays,
 )

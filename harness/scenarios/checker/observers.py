@@ -5,7 +5,8 @@ record (`jobs`, `events`), and I10 judged on what the API answered other owners.
 A history without an `api` section (an HTTP target's, a simulator's) says nothing here.
 A disagreement is reported under I5 (what a client is answered is the job's one
 recorded outcome, its attempts and its history, never another); a foreign read that
-is not a bare 404 under I10.
+is not a bare 404 under I10; a repeated create answered otherwise than as a replay of
+its own job under I1.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ _ATTEMPT_FIELDS = (
     "outcome",
     "resolution",
     "cause",
+    "error_noted",
     "status_code",
     "billed",
     "started_at",
@@ -133,4 +135,31 @@ def _api_isolated(history: Mapping[str, Any]) -> Iterator[Finding]:
                 read.get("job"),
                 f"{read.get('as')} asked the API for another owner's job and was answered "
                 f"{answers['job']} (job) and {answers['events']} (events): {what} not refused",
+            )
+
+
+def _api_replays(history: Mapping[str, Any]) -> Iterator[Finding]:
+    """I1 at the API's edge: an owner's create repeated through `POST /v1/jobs` (same
+    Idempotency-Key, same intent) is answered 200 with the same job, marked
+    `Idempotent-Replayed: true` and located at it; nothing new is created."""
+    api = history.get("api")
+    if not api:
+        return
+    for replay in api.get("replays", ()):
+        wrong = [
+            what
+            for what, held in (
+                (f"status {replay.get('status')} (not 200)", replay.get("status") == 200),
+                ("another job", replay.get("same_job")),
+                ("no Idempotent-Replayed: true", replay.get("replayed") == "true"),
+                ("no Location of the job", replay.get("location")),
+            )
+            if not held
+        ]
+        if wrong:
+            yield Finding(
+                "I1",
+                replay.get("job"),
+                "its create repeated through the API (same key, same intent) was answered "
+                + ", ".join(wrong),
             )

@@ -350,6 +350,22 @@ def _version_moved(history: Mapping[str, Any]) -> Iterator[Finding]:
             )
 
 
+def _clean_wins_unexplained(history: Mapping[str, Any]) -> Iterator[Finding]:
+    """I5: an attempt that succeeded with no cause (its provider answered it whole, at
+    once) carries no error text: an error on it was written for another attempt (an
+    update that reached more rows than the one it meant)."""
+    for alias, job in history.get("jobs", {}).items():
+        for attempt in job.get("attempts", ()):
+            clean = attempt.get("state") == "succeeded" and attempt.get("cause") is None
+            if clean and attempt.get("error_noted") is True:
+                yield Finding(
+                    "I5",
+                    alias,
+                    f"{attempt['attempt']} succeeded with no cause, yet carries an error text",
+                    (_final(alias, attempt=attempt["attempt"], error_noted=True),),
+                )
+
+
 def _refusals_counted(history: Mapping[str, Any]) -> Iterator[Finding]:
     """I7, *refusals counted*: the failovers the gate refused a job are counted on that
     job: at least one per `failover_refused` event it shows (a burst of refusals is one
