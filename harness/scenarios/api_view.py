@@ -57,7 +57,11 @@ def observe(stage: Stage, jobs: Iterable[Job]) -> dict[str, Any]:
     owners = sorted({j.owner for j in jobs} | {outsider})
     tokens = {owner: secrets.token_urlsafe(18) for owner in owners}
     config = ServiceConfig(tokens={token: owner for owner, token in tokens.items()})
-    return asyncio.run(_read_all(_app(stage, config), stage.history, jobs, tokens, outsider))
+    seen = asyncio.run(_read_all(_app(stage, config), stage.history, jobs, tokens, outsider))
+    # A broken engine may make a new job of a replay: the run's close cancels it too, so
+    # no later run on this database (a shrinker's real-engine replay) meets it open.
+    stage.seen_jobs.update(seen.pop("made"))
+    return seen
 
 
 _BUILT = threading.local()
@@ -92,12 +96,13 @@ async def _read_all(
                 continue
             for owner in _foreign_readers(job.owner, owners, outsider):
                 foreign.append(await _foreign_view(client, job.id, alias, owner, tokens))
-        replays = [
-            await _replay(client, history, job, _bearer(tokens[job.owner]))
-            for job in _firsts(jobs)
-            if isinstance(job.input, dict)  # the API takes an object; the engine any JSON
-        ]
-    return {"jobs": seen, "foreign": foreign, "replays": replays}
+        replays, made = [], set()
+        for job in _firsts(jobs):
+            if isinstance(job.input, dict):  # the API takes an object; the engine any JSON
+                replay, answered = await _replay(client, history, job, _bearer(tokens[job.owner]))
+                replays.append(replay)
+                made |= {answered} - {job.id, None}
+    return {"jobs": seen, "foreign": foreign, "replays": replays, "made": made}
 
 
 def _firsts(jobs: list[Job]) -> list[Job]:
@@ -110,7 +115,8 @@ def _firsts(jobs: list[Job]) -> list[Job]:
 
 async def _replay(
     client: httpx.AsyncClient, history: History, job: Job, auth: Mapping[str, str]
-) -> dict[str, Any]:
+) -> tuple[dict[str, Any], int | None]:
+    """What the repeated create was answered, and the id of the job it answered."""
     body = {
         "operation": job.operation,
         "input": job.input,
@@ -126,7 +132,7 @@ async def _replay(
         "same_job": answered == job.id,
         "replayed": answer.headers.get("idempotent-replayed"),
         "location": answer.headers.get("location") == f"/v1/jobs/{job.id}",
-    }
+    }, answered if isinstance(answered, int) else None
 
 
 def _probed(jobs: list[Job]) -> set[int]:
