@@ -57,10 +57,10 @@ def observe(stage: Stage, jobs: Iterable[Job]) -> dict[str, Any]:
     owners = sorted({j.owner for j in jobs} | {outsider})
     tokens = {owner: secrets.token_urlsafe(18) for owner in owners}
     config = ServiceConfig(tokens={token: owner for owner, token in tokens.items()})
-    seen = asyncio.run(_read_all(_app(stage, config), stage.history, jobs, tokens, outsider))
+    seen, made = asyncio.run(_read_all(_app(stage, config), stage.history, jobs, tokens, outsider))
     # A broken engine may make a new job of a replay: the run's close cancels it too, so
     # no later run on this database (a shrinker's real-engine replay) meets it open.
-    stage.seen_jobs.update(seen.pop("made"))
+    stage.seen_jobs.update(made)
     return seen
 
 
@@ -81,7 +81,8 @@ def _app(stage: Stage, config: ServiceConfig) -> Any:
 
 async def _read_all(
     app: Any, history: History, jobs: list[Job], tokens: Mapping[str, str], outsider: str
-) -> dict[str, Any]:
+) -> tuple[dict[str, Any], set[int]]:
+    """The `api` section, and the ids of jobs the replays made (none on a sound engine)."""
     seen: dict[str, Any] = {}
     foreign: list[dict[str, Any]] = []
     owners = sorted(set(tokens) - {outsider})
@@ -89,20 +90,21 @@ async def _read_all(
     probed = _probed(jobs)
     async with httpx.AsyncClient(transport=transport, base_url=BASE_URL) as client:
         for job in jobs:
-            alias = history.names.jobs.get(job.id, f"job{job.id}")
+            alias = history.names.job(job.id)
             own = _bearer(tokens[job.owner])
             seen[alias] = await _own_view(client, history, job.id, own)
             if job.id not in probed:
                 continue
             for owner in _foreign_readers(job.owner, owners, outsider):
                 foreign.append(await _foreign_view(client, job.id, alias, owner, tokens))
-        replays, made = [], set()
+        replays: list[dict[str, Any]] = []
+        made: set[int] = set()
         for job in _firsts(jobs):
             if isinstance(job.input, dict):  # the API takes an object; the engine any JSON
                 replay, answered = await _replay(client, history, job, _bearer(tokens[job.owner]))
                 replays.append(replay)
                 made |= {answered} - {job.id, None}
-    return {"jobs": seen, "foreign": foreign, "replays": replays, "made": made}
+    return {"jobs": seen, "foreign": foreign, "replays": replays}, made
 
 
 def _firsts(jobs: list[Job]) -> list[Job]:
@@ -127,7 +129,7 @@ async def _replay(
     answer = await client.post("/v1/jobs", json=body, headers=headers)
     answered = answer.json().get("id") if answer.status_code in (200, 201) else None
     return {
-        "job": history.names.jobs.get(job.id, f"job{job.id}"),
+        "job": history.names.job(job.id),
         "status": answer.status_code,
         "same_job": answered == job.id,
         "replayed": answer.headers.get("idempotent-replayed"),
@@ -140,12 +142,8 @@ def _probed(jobs: list[Job]) -> set[int]:
     usually finished before the last is made). An owner comparison gone wrong is wrong
     for the pair of owners, not for one of their jobs, so asking for every job (a swarm
     episode's jobs x 3 readers x 2 reads) caught nothing more."""
-    first: dict[str, int] = {}
-    last: dict[str, int] = {}
-    for job in jobs:  # sorted by id
-        first.setdefault(job.owner, job.id)
-        last[job.owner] = job.id
-    return {*first.values(), *last.values()}
+    last = {job.owner: job.id for job in jobs}  # sorted by id: the last one stays
+    return {*(job.id for job in _firsts(jobs)), *last.values()}
 
 
 def _foreign_readers(owner: str, owners: list[str], outsider: str) -> list[str]:

@@ -62,6 +62,9 @@ class Names:
                 if attempt.token:
                     self.tokens[attempt.token] = label
 
+    def job(self, job_id: int) -> str:
+        return self.jobs.get(job_id, f"job{job_id}")
+
     def attempt(self, attempt_id: int | None) -> str | None:
         if attempt_id is None:
             return None
@@ -136,7 +139,7 @@ class History:
         }
         return {
             "t": seconds(self.start, event.at),
-            "job": self.names.jobs.get(event.job_id, f"job{event.job_id}"),
+            "job": self.names.job(event.job_id),
             "kind": str(event.kind),
             "attempt": self.names.attempt(event.attempt_id),
             "actor": _strip_namespace(event.actor),

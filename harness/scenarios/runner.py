@@ -132,7 +132,7 @@ def _store_findings(history: History, jobs: list[Job], events: list[Event]) -> l
     return [
         Finding(
             v.invariant,
-            history.names.jobs.get(v.job_id, f"job{v.job_id}"),
+            history.names.job(v.job_id),
             f"in the stored rows: {v.message}",
         )
         for v in check_invariants(jobs, events)
