@@ -250,6 +250,7 @@ def _job(history: History, body: Mapping[str, Any]) -> dict[str, Any]:
                 "resolution": a.get("resolution"),
                 "cause": a.get("cause"),
                 "error_noted": a.get("error") is not None,
+                "result_kept": a.get("result") is not None,
                 "status_code": a.get("status_code"),
                 "billed": a.get("billed"),
                 "started_at": _at(history, a.get("started_at")),

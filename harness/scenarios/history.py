@@ -203,6 +203,7 @@ class History:
                     "resolution": None if a.resolution is None else str(a.resolution),
                     "cause": a.cause,
                     "error_noted": a.error is not None,  # the text itself may name ports
+                    "result_kept": a.raw_result is not None,
                     "status_code": a.status_code,
                     "billed": a.billed,
                     "retry_after": a.retry_after,

@@ -123,6 +123,7 @@ def _attempt(attempt: Mapping[str, Any], labels: Labels, time: Timebase) -> dict
         "resolution": attempt["resolution"],
         "cause": attempt["cause"],
         "error_noted": attempt.get("error") is not None,
+        "result_kept": attempt.get("result") is not None,
         "status_code": attempt["status_code"],
         "billed": attempt["billed"],
         "retry_after": time.duration(attempt["retry_after"]),

@@ -304,6 +304,29 @@ def test_an_answer_whose_worker_died_at_the_cas_was_never_offered() -> None:
     assert found(history(events, jobs, ops)) == []
 
 
+def cancelled_then_answered(**kept: Any) -> dict:
+    """a#1 is cancelled at 5; its executed answer reaches the engine at 20 (discarded)."""
+    events = [
+        ev(0, "attempt_started", "a#1", provider="primary"),
+        ev(5, "attempt_cancelled", "a#1"),
+        ev(5, "job_cancelled"),
+        ev(20, "discarded_late_result", "a#1", reason="attempt_finished"),
+    ]
+    a1 = {**attempt("a#1", "primary", "cancelled"), **kept}
+    return history(events, {"a": job("cancelled", None, a1)}, [call(0, 20, "a#1")])
+
+
+def test_an_offered_answer_its_attempt_does_not_keep_is_i5() -> None:
+    data = cancelled_then_answered(result_kept=False)
+    (finding,) = [f for f in found(data, "I5") if "keeps no result" in f.message]
+    assert finding.job == "a" and finding.witness[0] == data["operations"][0]
+
+
+def test_a_kept_answer_or_a_view_without_the_field_says_nothing() -> None:
+    for kept in ({"result_kept": True}, {}):
+        assert not [f for f in found(cancelled_then_answered(**kept)) if "keeps no" in f.message]
+
+
 # -- I7: the gate, in the operations' order ---------------------------------------------
 
 

@@ -24,7 +24,8 @@ the closest one and says which in its message):
 - I5 exactly one winner: one `won` per job; the winner and the result never change; a
   won job is succeeded; a finished job's version has moved past the one its create
   answered; every result offered to a job (a call that answered executed, a
-  `succeeded` resolution) is either the job's or a `discarded_late_result`.
+  `succeeded` resolution) is either the job's or a `discarded_late_result`, and an
+  executed answer stays on its attempt (*nothing lost*: a loser's kept for audit).
   *Outcome table*: only an attempt whose own call answered executed (or that a
   `succeeded` resolution settled) wins: never a cut stream or a garbled body.
 - I6 fencing: never a fenced attempt wins; when a job is won every other live attempt
@@ -87,6 +88,7 @@ from harness.scenarios.checker.outcomes import (
     _definite_never_unknown,
     _late_results_recorded,
     _model_recorded,
+    _offered_results_kept,
     _output_capped,
     _winner_answered,
 )
@@ -144,6 +146,7 @@ HISTORY_CHECKS: tuple[Check, ...] = (
     _final_state_as_recorded,
     _version_moved,
     _late_results_recorded,
+    _offered_results_kept,
     _gated,
     _refusals_counted,
     _clean_wins_unexplained,

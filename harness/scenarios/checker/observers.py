@@ -25,6 +25,7 @@ _ATTEMPT_FIELDS = (
     "resolution",
     "cause",
     "error_noted",
+    "result_kept",
     "status_code",
     "billed",
     "started_at",

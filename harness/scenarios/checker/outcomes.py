@@ -191,6 +191,23 @@ def _late_results_recorded(history: Mapping[str, Any]) -> Iterator[Finding]:
         )
 
 
+def _offered_results_kept(history: Mapping[str, Any]) -> Iterator[Finding]:
+    """I5, *nothing lost*: an executed answer offered to the engine stays on its attempt,
+    the winner's as the job's result and a loser's (late, fenced, cancelled) for audit."""
+    offered = {op["attempt"]: op for op in _offered_answers(history.get("operations", ()))}
+    for alias, job in history.get("jobs", {}).items():
+        for attempt in job.get("attempts", ()):
+            op = offered.get(attempt.get("attempt"))
+            if op is not None and attempt.get("result_kept") is False:
+                yield Finding(
+                    "I5",
+                    alias,
+                    f"{attempt['attempt']}'s executed answer (t={_t(op):g}) reached the engine, "
+                    f"yet the attempt ({attempt.get('state')}) keeps no result",
+                    (op, _final(alias, attempt=attempt["attempt"], result_kept=False)),
+                )
+
+
 def _offered_answers(operations: Iterable[Entry]) -> Iterator[Entry]:
     """Executed call answers that reached the engine: not those whose worker was killed
     at the CAS right after (its next operation is that crash)."""
