@@ -11,7 +11,12 @@ import pytest
 
 from harness.checks.mutants import applied, mutant_named
 from harness.scenarios.checker import check_history
-from harness.scenarios.checker.observers import _api_agrees, _api_isolated, _api_replays
+from harness.scenarios.checker.observers import (
+    _api_agrees,
+    _api_isolated,
+    _api_replays,
+    _api_waits,
+)
 from harness.scenarios.runner import run_scenario
 from harness.scenarios.suite import bundled_files, load_all, scenario_database
 
@@ -127,3 +132,26 @@ def test_a_create_edge_that_refuses_every_body_is_caught(database, scenarios, mo
     assert not result.passed
     assert {(f.invariant, f.job) for f in result.findings} == {("I1", "a"), ("I1", "b")}
     assert all("status 413 (not 200)" in f.message for f in result.findings)
+
+
+def test_what_an_open_job_waits_for_is_read_through_the_api(database, scenarios) -> None:
+    result = run_scenario(scenarios["open-jobs-say-what-they-wait-for"], database)
+    assert result.passed, result.problems
+    history = result.history.to_dict()
+    waits = {alias: view["waits_for"] for alias, view in history["api"]["jobs"].items()}
+    assert waits == {"held": {"next_attempt": 4.0}, "unclaimed": {"worker_claim": None}}
+    assert list(_api_waits(history)) == []
+    wrong = copy.deepcopy(history)
+    wrong["api"]["jobs"]["held"]["waits_for"] = {"sweep": None}  # the branch negated
+    wrong["api"]["jobs"]["unclaimed"]["waits_for"] = {"next_attempt": 9.0}
+    found = sorted(str(f) for f in _api_waits(wrong))
+    assert len(found) == 2 and all(f.startswith("I11") for f in found), found
+    assert "waits for sweep; its stored rows say next_attempt at 4" in found[0], found
+
+
+def test_a_finished_job_the_api_says_waits_is_i11(two_owners: dict) -> None:
+    assert list(_api_waits(two_owners)) == []
+    wrong = copy.deepcopy(two_owners)
+    wrong["api"]["jobs"]["a"]["waits_for"] = {"answer": None}
+    (found,) = [str(f) for f in _api_waits(wrong)]
+    assert "succeeded job waits for answer; its stored rows say nothing" in found, found

@@ -80,7 +80,12 @@ from harness.scenarios.checker.keys import (
     _one_job_per_intent,
 )
 from harness.scenarios.checker.liveness import _live_or_waiting, _moves_on_at_once, unsettled
-from harness.scenarios.checker.observers import _api_agrees, _api_isolated, _api_replays
+from harness.scenarios.checker.observers import (
+    _api_agrees,
+    _api_isolated,
+    _api_replays,
+    _api_waits,
+)
 from harness.scenarios.checker.oracle import DEFINITE_SIGNALS
 from harness.scenarios.checker.outcomes import (
     _attributable,
@@ -163,4 +168,5 @@ HISTORY_CHECKS: tuple[Check, ...] = (
     _api_agrees,
     _api_isolated,
     _api_replays,
+    _api_waits,
 )

@@ -1,6 +1,7 @@
 """The second observer's checks: the API's answers (the history's `api` section, read
 through the HTTP API in process by `harness.scenarios.api_view`) against the engine's
-record (`jobs`, `events`), and I10 judged on what the API answered other owners.
+record (`jobs`, `events`), what it says an open job waits for (I11), and I10 judged
+on what the API answered other owners.
 
 A history without an `api` section (an HTTP target's, a simulator's) says nothing here.
 A disagreement is reported under I5 (what a client is answered is the job's one
@@ -14,7 +15,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from harness.scenarios.checker.history import Finding
+from harness.core.states import FINISHED_JOB_STATES, LIVE_ATTEMPT_STATES, AttemptState, WaitEnd
+from harness.scenarios.checker.history import EPSILON, Finding, _final
 
 _ATTEMPT_FIELDS = (
     "attempt",
@@ -54,6 +56,62 @@ def _api_agrees(history: Mapping[str, Any]) -> Iterator[Finding]:
             continue
         yield from _job_differs(alias, job, view)
         yield from _events_differ(alias, _kinds(_recorded_events(history, alias)), view)
+
+
+def _api_waits(history: Mapping[str, Any]) -> Iterator[Finding]:
+    """I11 at the API edge: what the API tells an owner its job waits for is what the
+    stored job shows. A finished job waits for nothing; an open one with nothing live
+    for its next attempt at the recorded instant, or (never started) a worker's claim;
+    one with an unknown attempt for its provider's maximum runtime and an operator; one
+    with a live attempt for its answer."""
+    api = history.get("api")
+    for alias, view in (api or {}).get("jobs", {}).items():
+        job = history.get("jobs", {}).get(alias)
+        if job is None or view.get("read") != 200 or "waits_for" not in view:
+            continue
+        waits, states = view["waits_for"], [a.get("state") for a in job.get("attempts", ())]
+        due = job.get("next_attempt_at")
+        if job.get("status") in FINISHED_JOB_STATES:
+            expected: dict[str, Any] | None = None
+        elif AttemptState.UNKNOWN in states:
+            expected = {WaitEnd.MAX_RUNTIME: None, WaitEnd.OPERATOR: None}
+        elif any(state in LIVE_ATTEMPT_STATES for state in states):
+            expected = {WaitEnd.ANSWER: None}
+        elif due is not None:
+            expected = {WaitEnd.NEXT_ATTEMPT: due}
+        elif not states:
+            expected = {WaitEnd.WORKER_CLAIM: None}
+        else:
+            continue  # left between two steps: the sweep's, and the liveness checks judge it
+        if not _says(waits, expected):
+            yield Finding(
+                "I11",
+                alias,
+                f"the API says the {job.get('status')} job waits for {_ends(waits)}; its "
+                f"stored rows say {_ends(expected)}",
+                (_final(alias, status=job.get("status"), next_attempt_at=due),),
+            )
+
+
+def _says(waits: Mapping[str, Any] | None, expected: Mapping[str, Any] | None) -> bool:
+    if waits is None or expected is None:
+        return waits is expected
+    for end, at in expected.items():
+        if end not in waits:
+            return False
+        if at is not None and not _same_time(waits[end], at):
+            return False
+    return True
+
+
+def _same_time(seen: Any, at: float) -> bool:
+    return isinstance(seen, int | float) and abs(seen - at) <= EPSILON
+
+
+def _ends(waits: Mapping[str, Any] | None) -> str:
+    if waits is None:
+        return "nothing"
+    return ", ".join(end if at is None else f"{end} at {at:g}" for end, at in waits.items())
 
 
 def _job_differs(alias: str, job: Mapping[str, Any], view: Mapping[str, Any]) -> Iterator[Finding]:
