@@ -60,7 +60,8 @@ def play_swarm(
             continue
         signature = episode.signature()
         target = Path(tempfile.mkdtemp(prefix="harness-check-")) / f"swarm-{seed}.scenario.yaml"
-        result = shrink(episode.scenario, fails_like(signature, database, seed=seed))
+        fails = fails_like(signature, database, seed=seed, observe_api=episode.needs_api(signature))
+        result = shrink(episode.scenario, fails)
         write_scenario(result.scenario, target, seed=seed, signature=signature, mutant=None)
         return SwarmResult(order, seed, signature, target, jobs)
     return SwarmResult(order, jobs=jobs)

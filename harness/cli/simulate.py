@@ -219,7 +219,13 @@ def _shrink(run: Any, database: Any, target: Path, broken: Any, budget: int) -> 
     episode = run.failed
     signature = episode.signature()
     click.echo(f"shrinking seed {run.seed} episode {episode.index} ({signature}) ...", err=True)
-    fails = fails_like(signature, database, seed=run.seed, mutant=broken)
+    fails = fails_like(
+        signature,
+        database,
+        seed=run.seed,
+        mutant=broken,
+        observe_api=episode.needs_api(signature),
+    )
     result = shrink(episode.scenario, fails, budget=budget)
     write_scenario(
         result.scenario,

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 from harness.checks.mutants import Mutant, applied
 from harness.errors import ScenarioError
-from harness.scenarios.checker import Finding
+from harness.scenarios.checker import API_CHECKS, Finding
 from harness.scenarios.loader import scenario_from_mapping
 from harness.scenarios.runner import RunResult, run_scenario
 from harness.simulate import generate, judge
@@ -80,6 +80,7 @@ class Episode:
     figures: Counter[str] = field(default_factory=Counter)
     jobs: list[dict[str, Any]] = field(default_factory=list)  # judge.job_records
     virtual_seconds: float = 0.0
+    api_only: frozenset[str] = frozenset()  # invariants only the second observer found broken
 
     @property
     def failed(self) -> bool:
@@ -91,6 +92,10 @@ class Episode:
         unsettled": what any cut of the episode's last steps shows, so never a stand-in
         for a broken property), else an error."""
         return next(iter(self.signatures()), "error" if self.errors else None)
+
+    def needs_api(self, signature: str) -> bool:
+        """Must a replay read the jobs through the API to fail this way again?"""
+        return signature in self.api_only
 
     def signatures(self) -> list[str]:
         """Every way this episode fails, most telling first (see `signature`)."""
@@ -122,11 +127,13 @@ class SeedRun:
         return sum(e.virtual_seconds for e in self.episodes)
 
 
-def play(scenario: Mapping[str, Any], database: Database, *, seed: int) -> RunResult:
+def play(
+    scenario: Mapping[str, Any], database: Database, *, seed: int, observe_api: bool = True
+) -> RunResult:
     """Play one generated scenario mapping."""
     file = f"{scenario['name']}.scenario.yaml"
     parsed = scenario_from_mapping(scenario, file=file, schema=False)  # tests check the schema
-    return run_scenario(parsed, database, seed=seed)
+    return run_scenario(parsed, database, seed=seed, observe_api=observe_api)
 
 
 def judge_episode(index: int, scenario: dict[str, Any], result: RunResult) -> Episode:
@@ -139,6 +146,11 @@ def judge_episode(index: int, scenario: dict[str, Any], result: RunResult) -> Ep
         return episode
     history = result.history.to_dict()
     episode.safety, episode.liveness = judge.violations(history)
+    by_api = [f for check in API_CHECKS for f in check(history)]
+    episode.api_only = frozenset(
+        {f.invariant for f in episode.safety}
+        - {f.invariant for f in episode.safety if f not in by_api}
+    )
     episode.figures = judge.figures(history)
     episode.jobs = judge.job_records(history)
     return episode
@@ -190,24 +202,33 @@ def run_seed(
 
 
 def fails_like(
-    signature: str, database: Database, *, seed: int, mutant: Mutant | None = None
+    signature: str,
+    database: Database,
+    *,
+    seed: int,
+    mutant: Mutant | None = None,
+    observe_api: bool = True,
 ) -> Callable[[dict[str, Any]], bool]:
     """Does a candidate still fail the way the original did (for the shrinker)? Found
     against a mutant, the candidate must also hold on the real engine, so the shrunk
-    file tells the mutant from the engine (call it with the mutant not applied)."""
+    file tells the mutant from the engine (call it with the mutant not applied).
+    `observe_api` False (`Episode.needs_api` says the engine's own record shows the
+    failure): the candidates are played without the second observer's reads, about a
+    quarter of a replay; the real engine's hold is still judged with them."""
 
     def broken(candidate: dict[str, Any]) -> bool:
         with applied(mutant) if mutant is not None else nullcontext():
-            episode = _judged(candidate)
+            episode = _judged(candidate, observe_api=observe_api)
         if episode is None:
             return False
         if signature == "error":
             return bool(episode.errors)
         return signature in episode.signatures()
 
-    def _judged(candidate: dict[str, Any]) -> Episode | None:
+    def _judged(candidate: dict[str, Any], *, observe_api: bool = True) -> Episode | None:
         try:
-            return judge_episode(0, candidate, play(candidate, database, seed=seed))
+            played = play(candidate, database, seed=seed, observe_api=observe_api)
+            return judge_episode(0, candidate, played)
         except ScenarioError:  # a cut the format refuses (a job used before it is created)
             return None
 

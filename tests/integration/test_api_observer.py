@@ -19,6 +19,7 @@ from harness.scenarios.checker.observers import (
 )
 from harness.scenarios.runner import run_scenario
 from harness.scenarios.suite import bundled_files, load_all, scenario_database
+from harness.simulate.run import judge_episode
 
 
 @pytest.fixture(scope="module")
@@ -84,9 +85,22 @@ def test_an_api_edge_bug_is_caught_by_the_second_observer_alone(
     assert not result.passed
     observed = list(_api_agrees(history)) + list(_api_isolated(history))
     assert observed and {f.invariant for f in observed} == {invariant}, observed
+    # A shrinker reproducing it must read through the API (only the observer saw it).
+    assert judge_episode(0, {"steps": []}, result).needs_api(invariant)
     del history["api"]  # what the engine-only observer saw: nothing wrong
     assert check_history(history) == []
     assert [f for f in result.failures if "expected" in f] == []
+
+
+def test_a_finding_the_engine_record_shows_is_shrunk_without_the_api_reads(
+    database, scenarios
+) -> None:
+    with applied(mutant_named("no_fence_on_win")):
+        result = run_scenario(scenarios["discarded-results-logged"], database)
+    episode = judge_episode(0, {"steps": []}, result)
+    assert episode.signatures() and not any(map(episode.needs_api, episode.signatures()))
+    skipped = run_scenario(scenarios["discarded-results-logged"], database, observe_api=False)
+    assert skipped.passed and "api" not in skipped.history.to_dict()
 
 
 def test_the_observer_reads_every_page(database, scenarios, tmp_path: Path) -> None:

@@ -116,6 +116,7 @@ from harness.scenarios.checker.winners import (
 )
 
 __all__ = [
+    "API_CHECKS",
     "DEFINITE_SIGNALS",
     "EPSILON",
     "HISTORY_CHECKS",
@@ -136,6 +137,9 @@ def check_history(history: _Mapping[str, _Any]) -> list[Finding]:
         found.extend(check(history))
     return found
 
+
+API_CHECKS: tuple[Check, ...] = (_api_agrees, _api_isolated, _api_replays, _api_waits)
+"""The second observer's checks: they judge the history's `api` section alone."""
 
 HISTORY_CHECKS: tuple[Check, ...] = (
     _one_job_per_intent,
@@ -165,8 +169,5 @@ HISTORY_CHECKS: tuple[Check, ...] = (
     _breaker_judged,
     _max_runtime_ends_unknowns,
     _sweep_ends_expired,
-    _api_agrees,
-    _api_isolated,
-    _api_replays,
-    _api_waits,
+    *API_CHECKS,
 )
