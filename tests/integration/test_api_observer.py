@@ -153,14 +153,17 @@ def test_what_an_open_job_waits_for_is_read_through_the_api(database, scenarios)
     assert result.passed, result.problems
     history = result.history.to_dict()
     waits = {alias: view["waits_for"] for alias, view in history["api"]["jobs"].items()}
-    assert waits == {"held": {"next_attempt": 4.0}, "unclaimed": {"worker_claim": None}}
+    assert waits == {"held": {"next_attempt": 4.0}}
     assert list(_api_waits(history)) == []
-    wrong = copy.deepcopy(history)
-    wrong["api"]["jobs"]["held"]["waits_for"] = {"sweep": None}  # the branch negated
-    wrong["api"]["jobs"]["unclaimed"]["waits_for"] = {"next_attempt": 9.0}
-    found = sorted(str(f) for f in _api_waits(wrong))
-    assert len(found) == 2 and all(f.startswith("I11") for f in found), found
-    assert "waits for sweep; its stored rows say next_attempt at 4" in found[0], found
+    for said in ({"sweep": None}, {"next_attempt": 9.0}, None):  # the branch negated, ...
+        wrong = copy.deepcopy(history)
+        wrong["api"]["jobs"]["held"]["waits_for"] = said
+        (found,) = [str(f) for f in _api_waits(wrong)]
+        assert found.startswith("I11 job held: the API says the pending job waits for ")
+        assert found.split("\n")[0].endswith("its stored rows say next_attempt at 4"), found
+    never_started = copy.deepcopy(history)
+    never_started["jobs"]["held"].update(attempts=[], next_attempt_at=None)
+    assert "stored rows say worker_claim" in str(next(_api_waits(never_started)))
 
 
 def test_a_finished_job_the_api_says_waits_is_i11(two_owners: dict) -> None:
