@@ -108,11 +108,14 @@ class History:
         self.jobs: dict[str, dict[str, Any]] = {}
         self.marks: list[dict[str, Any]] = []  # reached facts: barriers passed, crashes
         self.api: dict[str, Any] | None = None  # the second observer's reads (api_view)
+        self.finished = False  # what the run's teardown does (a hung call let go) is not in it
 
     def op(self, when: datetime, process: str, type_: str, op: str, **fields: Any) -> None:
         entry = {"t": seconds(self.start, when), "process": process, "type": type_, "op": op}
         entry.update(fields)
         with self._lock:
+            if self.finished:
+                return
             entry["i"] = len(self.ops)
             self.ops.append(entry)
 
@@ -123,6 +126,8 @@ class History:
     # -- the end of the run ------------------------------------------------------------
 
     def finish(self, jobs: list[Job], events: list[Event], ledger: Iterable[Any]) -> None:
+        with self._lock:
+            self.finished = True
         self.names.learn(sorted(jobs, key=lambda j: j.id))
         for op in self.ops:  # provider calls knew only the token they sent
             if "token" in op:

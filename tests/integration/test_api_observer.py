@@ -153,7 +153,7 @@ def test_what_an_open_job_waits_for_is_read_through_the_api(database, scenarios)
     assert result.passed, result.problems
     history = result.history.to_dict()
     waits = {alias: view["waits_for"] for alias, view in history["api"]["jobs"].items()}
-    assert waits == {"held": {"next_attempt": 4.0}}
+    assert waits == {"held": {"next_attempt": 4.0}, "answering": {"answer": None, "deadline": 30.0}}
     assert list(_api_waits(history)) == []
     for said in ({"sweep": None}, {"next_attempt": 9.0}, None):  # the branch negated, ...
         wrong = copy.deepcopy(history)

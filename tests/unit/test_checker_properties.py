@@ -654,6 +654,18 @@ def test_a_worker_start_on_an_open_breaker_is_i11() -> None:
     assert found(outage(opened, pressed)) == []
 
 
+def test_a_provider_skipped_for_a_breaker_that_never_opened_is_i11() -> None:
+    opened = ev(1, "breaker_opened", None, "w1", job="b", provider="primary")
+    skipped = ev(
+        5, "provider_skipped", None, "w1", job="c", provider="fallback", why="breaker_open"
+    )
+    (finding,) = found(outage(opened, skipped))  # primary opened; fallback never did
+    assert finding.witness == (skipped,) and "fallback was skipped" in finding.message
+    own = dict(skipped, detail={"provider": "primary", "why": "breaker_open"})
+    held = dict(skipped, detail={"provider": "fallback", "why": "retry_after_hold"})
+    assert found(outage(opened, own)) == found(outage(opened, held)) == []
+
+
 def test_a_failure_the_engines_words_do_not_name_leaves_the_breaker_unjudged() -> None:
     vague = ev(1, "resolved", "b#1", "w1", outcome="failed", reason="provider answered:")
     assert found(outage(b_failure=vague), "I11") == []

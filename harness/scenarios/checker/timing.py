@@ -153,12 +153,16 @@ def _breaker_settings(history: Mapping[str, Any]) -> _BreakerSettings | None:
     return _BreakerSettings(failures, float(window), float(cool))
 
 
+_SKIPPED_OPEN = "breaker_open"  # provider_skipped's `why` for an open breaker (or a probe out)
+
+
 def _breaker_judged(history: Mapping[str, Any]) -> Iterator[Finding]:
     """I11, the breaker: `failures` definite failures of a provider within `window`
     open its breaker (a `breaker_opened` event at that instant), only an open breaker
     closes (a `breaker_closed` event), and while it is open (`cool_down`) no worker
     plans an attempt on it (hedges and the fallback button do
-    not ask the breaker). Providers a call of no attempt of ours reached are left alone:
+    not ask the breaker); a provider is skipped for an open breaker only after its own
+    breaker opened. Providers a call of no attempt of ours reached are left alone:
     their breaker was fed by someone else."""
     settings = _breaker_settings(history)
     workers = _config(history, "workers") or ()
@@ -197,6 +201,15 @@ def _breaker_step(
     provider = state.provider
     if kind == EventKind.BREAKER_OPENED:
         state.opened(event)
+    elif kind == EventKind.PROVIDER_SKIPPED and event["detail"].get("why") == _SKIPPED_OPEN:
+        if not state.open_told:
+            yield Finding(
+                "I11",
+                event["job"],
+                f"breaker: {provider} was skipped for an open breaker, yet its breaker has "
+                "not opened since it last closed (another provider's state written on it?)",
+                (event,),
+            )
     elif kind == EventKind.BREAKER_CLOSED:
         if not state.open_told:
             yield Finding(
