@@ -109,6 +109,7 @@ class History:
         self.marks: list[dict[str, Any]] = []  # reached facts: barriers passed, crashes
         self.api: dict[str, Any] | None = None  # the second observer's reads (api_view)
         self.finished = False  # what the run's teardown does (a hung call let go) is not in it
+        self._executions: dict[str, int] = {}
 
     def op(self, when: datetime, process: str, type_: str, op: str, **fields: Any) -> None:
         entry = {"t": seconds(self.start, when), "process": process, "type": type_, "op": op}
@@ -133,7 +134,10 @@ class History:
             if "token" in op:
                 op["attempt"] = self.names.token(op.pop("token"))
         self.events = _one_per_burst([self._event(e) for e in sorted(events, key=lambda e: e.id)])
-        self.ledger = [self._execution(x) for x in ledger]
+        entries = list(ledger)
+        self.ledger = [self._execution(x) for x in entries]
+        # an attempt's provider request id, as the ledger entry that id names (ids are random)
+        self._executions = {x.request_id: i for i, x in enumerate(entries)}
         self.jobs = {self.names.jobs[j.id]: self._job(j) for j in sorted(jobs, key=lambda j: j.id)}
 
     def _event(self, event: Event) -> dict[str, Any]:
@@ -165,6 +169,13 @@ class History:
             "finished": entry.finished,
             "output_tokens": entry.output_tokens,
         }
+
+    def _execution_of(self, request_id: str | None) -> int | str | None:
+        """The index in `ledger` of the execution a provider request id names; `unknown`
+        for an id no fake gave, None for none recorded."""
+        if request_id is None:
+            return None
+        return self._executions.get(request_id, "unknown")
 
     def _owner(self, owner: str) -> str | None:
         """The owner's name in the scenario; one of another run (only a broken engine
@@ -209,6 +220,7 @@ class History:
                     "cause": a.cause,
                     "error_noted": a.error is not None,  # the text itself may name ports
                     "result_kept": a.raw_result is not None,
+                    "execution": self._execution_of(a.provider_request_id),
                     "status_code": a.status_code,
                     "billed": a.billed,
                     "retry_after": a.retry_after,

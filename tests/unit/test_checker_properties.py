@@ -763,3 +763,37 @@ def test_an_attempt_ends_in_the_state_its_last_event_says() -> None:
     ]
     jobs = {"a": job("pending", None, attempt("a#1", "primary", "cancelled"))}
     assert not [f for f in found(history(events, jobs)) if "last" in f.message]
+
+
+# -- I8: the attempt names its execution --------------------------------------------------
+
+
+def executed(execution: Any, *, resolution: str | None = None) -> dict:
+    """a#1 won by its own delivered answer (ledger entry 1; entry 0 is b#1's)."""
+    a1 = {**attempt("a#1", "primary", "succeeded"), "execution": execution}
+    a1["resolution"] = resolution
+    data = history([], {"a": job("succeeded", "a#1", a1)})
+    data["ledger"] = [
+        {"t": 0, "attempt": "b#1", "behaviour": "success", "delivered": True},
+        {"t": 0, "attempt": "a#1", "behaviour": "success", "delivered": True},
+    ]
+    return data
+
+
+def named(data: dict) -> list[str]:
+    return [f.message for f in found(data, "I8") if "request id" in f.message]
+
+
+def test_a_winner_keeping_its_own_execution_s_id_is_right() -> None:
+    assert named(executed(1)) == []
+    assert named(executed(None, resolution="succeeded")) == []  # settled by a resolution
+
+
+def test_a_winner_without_a_request_id_or_with_another_s_is_i8() -> None:
+    assert named(executed(None)) == [
+        "a#1 won by its provider's delivered answer, yet keeps no provider request id"
+    ]
+    assert named(executed(0)) == ["a#1 keeps a provider request id that b#1's execution was given"]
+    assert named(executed("unknown")) == [
+        "a#1 keeps a provider request id that no fake's execution was given"
+    ]

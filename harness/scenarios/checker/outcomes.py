@@ -241,6 +241,38 @@ def _attributable(history: Mapping[str, Any]) -> Iterator[Finding]:
             )
 
 
+def _executions_named(history: Mapping[str, Any]) -> Iterator[Finding]:
+    """I8, *the attempt names its execution*: a provider request id an attempt keeps is
+    one its provider gave to that attempt's own execution (the ledger's), and an attempt
+    that won by its own delivered answer keeps it (what a reconciler and a bill are
+    matched by)."""
+    ledger = list(history.get("ledger", ()))
+    for alias, job in history.get("jobs", {}).items():
+        for attempt in job.get("attempts", ()):
+            if "execution" not in attempt:
+                return  # a view that does not carry request ids
+            name, index = attempt["attempt"], attempt["execution"]
+            own = [x for x in ledger if x.get("attempt") == name and x.get("delivered")]
+            if index is None:
+                won = job.get("winner") == name and attempt.get("resolution") is None
+                if won and own:
+                    yield Finding(
+                        "I8",
+                        alias,
+                        f"{name} won by its provider's delivered answer, yet keeps no "
+                        "provider request id",
+                        (own[-1], _final(alias, attempt=name, execution=None)),
+                    )
+            elif not isinstance(index, int) or ledger[index].get("attempt") != name:
+                whose = ledger[index].get("attempt") if isinstance(index, int) else "no fake"
+                yield Finding(
+                    "I8",
+                    alias,
+                    f"{name} keeps a provider request id that {whose}'s execution was given",
+                    (_final(alias, attempt=name, execution=index),),
+                )
+
+
 def _output_capped(history: Mapping[str, Any]) -> Iterator[Finding]:
     """I8, *output cap*: no execution for a job answers more output tokens than the
     `max_tokens` (a whole number from 1) its create asked for: what a call may cost is
