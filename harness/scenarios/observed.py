@@ -84,8 +84,15 @@ class Labels:
         return None if attempt_id is None else self.by_id.get(attempt_id, f"attempt{attempt_id}")
 
 
-def job_entry(job: SeenJob, labels: Labels, time: Timebase, prefix: str) -> dict[str, Any]:
-    """The job as `History.to_dict()["jobs"][alias]` holds it."""
+def job_entry(
+    job: SeenJob,
+    labels: Labels,
+    time: Timebase,
+    prefix: str,
+    executions: Mapping[str, int] | None = None,
+) -> dict[str, Any]:
+    """The job as `History.to_dict()["jobs"][alias]` holds it; `executions` names each
+    of this run's ledger entries by the fake's request id (its index in `ledger`)."""
     body = job.body
     result = body.get("result")
     return {
@@ -102,7 +109,7 @@ def job_entry(job: SeenJob, labels: Labels, time: Timebase, prefix: str) -> dict
         "next_attempt_at": time.of_text(_next_attempt(body.get("waiting_on"))),
         "winner": labels.attempt(body.get("completed_by")),
         "result_provider": result.get("provider") if isinstance(result, dict) else None,
-        "attempts": [_attempt(a, labels, time) for a in body["attempts"]],
+        "attempts": [_attempt(a, labels, time, executions or {}) for a in body["attempts"]],
     }
 
 
@@ -113,7 +120,10 @@ def _next_attempt(waiting: Mapping[str, Any] | None) -> str | None:
     return None
 
 
-def _attempt(attempt: Mapping[str, Any], labels: Labels, time: Timebase) -> dict[str, Any]:
+def _attempt(
+    attempt: Mapping[str, Any], labels: Labels, time: Timebase, executions: Mapping[str, int]
+) -> dict[str, Any]:
+    request_id = attempt.get("provider_request_id")
     return {
         "attempt": labels.attempt(attempt["id"]),
         "provider": attempt["provider"],
@@ -124,6 +134,7 @@ def _attempt(attempt: Mapping[str, Any], labels: Labels, time: Timebase) -> dict
         "cause": attempt["cause"],
         "error_noted": attempt.get("error") is not None,
         "result_kept": attempt.get("result") is not None,
+        "execution": None if request_id is None else executions.get(request_id, "unknown"),
         "status_code": attempt["status_code"],
         "billed": attempt["billed"],
         "retry_after": time.duration(attempt["retry_after"]),

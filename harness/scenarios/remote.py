@@ -346,7 +346,10 @@ def _finish(play: Play) -> None:
     mine = observed.own_executions(executions, labels)
     time_ = play.clock.timebase
     history = play.history
-    history.jobs = {job.alias: observed.job_entry(job, labels, time_, play.prefix) for job in seen}
+    by_request = {e.get("request_id"): i for i, e in enumerate(mine)}
+    history.jobs = {
+        job.alias: observed.job_entry(job, labels, time_, play.prefix, by_request) for job in seen
+    }
     history.events = observed.event_entries(seen, labels, time_, play.prefix)
     history.ledger = observed.ledger_entries(mine, labels, time_)
     history.ops = observed.merged(history.ops, observed.call_operations(mine, labels, time_))

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from harness.core.states import FINISHED_JOB_STATES, LIVE_ATTEMPT_STATES, AttemptState, WaitEnd
+from harness.core.states import FINISHED_JOB_STATES, LIVE_ATTEMPT_STATES, AttemptState
 from harness.scenarios.checker.history import EPSILON, Finding, _final
 
 _ATTEMPT_FIELDS = (
@@ -58,6 +58,11 @@ def _api_agrees(history: Mapping[str, Any]) -> Iterator[Finding]:
         yield from _events_differ(alias, _kinds(_recorded_events(history, alias)), view)
 
 
+# What ends a wait, in the words of `waiting_on.ends_by` (the checker's own statement).
+_ANSWER, _MAX_RUNTIME, _OPERATOR = "answer", "max_runtime", "operator"
+_NEXT_ATTEMPT, _WORKER_CLAIM = "next_attempt", "worker_claim"
+
+
 def _api_waits(history: Mapping[str, Any]) -> Iterator[Finding]:
     """I11 at the API edge: what the API tells an owner its job waits for is what the
     stored job shows. A finished job waits for nothing; an open one with nothing live
@@ -74,13 +79,13 @@ def _api_waits(history: Mapping[str, Any]) -> Iterator[Finding]:
         if job.get("status") in FINISHED_JOB_STATES:
             expected: dict[str, Any] | None = None
         elif AttemptState.UNKNOWN in states:
-            expected = {WaitEnd.MAX_RUNTIME: None, WaitEnd.OPERATOR: None}
+            expected = {_MAX_RUNTIME: None, _OPERATOR: None}
         elif any(state in LIVE_ATTEMPT_STATES for state in states):
-            expected = {WaitEnd.ANSWER: None}
+            expected = {_ANSWER: None}
         elif due is not None:
-            expected = {WaitEnd.NEXT_ATTEMPT: due}
+            expected = {_NEXT_ATTEMPT: due}
         elif not states:
-            expected = {WaitEnd.WORKER_CLAIM: None}
+            expected = {_WORKER_CLAIM: None}
         else:
             continue  # left between two steps: the sweep's, and the liveness checks judge it
         if not _says(waits, expected):
