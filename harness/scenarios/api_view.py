@@ -16,6 +16,8 @@ contract, providers: what the fingerprint binds): the API must answer 200 with t
 job, `Idempotent-Replayed: true` and its Location, and create nothing. This reads the
 create edge (the body's reading and limit, the key header, the fingerprint of what
 the API parsed against what the engine stored) the way a user's retried click does.
+Its body is padded with JSON whitespace (no part of the intent) to exactly the body
+limit the API documents, 64 KiB: a limit that refuses a body it promises to take shows.
 It writes one `replayed` event that nobody reads: the engine's record was taken before.
 
 What it saw goes into the history's `api` section in the history's own words (aliases,
@@ -28,6 +30,7 @@ reads: never in the history.
 from __future__ import annotations
 
 import asyncio
+import json
 import secrets
 import threading
 from collections.abc import Iterable, Mapping
@@ -47,6 +50,7 @@ OUTSIDER = "api-outsider"
 
 BASE_URL = "http://harness.in-process"
 PAGE = 4  # events per page: most histories take several pages, so paging is read too
+DOCUMENTED_BODY_LIMIT = 65536  # the default limits.max_body_bytes (README), not imported
 
 
 def observe(stage: Stage, jobs: Iterable[Job]) -> dict[str, Any]:
@@ -126,8 +130,14 @@ async def _replay(
         "contract": job.contract,
         "providers": list(job.providers),
     }
-    headers = {**auth, "Idempotency-Key": job.idempotency_key}
-    answer = await client.post("/v1/jobs", json=body, headers=headers)
+    raw = json.dumps(body).encode()
+    padded = raw + b" " * max(0, DOCUMENTED_BODY_LIMIT - len(raw))
+    headers = {
+        **auth,
+        "Idempotency-Key": job.idempotency_key,
+        "Content-Type": "application/json",
+    }
+    answer = await client.post("/v1/jobs", content=padded, headers=headers)
     answered = answer.json().get("id") if answer.status_code in (200, 201) else None
     return {
         "job": history.names.job(job.id),

@@ -136,16 +136,19 @@ def test_each_owner_s_first_create_is_replayed_through_the_api(two_owners: dict)
 
 
 def test_a_create_edge_that_refuses_every_body_is_caught(database, scenarios, monkeypatch) -> None:
-    """A body limit gone wrong (64 / 1024 for 64 * 1024: every body too large) touches no
-    read: only the replayed create shows it."""
+    """A body limit gone wrong (64 / 1024 for 64 * 1024: every body too large; 64 * 1023)
+    touches no read: only the replayed create, padded to the promised 64 KiB, shows it."""
     import harness.scenarios.api_view as api_view
 
     real = api_view.ServiceConfig
-    monkeypatch.setattr(api_view, "ServiceConfig", lambda **kw: real(**kw, max_body_bytes=8))
-    result = run_scenario(scenarios["two-owners"], database)
-    assert not result.passed
-    assert {(f.invariant, f.job) for f in result.findings} == {("I1", "a"), ("I1", "b")}
-    assert all("status 413 (not 200)" in f.message for f in result.findings)
+    for limit in (8, 65535):  # every body refused; or one byte short of what is promised
+        monkeypatch.setattr(
+            api_view, "ServiceConfig", lambda limit=limit, **kw: real(**kw, max_body_bytes=limit)
+        )
+        result = run_scenario(scenarios["two-owners"], database)
+        assert not result.passed
+        assert {(f.invariant, f.job) for f in result.findings} == {("I1", "a"), ("I1", "b")}
+        assert all("status 413 (not 200)" in f.message for f in result.findings)
 
 
 def test_what_an_open_job_waits_for_is_read_through_the_api(database, scenarios) -> None:
