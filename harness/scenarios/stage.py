@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 from fake_providers import FakeProviders
-from harness.core.breaker import DEFAULT_COOL_DOWN, DEFAULT_FAILURES, DEFAULT_WINDOW
 from harness.core.gate import AllowAllGate, BaseGate
 from harness.core.models import Attempt, CompletionRequest, Event, Job
 from harness.core.states import FINISHED_JOB_STATES, OutcomeKind
@@ -25,7 +24,7 @@ from harness.engine import Engine
 from harness.errors import HarnessError, NotFound, ScenarioError, WorkerKilled
 from harness.providers.base import BaseProvider, LookupResult, Outcome
 from harness.runtime.builtin import builtin_fake_providers
-from harness.runtime.worker import DEFAULT_MAX_RUNTIME, Worker, WorkerSettings
+from harness.runtime.worker import Worker, WorkerSettings
 from harness.scenarios.clockwork import Turns, TurnTime, WorkerScheduler
 from harness.scenarios.history import NAMESPACE_SEPARATOR, History, seconds
 from harness.scenarios.model import Scenario
@@ -301,21 +300,22 @@ class Stage:
                 pass
 
 
+# The defaults the README and docs/providers.md promise, stated here: a worker the
+# scenario configures nothing for runs with its own, and the checker judges it by these.
+DOCUMENTED_BREAKER = {"failures": 3, "window": 30.0, "cool_down": 10.0}
+DOCUMENTED_MAX_RUNTIME = 600.0
+
+
 def run_config(scenario: Scenario, providers: list[str]) -> dict[str, Any]:
     """What the worker runs with, from the scenario and the documented defaults (never
     read back from the engine under test): the history checker judges the breaker, the
     maximum runtimes and which actors are workers by it."""
-    breaker = {
-        "failures": DEFAULT_FAILURES,
-        "window": DEFAULT_WINDOW,
-        "cool_down": DEFAULT_COOL_DOWN,
-        **(scenario.worker.get("breaker") or {}),
-    }
+    breaker = {**DOCUMENTED_BREAKER, **(scenario.worker.get("breaker") or {})}
     declared = scenario.worker.get("max_runtime") or {}
     return {
         "workers": list(scenario.workers),
         "breaker": breaker,
-        "max_runtime": {p: declared.get(p, DEFAULT_MAX_RUNTIME) for p in providers},
+        "max_runtime": {p: declared.get(p, DOCUMENTED_MAX_RUNTIME) for p in providers},
     }
 
 
