@@ -8,6 +8,11 @@
   bytes keep arriving; it waits until the provider gives up;
 - a body that stops after the head: the read timeout fires (``APITimeoutError``, or the
   transport's ``ReadTimeout`` from inside a stream).
+
+An error met inside an Anthropic stream reaches the caller as the transport's own
+exception (anthropic before 2.17) or as the SDK's ``APIConnectionError`` /
+``APITimeoutError`` raised from it (2.17 and later): the tests take either and hold the
+transport's exception underneath.
 """
 
 from __future__ import annotations
@@ -57,6 +62,13 @@ def _openai_stream(oa: openai.OpenAI) -> tuple[str, str | None]:
 def _anthropic_stream(an: anthropic.Anthropic, messages=HI) -> anthropic.types.Message:
     with an.messages.stream(model="claude-haiku-4-5", max_tokens=400, messages=messages) as s:
         return s.get_final_message()
+
+
+def _from_the_transport(caught: BaseException) -> BaseException:
+    """The transport's exception, whether the SDK let it through or raised its own from it."""
+    if isinstance(caught, anthropic.APIError) and caught.__cause__ is not None:
+        return caught.__cause__
+    return caught
 
 
 # -- a stream closed cleanly mid-answer -----------------------------------------------
@@ -151,8 +163,10 @@ def test_openai_trickle_outlives_the_read_timeout(fakes, oa) -> None:
 def test_anthropic_trickle_outlives_the_read_timeout(fakes, an) -> None:
     fakes.script(Behaviour(name="stream_trickle", chunk_latency=1, cut_after=1))
     start = fakes.time.now()
-    with pytest.raises(httpx2.RemoteProtocolError):  # raised from inside the stream
-        _anthropic_stream(an)
+    with pytest.raises((httpx2.RemoteProtocolError, anthropic.APIConnectionError)) as caught:
+        _anthropic_stream(an)  # raised from inside the stream
+    assert not isinstance(caught.value, anthropic.APITimeoutError)
+    assert isinstance(_from_the_transport(caught.value), httpx2.RemoteProtocolError)
     assert fakes.time.now() - start >= TRICKLE_LIMIT > 100 * TIMEOUT
 
 
@@ -185,8 +199,9 @@ def test_anthropic_stall_after_headers_times_out(fakes, an) -> None:
     fakes.script("stall_after_headers", "stall_after_headers")
     with pytest.raises(anthropic.APITimeoutError):
         an.messages.create(model="claude-haiku-4-5", max_tokens=50, messages=HI)
-    with pytest.raises(httpx2.ReadTimeout):  # raised from inside the stream
-        _anthropic_stream(an)
+    with pytest.raises((httpx2.ReadTimeout, anthropic.APITimeoutError)) as caught:
+        _anthropic_stream(an)  # raised from inside the stream
+    assert isinstance(_from_the_transport(caught.value), httpx2.ReadTimeout)
     assert len(fakes.ledger) == 2
 
 
