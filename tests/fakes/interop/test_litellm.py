@@ -15,9 +15,16 @@ from fake_providers import FakeServer
 
 # LiteLLM fetches its model price list from the internet on import unless told not to.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-litellm = pytest.importorskip(
-    "litellm", reason="litellm is not installed (pip install -e '.[clients]')"
-)
+
+
+@pytest.fixture(scope="module")
+def litellm():
+    """Imported by the tests that use it, not at collection: it costs 4 s of CPU, which
+    every xdist worker paid for while one of them runs these tests."""
+    return pytest.importorskip(
+        "litellm", reason="litellm is not installed (pip install -e '.[clients]')"
+    )
+
 
 # Its own pydantic models warn about TypedDict qualifiers on first use; not ours to fix.
 pytestmark = pytest.mark.filterwarnings("ignore:.*ReadOnly.*:UserWarning")
@@ -52,7 +59,7 @@ def anthropic_params(server: FakeServer, model: str = "claude-haiku-4-5") -> dic
 
 
 @pytest.mark.parametrize("params", [openai_params, anthropic_params])
-def test_text_and_stream(fake_provider_server: FakeServer, params) -> None:
+def test_text_and_stream(litellm, fake_provider_server: FakeServer, params) -> None:
     answer = litellm.completion(messages=PROMPT, **params(fake_provider_server))
     assert answer.choices[0].message.content.startswith("This is a deterministic fake answer")
     stream = litellm.completion(messages=PROMPT, stream=True, **params(fake_provider_server))
@@ -61,7 +68,7 @@ def test_text_and_stream(fake_provider_server: FakeServer, params) -> None:
 
 
 @pytest.mark.parametrize("params", [openai_params, anthropic_params])
-def test_tools(fake_provider_server: FakeServer, params) -> None:
+def test_tools(litellm, fake_provider_server: FakeServer, params) -> None:
     answer = litellm.completion(
         messages=PROMPT, tools=TOOLS, tool_choice="required", **params(fake_provider_server)
     )
@@ -71,14 +78,14 @@ def test_tools(fake_provider_server: FakeServer, params) -> None:
     assert answer.choices[0].finish_reason == "tool_calls"
 
 
-def test_structured_output(fake_provider_server: FakeServer) -> None:
+def test_structured_output(litellm, fake_provider_server: FakeServer) -> None:
     answer = litellm.completion(
         messages=PROMPT, response_format=Forecast, **openai_params(fake_provider_server)
     )
     Forecast.model_validate_json(answer.choices[0].message.content)
 
 
-def test_errors_are_litellms_classes(fake_provider_server: FakeServer) -> None:
+def test_errors_are_litellms_classes(litellm, fake_provider_server: FakeServer) -> None:
     with pytest.raises(litellm.RateLimitError):
         litellm.completion(
             messages=PROMPT,
@@ -93,7 +100,7 @@ def test_errors_are_litellms_classes(fake_provider_server: FakeServer) -> None:
         )
 
 
-def test_router_fails_over_between_the_two_fakes(fake_provider_server: FakeServer) -> None:
+def test_router_fails_over_between_the_two_fakes(litellm, fake_provider_server: FakeServer) -> None:
     router = litellm.Router(
         model_list=[
             {
