@@ -6,6 +6,7 @@
                                   on xdist workers, one per core plus one (HARNESS_TEST_WORKERS)
     python3 dev.py test --busy    the same with every core kept busy by another process
     python3 dev.py bench          the benchmarks, each printing ratios to a baseline
+    python3 dev.py setup          only make (or bring up to date) `.venv`
 
 Each command first makes `.venv` (if missing) and installs the project into it (again
 whenever pyproject.toml changes), so a fresh clone needs no other step.
@@ -141,10 +142,12 @@ def test(extra: list[str]) -> int:
 
 def main() -> int:
     command, *extra = sys.argv[1:] or ["help"]
-    if command not in ("check", "test", "bench"):
+    if command not in ("check", "test", "bench", "setup"):
         print(__doc__)
         return 0 if command in ("help", "-h", "--help") else 2
     ensure_environment()
+    if command == "setup":
+        return 0
     if command == "check":
         return run(str(BIN / "harness"), "check", *extra)
     if command == "test":

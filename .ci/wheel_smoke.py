@@ -9,7 +9,8 @@ clone, and from yet another folder runs what the README promises: `harness check
 on the bundled capture: exit 0), and a tiny pytest project using the `harness` plugin.
 
 Every step prints what it runs; the first failure stops the script with exit 1 and the
-command's output. Standard library only. Usage (from the clone, after `dev.py test`):
+command's output. Standard library only, so any Python 3.11+ runs it (CI runs it beside
+the suite). Usage, from the clone:
 
     python3 .ci/wheel_smoke.py [--keep]
 """
