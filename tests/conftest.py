@@ -18,6 +18,10 @@ from hypothesis import settings
 # Subprocesses inherit this.
 os.environ.setdefault("HARNESS_CHECK_SWARM_SEEDS", "0")
 
+# LiteLLM fetches its model price list from the internet when imported unless told not
+# to; this machine has no internet, so every import waited out three tries (about 7 s).
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
 # No per-example wall-clock deadline anywhere: a deadline is a timed test, and a busy
 # shared machine makes one example take ten times the usual; the example counts stay.
 settings.register_profile("harness", deadline=None)

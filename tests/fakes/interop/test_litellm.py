@@ -6,15 +6,11 @@ not installed (the `clients` extra)."""
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 from pydantic import BaseModel
 
 from fake_providers import FakeServer
-
-# LiteLLM fetches its model price list from the internet on import unless told not to.
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 
 @pytest.fixture(scope="module")

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 from typing import Literal
 
 import anthropic
@@ -31,7 +30,6 @@ from pydantic import BaseModel
 
 from fake_providers import FakeServer, intercept
 
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 pytestmark = pytest.mark.filterwarnings("ignore:.*ReadOnly.*:UserWarning")
 
 HI = [{"role": "user", "content": "Tell me about a city."}]
