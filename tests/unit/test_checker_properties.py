@@ -200,6 +200,62 @@ def test_an_attempt_left_unknown_after_its_call_answered_a_cut_stream_is_i4() ->
     assert finding.witness[0] == answer and "ended unknown" in finding.message
 
 
+def http_refusal(behaviour: str, status: int | None, reason: str, took: float = 0.0) -> dict:
+    """Job a's attempt a#1 called the primary, whose fake played `behaviour` with `status`
+    and answered after `took` seconds; the call recorded `reason` (an intermediary's 5xx
+    page as unknown, anything else as not executed)."""
+    page = behaviour == "gateway_error" and status is not None and status >= 500
+    operations = [
+        call(1, 0, "a#1", "invoke"),
+        call(2, took, "a#1", "unknown" if page else "fail", reason=reason, status=status),
+    ]
+    end = "became_unknown" if page else "attempt_failed"
+    events = [ev(0, "attempt_started", "a#1", provider="primary"), ev(took, end, "a#1")]
+    state = "unknown" if page else "failed"
+    jobs = {"a": job(state, None, attempt("a#1", "primary", state), policy=POLICY)}
+    data = history(events, jobs, operations)
+    entry = {"t": 0, "attempt": "a#1", "behaviour": behaviour, "status": status}
+    data["ledger"] = [{**entry, "stream": False, "provider_kind": "openai"}]
+    return data
+
+
+def test_an_http_error_recorded_under_another_statuss_name_is_i4() -> None:
+    for behaviour, status, recorded in (
+        ("http_error", 408, "client_error"),  # 408 left out of the status table
+        ("http_error", 418, "request_timeout"),
+        ("http_error", 520, "server_error"),
+        ("overloaded", 529, "other_server_error"),
+        ("gateway_error", 502, "intermediary_error"),
+    ):
+        data = http_refusal(behaviour, status, recorded)
+        (finding,) = found(data, "I4")
+        assert finding.witness == (data["ledger"][0], data["operations"][1])
+        assert f"yet the call recorded {recorded}" in finding.message
+
+
+def test_an_http_error_named_by_its_status_is_right() -> None:
+    for behaviour, status, recorded in (
+        ("http_error", 408, "request_timeout"),
+        ("http_error", 418, "client_error"),
+        ("http_error", 520, "other_server_error"),
+        ("rate_limit", 429, "rate_limited"),
+        ("gateway_error", 504, "gateway_timeout"),
+        ("gateway_error", 500, "intermediary_error"),
+    ):
+        assert found(http_refusal(behaviour, status, recorded), "I4") == [], (behaviour, status)
+
+
+def test_a_cause_the_status_does_not_decide_says_nothing() -> None:
+    assert (
+        found(http_refusal("context_length_exceeded", 400, "context_length_exceeded"), "I4") == []
+    )
+    assert (
+        found(http_refusal("http_error", None, "client_error"), "I4") == []
+    )  # no status in the ledger
+    # the caller's deadline ended the call before the fake did: the deadline names it
+    assert found(http_refusal("http_error", 408, "deadline_exceeded", took=30.0), "I4") == []
+
+
 # -- I5, I6: winners, fencing, discarded results -----------------------------------------
 
 

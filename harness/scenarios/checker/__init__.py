@@ -20,7 +20,8 @@ the closest one and says which in its message):
   never fails without a resolution; only an attempt that is unknown is resolved.
   *Outcome table*: an attempt never becomes unknown for a signal the outcome table
   calls not executed or executed unusable (a provider's own 500/503/529, a 429, a cut
-  stream), nor stays unknown after its own call answered so.
+  stream), nor stays unknown after its own call answered so; a call answered with an
+  HTTP error records the cause its status names (a 408 `request_timeout`).
 - I5 exactly one winner: one `won` per job; the winner and the result never change; a
   won job is succeeded; a finished job's version has moved past the one its create
   answered; every result offered to a job (a call that answered executed, a
@@ -94,6 +95,7 @@ from harness.scenarios.checker.outcomes import (
     _executions_named,
     _late_results_recorded,
     _model_recorded,
+    _named_by_status,
     _offered_results_kept,
     _output_capped,
     _winner_answered,
@@ -150,6 +152,7 @@ HISTORY_CHECKS: tuple[Check, ...] = (
     _unknown_blocks,
     _definite_never_unknown,
     _classified_as_sent,
+    _named_by_status,
     _one_winner,
     _winner_answered,
     _fenced_at_finish,

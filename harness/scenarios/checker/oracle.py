@@ -147,6 +147,54 @@ BREAKER_FAILURES: frozenset[str] = frozenset(
 4xx about our request says nothing of the provider's health."""
 
 
+_STATUS_REASONS: Mapping[int, str] = {
+    # a provider's own error body, by its status (docs/providers.md, "The outcome table")
+    400: "bad_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    408: "request_timeout",
+    409: "conflict",
+    413: "too_large",
+    422: "unprocessable",
+    429: "rate_limited",
+    500: "server_error",
+    503: "unavailable",
+    529: "overloaded",
+}
+_NAMED_BEHAVIOURS: Mapping[str, str] = {
+    # the fake's refusals that always carry the same status and body
+    "rate_limit": "rate_limited",
+    "rate_limit_no_retry_after": "rate_limited",
+    "server_error": "server_error",
+    "service_unavailable": "unavailable",
+    "overloaded": "overloaded",
+}
+
+
+def expected_reason(execution: Mapping[str, Any]) -> str | None:
+    """The cause a call must record when the fake answered it with an HTTP error (its own
+    error body, or an intermediary's page) before the caller's deadline, judged by the
+    status the fake sent; None where the behaviour is not such an answer (or its reason
+    is a finer one the status does not carry, e.g. a 400 for the context length)."""
+    behaviour = str(execution.get("behaviour"))
+    status = execution.get("status")
+    if behaviour in _NAMED_BEHAVIOURS:
+        return _NAMED_BEHAVIOURS[behaviour]
+    if not isinstance(status, int):
+        return None
+    if behaviour == "http_error":
+        if status in _STATUS_REASONS:
+            return _STATUS_REASONS[status]
+        return "client_error" if 400 <= status < 500 else "other_server_error"
+    if behaviour == "gateway_error":  # no provider body: the status alone, never the 5xx's
+        if status < 400:
+            return "unexpected_status"
+        named = {502: "bad_gateway", 504: "gateway_timeout"}
+        return named.get(status, "intermediary_error") if status >= 500 else None
+    return None
+
+
 def expected_kind(execution: Mapping[str, Any], took: float | None, timeout: Any) -> Any:
     """What a call whose fake played `execution` must be classified as, or None when the
     ground truth does not decide (an unknown behaviour or API, or a call the caller's

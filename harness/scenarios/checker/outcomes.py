@@ -19,7 +19,7 @@ from harness.scenarios.checker.history import (
     _policy,
     _t,
 )
-from harness.scenarios.checker.oracle import DEFINITE_SIGNALS, expected_kind
+from harness.scenarios.checker.oracle import DEFINITE_SIGNALS, expected_kind, expected_reason
 
 _DEFINITE_KINDS = frozenset({OutcomeKind.NOT_EXECUTED, OutcomeKind.EXECUTED_UNUSABLE})
 _ANSWER_TYPES = frozenset({"ok", "fail", "unknown"})
@@ -91,6 +91,25 @@ def _classified_as_sent(history: Mapping[str, Any]) -> Iterator[Finding]:
             f"outcome table: the {execution.get('provider_kind')} fake played "
             f"{execution.get('behaviour')} ({how}), which makes the call {kind}, yet it was "
             f"classified {answer.get('kind')} ({answer.get('reason')})",
+            (execution, answer),
+        )
+
+
+def _named_by_status(history: Mapping[str, Any]) -> Iterator[Finding]:
+    """I4, the outcome table: a call the fake answered with an HTTP error records the
+    cause its status names (a 408 is `request_timeout`, never another 4xx's name; a 502
+    page `bad_gateway`), from the checker's own table: the cause is what an operator and
+    the retry and breaker rules read."""
+    for execution, answer, kind in _ground_truth(history):
+        wanted = expected_reason(execution) if kind is not None else None
+        if wanted is None or answer.get("reason") == wanted:
+            continue
+        yield Finding(
+            "I4",
+            str(answer["attempt"]).split("#")[0],
+            f"outcome table: the {execution.get('provider_kind')} fake answered "
+            f"{execution.get('behaviour')} with status {execution.get('status')}, which is "
+            f"{wanted}, yet the call recorded {answer.get('reason')}",
             (execution, answer),
         )
 
