@@ -33,7 +33,6 @@ from harness.store.queries.health import (
 )
 from harness.store.queries.history import (
     COALESCED_KINDS,
-    count_events,
     events_page,
     insert_event,
     list_events,
@@ -65,7 +64,6 @@ __all__ = [
     "JobRecord",
     "claim_attempt",
     "complete_job",
-    "count_events",
     "defer_job",
     "events_page",
     "expired_attempts",

@@ -116,12 +116,6 @@ def events_page(
     return [_event(r) for r in rows]
 
 
-def count_events(conn: Connection, job_id: int) -> int:
-    return conn.execute(
-        sa.select(sa.func.count()).select_from(events).where(events.c.job_id == job_id)
-    ).scalar_one()
-
-
 def snapshot(conn: Connection) -> tuple[list[Job], list[Event]]:
     """Every job with its attempts, and every event: what the invariant checker reads."""
     by_job: dict[int, list[Attempt]] = {}
