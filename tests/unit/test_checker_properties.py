@@ -383,6 +383,35 @@ def test_a_kept_answer_or_a_view_without_the_field_says_nothing() -> None:
         assert not [f for f in found(cancelled_then_answered(**kept)) if "keeps no" in f.message]
 
 
+def refused_beside(kept: Any, resolved: bool = False) -> dict:
+    """x#1 was refused (a 500) and never answered; a#1 of the same run was cancelled and its
+    answer discarded; x#1 records `kept` as its result_kept (a `succeeded` resolution of
+    x#1 too, when `resolved`)."""
+    data = cancelled_then_answered(result_kept=True)
+    data["events"][:0] = [
+        ev(0, "attempt_started", "x#1", provider="primary"),
+        ev(0, "attempt_failed", "x#1", cause="server_error"),
+        ev(0, "job_failed", job="x"),
+    ]
+    if resolved:
+        data["events"].append(ev(1, "resolved", "x#1", outcome="succeeded"))
+    x1 = {**attempt("x#1", "primary", "failed"), "result_kept": kept}
+    data["jobs"]["x"] = job("failed", None, x1)
+    return data
+
+
+def test_a_result_on_an_attempt_nothing_answered_is_i5() -> None:
+    (finding,) = [
+        f for f in found(refused_beside(True), "I5") if "no answer was ever offered" in f.message
+    ]
+    assert finding.job == "x" and finding.witness[0]["attempt"] == "x#1"
+
+
+def test_a_result_only_where_one_was_offered_says_nothing() -> None:
+    for data in (refused_beside(False), refused_beside(None), refused_beside(True, resolved=True)):
+        assert not [f for f in found(data) if "no answer was ever offered" in f.message]
+
+
 # -- I7: the gate, in the operations' order ---------------------------------------------
 
 

@@ -26,7 +26,8 @@ the closest one and says which in its message):
   won job is succeeded; a finished job's version has moved past the one its create
   answered; every result offered to a job (a call that answered executed, a
   `succeeded` resolution) is either the job's or a `discarded_late_result`, and an
-  executed answer stays on its attempt (*nothing lost*: a loser's kept for audit).
+  executed answer stays on its attempt (*nothing lost*: a loser's kept for audit), and
+  no attempt keeps a result nothing offered it (*nothing borrowed*).
   *Outcome table*: only an attempt whose own call answered executed (or that a
   `succeeded` resolution settled) wins: never a cut stream or a garbled body.
 - I6 fencing: never a fenced attempt wins; when a job is won every other live attempt
@@ -93,6 +94,7 @@ from harness.scenarios.checker.outcomes import (
     _classified_as_sent,
     _definite_never_unknown,
     _executions_named,
+    _kept_only_its_own,
     _late_results_recorded,
     _model_recorded,
     _named_by_status,
@@ -160,6 +162,7 @@ HISTORY_CHECKS: tuple[Check, ...] = (
     _version_moved,
     _late_results_recorded,
     _offered_results_kept,
+    _kept_only_its_own,
     _gated,
     _refusals_counted,
     _clean_wins_unexplained,

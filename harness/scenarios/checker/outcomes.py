@@ -227,6 +227,32 @@ def _offered_results_kept(history: Mapping[str, Any]) -> Iterator[Finding]:
                 )
 
 
+def _kept_only_its_own(history: Mapping[str, Any]) -> Iterator[Finding]:
+    """I5, *nothing borrowed*: an attempt keeps a result only if one was offered to it (its
+    own call answered executed, or a `succeeded` resolution settled it): a late payload
+    written where it was not meant lands on another attempt, maybe another owner's job."""
+    offered = {
+        op["attempt"]
+        for op in history.get("operations", ())
+        if op["op"] == "call" and op.get("kind") == OutcomeKind.EXECUTED
+    }
+    offered |= {
+        event.get("attempt")
+        for event in history.get("events", ())
+        if event["kind"] == EventKind.RESOLVED and event["detail"].get("outcome") == "succeeded"
+    }
+    for alias, job in history.get("jobs", {}).items():
+        for attempt in job.get("attempts", ()):
+            if attempt.get("result_kept") is True and attempt.get("attempt") not in offered:
+                yield Finding(
+                    "I5",
+                    alias,
+                    f"{attempt['attempt']} ({attempt.get('state')}) keeps a result, yet no "
+                    "answer was ever offered to it",
+                    (_final(alias, attempt=attempt["attempt"], result_kept=True),),
+                )
+
+
 def _offered_answers(operations: Iterable[Entry]) -> Iterator[Entry]:
     """Executed call answers that reached the engine: not those whose worker was killed
     at the CAS right after (its next operation is that crash)."""
