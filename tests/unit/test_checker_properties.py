@@ -397,6 +397,7 @@ def refused_beside(kept: Any, resolved: bool = False) -> dict:
         data["events"].append(ev(1, "resolved", "x#1", outcome="succeeded"))
     x1 = {**attempt("x#1", "primary", "failed"), "result_kept": kept}
     data["jobs"]["x"] = job("failed", None, x1)
+    data["operations"][:0] = [call(0, 0, "x#1", "invoke"), call(1, 0, "x#1", "fail")]
     return data
 
 
@@ -408,7 +409,18 @@ def test_a_result_on_an_attempt_nothing_answered_is_i5() -> None:
 
 
 def test_a_result_only_where_one_was_offered_says_nothing() -> None:
-    for data in (refused_beside(False), refused_beside(None), refused_beside(True, resolved=True)):
+    unseen = refused_beside(True)  # a history that records no calls
+    unseen["operations"] = [op for op in unseen["operations"] if op["op"] != "call"]
+    from_the_fakes = refused_beside(True)  # an HTTP target's: calls without a kind
+    whole = {k: v for k, v in call(1, 0, "x#1", "ok").items() if k != "kind"}
+    from_the_fakes["operations"][1] = whole
+    for data in (
+        refused_beside(False),
+        refused_beside(None),
+        refused_beside(True, resolved=True),
+        unseen,
+        from_the_fakes,
+    ):
         assert not [f for f in found(data) if "no answer was ever offered" in f.message]
 
 
@@ -495,6 +507,44 @@ def test_retries_say_nothing_without_the_workers_names() -> None:
     data = retried(at=0)
     del data["config"]
     assert found(data) == []
+
+
+def held_across_jobs(b_at: float, first_hold: float = 0.0, actor: str = "w1") -> dict:
+    """a#1 is refused at 5 with Retry-After 4 (held until 9); when `first_hold`, an earlier
+    refusal of x#1 at 0 held the same provider for that long; job b's first attempt is
+    started on it at `b_at` by `actor`."""
+    refusals = [("a#1", 5.0, 4.0)] + ([("x#1", 0.0, first_hold)] if first_hold else [])
+    events, jobs = [], {}
+    for label, t, after in sorted(refusals, key=lambda r: r[1]):
+        detail = {"cause": "rate_limited", "status_code": 429, "retry_after": after}
+        events += [
+            ev(t, "attempt_started", label, "w1", provider="primary"),
+            ev(t, "attempt_failed", label, "w1", **detail),
+            ev(t, "job_failed", job=label[0]),
+        ]
+        jobs[label[0]] = job("failed", None, attempt(label, "primary", "failed", t))
+    events += [
+        ev(b_at, "attempt_started", "b#1", actor, provider="primary"),
+        ev(b_at, "won", "b#1"),
+    ]
+    jobs["b"] = job("succeeded", "b#1", attempt("b#1", "primary", "succeeded", b_at))
+    return history(events, jobs, [call(0, b_at, "b#1")], config=CONFIG)
+
+
+def test_another_jobs_start_inside_a_providers_hold_is_i8() -> None:
+    for data in (held_across_jobs(6), held_across_jobs(6, first_hold=2.0)):
+        (finding,) = [f for f in found(data, "I8") if "not to be called until" in f.message]
+        assert finding.job == "b" and finding.witness[1] == data["events"][-2]
+        assert "until t=9" in finding.message
+
+
+def test_a_start_after_the_latest_hold_or_by_the_button_is_right() -> None:
+    for data in (
+        held_across_jobs(9),
+        held_across_jobs(9, first_hold=2.0),  # the longer, later hold is the one that holds
+        held_across_jobs(6, actor="user"),
+    ):
+        assert not [f for f in found(data) if "not to be called until" in f.message]
 
 
 # -- I8: the output cap ------------------------------------------------------------------

@@ -43,7 +43,8 @@ the closest one and says which in its message):
   the model its request named.
   *Outcome table, Retry-After*: a worker's retry of the same provider after a 429 with
   Retry-After R (or a provider's own 5xx / 429 without it: the policy's back-off) never
-  starts before the refusal's time + R.
+  starts before the refusal's time + R; and no worker plans an attempt on a provider,
+  for any job, before the latest such hold it asked for has ended.
 - I10 isolation: an owner is never handed another owner's job (by a read or a create;
   a job of another run is marked as another owner's), one job is never answered to two
   owners, and a key another owner used never makes a conflict.
@@ -104,6 +105,7 @@ from harness.scenarios.checker.outcomes import (
 )
 from harness.scenarios.checker.timing import (
     _breaker_judged,
+    _holds_kept,
     _max_runtime_ends_unknowns,
     _retry_waits,
     _sweep_ends_expired,
@@ -171,6 +173,7 @@ HISTORY_CHECKS: tuple[Check, ...] = (
     _output_capped,
     _model_recorded,
     _retry_waits,
+    _holds_kept,
     _isolated,
     _live_or_waiting,
     _moves_on_at_once,

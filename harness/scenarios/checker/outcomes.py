@@ -230,11 +230,17 @@ def _offered_results_kept(history: Mapping[str, Any]) -> Iterator[Finding]:
 def _kept_only_its_own(history: Mapping[str, Any]) -> Iterator[Finding]:
     """I5, *nothing borrowed*: an attempt keeps a result only if one was offered to it (its
     own call answered executed, or a `succeeded` resolution settled it): a late payload
-    written where it was not meant lands on another attempt, maybe another owner's job."""
+    written where it was not meant lands on another attempt, maybe another owner's job.
+    Judged only for attempts whose calls the history records; a call recorded from the
+    fakes' side (an HTTP target's history) carries no kind, and its whole answer (`ok`)
+    counts as offered."""
+    calls = [op for op in history.get("operations", ()) if op["op"] == "call"]
+    called = {op.get("attempt") for op in calls}
     offered = {
         op["attempt"]
-        for op in history.get("operations", ())
-        if op["op"] == "call" and op.get("kind") == OutcomeKind.EXECUTED
+        for op in calls
+        if op.get("kind", OutcomeKind.EXECUTED if op["type"] == "ok" else None)
+        == OutcomeKind.EXECUTED
     }
     offered |= {
         event.get("attempt")
@@ -243,7 +249,8 @@ def _kept_only_its_own(history: Mapping[str, Any]) -> Iterator[Finding]:
     }
     for alias, job in history.get("jobs", {}).items():
         for attempt in job.get("attempts", ()):
-            if attempt.get("result_kept") is True and attempt.get("attempt") not in offered:
+            label = attempt.get("attempt")
+            if attempt.get("result_kept") is True and label in called and label not in offered:
                 yield Finding(
                     "I5",
                     alias,

@@ -69,6 +69,42 @@ def _retry_waits(history: Mapping[str, Any]) -> Iterator[Finding]:
         live.see(event)
 
 
+def _holds_kept(history: Mapping[str, Any]) -> Iterator[Finding]:
+    """I8, the outcome table's "honouring Retry-After", across jobs: a provider that
+    refused one job's attempt asking not to be called for R s is held for every job
+    until the refusal's time + R, the latest such instant of all its refusals; no
+    worker plans another job's attempt on it before then (the breaker's shared hold;
+    the refused job's own retry is `_retry_waits`')."""
+    workers = _config(history, "workers")
+    if not workers:
+        return
+    live, providers = _Live(), _providers(history)
+    held: dict[str, tuple[Entry, float]] = {}  # provider -> the refusal holding it, until
+    for event in history.get("events", ()):
+        detail = event["detail"]
+        if event["kind"] == EventKind.ATTEMPT_FAILED:
+            provider, after = providers.get(event.get("attempt")), detail.get("retry_after")
+            counted = detail.get("cause") in _BREAKER_FAILURES and provider is not None
+            if counted and isinstance(after, int | float) and after > 0:
+                until = _t(event) + float(after)
+                if provider not in held or until > held[provider][1]:
+                    held[provider] = (event, until)
+        elif _planned_by_worker(event, workers, live):
+            provider = detail.get("provider")
+            refusal, until = held.get(provider, (None, 0.0))
+            other_job = refusal is not None and refusal["job"] != event["job"]
+            if other_job and _t(event) < until - EPSILON:  # its own retry: `_retry_waits`
+                yield Finding(
+                    "I8",
+                    event["job"],
+                    f"outcome table: {provider} refused {refusal['attempt']} at "
+                    f"t={_t(refusal):g} asking not to be called until t={until:g}, yet a "
+                    f"worker started {event.get('attempt')} on it at t={_t(event):g}",
+                    (refusal, event),
+                )
+        live.see(event)
+
+
 def _retry_wait(history: Mapping[str, Any], failure: Entry) -> float | None:
     detail = failure["detail"]
     if detail.get("cause") not in _RETRY_SIGNALS:
