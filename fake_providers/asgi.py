@@ -11,6 +11,7 @@ stops the plan, so the response is not marked delivered and hung requests do not
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import struct
 from collections.abc import Awaitable, Callable, MutableMapping
@@ -171,7 +172,8 @@ class _Play:
         sock = transport.get_extra_info("socket")
         if sock is not None:
             # Linger 0: close() sends RST instead of FIN, as a crashed upstream would.
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            with contextlib.suppress(OSError):  # the caller hung up as we began: gone
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         transport.abort()
         # The hang-up watcher cancels us once the server notices the closed connection.
         await anyio.sleep_forever()

@@ -407,7 +407,8 @@ class Deployment:
         short, and the logs hold no token."""
         tracebacks, exceptions = 0, Counter[str]()
         for process in self._all:
-            for line in process.log_tail(lines=1_000_000).splitlines():
+            for raw in process.log_tail(lines=1_000_000).splitlines():
+                line = raw.lstrip(" |")  # an exception group's members are indented so
                 tracebacks += line.startswith("Traceback")
                 if _EXCEPTION_LINE.match(line) or line.startswith("ERROR:"):
                     exceptions[f"{process.name.split('.')[0]}: {line[:160]}"] += 1

@@ -112,7 +112,7 @@ def test_two_apis_and_two_killed_workers_keep_every_guarantee(
     assert summary["client_errors"] == []
     # Nothing went wrong in any process but, at worst, the database refusing a
     # connection when every process's pool grows at once (answered 503, retried).
-    assert summary["processes"]["unexpected"] == {}
+    assert summary["processes"]["unexpected"] == {}, summary["processes"]
 
     creates = summary["answers_by_action"]["create"]
     assert creates.get("201") and creates.get("200") and creates.get("409"), creates
