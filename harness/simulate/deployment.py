@@ -408,7 +408,7 @@ class Deployment:
         tracebacks, exceptions = 0, Counter[str]()
         for process in self._all:
             for raw in process.log_tail(lines=1_000_000).splitlines():
-                line = raw.lstrip(" |")  # an exception group's members are indented so
+                line = raw.lstrip(" |")  # an exception group prints its members under "|"
                 tracebacks += line.startswith("Traceback")
                 if _EXCEPTION_LINE.match(line) or line.startswith("ERROR:"):
                     exceptions[f"{process.name.split('.')[0]}: {line[:160]}"] += 1

@@ -162,6 +162,9 @@ _STATUS_REASONS: Mapping[int, str] = {
     503: "unavailable",
     529: "overloaded",
 }
+_GATEWAY_REASONS: Mapping[int, str] = {502: "bad_gateway", 504: "gateway_timeout"}
+"""An intermediary's page (no provider body) by its status; any other 5xx page is an
+`intermediary_error`."""
 _NAMED_BEHAVIOURS: Mapping[str, str] = {
     # the fake's refusals that always carry the same status and body
     "rate_limit": "rate_limited",
@@ -190,8 +193,7 @@ def expected_reason(execution: Mapping[str, Any]) -> str | None:
     if behaviour == "gateway_error":  # no provider body: the status alone, never the 5xx's
         if status < 400:
             return "unexpected_status"
-        named = {502: "bad_gateway", 504: "gateway_timeout"}
-        return named.get(status, "intermediary_error") if status >= 500 else None
+        return _GATEWAY_REASONS.get(status, "intermediary_error") if status >= 500 else None
     return None
 
 
