@@ -2,25 +2,23 @@
 --mutants`, `contracts verify --junit`, `contracts gate --junit`) validates against
 Jenkins' own `junit-10.xsd` (vendored from jenkinsci/xunit-plugin in tests/data) with
 xmlschema, and junitparser reads it back with the same counts; every testcase that did
-work has a time > 0; a failing run writes every report into folders that did not exist,
-and exits 1."""
+work has a time > 0 (the whole main job's file: tests/acceptance/test_check.py); a
+failing run writes every report into folders that did not exist, and exits 1."""
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 import xmlschema
 from click.testing import CliRunner
-from junitparser import JUnitXml
 
 from harness.bundled import bundled_dir
 from harness.checks.junit import Case, Suite, junit_xml
 from harness.checks.mutants import MUTANTS, applied
 from harness.cli.main import main
+from tests.support.junit import XSD, jenkins_schema, valid_cases, worked
 
-XSD = Path(__file__).resolve().parent.parent / "data" / "junit-10.xsd"
 ENGINE_SCENARIOS = ("--only", "double-click", "--only", "fencing")
 
 
@@ -34,44 +32,10 @@ def _in_a_folder_of_its_own(tmp_path, monkeypatch) -> None:
 
 @pytest.fixture(scope="module")
 def jenkins() -> xmlschema.XMLSchema:
-    return xmlschema.XMLSchema(XSD)
+    return jenkins_schema()
 
 
-def valid_cases(path: Path, jenkins: xmlschema.XMLSchema) -> list[dict]:
-    """Validate ``path`` with the Jenkins schema and junitparser; its testcases."""
-    jenkins.validate(path)
-    document = jenkins.to_dict(path)
-    parsed = JUnitXml.fromfile(str(path))
-    suites = document["testsuite"]
-    cases = [case for suite in suites for case in suite.get("testcase", [])]
-    assert sum(1 for suite in parsed for _ in suite) == len(cases) == int(document["@tests"])
-    assert sum(int(s["@failures"]) for s in suites) == int(document["@failures"])
-    names = [(c["@classname"], c["@name"]) for c in cases]
-    assert len(names) == len(set(names)), "testcase names repeat"
-    return [dict(case, suite=suite) for suite in suites for case in suite.get("testcase", [])]
-
-
-def worked(case: dict) -> bool:
-    return "skipped" not in case
-
-
-def test_check_junit_is_jenkins_valid_with_real_times_and_files(tmp_path, jenkins) -> None:
-    result = CliRunner().invoke(main, ["check", "--junit", "j.xml"])
-    assert result.exit_code == 0, result.output
-    cases = valid_cases(tmp_path / "j.xml", jenkins)
-    assert len(cases) >= 24
-    assert all(float(c["@time"]) > 0 for c in cases if worked(c))
-    for case in cases:
-        assert Path(case["suite"]["@file"]).name.endswith(".scenario.yaml")
-        assert case["@name"].endswith("(seed 0, sqlite)")
-    last = result.output.strip().splitlines()[-1]
-    skipped = sum(not worked(c) for c in cases)
-    assert last == f"{len(cases) - skipped} passed, 0 failed, {skipped} skipped"
-
-
-def test_a_failing_check_writes_every_report_into_missing_folders_and_exits_1(
-    tmp_path, jenkins
-) -> None:
+def test_a_failing_check_writes_every_report_into_missing_folders_and_exits_1(tmp_path) -> None:
     mutant = next(m for m in MUTANTS if m.name == "ignore_idempotency_key")
     reports = {
         "--junit": "missing/dir/x.xml",
@@ -85,7 +49,7 @@ def test_a_failing_check_writes_every_report_into_missing_folders_and_exits_1(
     assert result.exit_code == 1, result.output
     for path in reports.values():
         assert (tmp_path / path).is_file() and (tmp_path / path).stat().st_size > 0, path
-    cases = valid_cases(tmp_path / "missing/dir/x.xml", jenkins)
+    cases = valid_cases(tmp_path / "missing/dir/x.xml")
     failure = next(c["failure"][0] for c in cases if "failure" in c)
     assert 'answered {"created": 20}' in failure["@message"]
     body = failure["$"]
@@ -105,10 +69,10 @@ def test_an_unwritable_report_path_fails_before_anything_plays(tmp_path) -> None
     assert "taken/x.xml" in result.output and "PASS" not in result.output
 
 
-def test_check_mutants_junit_is_valid_with_timed_mutant_cases(tmp_path, jenkins) -> None:
+def test_check_mutants_junit_is_valid_with_timed_mutant_cases(tmp_path) -> None:
     result = CliRunner().invoke(main, ["check", *ENGINE_SCENARIOS, "--mutants", "--junit", "m.xml"])
     assert result.exit_code in (0, 1), result.output  # two scenarios miss some mutants
-    cases = valid_cases(tmp_path / "m.xml", jenkins)
+    cases = valid_cases(tmp_path / "m.xml")
     mutants = [c for c in cases if c["@classname"] == "harness.checks.mutants"]
     assert {c["@name"] for c in mutants} == {m.name for m in MUTANTS}
     assert all(float(c["@time"]) > 0 for c in mutants)
@@ -116,24 +80,22 @@ def test_check_mutants_junit_is_valid_with_timed_mutant_cases(tmp_path, jenkins)
     assert all("replay:" in c["failure"][0]["$"] for c in missed)
 
 
-def test_contracts_verify_junit_is_valid_with_times_and_the_contract_file(
-    tmp_path, jenkins
-) -> None:
+def test_contracts_verify_junit_is_valid_with_times_and_the_contract_file(tmp_path) -> None:
     capture = bundled_dir("contracts") / "captures" / "ticket-triage.example.json"
     args = ["contracts", "verify", "ticket-triage", "--provider", "example"]
     args += ["--offline", str(capture), "--no-record", "--junit", "out/v.xml"]
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
-    cases = valid_cases(tmp_path / "out/v.xml", jenkins)
+    cases = valid_cases(tmp_path / "out/v.xml")
     assert cases and all(float(c["@time"]) > 0 for c in cases if worked(c))
     assert cases[0]["suite"]["@file"].endswith("ticket-triage.yaml")
 
 
-def test_contracts_gate_junit_is_valid_with_a_refusal(tmp_path, jenkins) -> None:
+def test_contracts_gate_junit_is_valid_with_a_refusal(tmp_path) -> None:
     args = ["contracts", "gate", "--contract", "ticket-triage", "--to", "fallback"]
     result = CliRunner().invoke(main, [*args, "--junit", "g/g.xml", "--summary-md", "g/g.md"])
     assert result.exit_code == 1, result.output  # no verdict yet: refused
-    (case,) = valid_cases(tmp_path / "g/g.xml", jenkins)
+    (case,) = valid_cases(tmp_path / "g/g.xml")
     assert float(case["@time"]) > 0 and "failure" in case
     assert "refused" in (tmp_path / "g/g.md").read_text()
 
