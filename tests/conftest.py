@@ -31,7 +31,6 @@ pytest_plugins = [
     "tests.support.databases",
     "tests.support.contracts",
     "tests.support.fakes",
-    "tests.support.load",
 ]
 
 

@@ -1,8 +1,8 @@
 """Cores kept busy by other processes: determinism and guarantees must not depend on the
 machine being idle.
 
-`busy_cores` (a fixture) burns both cores for the length of one test. Run as a script,
-`python tests/support/load.py [N]` burns N cores (default: all) until it is terminated;
+`Burners(2)` burns both cores while a test plays what must not change under load. Run as
+a script, `python tests/support/load.py [N]` burns N cores (default: all) until it is terminated;
 `python3 dev.py test --busy` runs the whole suite beside it.
 """
 
@@ -12,10 +12,7 @@ import multiprocessing
 import os
 import signal
 import sys
-from collections.abc import Iterator
 from multiprocessing.synchronize import Event
-
-import pytest
 
 
 def _burn(stop: Event) -> None:
@@ -42,13 +39,6 @@ class Burners:
         self.event.set()
         for process in self.processes:
             process.join(10)
-
-
-@pytest.fixture
-def busy_cores() -> Iterator[None]:
-    burners = Burners(2).start()
-    yield
-    burners.stop()
 
 
 def main(argv: list[str]) -> int:
