@@ -171,6 +171,7 @@ def create(stage: Stage, args: Mapping[str, Any], step: Step) -> Answer:
             job=alias,
             fingerprint=intent_print,
             **output_cap(args.get("input", DEFAULT_INPUT)),
+            **_sent(args, scenario, intent_print),
         )
     if args.get("together") and count > 1:
         engines = [stage.client(i % processes) for i in range(count)]
@@ -210,6 +211,18 @@ def _fingerprint(args: Mapping[str, Any], scenario: Any) -> str | None:
         )[:16]
     except (ValueError, RecursionError):
         return None
+
+
+def _sent(args: Mapping[str, Any], scenario: Any, intent_print: str | None) -> dict[str, Any]:
+    """The intent as the create sends it, for the checker's own fingerprint of it (the
+    API shows the engine's): only a JSON intent, and only without a contract, whose name
+    the run scopes to its namespace (no part of a history)."""
+    if intent_print is None or scenario.contract:
+        return {}
+    operation = args.get("operation", DEFAULT_OPERATION)
+    chain = list(args.get("chain", scenario.chain))
+    sent = {"operation": operation, "input": args.get("input", dict(DEFAULT_INPUT))}
+    return {"intent": {**sent, "contract": None, "providers": chain}}
 
 
 def _start(stage: Stage, job_id: int) -> None:

@@ -60,7 +60,12 @@ def observe(stage: Stage, jobs: Iterable[Job]) -> dict[str, Any]:
     outsider = stage.owner(OUTSIDER)
     owners = sorted({j.owner for j in jobs} | {outsider})
     tokens = {owner: secrets.token_urlsafe(18) for owner in owners}
-    config = ServiceConfig(tokens={token: owner for owner, token in tokens.items()})
+    # The service's maximum runtimes are the run's workers' (a deployment gives both
+    # one file): `waiting_on` names the instant the worker will abandon an unknown.
+    config = ServiceConfig(
+        tokens={token: owner for owner, token in tokens.items()},
+        max_runtime=dict(stage.scenario.worker.get("max_runtime") or {}),
+    )
     seen, made = asyncio.run(_read_all(_app(stage, config), stage.history, jobs, tokens, outsider))
     # A broken engine may make a new job of a replay: the run's close cancels it too, so
     # no later run on this database (a shrinker's real-engine replay) meets it open.
@@ -270,6 +275,9 @@ def _job(history: History, body: Mapping[str, Any]) -> dict[str, Any]:
             for a in body.get("attempts") or ()
         ],
         "waits_for": _waits(history, body.get("waiting_on")),
+        # The job's `fingerprint` (checker.intents judges it), left out when the intent
+        # names a contract: its name is scoped to the run, so is such a fingerprint.
+        **({"intent_sha256": body.get("fingerprint")} if body.get("contract") is None else {}),
     }
 
 

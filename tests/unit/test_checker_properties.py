@@ -932,3 +932,72 @@ def test_a_winner_without_a_request_id_or_with_another_s_is_i8() -> None:
     assert named(executed("unknown")) == [
         "a#1 keeps a provider request id that no fake's execution was given"
     ]
+
+
+# -- I2: the fingerprint the API shows is the documented one ----------------------------
+
+INTENT = {
+    "operation": "summarise",
+    "input": {"prompt": "héllo", "t": 0.5, "n": 1.0},
+    "contract": None,
+    "providers": ["primary", "fallback"],
+}
+# sha256 of '{"contract":null,"input":{"n":1,"prompt":"héllo","t":0.5},"operation":"summarise",
+# "providers":["primary","fallback"],"v":1}' (UTF-8), worked out by hand from the README.
+DOCUMENTED = "99ed7b83a6b1bdbe05c6f18554dcafe7997be13aa9ec8b97f9c59aa4db5ef829"
+
+
+def shown(fingerprint: Any, *, intent: dict | None = INTENT, answer: str = "created") -> dict:
+    ops = [
+        op(0, 0, "client:alice", "invoke", "create", client=0, key="k", job="a", intent=intent),
+        op(1, 0, "client:alice", "ok", "create", client=0, answer=answer, job="a"),
+    ]
+    view = {"read": 200, "events_read": 200, "events": [], "intent_sha256": fingerprint}
+    return history([], {}, ops, api={"jobs": {"a": view}, "foreign": [], "replays": []})
+
+
+def test_the_checkers_statement_of_the_fingerprint_is_the_documented_one() -> None:
+    from harness.core.fingerprint import fingerprint
+    from harness.scenarios.checker.intents import documented_fingerprint
+
+    assert documented_fingerprint(INTENT) == DOCUMENTED
+    assert fingerprint(**INTENT) == DOCUMENTED  # the engine keeps it today
+
+
+def test_a_fingerprint_made_another_way_is_i2() -> None:
+    moved = "0" * 64  # e.g. another version, or key order, or ASCII escapes
+    (finding,) = found(shown(moved), "I2")
+    assert finding.job == "a" and "documented algorithm (v1)" in finding.message
+    assert [e["op"] for e in finding.witness] == ["create", "create"]
+
+
+def test_the_documented_fingerprint_or_nothing_to_compare_says_nothing() -> None:
+    assert found(shown(DOCUMENTED), "I2") == []
+    assert found(shown(None), "I2") == []  # a contract's job: the API view leaves it out
+    assert found(shown("0" * 64, intent=None), "I2") == []  # no intent recorded
+    assert found(shown("0" * 64, answer="conflict"), "I2") == []  # no job of its own
+
+
+# -- I11 at the API edge: the instant an unknown attempt's maximum runtime ends ------------
+
+
+def waiting_unknown(max_runtime_at: float | None, **top: Any) -> dict:
+    jobs = {"a": job("running", None, attempt("a#1", "primary", "unknown", started=2.0))}
+    view = {"read": 200, "events_read": 200, "events": []}
+    view["waits_for"] = {"max_runtime": max_runtime_at, "operator": None}
+    return history([], jobs, api={"jobs": {"a": view}, "foreign": [], "replays": []}, **top)
+
+
+def api_waits(data: dict) -> list[str]:
+    return [f.message for f in found(data, "I11") if "the API says" in f.message]
+
+
+def test_a_max_runtime_at_another_instant_than_start_plus_the_providers_is_i11() -> None:
+    (message,) = api_waits(waiting_unknown(-58.0, config=CONFIG))  # start - 60: a sign lost
+    assert "max_runtime at -58" in message and "max_runtime at 62" in message
+
+
+def test_the_max_runtime_at_start_plus_the_providers_or_unknown_limits_say_nothing() -> None:
+    assert api_waits(waiting_unknown(62.0, config=CONFIG)) == []
+    assert api_waits(waiting_unknown(-58.0)) == []  # no configuration: the instant is not judged
+    assert api_waits(waiting_unknown(None, config=CONFIG))  # no instant at all is wrong

@@ -58,14 +58,17 @@ the closest one and says which in its message):
 
 *The second observer* (`observers`): each job as its owner reads it through the HTTP API
 (status, version, winner, attempts, events in order) is the job the engine recorded
-(I5), and another owner asking the API for it is answered 404 (I10).
+(I5), and another owner asking the API for it is answered 404 (I10). The fingerprint it
+shows is the documented one (`intents`, I2: the checker's own statement of the
+algorithm) of the intent the job's create sent.
 
 I9 (durability across a crash) is judged by the runs that crash: a job acknowledged
 before it must be found after it.
 
 The package, one module per property family: `history` (reading a history, the findings;
 no property), `keys` (I1, I2, I10), `outcomes` (the outcome table: I4, I5, I8),
-`winners` (I3, I4, I5, I6, I7: live bound, winners, fencing, the gate), `timing`
+`winners` (I3, I4, I5, I6, I7: live bound, winners, fencing, the gate), `intents`
+(the documented fingerprint, I2), `timing`
 (Retry-After, the breaker, max runtime, the sweep), `liveness` (I11) and `observers`
 (the API's view against the engine's: I5, I10).
 """
@@ -76,6 +79,7 @@ from collections.abc import Mapping as _Mapping
 from typing import Any as _Any
 
 from harness.scenarios.checker.history import EPSILON, REAL_TIME, Check, Entry, Finding, describe
+from harness.scenarios.checker.intents import _documented_fingerprint
 from harness.scenarios.checker.keys import (
     _bursts_once,
     _conflict_grounds,
@@ -145,7 +149,13 @@ def check_history(history: _Mapping[str, _Any]) -> list[Finding]:
     return found
 
 
-API_CHECKS: tuple[Check, ...] = (_api_agrees, _api_isolated, _api_replays, _api_waits)
+API_CHECKS: tuple[Check, ...] = (
+    _api_agrees,
+    _api_isolated,
+    _api_replays,
+    _api_waits,
+    _documented_fingerprint,
+)
 """The second observer's checks: they judge the history's `api` section alone."""
 
 HISTORY_CHECKS: tuple[Check, ...] = (

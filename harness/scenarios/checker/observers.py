@@ -16,7 +16,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from harness.core.states import FINISHED_JOB_STATES, LIVE_ATTEMPT_STATES, AttemptState
-from harness.scenarios.checker.history import EPSILON, Finding, _final
+from harness.scenarios.checker.history import EPSILON, Finding, _config, _final
 
 _ATTEMPT_FIELDS = (
     "attempt",
@@ -67,7 +67,8 @@ def _api_waits(history: Mapping[str, Any]) -> Iterator[Finding]:
     """I11 at the API edge: what the API tells an owner its job waits for is what the
     stored job shows. A finished job waits for nothing; an open one with nothing live
     for its next attempt at the recorded instant, or (never started) a worker's claim;
-    one with an unknown attempt for its provider's maximum runtime and an operator; one
+    one with an unknown attempt for an operator and its provider's maximum runtime, at
+    the first unknown attempt's stored start + that provider's configured maximum; one
     with a live attempt for its answer."""
     api = history.get("api")
     for alias, view in (api or {}).get("jobs", {}).items():
@@ -79,7 +80,7 @@ def _api_waits(history: Mapping[str, Any]) -> Iterator[Finding]:
         if job.get("status") in FINISHED_JOB_STATES:
             expected: dict[str, Any] | None = None
         elif AttemptState.UNKNOWN in states:
-            expected = {_MAX_RUNTIME: None, _OPERATOR: None}
+            expected = {_MAX_RUNTIME: _max_runtime_at(history, job), _OPERATOR: None}
         elif any(state in LIVE_ATTEMPT_STATES for state in states):
             expected = {_ANSWER: None}
         elif due is not None:
@@ -96,6 +97,17 @@ def _api_waits(history: Mapping[str, Any]) -> Iterator[Finding]:
                 f"stored rows say {_ends(expected)}",
                 (_final(alias, status=job.get("status"), next_attempt_at=due),),
             )
+
+
+def _max_runtime_at(history: Mapping[str, Any], job: Mapping[str, Any]) -> float | None:
+    """When the first unknown attempt's maximum runtime ends: its stored start plus its
+    provider's maximum runtime as the run configured it (None: not known here)."""
+    unknown = next(a for a in job["attempts"] if a.get("state") == AttemptState.UNKNOWN)
+    limit = (_config(history, "max_runtime") or {}).get(unknown.get("provider"))
+    started = unknown.get("started_at")
+    if not isinstance(limit, int | float) or not isinstance(started, int | float):
+        return None
+    return started + float(limit)
 
 
 def _says(waits: Mapping[str, Any] | None, expected: Mapping[str, Any] | None) -> bool:
