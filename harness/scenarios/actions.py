@@ -25,6 +25,7 @@ from harness.errors import (
     InvalidIntent,
     InvalidTransition,
     NotFound,
+    ScenarioError,
     WorkerKilled,
 )
 from harness.scenarios.model import (
@@ -131,8 +132,9 @@ def _tally(answers: list[str]) -> Answer:
 def create(stage: Stage, args: Mapping[str, Any], step: Step) -> Answer:
     scenario = stage.scenario
     alias = args["job"]
-    owner = args.get("owner", DEFAULT_OWNER)
-    key = args.get("key", alias)
+    pad = args.get("pad") or {}
+    owner = _padded(stage, args.get("owner", DEFAULT_OWNER), pad.get("owner"))
+    key = _padded(stage, args.get("key", alias), pad.get("key"))
     count = args.get("count", 1)
     processes = args.get("processes", 1)
     made: dict[int, int] = {}
@@ -211,6 +213,17 @@ def _fingerprint(args: Mapping[str, Any], scenario: Any) -> str | None:
         )[:16]
     except (ValueError, RecursionError):
         return None
+
+
+def _padded(stage: Stage, name: str, length: int | None) -> str:
+    """`name` with "x" appended so that the engine receives it (in the run's namespace)
+    exactly `length` characters long: a bound is played at its edge."""
+    if length is None:
+        return name
+    missing = length - len(stage.owner(name))
+    if missing < 0:
+        raise ScenarioError(f"pad: {name!r} in the run's namespace is longer than {length}")
+    return name + "x" * missing
 
 
 def _sent(args: Mapping[str, Any], scenario: Any, intent_print: str | None) -> dict[str, Any]:

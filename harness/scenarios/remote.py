@@ -93,6 +93,8 @@ def _step_not_playable(step: Step) -> str | None:
     args = step.args if isinstance(step.args, Mapping) else {}
     if step.action == "create" and args.get("processes", 1) > 1:
         return "processes: the live service's API processes are its own"
+    if step.action == "create" and "pad" in args:
+        return "pad: the owner is the live server's token's, the key's prefix the run's"
     if step.action == "create" and args.get("start", True) is False:
         return "start: false: a live server starts every job it creates"
     if step.action == "cancel" and args.get("count", 1) > 1:
