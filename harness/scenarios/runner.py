@@ -170,3 +170,18 @@ def _play(stage: Stage, result: RunResult) -> None:
         if failure:
             result.failures.append(failure)
     stage.turns.settle()
+    result.failures.extend(_uncaught(stage))
+
+
+def _uncaught(stage: Stage) -> list[str]:
+    """A worker's timer or task that raised what no engine refusal is (a TypeError, an
+    AttributeError: a bug the worker's scheduler would only log): a failure of the run.
+    The engine's own errors (a refused start, a worker killed on purpose) are its words."""
+    seen: dict[str, None] = {}
+    for exc in stage.turns.errors:
+        if not isinstance(exc, HarnessError):
+            seen[f"{type(exc).__name__}: {exc}"] = None
+    return [
+        f"{stage.scenario.file}: a worker's timer or task raised {what} (nothing catches it)"
+        for what in seen
+    ]
