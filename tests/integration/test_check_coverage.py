@@ -24,6 +24,10 @@ from harness.checks.suite import run_mutants, run_suite
 from harness.cli.main import main
 from harness.scenarios.suite import bundled_files, load_all, scenario_database
 
+# One worker for the module: its `results` fixture plays the whole suite, once per worker
+# that runs one of these tests (two workers played it: ~12 s of CPU each on a slow machine).
+pytestmark = pytest.mark.xdist_group("check-coverage")
+
 KNOWN_GAPS: dict[str, list[str]] = {section: [] for section in SECTIONS}
 """What the bundled suite does not reach yet (none); what no input can reach at all is
 `IMPOSSIBLE`, asserted never reached below."""
