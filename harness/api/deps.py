@@ -344,6 +344,11 @@ def owned_job(job_id: str, caller: Owner, engine: EngineDep) -> Job:
     owner's (which must look the same, I10). The detail echoes the id as sent. (The one
     dependency that reads the database, so FastAPI runs it on its thread pool; the
     others run on the event loop, with no thread hop.)"""
+    return find_owned_job(engine, job_id, caller)
+
+
+def find_owned_job(engine: Engine, job_id: str, caller: str) -> Job:
+    """What `owned_job` does, as a plain call."""
     if JOB_ID.fullmatch(job_id):
         try:
             return engine.get_job(int(job_id), owner=caller)
@@ -353,6 +358,29 @@ def owned_job(job_id: str, caller: Owner, engine: EngineDep) -> Job:
 
 
 OwnedJob = Annotated[Job, Depends(owned_job)]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReadCall:
+    """Who reads, and what serves them: the read routes' one dependency. Polling a job
+    and its events is what clients (and `harness check`'s second observer) do most, and
+    FastAPI's walk of `Owner`, `State` and `EngineDep` was most of such a request's CPU."""
+
+    state: ApiState
+    owner: str
+
+
+async def read_call(request: Request) -> ReadCall:
+    """The check of `owner` (401), as a plain call."""
+    state: ApiState = request.app.state.api
+    token = bearer_token(request.headers.get("authorization"))
+    return ReadCall(state=state, owner=authorise(state, token))
+
+
+Reader = Annotated[ReadCall, Depends(read_call)]
+BEARER_SECURITY = {"security": [{"HTTPBearer": []}]}
+"""What a route checked by a plain call instead of `Owner` declares in the OpenAPI
+document, as `Owner`'s `HTTPBearer` declares it."""
 
 
 async def job_attempt(number: str, job: OwnedJob) -> Attempt:

@@ -16,13 +16,16 @@ from starlette.concurrency import run_in_threadpool
 
 from harness.api import problems as p
 from harness.api.deps import (
+    BEARER_SECURITY,
     JOB_ID,
     CancelBody,
     Create,
     EngineDep,
     OwnedJob,
     Owner,
+    Reader,
     State,
+    find_owned_job,
 )
 from harness.api.render import job_response, json_response
 from harness.api.schemas import (
@@ -103,11 +106,14 @@ async def create_job(call: Create) -> Response:
     response_model=JobResource,
     responses=p.problem_responses(p.JOB_LOOKUP),
     summary="A job with its attempts",
+    openapi_extra=BEARER_SECURITY,
 )
-async def get_job(job: OwnedJob, state: State) -> Response:
+async def get_job(job_id: str, call: Reader) -> Response:
     """The caller's job, its attempts oldest first, and what it waits on; 404 for
-    another owner's job."""
-    return job_response(state, job)
+    another owner's job. (Checked by one dependency, `deps.read_call`; the read runs on
+    the thread pool.)"""
+    job = await run_in_threadpool(find_owned_job, call.state.engine, job_id, call.owner)
+    return job_response(call.state, job)
 
 
 @router.get(
@@ -126,11 +132,11 @@ async def get_job(job: OwnedJob, state: State) -> Response:
         **p.problem_responses(p.JOB_LOOKUP),
     },
     summary="The job's history, one page at a time",
+    openapi_extra=BEARER_SECURITY,
 )
 def get_events(
     job_id: str,
-    owner: Owner,
-    engine: EngineDep,
+    call: Reader,
     limit: Annotated[
         int, Query(ge=1, le=MAX_PAGE, description=f"Events per page (at most {MAX_PAGE}).")
     ] = DEFAULT_PAGE,
@@ -148,6 +154,7 @@ def get_events(
     if not JOB_ID.fullmatch(job_id):
         raise NotFound(f"no job {job_id[:40]}", job_id=job_id[:40])
     cursor = int(after) if after is not None else 0
+    engine, owner = call.state.engine, call.owner
     page = engine.events_page(int(job_id), owner=owner, after=cursor, limit=limit + 1)
     more = len(page) > limit
     page = page[:limit]
