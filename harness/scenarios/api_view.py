@@ -4,7 +4,10 @@ The runner reads the final state through the engine (`Stage.snapshot`); this mod
 reads it as the run's owners would, through the API app itself (`harness.api.app`), in
 process over httpx's ASGI transport (no socket, no server), each owner with a bearer
 token of its own. For each job: `GET /v1/jobs/{id}` and every page of
-`GET /v1/jobs/{id}/events` as its owner; for each owner's first and last job, both again
+`GET /v1/jobs/{id}/events` as its owner, in pages of 4 events for each owner's first job
+(so the cursor is read across several page boundaries) and of 100 for the others (a
+cursor gone wrong is wrong at every boundary, and small pages for every job were a third
+of the reading); for each owner's first and last job, both again
 as an outsider and as the owners just before and just after its own in sorted order
 (what an owner comparison gone wrong, `!=`, `<` or `>`, lets through), each of whom must
 be told 404 and nothing else. Every other owner as well, or every job, would cost jobs x
@@ -49,7 +52,8 @@ OUTSIDER = "api-outsider"
 """An owner of the run with no job: every read of another's job must answer it 404."""
 
 BASE_URL = "http://harness.in-process"
-PAGE = 4  # events per page: most histories take several pages, so paging is read too
+PAGE = 4  # events per page on each owner's first job: most take several pages
+WHOLE_PAGE = 100  # the API's largest page, for every other job
 DOCUMENTED_BODY_LIMIT = 65536  # the default limits.max_body_bytes (README), not imported
 
 
@@ -98,11 +102,13 @@ async def _read_all(
     # An app that raises answers 500, as a server would: a finding, not a crash of check.
     transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
     probed = _probed(jobs)
+    paged = {job.id for job in _firsts(jobs)}
     async with httpx.AsyncClient(transport=transport, base_url=BASE_URL) as client:
         for job in jobs:
             alias = history.names.job(job.id)
             own = _bearer(tokens[job.owner])
-            seen[alias] = await _own_view(client, history, job.id, own)
+            page = PAGE if job.id in paged else WHOLE_PAGE
+            seen[alias] = await _own_view(client, history, job.id, own, page)
             if job.id not in probed:
                 continue
             for owner in _foreign_readers(job.owner, owners, outsider):
@@ -173,13 +179,13 @@ def _bearer(token: str) -> dict[str, str]:
 
 
 async def _own_view(
-    client: httpx.AsyncClient, history: History, job_id: int, auth: Mapping[str, str]
+    client: httpx.AsyncClient, history: History, job_id: int, auth: Mapping[str, str], page: int
 ) -> dict[str, Any]:
     answer = await client.get(f"/v1/jobs/{job_id}", headers=auth)
     view: dict[str, Any] = {"read": answer.status_code}
     if answer.status_code == 200:
         view.update(_job(history, answer.json()))
-    events, status = await _events(client, job_id, auth)
+    events, status = await _events(client, job_id, auth, page)
     view["events_read"] = status
     view["events"] = _one_per_burst([_event(history, e) for e in events])
     return view
@@ -197,10 +203,11 @@ def _one_per_burst(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 async def _events(
-    client: httpx.AsyncClient, job_id: int, auth: Mapping[str, str]
+    client: httpx.AsyncClient, job_id: int, auth: Mapping[str, str], page: int
 ) -> tuple[list[dict[str, Any]], int]:
-    """Every page, following `next`; the first non-200 status ends the reading."""
-    url: str | None = f"/v1/jobs/{job_id}/events?limit={PAGE}"
+    """Every page of `page` events, following `next`; the first non-200 status ends the
+    reading."""
+    url: str | None = f"/v1/jobs/{job_id}/events?limit={page}"
     events: list[dict[str, Any]] = []
     status = 200
     while url is not None:
