@@ -264,15 +264,19 @@ class Stage:
         return self.turns.clock.now()
 
     def snapshot(self) -> tuple[list[Job], list[Event]]:
-        """The final jobs and their events (and the history's end: now)."""
+        """The final jobs and their events (and the history's end: now), read through the
+        engine's own calls, as a program using the engine reads them (what they read is
+        judged too: the API is the second observer's)."""
         self.history.end = seconds(self.start, self.now())
+        engine = self.client()
         jobs, events = [], []
-        with self.database.read() as conn:
-            for job_id in sorted(self.seen_jobs):
-                job = queries.get_job(conn, job_id)
-                if job is not None:
-                    jobs.append(job)
-                    events.extend(queries.list_events(conn, job_id))
+        for job_id in sorted(self.seen_jobs):
+            try:
+                job = engine.get_job(job_id)
+            except NotFound:
+                continue
+            jobs.append(job)
+            events.extend(engine.events(job_id))
         return jobs, events
 
     def close(self) -> None:
