@@ -45,6 +45,7 @@ import httpx
 from harness.api.app import api_state, create_app
 from harness.config import ServiceConfig
 from harness.core.models import Job
+from harness.providers.build import BUILTIN_FAKES
 from harness.scenarios.history import NAMESPACE_SEPARATOR, History, seconds
 from harness.scenarios.stage import Stage
 
@@ -64,11 +65,14 @@ def observe(stage: Stage, jobs: Iterable[Job]) -> dict[str, Any]:
     outsider = stage.owner(OUTSIDER)
     owners = sorted({j.owner for j in jobs} | {outsider})
     tokens = {owner: secrets.token_urlsafe(18) for owner in owners}
-    # The service's maximum runtimes are the run's workers' (a deployment gives both
-    # one file): `waiting_on` names the instant the worker will abandon an unknown.
+    # The service's maximum runtimes and providers are the run's workers' (a deployment
+    # gives both one file): `waiting_on` names the instant the worker will abandon an
+    # unknown, and whether the reconciler can ask its provider for evidence.
+    missing = set(stage.scenario.worker.get("unconfigured") or ())
     config = ServiceConfig(
         tokens={token: owner for owner, token in tokens.items()},
         max_runtime=dict(stage.scenario.worker.get("max_runtime") or {}),
+        providers={n: c for n, c in BUILTIN_FAKES.items() if n in set(stage.adapters) - missing},
     )
     seen, made = asyncio.run(_read_all(_app(stage, config), stage.history, jobs, tokens, outsider))
     # A broken engine may make a new job of a replay: the run's close cancels it too, so

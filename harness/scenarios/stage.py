@@ -316,10 +316,14 @@ def run_config(scenario: Scenario, providers: list[str]) -> dict[str, Any]:
     maximum runtimes and which actors are workers by it."""
     breaker = {**DOCUMENTED_BREAKER, **(scenario.worker.get("breaker") or {})}
     declared = scenario.worker.get("max_runtime") or {}
+    missing = set(scenario.worker.get("unconfigured") or ())
     return {
         "workers": list(scenario.workers),
         "breaker": breaker,
         "max_runtime": {p: declared.get(p, DOCUMENTED_MAX_RUNTIME) for p in providers},
+        # The built-in fakes each offer a lookup (docs/providers.md); a provider the
+        # workers are not configured with is asked nothing.
+        "lookups": sorted(set(providers) - missing),
     }
 
 

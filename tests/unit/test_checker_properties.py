@@ -981,10 +981,14 @@ def test_the_documented_fingerprint_or_nothing_to_compare_says_nothing() -> None
 # -- I11 at the API edge: the instant an unknown attempt's maximum runtime ends ------------
 
 
-def waiting_unknown(max_runtime_at: float | None, **top: Any) -> dict:
+def waiting_unknown(max_runtime_at: float | None, *, lookup: bool = False, **top: Any) -> dict:
     jobs = {"a": job("running", None, attempt("a#1", "primary", "unknown", started=2.0))}
     view = {"read": 200, "events_read": 200, "events": []}
-    view["waits_for"] = {"max_runtime": max_runtime_at, "operator": None}
+    view["waits_for"] = {
+        **({"provider_lookup": None} if lookup else {}),
+        "max_runtime": max_runtime_at,
+        "operator": None,
+    }
     return history([], jobs, api={"jobs": {"a": view}, "foreign": [], "replays": []}, **top)
 
 
@@ -1001,3 +1005,13 @@ def test_the_max_runtime_at_start_plus_the_providers_or_unknown_limits_say_nothi
     assert api_waits(waiting_unknown(62.0, config=CONFIG)) == []
     assert api_waits(waiting_unknown(-58.0)) == []  # no configuration: the instant is not judged
     assert api_waits(waiting_unknown(None, config=CONFIG))  # no instant at all is wrong
+
+
+def test_an_unknown_waits_for_its_providers_lookup_exactly_where_the_run_offers_one() -> None:
+    offered = {**CONFIG, "lookups": ["primary"]}
+    assert api_waits(waiting_unknown(62.0, lookup=True, config=offered)) == []
+    assert api_waits(waiting_unknown(62.0, config=CONFIG)) == []  # none offered, none said
+    (missing,) = api_waits(waiting_unknown(62.0, config=offered))
+    assert "its stored rows say provider_lookup, max_runtime at 62" in missing
+    (extra,) = api_waits(waiting_unknown(62.0, lookup=True, config=CONFIG))
+    assert "waits for provider_lookup, max_runtime at 62" in extra

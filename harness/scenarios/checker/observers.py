@@ -60,6 +60,7 @@ def _api_agrees(history: Mapping[str, Any]) -> Iterator[Finding]:
 
 # What ends a wait, in the words of `waiting_on.ends_by` (the checker's own statement).
 _ANSWER, _MAX_RUNTIME, _OPERATOR = "answer", "max_runtime", "operator"
+_LOOKUP = "provider_lookup"
 _NEXT_ATTEMPT, _WORKER_CLAIM = "next_attempt", "worker_claim"
 
 
@@ -67,9 +68,10 @@ def _api_waits(history: Mapping[str, Any]) -> Iterator[Finding]:
     """I11 at the API edge: what the API tells an owner its job waits for is what the
     stored job shows. A finished job waits for nothing; an open one with nothing live
     for its next attempt at the recorded instant, or (never started) a worker's claim;
-    one with an unknown attempt for an operator and its provider's maximum runtime, at
-    the first unknown attempt's stored start + that provider's configured maximum; one
-    with a live attempt for its answer."""
+    one with an unknown attempt for an operator, its provider's lookup where the run
+    offers one, and its provider's maximum runtime at the first unknown attempt's stored
+    start + that provider's configured maximum (those and no others); one with a live
+    attempt for its answer."""
     api = history.get("api")
     for alias, view in (api or {}).get("jobs", {}).items():
         job = history.get("jobs", {}).get(alias)
@@ -80,7 +82,7 @@ def _api_waits(history: Mapping[str, Any]) -> Iterator[Finding]:
         if job.get("status") in FINISHED_JOB_STATES:
             expected: dict[str, Any] | None = None
         elif AttemptState.UNKNOWN in states:
-            expected = {_MAX_RUNTIME: _max_runtime_at(history, job), _OPERATOR: None}
+            expected = _unknown_ends(history, job)
         elif any(state in LIVE_ATTEMPT_STATES for state in states):
             expected = {_ANSWER: None}
         elif due is not None:
@@ -89,7 +91,8 @@ def _api_waits(history: Mapping[str, Any]) -> Iterator[Finding]:
             expected = {_WORKER_CLAIM: None}
         else:
             continue  # left between two steps: the sweep's, and the liveness checks judge it
-        if not _says(waits, expected):
+        exact = AttemptState.UNKNOWN in states and job.get("status") not in FINISHED_JOB_STATES
+        if not _says(waits, expected) or (exact and set(waits or ()) != set(expected or ())):
             yield Finding(
                 "I11",
                 alias,
@@ -97,6 +100,18 @@ def _api_waits(history: Mapping[str, Any]) -> Iterator[Finding]:
                 f"stored rows say {_ends(expected)}",
                 (_final(alias, status=job.get("status"), next_attempt_at=due),),
             )
+
+
+def _unknown_ends(history: Mapping[str, Any], job: Mapping[str, Any]) -> dict[str, Any]:
+    """What ends an unknown's wait, exactly: its provider's lookup when the run's
+    configuration offers one, its maximum runtime, an operator."""
+    unknown = next(a for a in job["attempts"] if a.get("state") == AttemptState.UNKNOWN)
+    lookup = unknown.get("provider") in (_config(history, "lookups") or ())
+    return {
+        **({_LOOKUP: None} if lookup else {}),
+        _MAX_RUNTIME: _max_runtime_at(history, job),
+        _OPERATOR: None,
+    }
 
 
 def _max_runtime_at(history: Mapping[str, Any], job: Mapping[str, Any]) -> float | None:
