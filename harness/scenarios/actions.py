@@ -201,16 +201,21 @@ def create(stage: Stage, args: Mapping[str, Any], step: Step) -> Answer:
     return _tally(answers)
 
 
+def _intent(args: Mapping[str, Any], scenario: Any) -> dict[str, Any]:
+    """What a create step sends as the intent: operation, input, contract, providers."""
+    return {
+        "operation": args.get("operation", DEFAULT_OPERATION),
+        "input": args.get("input", dict(DEFAULT_INPUT)),
+        "contract": scenario.contract["name"] if scenario.contract else None,
+        "providers": list(args.get("chain", scenario.chain)),
+    }
+
+
 def _fingerprint(args: Mapping[str, Any], scenario: Any) -> str | None:
     """The intent's canonical fingerprint, computed here (not by the engine under test)
     so the checker can tell one intent from another whatever the engine thinks."""
     try:
-        return fingerprint(
-            operation=args.get("operation", DEFAULT_OPERATION),
-            input=args.get("input", dict(DEFAULT_INPUT)),
-            contract=scenario.contract["name"] if scenario.contract else None,
-            providers=tuple(args.get("chain", scenario.chain)),
-        )[:16]
+        return fingerprint(**_intent(args, scenario))[:16]
     except (ValueError, RecursionError):
         return None
 
@@ -232,10 +237,7 @@ def _sent(args: Mapping[str, Any], scenario: Any, intent_print: str | None) -> d
     the run scopes to its namespace (no part of a history)."""
     if intent_print is None or scenario.contract:
         return {}
-    operation = args.get("operation", DEFAULT_OPERATION)
-    chain = list(args.get("chain", scenario.chain))
-    sent = {"operation": operation, "input": args.get("input", dict(DEFAULT_INPUT))}
-    return {"intent": {**sent, "contract": None, "providers": chain}}
+    return {"intent": _intent(args, scenario)}
 
 
 def _start(stage: Stage, job_id: int) -> None:
