@@ -168,6 +168,7 @@ class History:
             "delivered": entry.delivered,
             "finished": entry.finished,
             "output_tokens": entry.output_tokens,
+            "nonce": entry.nonce,  # the first probe nonce the fake found in the prompt
         }
 
     def _execution_of(self, request_id: str | None) -> int | str | None:

@@ -205,6 +205,7 @@ def ledger_entries(
             "delivered": e["delivered"],
             "finished": e["finished"],
             "output_tokens": e.get("output_tokens"),
+            **({"nonce": e["nonce"]} if e.get("nonce") else {}),
         }
         for e in executions
     ]

@@ -40,7 +40,9 @@ the closest one and says which in its message):
 - I8 attributable side effects: every execution maps to exactly one attempt.
   *Output cap*: no execution answers more output tokens than the `max_tokens` the
   job's create asked for. *Model recorded*: an attempt that reached a provider records
-  the model its request named.
+  the model its request named. *Prompt sent* (`intents`): when the system prompt the
+  engine documents for a job's intent (its input's `system`, else `operation: OP`)
+  carries a probe nonce, every execution for the job is found to carry it.
   *Outcome table, Retry-After*: a worker's retry of the same provider after a 429 with
   Retry-After R (or a provider's own 5xx / 429 without it: the policy's back-off) never
   starts before the refusal's time + R; and no worker plans an attempt on a provider,
@@ -68,7 +70,7 @@ before it must be found after it.
 The package, one module per property family: `history` (reading a history, the findings;
 no property), `keys` (I1, I2, I10), `outcomes` (the outcome table: I4, I5, I8),
 `winners` (I3, I4, I5, I6, I7: live bound, winners, fencing, the gate), `intents`
-(the documented fingerprint, I2), `timing`
+(the documented fingerprint, I2; the prompt sent, I8), `timing`
 (Retry-After, the breaker, max runtime, the sweep), `liveness` (I11) and `observers`
 (the API's view against the engine's: I5, I10).
 """
@@ -79,7 +81,7 @@ from collections.abc import Mapping as _Mapping
 from typing import Any as _Any
 
 from harness.scenarios.checker.history import EPSILON, REAL_TIME, Check, Entry, Finding, describe
-from harness.scenarios.checker.intents import _documented_fingerprint
+from harness.scenarios.checker.intents import _documented_fingerprint, _prompt_sent
 from harness.scenarios.checker.keys import (
     _bursts_once,
     _conflict_grounds,
@@ -182,6 +184,7 @@ HISTORY_CHECKS: tuple[Check, ...] = (
     _executions_named,
     _output_capped,
     _model_recorded,
+    _prompt_sent,
     _retry_waits,
     _holds_kept,
     _isolated,

@@ -14,6 +14,16 @@ integer (1.0 is 1). The policy is no part of it.
 Judged on the second observer's reads (`api` section): each job its create made,
 against the intent that create sent (its `invoke`'s `intent`). A create that named a
 contract sends it scoped to the run, so its intent is not recorded and says nothing.
+
+*Prompt sent* (I8): what a provider executes is the job's intent. The engine's request
+carries a system prompt: the input's `system` when that is a string, otherwise
+`operation: OPERATION` (the job's operation). The fakes' ledger records the first probe
+nonce (docs/providers.md, "Probe nonces": `hxn-` and 8 to 40 lower-case letters or
+digits) found in a request, searching its metadata, `user`, then the system prompt
+before the messages; the engine puts none of the intent's text in the first two. So
+when the documented system prompt carries a nonce, every execution for the job records
+that nonce: a system prompt dropped, or another sent in its place, is seen by what the
+provider received.
 """
 
 from __future__ import annotations
@@ -21,13 +31,17 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from harness.scenarios.checker.history import Finding, _answered_creates
+from harness.scenarios.checker.history import _FOREIGN, Finding, _answered_creates
 
 FINGERPRINT_VERSION = 1
 """The documented version: a fingerprint made another way must never be shown as this."""
+
+NONCE = re.compile(r"\bhxn-[0-9a-z]{8,40}\b")
+"""A probe nonce, as docs/providers.md states its pattern."""
 
 
 def _canonical(value: Any) -> Any:
@@ -78,4 +92,44 @@ def _documented_fingerprint(history: Mapping[str, Any]) -> Iterator[Finding]:
                 f"(v{FINGERPRINT_VERSION}) gives {expected[:16]}... for the intent its "
                 "create sent: a replay after an upgrade would conflict",
                 (invoke, answer),
+            )
+
+
+def documented_system(intent: Mapping[str, Any]) -> str:
+    """The system prompt the engine sends for an intent (the module doc): the input's
+    `system` when it is a string, else `operation: OPERATION`."""
+    data = intent.get("input")
+    system = data.get("system") if isinstance(data, Mapping) else None
+    return system if isinstance(system, str) else f"operation: {intent.get('operation')}"
+
+
+def _prompt_sent(history: Mapping[str, Any]) -> Iterator[Finding]:
+    """I8, *prompt sent*: when the system prompt documented for a job's intent carries a
+    probe nonce, every execution of the job's attempts records it (the module doc). An
+    execution without the field (a view that does not carry it) says nothing."""
+    expected: dict[str, tuple[str, Mapping[str, Any]]] = {}
+    for invoke, answer in _answered_creates(history):
+        alias, intent = answer.get("job"), invoke.get("intent")
+        if answer.get("answer") != "created" or not isinstance(intent, Mapping):
+            continue
+        found = NONCE.search(documented_system(intent))
+        if found is not None:
+            expected.setdefault(str(alias), (found.group(0), invoke))
+    for execution in history.get("ledger", ()):
+        attempt = execution.get("attempt")
+        if attempt in _FOREIGN or "nonce" not in execution:
+            continue
+        job = str(attempt).split("#")[0]
+        if job not in expected:
+            continue
+        nonce, create = expected[job]
+        if execution["nonce"] != nonce:
+            got = execution["nonce"] or "none"
+            yield Finding(
+                "I8",
+                job,
+                f"{attempt}'s provider found probe nonce {got} first in its request; the "
+                f"system prompt documented for the intent its create sent carries {nonce} "
+                "(prompt sent)",
+                (create, execution),
             )
