@@ -6,10 +6,11 @@ attempt), never by database ids or wall-clock values.
 Beside them, what the checker needs to judge a run with no expectations: `config` (the
 worker names, the breaker's thresholds and each provider's maximum runtime, as the
 scenario and the documented defaults set them), `end` (the virtual time the final state
-was read), each job's `policy`, each attempt's `retry_after`, and the Retry-After of a
-call that was refused with one. An owner outside the run's namespace (a job only a
-broken engine hands out) is shown as `(another run)/NAME`, never by the other namespace;
-so is such a job's key.
+was read), each job's `policy`, each attempt's `retry_after`, the Retry-After of a
+call that was refused with one, and with a contract `verdicts` (its verdicts as
+`harness contracts verdicts --provider P` lists them, for each provider). An owner
+outside the run's namespace (a job only a broken engine hands out) is shown as
+`(another run)/NAME`, never by the other namespace; so is such a job's key.
 
 Written as JSON (`History.to_json`, schema `history.schema.json`) it is byte-identical
 for one file and one seed on one database kind: that is what `--history` compares.
@@ -108,6 +109,8 @@ class History:
         self.jobs: dict[str, dict[str, Any]] = {}
         self.marks: list[dict[str, Any]] = []  # reached facts: barriers passed, crashes
         self.api: dict[str, Any] | None = None  # the second observer's reads (api_view)
+        # with a contract: its verdicts as the verdict list shows them, per provider
+        self.verdicts: dict[str, list[dict[str, Any]]] | None = None
         self.finished = False  # what the run's teardown does (a hung call let go) is not in it
         self._executions: dict[str, int] = {}
 
@@ -236,6 +239,8 @@ class History:
         extra: dict[str, Any] = {} if self.config is None else {"config": self.config}
         if self.api is not None:
             extra["api"] = self.api
+        if self.verdicts is not None:
+            extra["verdicts"] = self.verdicts
         return {
             "format": HISTORY_FORMAT,
             "scenario": self.scenario,

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
+from harness.contracts.verdicts import list_verdicts
 from harness.core.invariants import check_invariants
 from harness.core.models import Event, Job
 from harness.errors import HarnessError, ScenarioError
@@ -27,7 +28,7 @@ from harness.scenarios.actions import ACTIONS
 from harness.scenarios.api_view import observe
 from harness.scenarios.checker import Finding, check_history
 from harness.scenarios.expectations import judge, judge_step
-from harness.scenarios.history import History
+from harness.scenarios.history import History, seconds
 from harness.scenarios.model import Scenario
 from harness.scenarios.stage import Stage
 from harness.scenarios.witness import finding_blocks
@@ -118,6 +119,7 @@ def run_scenario(
             stored = _store_findings(stage.history, jobs, events)
             stage.history.finish(jobs, events, stage.fakes.ledger.entries())
             stage.history.api = observe(stage, jobs) if observe_api else None
+            stage.history.verdicts = _listed_verdicts(stage)
             result.history = stage.history
         finally:
             stage.close()
@@ -131,6 +133,24 @@ def run_scenario(
         result.findings = [*check_history(data), *stored]
     result.seconds = time.perf_counter() - started
     return result
+
+
+def _listed_verdicts(stage: Stage) -> dict[str, list[dict[str, Any]]] | None:
+    """The run's contract's verdicts as the verdict list shows them to an operator
+    (`harness contracts verdicts --provider P`: `harness.contracts.list_verdicts`), for
+    each provider the run configures; None without a contract. The checker finds in each
+    list the verdicts the run recorded for that provider (I7, *verdicts listed*)."""
+    if stage.contract is None:
+        return None
+    return {
+        provider: [
+            {"t": seconds(stage.start, v.created_at), "provider": v.provider, "passed": v.passed}
+            for v in list_verdicts(
+                stage.database, contract_name=stage.contract.name, provider=provider
+            )
+        ]
+        for provider in sorted(stage.adapters)
+    }
 
 
 def _store_findings(history: History, jobs: list[Job], events: list[Event]) -> list[Finding]:

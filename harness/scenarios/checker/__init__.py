@@ -37,6 +37,9 @@ the closest one and says which in its message):
   first of the chain starts before a passing verdict for it (ordered by the history's
   operation numbers where the attempt's call is recorded). *Refusals counted*: the
   failovers the gate refused a job are counted on that job, and on no other.
+  *Verdicts listed*: the verdict list an operator reads for each provider (the
+  contract's, `harness contracts verdicts --provider P`) holds exactly the verdicts the
+  run recorded for that provider.
 - I8 attributable side effects: every execution maps to exactly one attempt.
   *Output cap*: no execution answers more output tokens than the `max_tokens` the
   job's create asked for. *Model recorded*: an attempt that reached a provider records
@@ -125,6 +128,7 @@ from harness.scenarios.checker.winners import (
     _one_winner,
     _refusals_counted,
     _unknown_blocks,
+    _verdicts_listed,
     _version_moved,
 )
 
@@ -179,6 +183,7 @@ HISTORY_CHECKS: tuple[Check, ...] = (
     _kept_only_its_own,
     _gated,
     _refusals_counted,
+    _verdicts_listed,
     _clean_wins_unexplained,
     _attributable,
     _executions_named,

@@ -272,6 +272,38 @@ def _gated(history: Mapping[str, Any]) -> Iterator[Finding]:
             yield Finding("I7", event["job"], f"failed over to unverified {provider}", shown)
 
 
+def _verdicts_listed(history: Mapping[str, Any]) -> Iterator[Finding]:
+    """I7, *verdicts listed*: the verdict list an operator reads for a provider (the
+    history's `verdicts`, the run's contract's only) holds exactly the verdicts the run
+    recorded for that provider, in order: what the gate was told is what is shown. A
+    history without the section (no contract, or a view that cannot read it) says
+    nothing."""
+    listed = history.get("verdicts")
+    if not isinstance(listed, Mapping):
+        return
+    recorded = [
+        o for o in history.get("operations", ()) if o["op"] == "verdict" and o["type"] == "ok"
+    ]
+    for provider, shown in sorted(listed.items()):
+        seen = [(v.get("provider"), bool(v.get("passed"))) for v in shown]
+        mine = [
+            (provider, bool(v.get("passed"))) for v in recorded if v.get("provider") == provider
+        ]
+        if seen != mine:
+            yield Finding(
+                "I7",
+                None,
+                f"the verdict list for {provider} shows {len(seen)} verdict(s) "
+                f"{_verdict_words(seen)}; the run recorded {len(mine)} for it "
+                f"{_verdict_words(mine)} (verdicts listed)",
+                tuple(v for v in recorded if v.get("provider") == provider)[:3],
+            )
+
+
+def _verdict_words(verdicts: list[tuple[Any, bool]]) -> str:
+    return "[" + ", ".join(f"{p}:{'pass' if ok else 'fail'}" for p, ok in verdicts) + "]"
+
+
 def _verified(verdicts: list[Entry], provider: str, start: Entry, call: Entry | None) -> bool:
     """Did `provider`'s latest verdict before this start pass?"""
     if call is not None and "i" in call:
