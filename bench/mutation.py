@@ -5,14 +5,17 @@ The mutants are cosmic-ray's (`pip install cosmic-ray`): every operator of its c
 at every position it applies to in those modules. Playing each one costs a whole
 `harness check`, so they are drawn in a seeded random order until `--sample N` have been
 played and judged (all: `--sample 0`), each in a copy of the source tree (the working
-tree is never touched), by `python -m harness check --swarm 0` with that copy first on
-the path. A mutant is killed when check exits non-zero or times out. Counted apart, never
-played: a mutant that does not parse or whose module no longer imports (the tool's
-"incompetent" mutants), and one that changes only an annotation (never evaluated in
-these modules: equivalent by construction). Survivors are printed with their diff, to be
-argued equivalent (or not) in BENCHMARKS.md.
+tree is never touched), by `python -m harness check` with that copy first on the path:
+the bundled suite and check's short swarm (its default 3 seeds), the swarm's seeds fixed
+(`--swarm-seed`; a user's check rotates them by date) so a draw replays. A mutant is
+killed when check exits non-zero or times out; each kill says which part failed (the
+suite's scenarios, the swarm, or both), so `--swarm 0` draws (stops 28-37) compare.
+Counted apart, never played: a mutant that does not parse or whose module no longer
+imports (the tool's "incompetent" mutants), and one that changes only an annotation
+(never evaluated in these modules: equivalent by construction). Survivors are printed
+with their diff, to be argued equivalent (or not) in BENCHMARKS.md.
 
-    .venv/bin/python bench/mutation.py --sample 20 --seed 1 [--json out.json]
+    .venv/bin/python bench/mutation.py --sample 20 --seed 1 [--swarm 3] [--json out.json]
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 TARGETS = ("harness/core", "harness/engine", "harness/store/queries")
 TIMEOUT = 600.0  # seconds one check may take before the mutant counts as killed (a hang)
+SWARM_SEED = 20261205  # the swarm's first seed in every draw (check's own rotates by date)
 
 
 def modules() -> list[Path]:
@@ -80,7 +84,9 @@ def _without_annotations(source: str) -> str | None:
     return ast.dump(tree)
 
 
-def play(module: str, operator_name: str | None, occurrence: int) -> dict[str, object]:
+def play(
+    module: str, operator_name: str | None, occurrence: int, swarm: list[str]
+) -> dict[str, object]:
     """One mutant played (`operator_name` None: the unmutated tree, the baseline)."""
     import cosmic_ray.plugins as plugins
     from cosmic_ray.mutating import mutate_code
@@ -121,26 +127,41 @@ def play(module: str, operator_name: str | None, occurrence: int) -> dict[str, o
         started = time.perf_counter()
         try:
             done = subprocess.run(
-                [sys.executable, "-m", "harness", "check", "--swarm", "0", "--db", url],
+                [sys.executable, "-m", "harness", "check", *swarm, "--db", url],
                 cwd=copy,
                 env=env,
                 capture_output=True,
+                text=True,
                 timeout=TIMEOUT,
             )
-            killed = done.returncode != 0
+            killed, by = done.returncode != 0, _failed_parts(done.stdout)
         except subprocess.TimeoutExpired:
-            killed = True
+            killed, by = True, "timeout"
         seconds = round(time.perf_counter() - started, 1)
-    return {**record, "result": "killed" if killed else "survived", "seconds": seconds}
+    result = "killed" if killed else "survived"
+    return {**record, "result": result, "seconds": seconds, **({"by": by} if killed else {})}
+
+
+def _failed_parts(output: str) -> str:
+    """Which part of check's output failed: its scenarios, its swarm, both, or neither
+    (an exit without a FAIL line: a crash or a refused run)."""
+    suite = any(line.startswith("FAIL") for line in output.splitlines())
+    swarm = " FAILED (" in output and "swarm seed" in output
+    return {(True, True): "both", (True, False): "suite", (False, True): "swarm"}.get(
+        (suite, swarm), "exit"
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sample", type=int, default=20, help="mutants to play (0: all)")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--swarm", type=int, default=3, help="check's swarm seeds (0: none)")
+    parser.add_argument("--swarm-seed", type=int, default=SWARM_SEED)
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
-    baseline = play(str(modules()[0].relative_to(ROOT)), None, 0)
+    swarm = ["--swarm", str(args.swarm), "--seed", str(args.swarm_seed)]
+    baseline = play(str(modules()[0].relative_to(ROOT)), None, 0, swarm)
     if baseline["result"] != "survived":
         sys.exit(f"harness check fails on the unmutated copy: {baseline}")
     print(f"baseline: harness check holds on the copy in {baseline['seconds']} s", flush=True)
@@ -153,9 +174,10 @@ def main() -> None:
     for module, operator, at in order:
         if sum(1 for p in played if p["result"] in ("killed", "survived")) >= wanted:
             break
-        record = play(module, operator, at)
+        record = play(module, operator, at, swarm)
         played.append(record)
-        print(f"{record['result']:<12} {module} {operator} #{at}", flush=True)
+        by = f" (by {record['by']})" if "by" in record else ""
+        print(f"{record['result']:<12} {module} {operator} #{at}{by}", flush=True)
         if record["result"] == "survived":
             print(record["diff"], flush=True)
     counts = {r: sum(1 for p in played if p["result"] == r) for r in ("killed", "survived")}
@@ -163,9 +185,13 @@ def main() -> None:
     counts |= {r: sum(1 for p in played if p["result"] == r) for r in apart}
     judged = counts["killed"] + counts["survived"]
     rate = 100.0 * counts["killed"] / judged if judged else 0.0
+    by = {b: sum(1 for p in played if p.get("by") == b) for b in ("suite", "swarm", "both")}
     print(f"generated {len(every)}, drawn {len(played)}: {counts}; kill rate {rate:.1f}%")
+    parts = f"the suite alone {by['suite']}, the swarm alone {by['swarm']}, both {by['both']}"
+    print(f"killed by {parts}")
     if args.json is not None:
-        summary = {"generated": len(every), "counts": counts, "kill_rate": rate}
+        summary = {"generated": len(every), "counts": counts, "kill_rate": rate, "by": by}
+        summary["swarm"] = {"seeds": args.swarm, "first": args.swarm_seed}
         args.json.write_text(json.dumps({**summary, "mutants": played}, indent=1) + "\n")
 
 
