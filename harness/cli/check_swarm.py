@@ -21,6 +21,10 @@ SWARM_SEEDS = 3
 SWARM_JOBS = 10  # per seed, one episode: a few seconds each
 SWARM_CLIENTS = 4
 SWARM_DURATION = 20.0  # virtual seconds of chaos per episode
+# Replays the shrinker may spend on a failing seed inside check: a few dozen cut most of
+# an episode (halves first), where `harness simulate`'s 600 took a broken engine's check
+# ten minutes; the line printed says how to shrink further.
+SWARM_SHRINK_BUDGET = 40
 
 
 @dataclass(frozen=True)
@@ -32,6 +36,7 @@ class SwarmResult:
     signature: str | None = None
     shrunk: Path | None = None
     jobs: int = 0
+    replays: int = 0  # the shrinker's, within SWARM_SHRINK_BUDGET
 
 
 def date_seed(today: datetime.date | None = None) -> int:
@@ -61,9 +66,9 @@ def play_swarm(
         signature = episode.signature()
         target = Path(tempfile.mkdtemp(prefix="harness-check-")) / f"swarm-{seed}.scenario.yaml"
         fails = fails_like(signature, database, seed=seed, observe_api=episode.needs_api(signature))
-        result = shrink(episode.scenario, fails)
+        result = shrink(episode.scenario, fails, budget=SWARM_SHRINK_BUDGET)
         write_scenario(result.scenario, target, seed=seed, signature=signature, mutant=None)
-        return SwarmResult(order, seed, signature, target, jobs)
+        return SwarmResult(order, seed, signature, target, jobs, result.replays)
     return SwarmResult(order, jobs=jobs)
 
 
@@ -83,8 +88,28 @@ def swarm_lines(result: SwarmResult, database_args: list[str]) -> list[str]:
             *database_args,
         ]
     )
-    return [
+    further = shlex.join(
+        [
+            "harness",
+            "simulate",
+            "--seed",
+            str(result.failed),
+            "--jobs",
+            str(SWARM_JOBS),
+            "--clients",
+            str(SWARM_CLIENTS),
+            "--duration",
+            f"{SWARM_DURATION:g}",
+            "--per-episode",
+            str(SWARM_JOBS),
+            "--shrink-to",
+            str(result.shrunk),
+        ]
+    )
+    lines = [
         f"swarm seed {result.failed} FAILED ({result.signature}); shrunk to {result.shrunk}:",
         *("    " + line for line in result.shrunk.read_text(encoding="utf-8").splitlines()),
-        f"replay it: {replay}",
     ]
+    if result.replays >= SWARM_SHRINK_BUDGET:
+        lines.append(f"shrunk within {SWARM_SHRINK_BUDGET} replays; further: {further}")
+    return [*lines, f"replay it: {replay}"]
