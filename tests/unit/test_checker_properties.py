@@ -643,18 +643,31 @@ def test_a_version_that_moved_or_nothing_to_compare_says_nothing() -> None:
 # -- I7: refusals counted on their job ---------------------------------------------------
 
 
-def refused(count: Any, events: int) -> dict:
-    """Job a counts `count` refused failovers and shows `events` failover_refused events."""
+def refused(count: Any, events: int, *, clicks: int = 0, actor: str = "w1") -> dict:
+    """Job a counts `count` refused failovers and shows `events` failover_refused events
+    by `actor`; `clicks` fallback clicks on it were refused by the gate."""
     shown = [
-        ev(float(t), "failover_refused", None, "w1", job="a", reason=f"refusal {t}")
+        ev(float(t), "failover_refused", None, actor, job="a", reason=f"refusal {t}")
         for t in range(events)
     ]
-    return history(shown, {"a": job("failed", None, refused_failovers=count)})
+    answers = [
+        op(i, 0.0, "client:user", "fail", "fallback", job="a", answer="refused:no_verdict")
+        for i in range(clicks)
+    ]
+    final = {"a": job("failed", None, refused_failovers=count)}
+    return history(shown, final, answers, config=CONFIG)
 
 
 def test_refusals_miscounted_on_their_job_are_i7() -> None:
-    for count, events in ((1, 0), (0, 1), (1, 2)):
-        data = refused(count, events)
+    for count, events, clicks, actor in (
+        (1, 0, 0, "w1"),  # a count and no refusal
+        (0, 1, 0, "w1"),  # a refusal not counted
+        (1, 2, 0, "w1"),  # two events, one count
+        (2, 1, 0, "w1"),  # one worker's refusal counted twice
+        (1, 1, 2, "user"),  # two refused clicks (one event: a burst), counted once
+        (5, 1, 3, "user"),  # three refused clicks and their event counted five times
+    ):
+        data = refused(count, events, clicks=clicks, actor=actor)
         (finding,) = found(data)
         assert finding.invariant == "I7" and finding.job == "a"
         assert finding.witness[:-1] == tuple(data["events"][:1])
@@ -662,8 +675,14 @@ def test_refusals_miscounted_on_their_job_are_i7() -> None:
 
 
 def test_refusals_counted_or_no_count_says_nothing() -> None:
-    for count, events in ((0, 0), (1, 1), (3, 1)):  # a burst of refusals is one event
-        assert found(refused(count, events)) == [], (count, events)
+    for count, events, clicks, actor in (
+        (0, 0, 0, "w1"),
+        (1, 1, 0, "w1"),
+        (2, 2, 0, "w1"),
+        (3, 1, 3, "user"),  # a burst of three refused clicks is one event
+    ):
+        data = refused(count, events, clicks=clicks, actor=actor)
+        assert found(data) == [], (count, events, clicks, actor)
     assert found(refused(None, 1)) == []  # a record without the count
 
 

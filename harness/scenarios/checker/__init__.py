@@ -36,7 +36,9 @@ the closest one and says which in its message):
 - I7 contract-gated failover (with the verdict gate): no attempt on a provider past the
   first of the chain starts before a passing verdict for it (ordered by the history's
   operation numbers where the attempt's call is recorded). *Refusals counted*: the
-  failovers the gate refused a job are counted on that job, and on no other.
+  failovers the gate refused a job are counted on that job, each once (no fewer than
+  the clicks the gate refused and the events shown; no more than those clicks and
+  events together), and on no other.
   *Verdicts listed*: the verdict list an operator reads for each provider (the
   contract's, `harness contracts verdicts --provider P`) holds exactly the verdicts the
   run recorded for that provider.

@@ -398,21 +398,50 @@ def _clean_wins_unexplained(history: Mapping[str, Any]) -> Iterator[Finding]:
                 )
 
 
+GATE_REFUSALS = frozenset(
+    {
+        "no_contract",
+        "unknown_contract",
+        "no_verdict",
+        "contract_changed",
+        "failed_verdict",
+        "model_changed",
+        "stale_verdict",
+    }
+)
+"""The gate's refusals as docs/contracts.md lists them (a fallback click refused with one
+of these is a refused failover; the engine's own refusals, a live slot or a finished
+job, are not)."""
+
+
 def _refusals_counted(history: Mapping[str, Any]) -> Iterator[Finding]:
     """I7, *refusals counted*: the failovers the gate refused a job are counted on that
-    job: at least one per `failover_refused` event it shows (a burst of refusals is one
-    event), and none on a job the gate never refused."""
+    job, each once. At least one per `failover_refused` event it shows (a burst of
+    refusals is one event) and per fallback click the gate refused; at most those clicks
+    (and the clicks a crash cut short) plus one per event (a worker's refusal is an
+    event of its own: after one it passes the provider over, so none is coalesced; a
+    click's event is one of the clicks counted already, so this bound is loose, and
+    needs no knowledge of who the workers were); none on a job the gate never refused."""
     events = _events_by_job(history)
+    clicks: dict[str, list[str]] = {}
+    for op in history.get("operations", ()):
+        if op["op"] == "fallback" and op["type"] in ("ok", "fail"):
+            clicks.setdefault(str(op.get("job")), []).append(str(op.get("answer")))
     for alias, job in history.get("jobs", {}).items():
         count = job.get("refused_failovers")
         if not isinstance(count, int):
             continue
         refusals = [e for e in events.get(alias, ()) if e["kind"] == EventKind.FAILOVER_REFUSED]
-        if count < len(refusals) or (count > 0 and not refusals):
+        answers = clicks.get(alias, [])
+        refused = sum(1 for a in answers if a.removeprefix("refused:") in GATE_REFUSALS)
+        crashed = sum(1 for a in answers if a == "crashed")
+        least, most = max(len(refusals), refused), refused + crashed + len(refusals)
+        if count < least or count > most or (count > 0 and not refusals):
             yield Finding(
                 "I7",
                 alias,
                 f"the job counts {count} refused failovers; its history shows "
-                f"{len(refusals)} failover_refused events (refusals counted)",
+                f"{len(refusals)} failover_refused events and {refused} fallback clicks "
+                "the gate refused (refusals counted)",
                 (*refusals[:1], _final(alias, refused_failovers=count)),
             )
