@@ -1034,3 +1034,45 @@ def test_an_unknown_waits_for_its_providers_lookup_exactly_where_the_run_offers_
     assert "its stored rows say provider_lookup, max_runtime at 62" in missing
     (extra,) = api_waits(waiting_unknown(62.0, lookup=True, config=CONFIG))
     assert "waits for provider_lookup, max_runtime at 62" in extra
+
+
+# -- I4: refusals true -------------------------------------------------------------------
+
+
+def click_refused(reason: str, *before: dict, at: float = 5.0) -> dict:
+    """Job a's fallback click at `at` answered refused:`reason`, after the events `before`."""
+    answer = op(0, at, "client:user", "fail", "fallback", job="a", answer=f"refused:{reason}")
+    return history(list(before), {"a": job("running", None)}, [answer])
+
+
+def start_refused(reason: str, *before: dict) -> dict:
+    """w1's scheduled start of job a refused as `reason`, after the events `before`."""
+    refused = ev(5.0, "start_refused", None, "w1", job="a", provider="fallback", reason=reason)
+    return history([*before, refused], {"a": job("running", None)})
+
+
+def test_a_refusal_naming_a_state_the_job_never_reached_is_i4() -> None:
+    started = ev(0.0, "attempt_started", "a#1", "w1")
+    for data in (
+        click_refused("unknown_attempt", started),
+        click_refused("job_finished", started),
+        click_refused("unknown_attempt", started, ev(6.0, "became_unknown", "a#1", "w1")),
+        start_refused("job_finished", started),
+        start_refused("unknown_attempt", started),
+    ):
+        (finding,) = found(data, "I4")
+        assert "(refusals true)" in finding.message and finding.job == "a", finding
+
+
+def test_a_refusal_after_the_state_it_names_says_nothing() -> None:
+    started = ev(0.0, "attempt_started", "a#1", "w1")
+    unknown = ev(2.0, "became_unknown", "a#1", "w1")
+    won = ev(3.0, "won", "a#1", "w1")
+    for data in (
+        click_refused("unknown_attempt", started, unknown),
+        click_refused("job_finished", started, won),
+        click_refused("live_attempt", started),  # a refusal this property does not read
+        start_refused("job_finished", started, won),
+        start_refused("unknown_attempt", started, unknown),
+    ):
+        assert [f for f in found(data, "I4") if "refusals true" in f.message] == [], data

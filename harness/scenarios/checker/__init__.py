@@ -21,7 +21,10 @@ the closest one and says which in its message):
   *Outcome table*: an attempt never becomes unknown for a signal the outcome table
   calls not executed or executed unusable (a provider's own 500/503/529, a 429, a cut
   stream), nor stays unknown after its own call answered so; a call answered with an
-  HTTP error records the cause its status names (a 408 `request_timeout`).
+  HTTP error records the cause its status names (a 408 `request_timeout`). *Refusals
+  true* (`winners`): a fallback click refused for an unknown attempt comes after one of
+  the job's attempts became unknown, and one refused for a finished job after the job
+  finished.
 - I5 exactly one winner: one `won` per job; the winner and the result never change; a
   won job is succeeded; a finished job's version has moved past the one its create
   answered; every result offered to a job (a call that answered executed, a
@@ -129,6 +132,7 @@ from harness.scenarios.checker.winners import (
     _live_bound,
     _one_winner,
     _refusals_counted,
+    _refusals_true,
     _unknown_blocks,
     _verdicts_listed,
     _version_moved,
@@ -185,6 +189,7 @@ HISTORY_CHECKS: tuple[Check, ...] = (
     _kept_only_its_own,
     _gated,
     _refusals_counted,
+    _refusals_true,
     _verdicts_listed,
     _clean_wins_unexplained,
     _attributable,

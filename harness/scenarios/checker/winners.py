@@ -3,7 +3,7 @@ finish, the verdict gate (I3, I4, I5, I6, I7)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from harness.core.states import EventKind
@@ -445,3 +445,39 @@ def _refusals_counted(history: Mapping[str, Any]) -> Iterator[Finding]:
                 "the gate refused (refusals counted)",
                 (*refusals[:1], _final(alias, refused_failovers=count)),
             )
+
+
+def _refusals_true(history: Mapping[str, Any]) -> Iterator[Finding]:
+    """I4, *refusals true*: a start refused because an unknown attempt blocks the job
+    (a fallback click's answer, or a worker's `start_refused` event) comes after one of
+    the job's attempts became unknown, and one refused because the job is finished after
+    the job won, failed or was cancelled: a refusal never names a state the job's
+    history has not reached."""
+    events = _events_by_job(history)
+    needs = {
+        "unknown_attempt": (frozenset({EventKind.BECAME_UNKNOWN}), "became unknown"),
+        "job_finished": (frozenset(_FINISHES), "finished"),
+    }
+
+    def unreached(alias: str, reason: str, before: Callable[[Entry], bool]) -> str | None:
+        kinds, words = needs[reason]
+        reached = any(e["kind"] in kinds and before(e) for e in events.get(alias, ()))
+        return None if reached else f"yet nothing of the job had {words} by then"
+
+    for op in history.get("operations", ()):
+        answer = str(op.get("answer", "")).removeprefix("refused:")
+        if op["op"] == "fallback" and op["type"] == "fail" and answer in needs:
+            alias = str(op.get("job"))
+            why = unreached(alias, answer, lambda e, t=op["t"]: e["t"] <= t)
+            if why:
+                message = f"a fallback click at t={op['t']:g} was refused:{answer}, {why}"
+                yield Finding("I4", alias, f"{message} (refusals true)", (op,))
+    for alias, shown in events.items():
+        for n, event in enumerate(shown):
+            reason = (event.get("detail") or {}).get("reason")
+            if event["kind"] != EventKind.START_REFUSED or reason not in needs:
+                continue
+            why = unreached(alias, str(reason), lambda e, earlier=shown[:n]: e in earlier)
+            if why:
+                message = f"{event['actor']}'s start of {alias} was refused as {reason}, {why}"
+                yield Finding("I4", alias, f"{message} (refusals true)", (event,))
