@@ -28,6 +28,7 @@ from harness.errors import (
     ScenarioError,
     WorkerKilled,
 )
+from harness.scenarios.history import seconds
 from harness.scenarios.model import (
     DEFAULT_INPUT,
     DEFAULT_OPERATION,
@@ -35,7 +36,7 @@ from harness.scenarios.model import (
     Step,
     output_cap,
 )
-from harness.scenarios.stage import Stage
+from harness.scenarios.stage import Pause, Stage
 from harness.store import queries
 
 BARRIER_LIMIT = 10.0  # real seconds every party of a `together` step has to arrive
@@ -196,8 +197,7 @@ def create(stage: Stage, args: Mapping[str, Any], step: Step) -> Answer:
             stage.now(), process, kind, "create", client=i, answer=answer, job=job, **seen
         )
     if args.get("start", True):
-        for job_id in sorted({made[i] for i, a in enumerate(answers) if a == "created"}):
-            _start(stage, job_id)
+        _start_all(stage, sorted({made[i] for i, a in enumerate(answers) if a == "created"}))
     return _tally(answers)
 
 
@@ -238,6 +238,17 @@ def _sent(args: Mapping[str, Any], scenario: Any, intent_print: str | None) -> d
     if intent_print is None or scenario.contract:
         return {}
     return {"intent": _intent(args, scenario)}
+
+
+def _start_all(stage: Stage, job_ids: list[int]) -> None:
+    """Each new job's first start, as the worker's task (in order, each after the one
+    before it finished or parked), so a `pause` can hold it at a fault point; what a
+    start that finished raised is the step's, as if the step had called it."""
+    starts = [stage.turns.spawn(lambda job_id=job_id: _start(stage, job_id)) for job_id in job_ids]
+    stage.turns.settle()
+    for start in starts:
+        if start.done():  # else it waits at a pause, and goes on after the step
+            start.result()
 
 
 def _start(stage: Stage, job_id: int) -> None:
@@ -400,6 +411,53 @@ def crash(stage: Stage, args: Mapping[str, Any], step: Step) -> Answer:
     return "ok"
 
 
+def pause(stage: Stage, args: Mapping[str, Any], step: Step) -> Answer:
+    """The first of the worker's tasks to reach the fault point from now on (a send's
+    outcome moving the job on, say) waits there until `resume`: what the steps between do
+    (a cancel, a click, a win) happens between its read of the job and its write."""
+    name, point = args["worker"], args["at"]
+    handle = stage.workers[name]
+    if name in stage.pauses:
+        raise ScenarioError(f"pause: {name} is paused already; resume it first")
+    held = stage.pauses[name] = Pause(point)
+
+    def wait() -> None:
+        if not held.armed or handle is not stage.workers[name]:
+            return
+        held.armed = False
+        if not stage.turns.in_task():
+            held.misplaced = (
+                f"pause: {name} reached {point} in a step's call or a timer, which cannot "
+                "wait (only the worker's tasks can)"
+            )
+            stage.problems.append(f"{stage.scenario.file}:{step.line}: {held.misplaced}")
+            return
+        held.reached_at = seconds(stage.start, stage.now())
+        stage.history.op(stage.now(), name, "info", "pause", at=point)
+        stage.turns.park(None, held.event)
+
+    handle.engine.faults.on(point, wait)
+    return "ok"
+
+
+def resume(stage: Stage, args: Mapping[str, Any], step: Step) -> Answer:
+    """Let the paused task go on from its fault point; the run fails if none got there
+    (the race the pause was for never happened)."""
+    name = args["worker"]
+    held = stage.pauses.pop(name, None)
+    if held is None:
+        raise ScenarioError(f"resume: {name} is not paused (no `pause` step armed it)")
+    held.armed = False
+    if held.reached_at is None:
+        raise ScenarioError(
+            held.misplaced or f"resume: no task of {name} reached {held.point} since its pause"
+        )
+    stage.history.op(stage.now(), name, "info", "resume", at=held.point)
+    held.event.set()
+    stage.turns.wake(held.event)
+    return "ok"
+
+
 def restart(stage: Stage, args: Mapping[str, Any], step: Step) -> Answer:
     handle = stage.restart(args["worker"])
     stage.history.op(stage.now(), handle.name, "ok", "restart", generation=handle.generation)
@@ -492,6 +550,8 @@ ACTIONS: Mapping[str, Callable[[Stage, Any, Step], Answer]] = {
     "verdict": verdict,
     "hold_sends": hold_sends,
     "resume_sends": resume_sends,
+    "pause": pause,
+    "resume": resume,
 }
 
 __all__ = ["ACTIONS", "RefusalReason", "http_status"]

@@ -71,6 +71,7 @@ class Turns:
         self.peak_parked = 0
         self._instant: tuple[datetime, int] = (self.clock.now(), 0)  # its moves so far
         self._pool = ThreadPoolExecutor(pool_size, thread_name_prefix="scenario")
+        self._local = threading.local()  # `task`: this thread runs a task (not the driver)
         self.errors: list[BaseException] = []
 
     # -- what the worker and the fakes call ---------------------------------------------
@@ -93,6 +94,7 @@ class Turns:
 
     def _start(self, fn: Callable[[], object], future: Future[object]) -> None:
         def run() -> None:
+            self._local.task = True
             try:
                 future.set_result(fn())
             except BaseException as exc:
@@ -131,6 +133,11 @@ class Turns:
             self._cv.notify_all()
             self._cv.wait_for(lambda: waiter.granted)
         return event is not None and event.is_set()
+
+    def in_task(self) -> bool:
+        """The calling thread runs a task (which may park), not the driver (a step's
+        action or a timer, which must never wait: nothing would move time for it)."""
+        return bool(getattr(self._local, "task", False))
 
     # -- what the driver calls -----------------------------------------------------------
 
@@ -218,6 +225,19 @@ class Turns:
                 if not ready:
                     return woken
                 self._grant(ready[0])
+                woken += 1
+
+    def wake(self, event: threading.Event) -> int:
+        """Wake, one at a time, the tasks parked on `event` alone (set it first): a paused
+        task let go while every other parked task keeps waiting. How many there were."""
+        woken = 0
+        while True:
+            self.settle()
+            with self._cv:
+                mine = [w for w in self._waiters.values() if w.event is event]
+                if not mine:
+                    return woken
+                self._grant(min(mine, key=lambda w: w.seq))
                 woken += 1
 
     def drain(self) -> None:

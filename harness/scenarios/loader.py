@@ -40,7 +40,7 @@ FORMAT = 1
 Path_ = tuple[Any, ...]
 
 
-_WORKER_ACTIONS = frozenset({"crash", "restart", "hold_sends", "resume_sends"})
+_WORKER_ACTIONS = frozenset({"crash", "restart", "hold_sends", "resume_sends", "pause", "resume"})
 
 
 @cache

@@ -35,6 +35,8 @@ ACTIONS = (
     "verdict",
     "hold_sends",
     "resume_sends",
+    "pause",
+    "resume",
 )
 """Every action a step may take, one per step (a step with only `at` moves time)."""
 

@@ -53,6 +53,8 @@ NOT_PLAYABLE = {
     "verdict": "writes a verdict into the database; the live server's gate is its own",
     "hold_sends": "holds an in-process worker's sends",
     "resume_sends": "holds an in-process worker's sends",
+    "pause": "holds an in-process worker at the engine's fault point",
+    "resume": "holds an in-process worker at the engine's fault point",
 }
 """Why each action a file may use but HTTP cannot play makes its scenario skipped."""
 

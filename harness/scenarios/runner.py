@@ -190,6 +190,11 @@ def _play(stage: Stage, result: RunResult) -> None:
         if failure:
             result.failures.append(failure)
     stage.turns.settle()
+    result.failures.extend(stage.problems)
+    result.failures.extend(
+        f"{stage.scenario.file}: pause: {name} at {held.point} was never resumed"
+        for name, held in sorted(stage.pauses.items())
+    )
     result.failures.extend(_uncaught(stage))
 
 

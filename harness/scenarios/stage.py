@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -107,6 +108,18 @@ class RecordingProvider:
         return found
 
 
+@dataclass(eq=False)
+class Pause:
+    """A `pause` step's hold on one worker: the first of its tasks to reach `point` waits
+    there (parked on the turns) until the `resume` step sets `event`."""
+
+    point: str
+    event: threading.Event = field(default_factory=threading.Event)
+    armed: bool = True
+    reached_at: float | None = None  # scenario seconds when a task began to wait
+    misplaced: str | None = None  # why it held nothing: the driver reached the point
+
+
 @dataclass
 class WorkerHandle:
     """One simulated worker process: its engine, scheduler and worker, alive or dead."""
@@ -141,6 +154,8 @@ class Stage:
     seen_jobs: set[int] = field(default_factory=set)
     contract: Any = None
     whole: frozenset[str] = field(init=False)  # providers the worker asks unstreamed
+    pauses: dict[str, Pause] = field(default_factory=dict)  # worker -> its armed pause
+    problems: list[str] = field(default_factory=list)  # the file's own mistakes, found playing
 
     def __post_init__(self) -> None:
         self.whole = frozenset(self.scenario.worker.get("whole") or ())

@@ -3,6 +3,8 @@ itself again at once never lets time move, and must fail the run, not hang it.""
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from harness.errors import ScenarioError
@@ -48,3 +50,31 @@ def test_many_moves_spread_over_time_are_not_a_livelock() -> None:
     turns.call_later(0, lambda: tick(1))
     turns.advance(1000)
     assert len(fired) == 3 * INSTANT_LIMIT
+
+
+def test_wake_lets_go_only_the_tasks_parked_on_its_event() -> None:
+    """`resume` wakes the paused task alone: a hang parked on another event (set, but
+    not released) keeps waiting, and tasks know they are tasks (the driver is not)."""
+    turns = Turns()
+    mine, other = threading.Event(), threading.Event()
+    log: list[str] = []
+
+    def task(name: str, event: threading.Event) -> None:
+        log.append(f"{name} in task: {turns.in_task()}")
+        turns.park(None, event)
+        log.append(f"{name} woke")
+
+    try:
+        turns.spawn(lambda: task("paused", mine))
+        turns.spawn(lambda: task("hang", other))
+        turns.settle()
+        assert turns.in_flight() == 2 and not turns.in_task()
+        other.set()
+        mine.set()
+        assert turns.wake(mine) == 1
+        assert log == ["paused in task: True", "hang in task: True", "paused woke"]
+        assert turns.in_flight() == 1
+        assert turns.wake(mine) == 0
+    finally:
+        turns.drain()
+        turns.close()
