@@ -16,9 +16,10 @@ BEFORE_START = "start_attempt.before_insert"
 BEFORE_COMPLETE = "complete_attempt.before_cas"
 BEFORE_TIMEOUT = "record_timeout.before_update"
 BEFORE_CANCEL = "cancel.before_update"
+BEFORE_DEFER = "defer.before_update"
 
 FAULT_POINTS = frozenset(
-    {BEFORE_CREATE, BEFORE_START, BEFORE_COMPLETE, BEFORE_TIMEOUT, BEFORE_CANCEL}
+    {BEFORE_CREATE, BEFORE_START, BEFORE_COMPLETE, BEFORE_TIMEOUT, BEFORE_CANCEL, BEFORE_DEFER}
 )
 
 

@@ -155,6 +155,7 @@ class JobUnits(BaseUnits):
         """Record that a pending job's next attempt is due in `delay` seconds (a retry
         after Retry-After or back-off, a wait for a held provider). The sweep starts it
         then even if the timer that was meant to is lost with its worker."""
+        self.faults.hit(fp.BEFORE_DEFER)
         now = self.clock.now()
         until = now + timedelta(seconds=delay)
         with self.db.write() as conn:
