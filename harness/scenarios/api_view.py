@@ -22,6 +22,8 @@ the API parsed against what the engine stored) the way a user's retried click do
 Its body is padded with JSON whitespace (no part of the intent) to exactly the body
 limit the API documents, 64 KiB: a limit that refuses a body it promises to take shows.
 It writes one `replayed` event that nobody reads: the engine's record was taken before.
+At the very end, `GET /v1/providers` (as the outsider: any owner may list them) gives
+each provider's breaker state and its count of failures, as an operator sees them.
 
 What it saw goes into the history's `api` section in the history's own words (aliases,
 `a#2` attempts, seconds from the start), so the checker
@@ -88,11 +90,12 @@ def _app(stage: Stage, config: ServiceConfig) -> Any:
     """The API app over this run's engine and owners: one app per thread, given each
     run's state (FastAPI builds an app's routes on its first requests, a third of the
     reading when every run built its own)."""
+    names = tuple(sorted(stage.adapters))  # what `GET /v1/providers` lists
     app = getattr(_BUILT, "app", None)
     if app is None:
-        _BUILT.app = app = create_app(stage.client(), None, config)
+        _BUILT.app = app = create_app(stage.client(), None, config, provider_names=lambda: {*names})
     else:
-        app.state.api = api_state(stage.client(), None, config)
+        app.state.api = api_state(stage.client(), None, config, providers=names)
     return app
 
 
@@ -124,7 +127,13 @@ async def _read_all(
                 replay, answered = await _replay(client, history, job, _bearer(tokens[job.owner]))
                 replays.append(replay)
                 made |= {answered} - {job.id, None}
-    return {"jobs": seen, "foreign": foreign, "replays": replays}, made
+        listed = await client.get("/v1/providers", headers=_bearer(tokens[outsider]))
+    providers = (
+        [{k: p.get(k) for k in ("name", "state", "failures")} for p in listed.json()["providers"]]
+        if listed.status_code == 200
+        else None
+    )
+    return {"jobs": seen, "foreign": foreign, "replays": replays, "providers": providers}, made
 
 
 def _firsts(jobs: list[Job]) -> list[Job]:

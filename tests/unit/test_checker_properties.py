@@ -1076,3 +1076,30 @@ def test_a_refusal_after_the_state_it_names_says_nothing() -> None:
         start_refused("unknown_attempt", started, unknown),
     ):
         assert [f for f in found(data, "I4") if "refusals true" in f.message] == [], data
+
+
+# -- I11: the breaker count the provider list shows ---------------------------------------
+
+
+def listed(failures: int, *events: dict) -> dict:
+    """Job a: a#1 on the primary, the events given; the provider list shows `failures`."""
+    final = {"a": job("succeeded", "a#1", attempt("a#1", "primary", "succeeded"))}
+    shown = [{"name": "primary", "state": "closed", "failures": failures}]
+    return history(list(events), final, api={"providers": shown})
+
+
+def test_a_provider_list_counting_more_failures_than_came_is_i11() -> None:
+    won = ev(1.0, "won", "a#1", "w1")
+    (finding,) = found(listed(1, ev(0.0, "attempt_started", "a#1", "w1"), won), "I11")
+    assert "breaker count shown" in finding.message and "shows 1 failures" in finding.message
+
+
+def test_a_provider_list_within_the_failures_since_the_last_answer_says_nothing() -> None:
+    failed = ev(2.0, "attempt_failed", None, "w1", job="b", provider="primary", cause="unavailable")
+    for data in (
+        listed(0, ev(1.0, "won", "a#1", "w1")),
+        listed(1, ev(1.0, "won", "a#1", "w1"), failed),
+        listed(0, ev(1.0, "won", "a#1", "w1"), failed),  # a window ran out, a probe failed
+    ):
+        assert [f for f in found(data, "I11") if "count shown" in f.message] == [], data
+    assert found(history([], {}, api={"providers": None}), "I11") == []

@@ -62,9 +62,12 @@ the closest one and says which in its message):
   starts nothing after it finished; an open job has something that will move it.
   *Breaker*: `failures` definite failures of a provider within `window` open its
   breaker (a `breaker_opened` event), and while it is open (`cool_down`) no worker
-  plans an attempt on it. *Max runtime*: an unknown attempt whose worker lived on is
-  no longer unknown at its provider's maximum runtime. *Sweep*: a sweep that runs after
-  a starting or running attempt's deadline leaves it running no longer.
+  plans an attempt on it; the failures the provider list shows (`GET /v1/providers`,
+  read by the second observer) are no more than those since the provider's last
+  executed answer (*breaker count shown*). *Max runtime*: an unknown attempt whose
+  worker lived on is no longer unknown at its provider's maximum runtime. *Sweep*: a
+  sweep that runs after a starting or running attempt's deadline leaves it running no
+  longer.
 
 *The second observer* (`observers`): each job as its owner reads it through the HTTP API
 (status, version, winner, attempts, events in order) is the job the engine recorded
@@ -118,6 +121,7 @@ from harness.scenarios.checker.outcomes import (
     _winner_answered,
 )
 from harness.scenarios.checker.timing import (
+    _breaker_count_shown,
     _breaker_judged,
     _holds_kept,
     _max_runtime_ends_unknowns,
@@ -203,6 +207,7 @@ HISTORY_CHECKS: tuple[Check, ...] = (
     _live_or_waiting,
     _moves_on_at_once,
     _breaker_judged,
+    _breaker_count_shown,
     _max_runtime_ends_unknowns,
     _sweep_ends_expired,
     *API_CHECKS,

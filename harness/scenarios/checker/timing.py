@@ -287,6 +287,48 @@ def _breaker_step(
         )
 
 
+def _breaker_count_shown(history: Mapping[str, Any]) -> Iterator[Finding]:
+    """I11, *breaker count shown*: the failures the provider list shows for a provider
+    (`GET /v1/providers` at the end of the run, the `api` section's `providers`) are no
+    more than the failures that may have fed its breaker since its last executed answer
+    (a success restarts the count; an opening, a half-open probe or a window that ran
+    out only lower it). Providers a call of no attempt of ours reached are left alone."""
+    api = history.get("api")
+    shown = api.get("providers") if isinstance(api, Mapping) else None
+    if not isinstance(shown, list):
+        return
+    strangers = {
+        op.get("provider")
+        for op in history.get("operations", ())
+        if op["op"] == "call" and op.get("attempt") in _FOREIGN
+    }
+    providers = _providers(history)
+    since: dict[str, int] = defaultdict(int)  # failures that may have counted, per provider
+    previous: dict[str, Entry] = {}
+    for event in history.get("events", ()):
+        attempt = event.get("attempt")
+        provider = event["detail"].get("provider") or providers.get(attempt)
+        kind = event["kind"]
+        if kind in (EventKind.WON, EventKind.DISCARDED_LATE_RESULT):
+            if provider is not None and not _by_resolution(previous.get(attempt)):
+                since[provider] = 0
+        elif provider is not None and _definite_failure(event) is not False:
+            since[provider] += 1
+        if attempt is not None:
+            previous[attempt] = event
+    for entry in shown:
+        name, failures = entry.get("name"), entry.get("failures")
+        if name in strangers or not isinstance(failures, int) or failures <= since[name]:
+            continue
+        yield Finding(
+            "I11",
+            None,
+            f"breaker: the provider list shows {failures} failures for {name}; at most "
+            f"{since[name]} of its failures came since its last executed answer (breaker "
+            "count shown)",
+        )
+
+
 def _by_resolution(before: Entry | None) -> bool:
     return (
         before is not None
