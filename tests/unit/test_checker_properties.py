@@ -1090,8 +1090,10 @@ def listed(failures: int, *events: dict) -> dict:
 
 def test_a_provider_list_counting_more_failures_than_came_is_i11() -> None:
     won = ev(1.0, "won", "a#1", "w1")
-    (finding,) = found(listed(1, ev(0.0, "attempt_started", "a#1", "w1"), won), "I11")
-    assert "breaker count shown" in finding.message and "shows 1 failures" in finding.message
+    for failures in (1, -1):
+        (finding,) = found(listed(failures, ev(0.0, "attempt_started", "a#1", "w1"), won), "I11")
+        assert "breaker count shown" in finding.message, finding
+        assert f"shows {failures} failures" in finding.message, finding
 
 
 def test_a_provider_list_within_the_failures_since_the_last_answer_says_nothing() -> None:

@@ -289,10 +289,11 @@ def _breaker_step(
 
 def _breaker_count_shown(history: Mapping[str, Any]) -> Iterator[Finding]:
     """I11, *breaker count shown*: the failures the provider list shows for a provider
-    (`GET /v1/providers` at the end of the run, the `api` section's `providers`) are no
-    more than the failures that may have fed its breaker since its last executed answer
-    (a success restarts the count; an opening, a half-open probe or a window that ran
-    out only lower it). Providers a call of no attempt of ours reached are left alone."""
+    (`GET /v1/providers` at the end of the run, the `api` section's `providers`) are
+    never negative and no more than those that may have fed its breaker since its last
+    executed answer (a success restarts the count; an opening, a half-open probe or a
+    window that ran out only lower it). Providers a call of no attempt of ours reached
+    are left alone."""
     api = history.get("api")
     shown = api.get("providers") if isinstance(api, Mapping) else None
     if not isinstance(shown, list):
@@ -318,14 +319,14 @@ def _breaker_count_shown(history: Mapping[str, Any]) -> Iterator[Finding]:
             previous[attempt] = event
     for entry in shown:
         name, failures = entry.get("name"), entry.get("failures")
-        if name in strangers or not isinstance(failures, int) or failures <= since[name]:
+        if name in strangers or not isinstance(failures, int) or 0 <= failures <= since[name]:
             continue
         yield Finding(
             "I11",
             None,
-            f"breaker: the provider list shows {failures} failures for {name}; at most "
-            f"{since[name]} of its failures came since its last executed answer (breaker "
-            "count shown)",
+            f"breaker: the provider list shows {failures} failures for {name}; between 0 "
+            f"and {since[name]} of its failures came since its last executed answer "
+            "(breaker count shown)",
         )
 
 
