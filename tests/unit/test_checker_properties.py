@@ -663,9 +663,9 @@ def test_refusals_miscounted_on_their_job_are_i7() -> None:
         (1, 0, 0, "w1"),  # a count and no refusal
         (0, 1, 0, "w1"),  # a refusal not counted
         (1, 2, 0, "w1"),  # two events, one count
-        (2, 1, 0, "w1"),  # one worker's refusal counted twice
+        (2, 1, 0, "user"),  # one refused click's refusal counted twice
         (1, 1, 2, "user"),  # two refused clicks (one event: a burst), counted once
-        (5, 1, 3, "user"),  # three refused clicks and their event counted five times
+        (4, 1, 3, "user"),  # three refused clicks counted four times
     ):
         data = refused(count, events, clicks=clicks, actor=actor)
         (finding,) = found(data)
@@ -680,6 +680,7 @@ def test_refusals_counted_or_no_count_says_nothing() -> None:
         (1, 1, 0, "w1"),
         (2, 2, 0, "w1"),
         (3, 1, 3, "user"),  # a burst of three refused clicks is one event
+        (48, 1, 0, "w1"),  # a worker refused again and again: counted each time, shown once
     ):
         data = refused(count, events, clicks=clicks, actor=actor)
         assert found(data) == [], (count, events, clicks, actor)

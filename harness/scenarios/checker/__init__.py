@@ -40,8 +40,8 @@ the closest one and says which in its message):
   first of the chain starts before a passing verdict for it (ordered by the history's
   operation numbers where the attempt's call is recorded). *Refusals counted*: the
   failovers the gate refused a job are counted on that job, each once (no fewer than
-  the clicks the gate refused and the events shown; no more than those clicks and
-  events together), and on no other.
+  the clicks the gate refused and the events shown; where no worker refused, no more
+  than those clicks), and on no other.
   *Verdicts listed*: the verdict list an operator reads for each provider (the
   contract's, `harness contracts verdicts --provider P`) holds exactly the verdicts the
   run recorded for that provider.

@@ -417,12 +417,12 @@ job, are not)."""
 def _refusals_counted(history: Mapping[str, Any]) -> Iterator[Finding]:
     """I7, *refusals counted*: the failovers the gate refused a job are counted on that
     job, each once. At least one per `failover_refused` event it shows (a burst of
-    refusals is one event) and per fallback click the gate refused; at most those clicks
-    (and the clicks a crash cut short) plus one per event (a worker's refusal is an
-    event of its own: after one it passes the provider over, so none is coalesced; a
-    click's event is one of the clicks counted already, so this bound is loose, and
-    needs no knowledge of who the workers were); none on a job the gate never refused."""
+    refusals is one event) and per fallback click the gate refused; where none of its
+    refusals was a worker's, at most those clicks and the clicks a crash cut short (a
+    worker's repeated refusal is counted each time and shown once, as a click's is, and
+    only clicks have answers to count them by); none on a job the gate never refused."""
     events = _events_by_job(history)
+    workers = set(history.get("config", {}).get("workers", ()) or ())
     clicks: dict[str, list[str]] = {}
     for op in history.get("operations", ()):
         if op["op"] == "fallback" and op["type"] in ("ok", "fail"):
@@ -435,7 +435,9 @@ def _refusals_counted(history: Mapping[str, Any]) -> Iterator[Finding]:
         answers = clicks.get(alias, [])
         refused = sum(1 for a in answers if a.removeprefix("refused:") in GATE_REFUSALS)
         crashed = sum(1 for a in answers if a == "crashed")
-        least, most = max(len(refusals), refused), refused + crashed + len(refusals)
+        least, most = max(len(refusals), refused), refused + crashed
+        if not workers or any(e.get("actor") in workers for e in refusals):
+            most = count  # a worker's refusals: no answers to count them by
         if count < least or count > most or (count > 0 and not refusals):
             yield Finding(
                 "I7",
