@@ -192,6 +192,15 @@ def _breaker_settings(history: Mapping[str, Any]) -> _BreakerSettings | None:
 _SKIPPED_OPEN = "breaker_open"  # provider_skipped's `why` for an open breaker (or a probe out)
 
 
+def _strangers(history: Mapping[str, Any]) -> set[Any]:
+    """Providers a call of no attempt of ours reached: someone else fed their breaker."""
+    return {
+        op.get("provider")
+        for op in history.get("operations", ())
+        if op["op"] == "call" and op.get("attempt") in _FOREIGN
+    }
+
+
 def _breaker_judged(history: Mapping[str, Any]) -> Iterator[Finding]:
     """I11, the breaker: `failures` definite failures of a provider within `window`
     open its breaker (a `breaker_opened` event at that instant), only an open breaker
@@ -204,11 +213,7 @@ def _breaker_judged(history: Mapping[str, Any]) -> Iterator[Finding]:
     workers = _config(history, "workers") or ()
     if settings is None:
         return
-    strangers = {
-        op.get("provider")
-        for op in history.get("operations", ())
-        if op["op"] == "call" and op.get("attempt") in _FOREIGN
-    }
+    strangers = _strangers(history)
     providers = _providers(history)
     breakers: dict[str, _Breaker] = {}
     live = _Live()
@@ -298,11 +303,7 @@ def _breaker_count_shown(history: Mapping[str, Any]) -> Iterator[Finding]:
     shown = api.get("providers") if isinstance(api, Mapping) else None
     if not isinstance(shown, list):
         return
-    strangers = {
-        op.get("provider")
-        for op in history.get("operations", ())
-        if op["op"] == "call" and op.get("attempt") in _FOREIGN
-    }
+    strangers = _strangers(history)
     providers = _providers(history)
     since: dict[str, int] = defaultdict(int)  # failures that may have counted, per provider
     previous: dict[str, Entry] = {}
