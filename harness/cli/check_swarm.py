@@ -88,28 +88,28 @@ def swarm_lines(result: SwarmResult, database_args: list[str]) -> list[str]:
             *database_args,
         ]
     )
-    further = shlex.join(
-        [
-            "harness",
-            "simulate",
-            "--seed",
-            str(result.failed),
-            "--jobs",
-            str(SWARM_JOBS),
-            "--clients",
-            str(SWARM_CLIENTS),
-            "--duration",
-            f"{SWARM_DURATION:g}",
-            "--per-episode",
-            str(SWARM_JOBS),
-            "--shrink-to",
-            str(result.shrunk),
-        ]
-    )
     lines = [
         f"swarm seed {result.failed} FAILED ({result.signature}); shrunk to {result.shrunk}:",
         *("    " + line for line in result.shrunk.read_text(encoding="utf-8").splitlines()),
     ]
     if result.replays >= SWARM_SHRINK_BUDGET:
+        further = shlex.join(
+            [
+                "harness",
+                "simulate",
+                "--seed",
+                str(result.failed),
+                "--jobs",
+                str(SWARM_JOBS),
+                "--clients",
+                str(SWARM_CLIENTS),
+                "--duration",
+                f"{SWARM_DURATION:g}",
+                "--per-episode",
+                str(SWARM_JOBS),
+                "--shrink-to",
+                str(result.shrunk),
+            ]
+        )
         lines.append(f"shrunk within {SWARM_SHRINK_BUDGET} replays; further: {further}")
     return [*lines, f"replay it: {replay}"]
