@@ -653,8 +653,9 @@ class Worker:
     def _lookup(self, attempt: Attempt) -> LookupResult | None:
         return self.resolver.lookup(attempt)
 
-    def tick(self) -> None:
-        """One round of background duties: claim new jobs, sweep, reconcile.
+    def tick(self) -> dict[str, int | None]:
+        """One round of background duties: claim new jobs, sweep, reconcile. Returns what
+        each duty that ran counted (None: it failed).
 
         Each duty runs on its own: one that fails is logged and retried next round, and
         never keeps the others (or other owners' jobs) from running."""
@@ -665,11 +666,14 @@ class Worker:
         ):
             self._last_reconcile = now
             duties.append(self.reconcile)
+        counts: dict[str, int | None] = {}
         for duty in duties:
             try:
-                duty()
+                counts[duty.__name__] = duty()
             except Exception:
+                counts[duty.__name__] = None
                 log.exception("worker duty %s failed; retrying next round", duty.__name__)
+        return counts
 
     def start_background(self) -> None:
         """Run `tick` every poll interval on the scheduler (its clock, its timers)."""

@@ -474,10 +474,11 @@ def _duty(name: str) -> Callable[[Stage, Any, Step], Answer]:
         handle = stage.live_worker()
         stage.history.op(stage.now(), handle.name, "invoke", name)
         try:
-            getattr(handle.worker, name)()
+            counted = getattr(handle.worker, name)()
         except WorkerKilled:
             return "crashed"
-        stage.history.op(stage.now(), handle.name, "ok", name)
+        facts = {"counted": counted} if isinstance(counted, dict) else {}
+        stage.history.op(stage.now(), handle.name, "ok", name, **facts)
         return "ok"
 
     return run

@@ -30,6 +30,7 @@ from harness.core.models import Event, Job
 HISTORY_FORMAT = 1
 _ID_KEYS = frozenset({"completed_by"})  # event detail values that are attempt row ids
 _RUN_KEYS = frozenset({"fingerprint"})  # event details that hold run-specific names
+_TIME_KEYS = frozenset({"until"})  # event detail values that are instants (a wait's end)
 
 
 def seconds(start: datetime, when: datetime | None) -> float | None:
@@ -145,9 +146,7 @@ class History:
 
     def _event(self, event: Event) -> dict[str, Any]:
         detail = {
-            k: (self.names.attempt(v) if k in _ID_KEYS and isinstance(v, int) else v)
-            for k, v in event.detail.items()
-            if k not in _RUN_KEYS
+            k: self._detail(k, v) for k, v in event.detail.items() if k not in _RUN_KEYS
         }
         return {
             "t": seconds(self.start, event.at),
@@ -157,6 +156,18 @@ class History:
             "actor": _strip_namespace(event.actor),
             "detail": _plain(detail, self.scrub),
         }
+
+    def _detail(self, key: str, value: Any) -> Any:
+        """An attempt row id as the attempt's name, an instant as seconds on the run's
+        clock (`until`: when a wait ends), anything else as it is."""
+        if key in _ID_KEYS and isinstance(value, int):
+            return self.names.attempt(value)
+        if key in _TIME_KEYS and isinstance(value, str):
+            try:
+                return seconds(self.start, datetime.fromisoformat(value))
+            except ValueError:
+                return value
+        return value
 
     def _execution(self, entry: Any) -> dict[str, Any]:
         return {
