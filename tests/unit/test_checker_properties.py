@@ -1,5 +1,6 @@
 """The history checker's general properties (the outcome table, fencing, discarded
-results, the gate's order, Retry-After, the breaker, max runtime, the sweep, owners):
+results, the gate's order, Retry-After, the breaker, max runtime, the sweep, a wait's
+end, owners):
 for each, a hand-made history that breaks it is found with its minimal witness, one
 that keeps it is not, and one that lacks the data it needs says nothing."""
 
@@ -860,15 +861,15 @@ def test_max_runtime_says_nothing_when_the_run_ends_first_or_the_worker_died() -
     assert found(data) == []
 
 
-def swept(*after: dict, state: str = "running") -> dict:
+def swept(*after: dict, state: str = "running", at: float = 31) -> dict:
     events = [ev(0, "attempt_started", "a#1", "w1", provider="primary"), *after]
     jobs = {"a": job("running", None, attempt("a#1", "primary", state), policy=POLICY)}
     ops = [
         op(0, 0, "w1", "info", "crash", at="complete_attempt.before_cas"),
-        op(1, 31, "w1", "invoke", "sweep"),
-        op(2, 31, "w1", "ok", "sweep"),
+        op(1, at, "w1", "invoke", "sweep"),
+        op(2, at, "w1", "ok", "sweep"),
     ]
-    return history(events, jobs, ops, config=CONFIG, end=31.0)
+    return history(events, jobs, ops, config=CONFIG, end=float(at))
 
 
 def test_a_sweep_that_leaves_an_expired_attempt_running_is_i11() -> None:
@@ -885,6 +886,48 @@ def test_a_sweep_that_makes_the_expired_attempt_unknown_is_right() -> None:
 def test_the_sweep_says_nothing_without_the_jobs_policy() -> None:
     data = swept()
     del data["jobs"]["a"]["policy"]
+    assert found(data) == []
+
+
+def test_a_deadline_is_passed_at_its_own_instant() -> None:
+    (finding,) = found(swept(at=POLICY["attempt_timeout"]), "I11")
+    assert "deadline passed at t=30" in finding.message
+    assert found(swept(at=POLICY["attempt_timeout"] - 1e-6)) == []
+
+
+def waited(*after: dict, started: bool = False, duty: str = "tick", claimed: int = 1) -> dict:
+    """Job b waits until t=3 (its first attempt failed first when `started`); a worker's
+    round runs at t=3."""
+    events = [ev(0, "attempt_started", "b#1", "w1"), ev(0, "attempt_failed", "b#1", "w1")]
+    events = [*(events if started else []), ev(0, "waiting", None, "w1", job="b", until=3.0)]
+    counted = {"claim": claimed, "sweep": 0} if duty == "tick" else None
+    ops = [
+        op(0, 3, "w2", "invoke", duty),
+        op(1, 3, "w2", "ok", duty, **({"counted": counted} if counted else {})),
+    ]
+    jobs = {"b": job("pending", None, next_attempt_at=3.0)}
+    return history([*events, *after], jobs, ops, config=CONFIG, end=3.0)
+
+
+def test_a_round_at_a_waits_end_that_leaves_the_job_waiting_is_i11() -> None:
+    data = waited()
+    (finding,) = found(data, "I11")
+    assert finding.witness == (data["events"][0], data["operations"][1])
+    assert "b waited until t=3, yet the tick at t=3 left it waiting" in finding.message
+    (finding,) = found(waited(started=True, duty="sweep"), "I11")
+    assert "the sweep at t=3" in finding.message
+
+
+def test_a_round_that_moves_the_waiting_job_on_is_right() -> None:
+    assert found(waited(ev(3, "attempt_started", "b#1", "w2"))) == []
+    assert found(waited(ev(3, "waiting", None, "w2", job="b", until=5.0))) == []
+
+
+def test_a_full_claim_round_or_a_sweep_of_an_unstarted_job_says_nothing() -> None:
+    assert found(waited(claimed=20)) == []  # the round's jobs may all be other runs'
+    assert found(waited(duty="sweep")) == []  # only a claim starts a job never started
+    data = waited()
+    data["events"][0]["detail"]["until"] = "2026-12-05T00:00:03+00:00"  # not on the run's clock
     assert found(data) == []
 
 

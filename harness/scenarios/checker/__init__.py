@@ -66,8 +66,9 @@ the closest one and says which in its message):
   read by the second observer) are no more than those since the provider's last
   executed answer (*breaker count shown*). *Max runtime*: an unknown attempt whose
   worker lived on is no longer unknown at its provider's maximum runtime. *Sweep*: a
-  sweep that runs after a starting or running attempt's deadline leaves it running no
-  longer.
+  sweep that runs at or after a starting or running attempt's deadline leaves it
+  running no longer. *A wait's end*: a claim round that runs at or after a pending
+  job's wait ended (for a started job, a sweep too) moves the job on.
 
 *The second observer* (`observers`): each job as its owner reads it through the HTTP API
 (status, version, winner, attempts, events in order) is the job the engine recorded
@@ -127,6 +128,7 @@ from harness.scenarios.checker.timing import (
     _max_runtime_ends_unknowns,
     _retry_waits,
     _sweep_ends_expired,
+    _waits_end,
 )
 from harness.scenarios.checker.winners import (
     _clean_wins_unexplained,
@@ -210,5 +212,6 @@ HISTORY_CHECKS: tuple[Check, ...] = (
     _breaker_count_shown,
     _max_runtime_ends_unknowns,
     _sweep_ends_expired,
+    _waits_end,
     *API_CHECKS,
 )

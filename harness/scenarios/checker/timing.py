@@ -34,6 +34,8 @@ _ANSWERED = "provider answered: "  # how the engine words a resolution by the ca
 
 
 _SWEEP_LIMIT = 100  # attempts one sweep takes (`queries.expired_attempts`)
+_CLAIM_LIMIT = 20  # new jobs one claim round takes (the worker's default `claim_batch`)
+_SAME_INSTANT = 5e-7  # half the history's resolution (1 us): two times this close are one
 
 
 def _retry_waits(history: Mapping[str, Any]) -> Iterator[Finding]:
@@ -409,9 +411,10 @@ def _timer_lived(
 
 
 def _sweep_ends_expired(history: Mapping[str, Any]) -> Iterator[Finding]:
-    """I11, the sweep: a sweep (or tick) that completes after a starting or running
+    """I11, the sweep: a sweep (or tick) that begins at or after a starting or running
     attempt's deadline (its start + the job's attempt_timeout) leaves it running no
-    longer: it is unknown (its worker may have died) or finished by then."""
+    longer: it is unknown (its worker may have died) or finished by then. The deadline
+    is an instant: at it the attempt is past it (`expired_attempts`)."""
     sweeps = list(_sweeps(history.get("operations", ())))
     if not sweeps:
         return
@@ -437,7 +440,8 @@ def _sweep_ends_expired(history: Mapping[str, Any]) -> Iterator[Finding]:
         expired = [
             (start, deadline)
             for start, deadline, left in running
-            if deadline <= _t(invoke) - EPSILON and (left is None or left > _t(done) + EPSILON)
+            if deadline <= _t(invoke) + _SAME_INSTANT
+            and (left is None or left > _t(done) + EPSILON)
         ]
         if len(expired) > _SWEEP_LIMIT:
             continue  # more than one sweep takes
@@ -452,6 +456,51 @@ def _sweep_ends_expired(history: Mapping[str, Any]) -> Iterator[Finding]:
                 f"sweep at t={_t(done):g} left it running",
                 (start, done),
             )
+
+
+def _waits_end(history: Mapping[str, Any]) -> Iterator[Finding]:
+    """I11, a wait's end: a pending job's recorded wait (`waiting` until U) is over at U.
+    A claim round (`tick`) that begins at or after U, or for a job that had started a
+    sweep too, moves the job on before it completes (an attempt, another wait, its end:
+    anything recorded for it), so a job whose timer died with its worker starts then
+    (`Engine.defer`). A round that took as many jobs as it takes is not judged: the jobs
+    it took first may be other runs'."""
+    sweeps = list(_sweeps(history.get("operations", ())))
+    if not sweeps:
+        return
+    waits: list[tuple[Entry, float, bool, float | None]] = []  # wait, U, started, next
+    for events in _events_by_job(history).values():
+        started = False
+        for k, event in enumerate(events):
+            started = started or event["kind"] == EventKind.ATTEMPT_STARTED
+            until = event["detail"].get("until")
+            if event["kind"] != EventKind.WAITING or not isinstance(until, int | float):
+                continue
+            after = events[k + 1] if k + 1 < len(events) else None
+            waits.append((event, float(until), started, None if after is None else _t(after)))
+    reported: set[int] = set()
+    for invoke, done in sweeps:
+        claimed = (done.get("counted") or {}).get("claim")
+        claims = isinstance(claimed, int) and claimed < _CLAIM_LIMIT
+        due = [
+            (k, wait, until)
+            for k, (wait, until, started, moved) in enumerate(waits)
+            if until <= _t(invoke) + _SAME_INSTANT
+            and (started or claims)
+            and (moved is None or moved > _t(done) + EPSILON)
+        ]
+        if len(due) > _SWEEP_LIMIT:
+            continue  # more than one sweep takes
+        for k, wait, until in due:
+            if k not in reported:
+                reported.add(k)
+                yield Finding(
+                    "I11",
+                    wait["job"],
+                    f"a wait's end: {wait['job']} waited until t={until:g}, yet the "
+                    f"{invoke['op']} at t={_t(invoke):g} left it waiting",
+                    (wait, done),
+                )
 
 
 def _sweeps(operations: Iterable[Entry]) -> Iterator[tuple[Entry, Entry]]:
