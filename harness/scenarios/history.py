@@ -145,9 +145,7 @@ class History:
         self.jobs = {self.names.jobs[j.id]: self._job(j) for j in sorted(jobs, key=lambda j: j.id)}
 
     def _event(self, event: Event) -> dict[str, Any]:
-        detail = {
-            k: self._detail(k, v) for k, v in event.detail.items() if k not in _RUN_KEYS
-        }
+        detail = {k: self._detail(k, v) for k, v in event.detail.items() if k not in _RUN_KEYS}
         return {
             "t": seconds(self.start, event.at),
             "job": self.names.job(event.job_id),
