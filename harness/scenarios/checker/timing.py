@@ -466,18 +466,7 @@ def _waits_end(history: Mapping[str, Any]) -> Iterator[Finding]:
     (`Engine.defer`). A round that took as many jobs as it takes is not judged: the jobs
     it took first may be other runs'."""
     sweeps = list(_sweeps(history.get("operations", ())))
-    if not sweeps:
-        return
-    waits: list[tuple[Entry, float, bool, float | None]] = []  # wait, U, started, next
-    for events in _events_by_job(history).values():
-        started = False
-        for k, event in enumerate(events):
-            started = started or event["kind"] == EventKind.ATTEMPT_STARTED
-            until = event["detail"].get("until")
-            if event["kind"] != EventKind.WAITING or not isinstance(until, int | float):
-                continue
-            after = events[k + 1] if k + 1 < len(events) else None
-            waits.append((event, float(until), started, None if after is None else _t(after)))
+    waits = list(_waits(history)) if sweeps else []
     reported: set[int] = set()
     for invoke, done in sweeps:
         claimed = (done.get("counted") or {}).get("claim")
@@ -501,6 +490,19 @@ def _waits_end(history: Mapping[str, Any]) -> Iterator[Finding]:
                     f"{invoke['op']} at t={_t(invoke):g} left it waiting",
                     (wait, done),
                 )
+
+
+def _waits(history: Mapping[str, Any]) -> Iterator[tuple[Entry, float, bool, float | None]]:
+    """Each recorded wait with its end on the run's clock: the `waiting` event, its end,
+    whether the job had started an attempt, and when the job's next event came."""
+    for events in _events_by_job(history).values():
+        started = False
+        for k, event in enumerate(events):
+            started = started or event["kind"] == EventKind.ATTEMPT_STARTED
+            until = event["detail"].get("until")
+            if event["kind"] == EventKind.WAITING and isinstance(until, int | float):
+                after = _t(events[k + 1]) if k + 1 < len(events) else None
+                yield event, float(until), started, after
 
 
 def _sweeps(operations: Iterable[Entry]) -> Iterator[tuple[Entry, Entry]]:
