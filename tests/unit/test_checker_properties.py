@@ -301,6 +301,43 @@ def hedged(after_win: dict) -> tuple[list, dict]:
     return events, jobs
 
 
+def slotted(*slots: int, bound: int = 1) -> dict:
+    """Job a's attempts start one after another, each when the one before failed unless
+    two live attempts are allowed, in the given live slots."""
+    events = []
+    for n, slot in enumerate(slots, 1):
+        events.append(ev(n, "attempt_started", f"a#{n}", provider="primary", slot=slot))
+        if bound == 1:
+            events.append(ev(n, "attempt_failed", f"a#{n}", cause="unavailable"))
+    return history(events, {"a": job("pending", None, max_live_attempts=bound)})
+
+
+def test_an_attempt_in_a_slot_past_the_policys_bound_or_a_held_one_is_i3() -> None:
+    data = slotted(0, 1)
+    (finding,) = found(data, "I3")
+    assert finding.witness == (data["events"][2],)
+    assert "a#2 took slot 1; the policy allows 1 live attempt(s), slots 0-0" in finding.message
+    data = slotted(0, 0, bound=2)
+    (finding,) = found(data, "I3")
+    assert finding.witness == tuple(data["events"]) and "beside a live" in finding.message
+
+
+def test_slots_below_the_bound_each_held_once_are_right() -> None:
+    assert found(slotted(0, 0, 0), "I3") == []
+    assert found(slotted(0, 1, bound=2), "I3") == []
+    assert found(history([ev(0, "attempt_started", "a#1")], {"a": job("pending", None)})) == []
+
+
+def test_an_attempt_on_a_provider_outside_its_jobs_chain_is_i7() -> None:
+    events = [ev(0, "attempt_started", "a#1", provider="primary")]
+    events.append(ev(1, "attempt_started", "a#2", provider="elsewhere"))
+    data = history(events, {"a": job("running", None)})
+    (finding,) = found(data, "I7")
+    assert finding.witness == (events[1],) and "not in the job's chain" in finding.message
+    del data["jobs"]["a"]["chain"]  # a view without the chain says nothing
+    assert found(data, "I7") == []
+
+
 def test_a_win_that_leaves_another_attempt_live_is_i6() -> None:
     events, jobs = hedged(ev(30, "discarded_late_result", "a#1", reason="job_completed"))
     ops = [call(0, 15, "a#2"), call(1, 30, "a#1")]

@@ -15,7 +15,9 @@ the closest one and says which in its message):
   intent is never a conflict; a conflict needs another intent accepted under the same
   owner's key (a conflict out of nowhere). *Bounded history*: a burst of the same
   conflict (or refused failover, I7) is one event.
-- I3 one live attempt: never more live attempts than the job's policy allows.
+- I3 one live attempt: never more live attempts than the job's policy allows. *Live
+  slots*: each live attempt holds a slot below that bound that no other live attempt of
+  its job holds (the database's unique index enforces I3 with them).
 - I4 timeout is unknown: nothing starts beside an unknown attempt; an unknown attempt
   never fails without a resolution; only an attempt that is unknown is resolved.
   *Outcome table*: an attempt never becomes unknown for a signal the outcome table
@@ -38,7 +40,8 @@ the closest one and says which in its message):
   live; nothing wins a job that was cancelled or failed, and a cancelled job stays so.
 - I7 contract-gated failover (with the verdict gate): no attempt on a provider past the
   first of the chain starts before a passing verdict for it (ordered by the history's
-  operation numbers where the attempt's call is recorded). *Refusals counted*: the
+  operation numbers where the attempt's call is recorded). *The chain kept*: every
+  attempt runs on a provider of its job's chain. *Refusals counted*: the
   failovers the gate refused a job are counted on that job, each once (no fewer than
   the clicks the gate refused and the events shown; where no worker refused, no more
   than those clicks), and on no other.
@@ -135,6 +138,7 @@ from harness.scenarios.checker.winners import (
     _fenced_at_finish,
     _final_state_as_recorded,
     _gated,
+    _in_chain,
     _live_bound,
     _one_winner,
     _refusals_counted,
@@ -194,6 +198,7 @@ HISTORY_CHECKS: tuple[Check, ...] = (
     _offered_results_kept,
     _kept_only_its_own,
     _gated,
+    _in_chain,
     _refusals_counted,
     _refusals_true,
     _verdicts_listed,

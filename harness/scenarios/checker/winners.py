@@ -30,13 +30,28 @@ _FINISHES = {  # the event that finishes a job: its final status, and whose guar
 
 
 def _live_bound(history: Mapping[str, Any]) -> Iterator[Finding]:
-    """I3: never more live attempts than the job's policy allows."""
+    """I3: never more live attempts than the job's policy allows. *Live slots*: each
+    live attempt holds a slot below that bound that no other live attempt of the job
+    holds (what the database's unique index on (job, live slot) enforces it with: with
+    one live attempt allowed, every attempt takes slot 0)."""
     jobs = history.get("jobs", {})
     for job, events in _events_by_job(history).items():
         bound = jobs.get(job, {}).get("max_live_attempts", 1)
         live: dict[str, Entry] = {}
         for event in events:
             if event["kind"] == EventKind.ATTEMPT_STARTED:
+                slot = event["detail"].get("slot")
+                beside = [e for e in live.values() if e["detail"].get("slot") == slot]
+                if isinstance(slot, int) and (not 0 <= slot < bound or beside):
+                    yield Finding(
+                        "I3",
+                        job,
+                        f"live slots: {event.get('attempt')} took slot {slot}"
+                        + (" beside a live attempt holding it" if beside else "")
+                        + f"; the policy allows {bound} live attempt(s), slots 0-{bound - 1}",
+                        (*beside, event),
+                    )
+                    break
                 live[event.get("attempt")] = event
                 if len(live) > bound:
                     yield Finding(
@@ -270,6 +285,24 @@ def _gated(history: Mapping[str, Any]) -> Iterator[Finding]:
         if not _verified(verdicts, provider, event, call):
             shown = (event,) if call is None else (event, call)
             yield Finding("I7", event["job"], f"failed over to unverified {provider}", shown)
+
+
+def _in_chain(history: Mapping[str, Any]) -> Iterator[Finding]:
+    """I7, *the chain kept*: every attempt runs on a provider of its job's chain (a
+    fallback click naming another provider is refused); failover reaches only the
+    providers the job was created with."""
+    jobs = history.get("jobs", {})
+    for event in history.get("events", ()):
+        chain = jobs.get(event["job"], {}).get("chain")
+        provider = event["detail"].get("provider")
+        if event["kind"] == EventKind.ATTEMPT_STARTED and chain and provider not in (None, *chain):
+            yield Finding(
+                "I7",
+                event["job"],
+                f"{event.get('attempt')} started on {provider}, which is not in the job's "
+                f"chain {' > '.join(chain)}",
+                (event,),
+            )
 
 
 def _verdicts_listed(history: Mapping[str, Any]) -> Iterator[Finding]:
