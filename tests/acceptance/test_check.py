@@ -149,6 +149,7 @@ def test_a_broken_engine_only_the_swarm_catches_fails_the_main_job() -> None:
     assert "swarm seed 7 FAILED (I10)" in result.output
 
 
+@pytest.mark.long
 def test_check_mutants_catches_every_mutant(tmp_path) -> None:
     result = CliRunner().invoke(main, ["check", "--mutants", "--json", "m.json"])
     assert result.exit_code == 0, result.output

@@ -12,6 +12,7 @@ import subprocess
 import sys
 
 import jsonschema
+import pytest
 import xmlschema
 from click.testing import CliRunner
 
@@ -156,6 +157,7 @@ ENGINE_PROBES = (
 )
 
 
+@pytest.mark.long
 def test_the_engine_behind_its_gateway_face_passes(tmp_path) -> None:
     """Reference target (1): `harness serve` with a route over the named fakes."""
     out = tmp_path / "card.json"

@@ -77,6 +77,7 @@ def _up(url: str) -> bool:
         return False
 
 
+@pytest.mark.long
 def test_a_real_litellm_proxy_gets_a_whole_catalogue_scorecard(tmp_path, record_property) -> None:
     """The catalogue's wall time is recorded (JUnit property `catalogue_seconds`), not
     bounded: a timed test fails on a busy machine (idle: ~2.5 min, docs/probe.md)."""

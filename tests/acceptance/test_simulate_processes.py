@@ -71,6 +71,7 @@ def _children() -> list[str]:
     return found
 
 
+@pytest.mark.long
 @pytest.mark.slow
 @pytest.mark.postgres
 def test_two_apis_and_two_killed_workers_keep_every_guarantee(

@@ -83,6 +83,7 @@ def app(db: Database) -> Iterator[FastAPI]:
     yield create_app(engine, worker, config, provider_names=lambda: set(providers))
 
 
+@pytest.mark.long
 def test_schemathesis_finds_nothing(app: FastAPI, tmp_path: Path) -> None:
     config = tmp_path / "schemathesis.toml"
     config.write_text(CONFIG.format(token=TOKEN))

@@ -58,6 +58,7 @@ def _findings(scenario: str, database: Database) -> list[str]:
     return [str(f) for f in run_scenario(SUITE[scenario], database).findings]
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
 def test_every_outcome_row_the_suite_plays_is_judged_without_the_table(
     database: Database, monkeypatch: pytest.MonkeyPatch

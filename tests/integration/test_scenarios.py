@@ -111,6 +111,7 @@ def test_times_counts_each_event_kind_exactly(database: Database) -> None:
     )
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("db_url", [BACKENDS[-1]], indirect=True)
 def test_every_mutant_is_caught_by_the_suite(database: Database) -> None:
     """On PostgreSQL; on SQLite `harness check --mutants` holds the same matrix
