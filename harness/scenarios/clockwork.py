@@ -33,11 +33,15 @@ stuck (a deadlocked mutant, say): the only wall-clock bound, never part of the h
 Generous, because a task's real time is the machine's: at load 10 on 2 cores one
 database round trip of a parked worker has been seen to take seconds."""
 
-INSTANT_LIMIT = 10_000
+INSTANT_LIMIT = 500
 """Moves (tasks started, sleepers woken, timers fired) one virtual instant may take before
 the run is declared stuck in a livelock: a broken engine that retries at once for ever
 never lets time move, and every one of its tasks finishes, so SETTLE_LIMIT never fires.
-The bundled suite's busiest instant takes 42 moves, a simulated episode of 250 jobs 6."""
+A run raises it by MOVES_PER_JOB for each job it creates (`Turns.instant_limit`). The
+bundled suite's busiest instant takes 42 moves, a simulated episode of 250 jobs 6. A
+job's attempt loop takes 2-3 moves a turn, each slower than the last (the job's attempts
+are read again): at 10,000 one such scenario held check for minutes, at 1,050 for 30 s."""
+MOVES_PER_JOB = 20
 
 
 @dataclass(eq=False)
@@ -70,6 +74,7 @@ class Turns:
         self._queued: deque[tuple[Callable[[], object], Future[object]]] = deque()
         self.peak_parked = 0
         self._instant: tuple[datetime, int] = (self.clock.now(), 0)  # its moves so far
+        self.instant_limit = INSTANT_LIMIT  # moves one instant may take (a run raises it)
         self._pool = ThreadPoolExecutor(pool_size, thread_name_prefix="scenario")
         self._local = threading.local()  # `task`: this thread runs a task (not the driver)
         self.errors: list[BaseException] = []
@@ -114,9 +119,9 @@ class Turns:
         now = self.clock.now()
         moves = self._instant[1] + 1 if self._instant[0] == now else 1
         self._instant = (now, moves)
-        if moves > INSTANT_LIMIT:
+        if moves > self.instant_limit:
             raise ScenarioError(
-                f"stuck: {INSTANT_LIMIT} moves (tasks, timers, wake-ups) at one virtual "
+                f"stuck: {self.instant_limit} moves (tasks, timers, wake-ups) at one virtual "
                 "instant and time never moved on (a livelock: work that schedules itself "
                 "again at once)"
             )

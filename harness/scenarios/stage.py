@@ -26,7 +26,13 @@ from harness.errors import HarnessError, NotFound, ScenarioError, WorkerKilled
 from harness.providers.base import BaseProvider, LookupResult, Outcome
 from harness.runtime.builtin import builtin_fake_providers
 from harness.runtime.worker import Worker, WorkerSettings
-from harness.scenarios.clockwork import Turns, TurnTime, WorkerScheduler
+from harness.scenarios.clockwork import (
+    INSTANT_LIMIT,
+    MOVES_PER_JOB,
+    Turns,
+    TurnTime,
+    WorkerScheduler,
+)
 from harness.scenarios.history import NAMESPACE_SEPARATOR, History, seconds
 from harness.scenarios.model import Scenario
 from harness.store import queries
@@ -266,6 +272,7 @@ class Stage:
     def bind(self, alias: str, job_id: int) -> None:
         self.jobs.setdefault(alias, job_id)
         self.seen_jobs.add(job_id)
+        self.turns.instant_limit = INSTANT_LIMIT + MOVES_PER_JOB * len(self.seen_jobs)
         self.history.names.bind_job(job_id, alias)
 
     def attempt(self, alias: str, number: int) -> Attempt:

@@ -1177,6 +1177,22 @@ def test_a_provider_list_counting_more_failures_than_came_is_i11() -> None:
         assert f"shows {failures} failures" in finding.message, finding
 
 
+def test_a_count_kept_past_the_breakers_opening_is_i11() -> None:
+    failed = ev(2.0, "attempt_failed", None, "w1", job="b", provider="primary", cause="unavailable")
+    opened = ev(2.0, "breaker_opened", None, "w1", job="b", provider="primary")
+    shown = [
+        f
+        for f in found(listed(1, ev(1.0, "won", "a#1", "w1"), failed, opened))
+        if "shown" in f.message
+    ]
+    (finding,) = shown
+    assert "between 0 and 0 of its failures came since its last executed answer or opening" in (
+        finding.message
+    )
+    kept = found(listed(0, ev(1.0, "won", "a#1", "w1"), failed, opened))
+    assert [f for f in kept if "shown" in f.message] == []
+
+
 def test_a_provider_list_within_the_failures_since_the_last_answer_says_nothing() -> None:
     failed = ev(2.0, "attempt_failed", None, "w1", job="b", provider="primary", cause="unavailable")
     for data in (

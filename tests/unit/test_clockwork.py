@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from harness.errors import ScenarioError
-from harness.scenarios.clockwork import INSTANT_LIMIT, Turns
+from harness.scenarios.clockwork import INSTANT_LIMIT, MOVES_PER_JOB, Turns
 
 
 def test_a_task_that_respawns_itself_at_once_is_a_livelock() -> None:
@@ -23,6 +23,21 @@ def test_a_task_that_respawns_itself_at_once_is_a_livelock() -> None:
     with pytest.raises(ScenarioError, match="livelock"):
         turns.settle()
     assert len(started) == INSTANT_LIMIT
+
+
+def test_a_run_with_more_jobs_may_take_more_moves_at_one_instant() -> None:
+    turns = Turns()
+    turns.instant_limit = INSTANT_LIMIT + 3 * MOVES_PER_JOB  # what a stage with 3 jobs sets
+    started: list[int] = []
+
+    def again() -> None:
+        started.append(1)
+        turns.spawn(again)
+
+    turns.spawn(again)
+    with pytest.raises(ScenarioError, match=f"stuck: {turns.instant_limit} moves"):
+        turns.settle()
+    assert len(started) == INSTANT_LIMIT + 3 * MOVES_PER_JOB
 
 
 def test_a_timer_that_rearms_itself_at_once_is_a_livelock() -> None:

@@ -67,7 +67,7 @@ the closest one and says which in its message):
   breaker (a `breaker_opened` event), and while it is open (`cool_down`) no worker
   plans an attempt on it; the failures the provider list shows (`GET /v1/providers`,
   read by the second observer) are no more than those since the provider's last
-  executed answer (*breaker count shown*). *Max runtime*: an unknown attempt whose
+  executed answer or opening (*breaker count shown*). *Max runtime*: an unknown attempt whose
   worker lived on is no longer unknown at its provider's maximum runtime. *Sweep*: a
   sweep that runs at or after a starting or running attempt's deadline leaves it
   running no longer. *A wait's end*: a claim round that runs at or after a pending

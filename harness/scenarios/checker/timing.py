@@ -298,9 +298,9 @@ def _breaker_count_shown(history: Mapping[str, Any]) -> Iterator[Finding]:
     """I11, *breaker count shown*: the failures the provider list shows for a provider
     (`GET /v1/providers` at the end of the run, the `api` section's `providers`) are
     never negative and no more than those that may have fed its breaker since its last
-    executed answer (a success restarts the count; an opening, a half-open probe or a
-    window that ran out only lower it). Providers a call of no attempt of ours reached
-    are left alone."""
+    executed answer or its breaker's last opening (each restarts the count; a half-open
+    probe or a window that ran out only lower it). Providers a call of no attempt of
+    ours reached are left alone."""
     api = history.get("api")
     shown = api.get("providers") if isinstance(api, Mapping) else None
     if not isinstance(shown, list):
@@ -316,6 +316,8 @@ def _breaker_count_shown(history: Mapping[str, Any]) -> Iterator[Finding]:
         if kind in (EventKind.WON, EventKind.DISCARDED_LATE_RESULT):
             if provider is not None and not _by_resolution(previous.get(attempt)):
                 since[provider] = 0
+        elif kind == EventKind.BREAKER_OPENED and provider is not None:
+            since[provider] = 0
         elif provider is not None and _definite_failure(event) is not False:
             since[provider] += 1
         if attempt is not None:
@@ -328,8 +330,8 @@ def _breaker_count_shown(history: Mapping[str, Any]) -> Iterator[Finding]:
             "I11",
             None,
             f"breaker: the provider list shows {failures} failures for {name}; between 0 "
-            f"and {since[name]} of its failures came since its last executed answer "
-            "(breaker count shown)",
+            f"and {since[name]} of its failures came since its last executed answer or "
+            "opening (breaker count shown)",
         )
 
 
