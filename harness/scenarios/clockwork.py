@@ -43,6 +43,12 @@ job's attempt loop takes 2-3 moves a turn, each slower than the last (the job's 
 are read again): at 10,000 one such scenario held check for minutes, at 1,050 for 30 s."""
 MOVES_PER_JOB = 20
 
+TASK_THREADS = 1024
+"""Tasks a run may have in flight at once, each on a thread of its own while it runs or
+waits (a call parked on its latency holds its thread). Threads are made as they are
+needed. At 32 an episode of 250 jobs parked 32 calls, and its next task waited for a
+thread for ever: stuck after 60 s on a correct engine."""
+
 
 @dataclass(eq=False)
 class _Waiter:
@@ -63,7 +69,7 @@ class _Due:
 class Turns:
     """The shared virtual clock, its timers, its sleepers and the tasks in flight."""
 
-    def __init__(self, clock: VirtualClock | None = None, *, pool_size: int = 32) -> None:
+    def __init__(self, clock: VirtualClock | None = None, *, pool_size: int = TASK_THREADS) -> None:
         self.clock = clock or VirtualClock()
         self._cv = threading.Condition()
         self._seq = itertools.count()
@@ -75,6 +81,7 @@ class Turns:
         self.peak_parked = 0
         self._instant: tuple[datetime, int] = (self.clock.now(), 0)  # its moves so far
         self.instant_limit = INSTANT_LIMIT  # moves one instant may take (a run raises it)
+        self._pool_size = pool_size
         self._pool = ThreadPoolExecutor(pool_size, thread_name_prefix="scenario")
         self._local = threading.local()  # `task`: this thread runs a task (not the driver)
         self.errors: list[BaseException] = []
@@ -111,6 +118,10 @@ class Turns:
                     self._cv.notify_all()
 
         self._moved()
+        if self._busy >= self._pool_size:
+            raise ScenarioError(
+                f"stuck: {self._pool_size} tasks in flight at once, the most a run may have"
+            )
         self._busy += 1
         self._pool.submit(run)
 
@@ -164,8 +175,9 @@ class Turns:
         with self._cv:
             return self._parked
 
-    def _grant(self, waiter: _Waiter) -> None:
-        self._moved()
+    def _grant(self, waiter: _Waiter, *, move: bool = True) -> None:
+        if move:
+            self._moved()
         del self._waiters[waiter.seq]
         waiter.granted = True
         self._parked -= 1
@@ -245,18 +257,27 @@ class Turns:
                 self._grant(min(mine, key=lambda w: w.seq))
                 woken += 1
 
-    def drain(self) -> None:
-        """Teardown: wake every parked task (in order) and let it finish; drop timers."""
+    def drain(self, limit: float = SETTLE_LIMIT) -> None:
+        """Teardown: wake every parked task (in order) and let it finish; drop timers. When
+        a task never finishes (the run was stuck), every parked task is woken at once all
+        the same before the error is raised: a parked task's thread would keep the process
+        from exiting."""
         with self._cv:
             self._timers.clear()
             self._queued.clear()
-        while True:
-            self.settle()
+        try:
+            while True:
+                self.settle(limit)
+                with self._cv:
+                    if not self._waiters:
+                        break
+                    self._grant(min(self._waiters.values(), key=lambda w: w.seq), move=False)
+            self.settle(limit)
+        except ScenarioError:
             with self._cv:
-                if not self._waiters:
-                    break
-                self._grant(min(self._waiters.values(), key=lambda w: w.seq))
-        self.settle()
+                for waiter in sorted(self._waiters.values(), key=lambda w: w.seq):
+                    self._grant(waiter, move=False)
+            raise
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)

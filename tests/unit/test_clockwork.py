@@ -93,3 +93,49 @@ def test_wake_lets_go_only_the_tasks_parked_on_its_event() -> None:
     finally:
         turns.drain()
         turns.close()
+
+
+def test_more_tasks_parked_at_once_than_a_small_pool_holds_all_run() -> None:
+    """An episode of 250 jobs parks more calls at once than the 32 threads the clock once
+    had: the next task then waited for a thread for ever."""
+    turns = Turns()
+    done: list[int] = []
+
+    def call(n: int) -> None:
+        turns.park(1.0)
+        done.append(n)
+
+    try:
+        for n in range(100):
+            turns.spawn(lambda n=n: call(n))
+        turns.settle(limit=10)
+        assert turns.in_flight() == 100
+        turns.advance(1)
+        assert sorted(done) == list(range(100))
+    finally:
+        turns.drain()
+        turns.close()
+
+
+def test_a_stuck_run_still_wakes_its_parked_tasks_when_it_is_drained() -> None:
+    """A task that never finishes fails the drain; the parked ones are let go first, or
+    their threads would keep the process from exiting."""
+    turns = Turns()
+    never, woke = threading.Event(), threading.Event()
+
+    def parked() -> None:
+        turns.park(None)
+        woke.set()
+
+    turns.spawn(parked)
+    turns.settle(limit=5)
+    turns.spawn(lambda: never.wait(30))
+    try:
+        with pytest.raises(ScenarioError, match="neither finished nor waited"):
+            turns.settle(limit=0.5)  # the run is stuck
+        with pytest.raises(ScenarioError, match="neither finished nor waited"):
+            turns.drain(limit=0.5)
+        assert woke.wait(5)
+    finally:
+        never.set()
+        turns.close()
