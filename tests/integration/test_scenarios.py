@@ -1,5 +1,5 @@
 """The bundled suite on SQLite and PostgreSQL: every scenario holds on the engine, each
-replays byte for byte (also with both cores busy), virtual time costs no wall time, and
+replays byte for byte (also with every core busy), virtual time costs no wall time, and
 every built-in mutant is caught by at least one scenario (the kill matrix)."""
 
 from __future__ import annotations
@@ -32,14 +32,15 @@ def database(db_url: str) -> Iterator[Database]:
 def test_every_bundled_scenario_holds_and_replays_byte_for_byte_under_load(
     scenario, database: Database
 ) -> None:
-    """Each scenario holds on the engine; played again with both cores kept busy by other
-    processes, its history is the same bytes. (One test: the byte-identical check used to
-    play the whole suite once more for its first pass.)"""
+    """Each scenario holds on the engine; played again with every core busy (the replay
+    on one, another process burning each of the others), its history is the same bytes.
+    (One test: the byte-identical check used to play the whole suite once more for its
+    first pass.)"""
     result = run_scenario(scenario, database)
     assert result.passed, "\n".join(result.problems())
     if not scenario.runs_on(dialect_of(database)):
         return  # declared for the other database: nothing was played
-    burners = Burners(2).start()
+    burners = Burners.beside().start()
     try:
         again = run_scenario(scenario, database)
     finally:

@@ -1,7 +1,8 @@
 """Cores kept busy by other processes: determinism and guarantees must not depend on the
 machine being idle.
 
-`Burners(2)` burns both cores while a test plays what must not change under load. Run as
+`Burners(2)` burns both cores while a test plays what must not change under load;
+`Burners.beside()` every core but the one the test plays on. Run as
 a script, `python tests/support/load.py [N]` burns N cores (default: all) until it is terminated;
 `python3 dev.py test --busy` runs the whole suite beside it.
 """
@@ -29,6 +30,13 @@ class Burners:
             multiprocessing.Process(target=_burn, args=(self.event,), daemon=True)
             for _ in range(cores)
         ]
+
+    @classmethod
+    def beside(cls) -> Burners:
+        """Every core but one busy: with the test's own process playing on that one, the
+        machine is full, at half the burning of `Burners(2)` on 2 cores (the 180
+        replays of the bundled suite burned about 35 CPU-s of CI's 2 cores)."""
+        return cls(max(1, (os.cpu_count() or 2) - 1))
 
     def start(self) -> Burners:
         for process in self.processes:
