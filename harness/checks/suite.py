@@ -1,6 +1,10 @@
 """`harness check`: the bundled scenario suite (plus a user's `scenarios/`), played on
 the real engine, and the mutants that prove the suite can fail.
 
+Before a scenario plays, the store judge every run is also read by is shown the known
+exhibits of `harness.checks.exhibits`: a judge that answers one of them wrongly would
+pass broken runs, so the suite refuses to play on it.
+
 Every scenario runs in-process on virtual time (`harness.scenarios.runner`), so the
 suite takes about a second, whatever the machine's load. `--mutants` plays the suite
 against each deliberately broken engine (`harness.checks.mutants`) and stops a mutant's
@@ -14,7 +18,9 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from harness.checks.exhibits import judge_problems
 from harness.checks.mutants import MUTANTS, Mutant, applied
+from harness.core import invariants
 from harness.errors import CheckFailed
 from harness.scenarios.model import Scenario
 from harness.scenarios.runner import RunResult, run_scenario
@@ -38,6 +44,12 @@ def run_suite(
     seed: int = 0,
     on_result: Callable[[RunResult], None] | None = None,
 ) -> list[RunResult]:
+    problems = judge_problems(invariants.check_invariants)
+    if problems:
+        raise CheckFailed(
+            "the store judge answers known exhibits wrongly, so no run it judges would "
+            "mean anything:\n  " + "\n  ".join(problems)
+        )
     results = []
     for scenario in scenarios:
         result = run_scenario(scenario, database, seed=seed)
