@@ -12,9 +12,11 @@ API key or other credential is ever stored.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import threading
 from collections import OrderedDict, deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
@@ -50,6 +52,7 @@ class LedgerEntry:
     stored: bool = False  # kept for retrieval (`store`): listed or fetched once finished
     metadata: dict[str, str] | None = None  # the request's `metadata`, for stored listings
     nonce: str | None = None  # the probe nonce found in the request (fake_providers.nonce)
+    prompt_sha256: str | None = None  # of the prompt's texts (`prompt_digest`); None: unread
     provider: str = "default"  # the named fake provider (/p/{name}/...); unprefixed: default
     cost_usd: float = 0.0  # what a real provider charges for it, from the price table
     charged: bool = False  # billed and its work done by now (computed when read; below)
@@ -63,6 +66,16 @@ class LedgerEntry:
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def prompt_digest(texts: Iterable[str]) -> str:
+    """What a ledger entry records of the prompt a request carried: SHA-256, in lowercase
+    hex, of the UTF-8 bytes of the JSON array of its texts (the system prompt, then each
+    message's text, in order; compact separators, non-ASCII characters as themselves).
+    Both dialects give the same texts for the same conversation, so a client can tell
+    what a provider was asked without the ledger keeping the prompt itself."""
+    text = json.dumps(list(texts), ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 DEFAULT_CAPACITY = 10_000

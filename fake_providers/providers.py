@@ -36,7 +36,7 @@ from fake_providers.control import handle_control
 from fake_providers.embeddings import EmbeddingsDialect
 from fake_providers.errors import InvalidInput
 from fake_providers.gates import ModelGates
-from fake_providers.ledger import DEFAULT_CAPACITY, Ledger, LedgerEntry
+from fake_providers.ledger import DEFAULT_CAPACITY, Ledger, LedgerEntry, prompt_digest
 from fake_providers.nonce import find_nonce
 from fake_providers.openai_wire import OpenAIDialect
 from fake_providers.plans import Exchange, FakeRequest, Plan, plan, whole_response
@@ -286,6 +286,7 @@ class FakeProviders:
                 output_tokens=planned.output_tokens,
                 billed=billed,
                 cost_usd=cost,
+                prompt_sha256=prompt_digest(req.texts),
                 error_kind=planned.error_kind,
                 completes_at=None if planned.duration is None else now + planned.duration,
                 response=planned.response,

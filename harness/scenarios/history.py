@@ -181,6 +181,7 @@ class History:
             "finished": entry.finished,
             "output_tokens": entry.output_tokens,
             "nonce": entry.nonce,  # the first probe nonce the fake found in the prompt
+            "prompt": entry.prompt_sha256,  # the digest of the prompt's texts it received
         }
 
     def _execution_of(self, request_id: str | None) -> int | str | None:

@@ -206,6 +206,7 @@ def ledger_entries(
             "finished": e["finished"],
             "output_tokens": e.get("output_tokens"),
             **({"nonce": e["nonce"]} if e.get("nonce") else {}),
+            **({"prompt": e["prompt_sha256"]} if e.get("prompt_sha256") else {}),
         }
         for e in executions
     ]

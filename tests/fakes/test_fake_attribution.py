@@ -4,6 +4,7 @@ what it cost; scripts and the control API filter by the same fields."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import httpx
@@ -198,3 +199,24 @@ def test_serve_refuses_a_bad_provider_name_as_a_usage_error() -> None:
     assert result.exit_code == 2
     assert "--providers" in result.output and "'default'" in result.output
     assert "--providers" in CliRunner().invoke(fake_providers, ["serve", "--help"]).output
+
+
+def test_ledger_keeps_one_digest_of_a_conversation_in_either_dialect(fakes, client) -> None:
+    texts = ["Be brief. héllo", "first", "second"]
+    turns = [{"role": "user", "content": "first"}, {"role": "assistant", "content": "second"}]
+    client.post(
+        "/openai/v1/chat/completions",
+        json={**CHAT, "messages": [{"role": "system", "content": texts[0]}, *turns]},
+    )
+    client.post(
+        "/anthropic/v1/messages",
+        headers={"anthropic-version": "2023-06-01"},
+        json={"model": "claude-haiku-4-5", "max_tokens": 9, "system": texts[0], "messages": turns},
+    )
+    client.post("/openai/v1/chat/completions", json={**CHAT, "messages": "not a list"})
+    openai_entry, anthropic_entry, refused = fakes.ledger.entries()
+    stated = json.dumps(texts, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    assert openai_entry.prompt_sha256 == anthropic_entry.prompt_sha256
+    assert openai_entry.prompt_sha256 == hashlib.sha256(stated).hexdigest()
+    assert refused.behaviour == "invalid_request" and refused.prompt_sha256 is None
+    assert "héllo" not in json.dumps([e.to_json() for e in fakes.ledger.entries()][:2])

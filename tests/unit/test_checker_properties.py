@@ -6,6 +6,8 @@ that keeps it is not, and one that lacks the data it needs says nothing."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import Any
 
 from harness.scenarios.checker import Finding, check_history
@@ -1202,3 +1204,49 @@ def test_a_provider_list_within_the_failures_since_the_last_answer_says_nothing(
     ):
         assert [f for f in found(data, "I11") if "count shown" in f.message] == [], data
     assert found(history([], {}, api={"providers": None}), "I11") == []
+
+
+# -- I8: prompt sent, the whole conversation ----------------------------------------------
+
+
+def sent(intent_input: Any, received: list[str] | None, operation: str = "summarise") -> dict:
+    """Job a created with this input; its one execution's ledger entry keeps the digest
+    of the texts `received` (None: a view without the field)."""
+    intent = {"operation": operation, "input": intent_input, "providers": ["primary"]}
+    ops = [
+        op(0, 0, "client:alice", "invoke", "create", client=0, key="a", job="a", intent=intent),
+        op(1, 0, "client:alice", "ok", "create", client=0, answer="created", job="a"),
+    ]
+    data = history([], {}, ops)
+    entry = {"t": 0, "attempt": "a#1", "behaviour": "success", "status": 200}
+    if received is not None:
+        text = json.dumps(received, ensure_ascii=False, separators=(",", ":"))
+        entry["prompt"] = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    data["ledger"] = [entry]
+    return data
+
+
+def test_a_conversation_other_than_the_documented_one_is_i8() -> None:
+    for intent_input, received in (
+        ({"prompt": "hi"}, ["operation: summarise", "hello"]),  # another message
+        ({"prompt": "hi"}, ["hi"]),  # the system prompt dropped
+        ({"system": "S", "messages": [{"role": "user", "content": "a"}]}, ["S"]),
+        ({"b": 1, "a": "é"}, ["operation: summarise", '{"b": 1, "a": "\\u00e9"}']),  # unsorted
+    ):
+        data = sent(intent_input, received)
+        (finding,) = found(data)
+        assert finding.invariant == "I8" and finding.job == "a", intent_input
+        assert finding.witness == (data["operations"][0], data["ledger"][0])
+        assert "prompt sent" in finding.message
+
+
+def test_the_documented_conversation_or_nothing_to_compare_says_nothing() -> None:
+    turns = [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]
+    assert found(sent({"prompt": "hi"}, ["operation: summarise", "hi"])) == []
+    assert found(sent({"system": "S", "messages": turns}, ["S", "a", "b"])) == []
+    assert (
+        found(sent({"b": 1, "a": "é"}, ["operation: summarise", '{"a": "\\u00e9", "b": 1}'])) == []
+    )
+    assert found(sent("plain", ["operation: summarise", '"plain"'])) == []
+    assert found(sent({"prompt": "hi"}, None)) == []  # a view without the digest
+    assert found(sent({"messages": [{"content": ["part"]}]}, ["x"])) == []  # not documented

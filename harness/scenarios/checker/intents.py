@@ -23,7 +23,14 @@ digits) found in a request, searching its metadata, `user`, then the system prom
 before the messages; the engine puts none of the intent's text in the first two. So
 when the documented system prompt carries a nonce, every execution for the job records
 that nonce: a system prompt dropped, or another sent in its place, is seen by what the
-provider received.
+provider received. And the whole conversation (README.md, "What a provider is asked"):
+the messages are `input.messages` in order, else `input.prompt` as one message, else
+the input as JSON with its keys sorted (Python's `json.dumps(input, sort_keys=True)`).
+The ledger keeps a digest of the texts a request carried (docs/providers.md, the
+ledger's `prompt_sha256`: SHA-256 of the compact JSON array of the system prompt and
+each message's text), so every execution's digest is the one of the texts the intent
+documents. An input whose messages are not all objects with string contents is judged
+by its nonce alone.
 """
 
 from __future__ import annotations
@@ -103,27 +110,65 @@ def documented_system(intent: Mapping[str, Any]) -> str:
     return system if isinstance(system, str) else f"operation: {intent.get('operation')}"
 
 
+def documented_texts(intent: Mapping[str, Any]) -> list[str] | None:
+    """The texts of the conversation the engine sends for an intent (the module doc):
+    the system prompt, then each message's text; None for messages the documentation
+    does not cover (an item that is not an object, or content that is not a string)."""
+    data = intent.get("input")
+    fields = data if isinstance(data, Mapping) else {}
+    messages = fields.get("messages")
+    if isinstance(messages, list):
+        texts = [m.get("content", "") if isinstance(m, Mapping) else None for m in messages]
+        if not all(isinstance(t, str) for t in texts):
+            return None
+        said = [t for t in texts if isinstance(t, str)]
+    elif isinstance(fields.get("prompt"), str):
+        said = [fields["prompt"]]
+    else:
+        said = [json.dumps(data, sort_keys=True)]
+    return [documented_system(intent), *said]
+
+
+def texts_digest(texts: list[str]) -> str:
+    """The ledger's `prompt_sha256` of these texts, as docs/providers.md states it."""
+    text = json.dumps(texts, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
 def _prompt_sent(history: Mapping[str, Any]) -> Iterator[Finding]:
     """I8, *prompt sent*: when the system prompt documented for a job's intent carries a
     probe nonce, every execution of the job's attempts records it (the module doc). An
     execution without the field (a view that does not carry it) says nothing."""
-    expected: dict[str, tuple[str, Mapping[str, Any]]] = {}
+    expected: dict[str, tuple[str | None, str | None, Mapping[str, Any]]] = {}
     for invoke, answer in _answered_creates(history):
         alias, intent = answer.get("job"), invoke.get("intent")
         if answer.get("answer") != "created" or not isinstance(intent, Mapping):
             continue
         found = NONCE.search(documented_system(intent))
-        if found is not None:
-            expected.setdefault(str(alias), (found.group(0), invoke))
+        texts = documented_texts(intent)
+        expected.setdefault(
+            str(alias),
+            (
+                found.group(0) if found is not None else None,
+                texts_digest(texts) if texts is not None else None,
+                invoke,
+            ),
+        )
     for execution in history.get("ledger", ()):
         attempt = execution.get("attempt")
-        if attempt in _FOREIGN or "nonce" not in execution:
-            continue
         job = str(attempt).split("#")[0]
-        if job not in expected:
+        if attempt in _FOREIGN or job not in expected:
             continue
-        nonce, create = expected[job]
-        if execution["nonce"] != nonce:
+        nonce, digest, create = expected[job]
+        if digest is not None and execution.get("prompt") not in (None, digest):
+            yield Finding(
+                "I8",
+                job,
+                f"{attempt}'s provider received a conversation other than the one the "
+                "intent its create sent documents (its texts' digest differs: prompt sent)",
+                (create, execution),
+            )
+        if nonce is not None and "nonce" in execution and execution["nonce"] != nonce:
             got = execution["nonce"] or "none"
             yield Finding(
                 "I8",
