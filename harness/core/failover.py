@@ -108,7 +108,7 @@ def plan_next(
     return Plan(provider=None, delay=0.0, reason=PlanReason.EXHAUSTED, skipped=tuple(skipped))
 
 
-def _filtered_stop(job: Job, contract_allows: bool = True) -> bool:
+def _filtered_stop(job: Job, contract_allows: bool) -> bool:
     """A content filter refused the last attempt, and the job's policy
     (`fail_over_on_content_filter`, default false) or its contract's clause (`failover:
     {content_filter: stop}`, the default) does not route around it: the refusal is the

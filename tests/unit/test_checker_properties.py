@@ -1250,3 +1250,29 @@ def test_the_documented_conversation_or_nothing_to_compare_says_nothing() -> Non
     assert found(sent("plain", ["operation: summarise", '"plain"'])) == []
     assert found(sent({"prompt": "hi"}, None)) == []  # a view without the digest
     assert found(sent({"messages": [{"content": ["part"]}]}, ["x"])) == []  # not documented
+
+
+# -- I4: evidence kept --------------------------------------------------------------------
+
+
+def observed(error: Any, noted: bool | None) -> dict:
+    """Attempt a#1's call answered `error` after the attempt had moved on; the attempt
+    ends with an error text (`noted`; None: a view without the field)."""
+    late = ev(50, "observed", "a#1", "w1", state="unknown", error=error)
+    final = attempt("a#1", "primary", "cancelled")
+    if noted is not None:
+        final["error_noted"] = noted
+    return history([late], {"a": job("cancelled", None, final)})
+
+
+def test_a_late_error_the_attempt_does_not_keep_is_i4() -> None:
+    data = observed("connection reset", noted=False)
+    (finding,) = found(data, "I4")
+    assert finding.job == "a" and "evidence kept" in finding.message
+    assert finding.witness[0] == data["events"][0]
+
+
+def test_a_late_error_kept_or_nothing_to_keep_says_nothing() -> None:
+    assert found(observed("connection reset", noted=True), "I4") == []
+    assert found(observed(None, noted=False), "I4") == []  # the late answer had no error
+    assert found(observed("connection reset", noted=None), "I4") == []  # a view without it

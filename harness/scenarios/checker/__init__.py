@@ -26,7 +26,8 @@ the closest one and says which in its message):
   HTTP error records the cause its status names (a 408 `request_timeout`). *Refusals
   true* (`winners`): a fallback click refused for an unknown attempt comes after one of
   the job's attempts became unknown, and one refused for a finished job after the job
-  finished.
+  finished. *Evidence kept* (`winners`): an error a call answered after its attempt had
+  moved on (an `observed` event) leaves the attempt carrying an error text.
 - I5 exactly one winner: one `won` per job; the winner and the result never change; a
   won job is succeeded; a finished job's version has moved past the one its create
   answered; every result offered to a job (a call that answered executed, a
@@ -139,6 +140,7 @@ from harness.scenarios.checker.winners import (
     _final_state_as_recorded,
     _gated,
     _in_chain,
+    _late_errors_kept,
     _live_bound,
     _one_winner,
     _refusals_counted,
@@ -203,6 +205,7 @@ HISTORY_CHECKS: tuple[Check, ...] = (
     _refusals_true,
     _verdicts_listed,
     _clean_wins_unexplained,
+    _late_errors_kept,
     _attributable,
     _executions_named,
     _output_capped,

@@ -299,8 +299,11 @@ def _breaker_count_shown(history: Mapping[str, Any]) -> Iterator[Finding]:
     (`GET /v1/providers` at the end of the run, the `api` section's `providers`) are
     never negative and no more than those that may have fed its breaker since its last
     executed answer or its breaker's last opening (each restarts the count; a half-open
-    probe or a window that ran out only lower it). Providers a call of no attempt of
-    ours reached are left alone."""
+    probe or a window that ran out only lower it). A failure that arrives while the
+    breaker is open changes nothing (README.md, "the breaker"): from an opening until
+    the provider's next attempt starts (its probe, or a call nobody skipped) or it
+    closes, none counts. Providers a call of no attempt of ours reached are left
+    alone."""
     api = history.get("api")
     shown = api.get("providers") if isinstance(api, Mapping) else None
     if not isinstance(shown, list):
@@ -309,6 +312,7 @@ def _breaker_count_shown(history: Mapping[str, Any]) -> Iterator[Finding]:
     providers = _providers(history)
     since: dict[str, int] = defaultdict(int)  # failures that may have counted, per provider
     previous: dict[str, Entry] = {}
+    opened: set[str] = set()  # providers whose breaker is surely open (no start since)
     for event in history.get("events", ()):
         attempt = event.get("attempt")
         provider = event["detail"].get("provider") or providers.get(attempt)
@@ -318,7 +322,14 @@ def _breaker_count_shown(history: Mapping[str, Any]) -> Iterator[Finding]:
                 since[provider] = 0
         elif kind == EventKind.BREAKER_OPENED and provider is not None:
             since[provider] = 0
-        elif provider is not None and _definite_failure(event) is not False:
+            opened.add(provider)
+        elif kind in (EventKind.ATTEMPT_STARTED, EventKind.BREAKER_CLOSED):
+            opened.discard(provider)
+        elif (
+            provider is not None
+            and provider not in opened
+            and _definite_failure(event) is not False
+        ):
             since[provider] += 1
         if attempt is not None:
             previous[attempt] = event

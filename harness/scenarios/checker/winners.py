@@ -431,6 +431,29 @@ def _clean_wins_unexplained(history: Mapping[str, Any]) -> Iterator[Finding]:
                 )
 
 
+def _late_errors_kept(history: Mapping[str, Any]) -> Iterator[Finding]:
+    """I4, *evidence kept*: what a call said after its attempt had moved on is kept as an
+    `observed` event and, when it carried an error, as the attempt's error text (it had
+    one already, or this one is written): an operator resolving the attempt reads it."""
+    jobs = history.get("jobs", {})
+    for event in history.get("events", ()):
+        if event.get("kind") != EventKind.OBSERVED or not (event.get("detail") or {}).get("error"):
+            continue
+        alias, name = str(event.get("job")), event.get("attempt")
+        final = next(
+            (a for a in jobs.get(alias, {}).get("attempts", ()) if a.get("attempt") == name),
+            None,
+        )
+        if final is not None and final.get("error_noted") is False:
+            yield Finding(
+                "I4",
+                alias,
+                f"{name}'s call answered an error after the attempt had moved on, yet the "
+                "attempt carries no error text (evidence kept)",
+                (event, _final(alias, attempt=name, error_noted=False)),
+            )
+
+
 GATE_REFUSALS = frozenset(
     {
         "no_contract",
