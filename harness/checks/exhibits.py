@@ -1,6 +1,7 @@
 """Exhibits: small stored snapshots, each broken in one known way or known to be sound,
-that `harness check` shows the store judge (`harness.core.invariants.check_invariants`)
-before it trusts the judge's verdict on any run.
+that `harness check` shows the store judge (`harness.core.invariants`: the rows and
+events, the ledger's executions, the jobs left open) before it trusts the judge's
+verdict on any run.
 
 The store judge lives in the engine's core, beside what it judges, so a change there can
 weaken it without a single run failing: a judge that no longer objects passes everything.
@@ -16,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from types import ModuleType
 from typing import Any
 
 from harness.core.models import Attempt, Event, Job, Policy
@@ -33,7 +35,9 @@ class Exhibit:
     name: str
     expect: tuple[str, ...]
     jobs: tuple[Job, ...]
-    events: tuple[Event, ...]
+    events: tuple[Event, ...] = ()
+    executions: tuple[str | None, ...] | None = None  # judged by `check_executions`
+    stuck: frozenset[int] | None = None  # jobs nothing moves: judged by `check_liveness`
 
 
 def _attempt(job: int, spec: str) -> Attempt:
@@ -58,6 +62,7 @@ def _attempt(job: int, spec: str) -> Attempt:
         outcome=None,
         error=None,
         raw_result={"attempt": n} if st is AttemptState.SUCCEEDED else None,
+        token=f"t{job * 10 + n}",
     )
 
 
@@ -334,19 +339,53 @@ EXHIBITS: tuple[Exhibit, ...] = (
         "attempt_started 1",
         "job_failed",
     ),
+    # The ledger's executions, by the attempt token each carried.
+    *(
+        Exhibit(name, expect, (_job("succeeded", ["1:failed", "2:succeeded"], winner=2),), (), sent)
+        for name, expect, sent in (
+            ("each attempt executed once", (), ("t11", "t12")),
+            ("an attempt executed twice", ("I8",), ("t11", "t12", "t11")),
+            ("an execution no attempt sent", ("I8",), ("t11", "t12", "t99")),
+            ("an execution without an attempt token", ("I8",), ("t11", None)),
+            ("an execution named by the row id, not the token", ("I8",), ("t11", "12")),
+        )
+    ),
+    # The jobs left open: `stuck` names those nothing will move.
+    Exhibit(
+        "an open job nothing moves, after a finished one",
+        ("I11",),
+        (_job("succeeded", ["1:succeeded"], winner=1), _job("pending", job=2)),
+        stuck=frozenset({2}),
+    ),
+    Exhibit(
+        "open jobs that wait for something, beside a finished one",
+        (),
+        (_job("pending"), _job("running", ["1:running"], job=2), _job("failed", job=3)),
+        stuck=frozenset({3}),
+    ),
 )
 
 
-def judge_problems(
-    judge: Callable[[list[Job], list[Event]], Iterable[Any]],
-    exhibits: Iterable[Exhibit] = EXHIBITS,
-) -> list[str]:
-    """Every exhibit the judge answers with other invariants than a sound judge names
-    (in any order), said in one line each; empty when it answers all as stated."""
+def _waits_unless(stuck: frozenset[int]) -> Callable[[Job], object]:
+    """A `waiting_on` that names a wait for every job but the stuck ones."""
+    return lambda job: None if job.id in stuck else "a wait"
+
+
+def judge_problems(judge: ModuleType, exhibits: Iterable[Exhibit] = EXHIBITS) -> list[str]:
+    """Every exhibit the judge (a module with `check_invariants`, `check_executions` and
+    `check_liveness`) answers with other invariants than a sound judge names (in any
+    order), said in one line each; empty when it answers all as stated."""
     problems = []
     for exhibit in exhibits:
+        jobs = list(exhibit.jobs)
         try:
-            named = sorted(v.invariant for v in judge(list(exhibit.jobs), list(exhibit.events)))
+            if exhibit.executions is not None:
+                found = judge.check_executions(jobs, list(exhibit.executions))
+            elif exhibit.stuck is not None:
+                found = judge.check_liveness(jobs, waiting=_waits_unless(exhibit.stuck))
+            else:
+                found = judge.check_invariants(jobs, list(exhibit.events))
+            named = sorted(v.invariant for v in found)
         except Exception as exc:  # a broken judge may fail in any way: said, not raised
             problems.append(f"{exhibit.name}: the judge raised {type(exc).__name__}: {exc}")
             continue

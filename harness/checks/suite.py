@@ -44,7 +44,7 @@ def run_suite(
     seed: int = 0,
     on_result: Callable[[RunResult], None] | None = None,
 ) -> list[RunResult]:
-    problems = judge_problems(invariants.check_invariants)
+    problems = judge_problems(invariants)
     if problems:
         raise CheckFailed(
             "the store judge answers known exhibits wrongly, so no run it judges would "

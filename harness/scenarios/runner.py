@@ -7,8 +7,9 @@ the same file, seed and database kind.
 
 Two judges read each run: the history checker (`harness.scenarios.checker`, which takes
 nothing from the engine's decision tables) over the history, and the simulator's own
-store judge (`harness.core.invariants.check_invariants`) over the final rows and events,
-so a run `harness check` passes is one the simulator's verdict passes too.
+store judge (`harness.core.invariants`: `check_invariants` over the final rows and
+events, `check_executions` over the fakes' ledger, `check_liveness` over the jobs left
+open), so a run `harness check` passes is one the simulator's verdict passes too.
 """
 
 from __future__ import annotations
@@ -16,12 +17,14 @@ from __future__ import annotations
 import logging
 import time
 import uuid
+from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
 from harness.contracts.verdicts import list_verdicts
-from harness.core.invariants import check_invariants
+from harness.core.failover import waiting_on
+from harness.core.invariants import check_executions, check_invariants, check_liveness
 from harness.core.models import Event, Job
 from harness.errors import HarnessError, ScenarioError
 from harness.scenarios.actions import ACTIONS
@@ -30,7 +33,7 @@ from harness.scenarios.checker import Finding, check_history
 from harness.scenarios.expectations import judge, judge_step
 from harness.scenarios.history import History, seconds
 from harness.scenarios.model import Scenario
-from harness.scenarios.stage import Stage
+from harness.scenarios.stage import DOCUMENTED_MAX_RUNTIME, Stage
 from harness.scenarios.witness import finding_blocks
 from harness.store.database import Database
 
@@ -116,7 +119,7 @@ def run_scenario(
         try:
             _play(stage, result)
             jobs, events = stage.snapshot()
-            stored = _store_findings(stage.history, jobs, events)
+            stored = _store_findings(stage, jobs, events)
             stage.history.finish(jobs, events, stage.fakes.ledger.entries())
             stage.history.api = observe(stage, jobs) if observe_api else None
             stage.history.verdicts = _listed_verdicts(stage)
@@ -153,16 +156,26 @@ def _listed_verdicts(stage: Stage) -> dict[str, list[dict[str, Any]]] | None:
     }
 
 
-def _store_findings(history: History, jobs: list[Job], events: list[Event]) -> list[Finding]:
+def _store_findings(stage: Stage, jobs: list[Job], events: list[Event]) -> list[Finding]:
     """The store judge's violations in the checker's form (job aliases, no witness: the
     rows it read are not history entries)."""
+    config = stage.history.config
+    max_runtime = defaultdict(lambda: DOCUMENTED_MAX_RUNTIME, config["max_runtime"])
+    lookups = frozenset(config["lookups"])
+    executions = [entry.attempt_id for entry in stage.fakes.ledger.entries()]
     return [
         Finding(
             v.invariant,
-            history.names.job(v.job_id),
+            stage.history.names.job(v.job_id) if v.job_id else None,
             f"in the stored rows: {v.message}",
         )
-        for v in check_invariants(jobs, events)
+        for v in (
+            *check_invariants(jobs, events),
+            *check_executions(jobs, executions),
+            *check_liveness(
+                jobs, waiting=lambda j: waiting_on(j, max_runtime=max_runtime, lookups=lookups)
+            ),
+        )
     ]
 
 
