@@ -287,6 +287,7 @@ class FakeProviders:
                 billed=billed,
                 cost_usd=cost,
                 prompt_sha256=prompt_digest(req.texts),
+                max_tokens=req.max_tokens,
                 error_kind=planned.error_kind,
                 completes_at=None if planned.duration is None else now + planned.duration,
                 response=planned.response,

@@ -182,6 +182,7 @@ class History:
             "output_tokens": entry.output_tokens,
             "nonce": entry.nonce,  # the first probe nonce the fake found in the prompt
             "prompt": entry.prompt_sha256,  # the digest of the prompt's texts it received
+            "max_tokens": entry.max_tokens,  # the output cap its request asked for
         }
 
     def _execution_of(self, request_id: str | None) -> int | str | None:

@@ -207,6 +207,7 @@ def ledger_entries(
             "output_tokens": e.get("output_tokens"),
             **({"nonce": e["nonce"]} if e.get("nonce") else {}),
             **({"prompt": e["prompt_sha256"]} if e.get("prompt_sha256") else {}),
+            **({"max_tokens": e["max_tokens"]} if e.get("max_tokens") else {}),
         }
         for e in executions
     ]

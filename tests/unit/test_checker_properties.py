@@ -1276,3 +1276,24 @@ def test_a_late_error_kept_or_nothing_to_keep_says_nothing() -> None:
     assert found(observed("connection reset", noted=True), "I4") == []
     assert found(observed(None, noted=False), "I4") == []  # the late answer had no error
     assert found(observed("connection reset", noted=None), "I4") == []  # a view without it
+
+
+def asked(intent_input: Any, max_tokens: int | None) -> dict:
+    """Job a created with this input; its execution's request asked for `max_tokens`."""
+    data = sent(intent_input, None)
+    data["ledger"][0]["max_tokens"] = max_tokens
+    return data
+
+
+def test_a_request_asking_another_output_cap_than_documented_is_i8() -> None:
+    for intent_input, cap in (({"prompt": "hi", "max_tokens": 5}, 1024), ({"prompt": "hi"}, 1023)):
+        (finding,) = found(asked(intent_input, cap))
+        assert finding.invariant == "I8" and f"at most {cap} output tokens" in finding.message
+
+
+def test_the_documented_cap_or_none_to_compare_says_nothing() -> None:
+    assert found(asked({"prompt": "hi", "max_tokens": 5}, 5)) == []
+    for cap in (None, 0, -3, 2.5):  # no input cap, or none the engine sends: the default
+        assert found(asked({"prompt": "hi", "max_tokens": cap}, 1024)) == [], cap
+    assert found(asked({"prompt": "hi", "max_tokens": True}, 1)) == []  # not documented
+    assert found(asked({"prompt": "hi"}, None)) == []  # a ledger without the field

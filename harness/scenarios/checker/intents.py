@@ -30,7 +30,8 @@ The ledger keeps a digest of the texts a request carried (docs/providers.md, the
 ledger's `prompt_sha256`: SHA-256 of the compact JSON array of the system prompt and
 each message's text), so every execution's digest is the one of the texts the intent
 documents. An input whose messages are not all objects with string contents is judged
-by its nonce alone.
+by its nonce alone. The output cap each request asks for (the ledger's `max_tokens`) is
+the input's `max_tokens` when that is a positive integer, else 1,024.
 """
 
 from __future__ import annotations
@@ -129,6 +130,20 @@ def documented_texts(intent: Mapping[str, Any]) -> list[str] | None:
     return [documented_system(intent), *said]
 
 
+DEFAULT_MAX_TOKENS = 1024
+"""The output cap sent when the input names none (README.md, "What a provider is asked")."""
+
+
+def documented_max_tokens(intent: Mapping[str, Any]) -> int | None:
+    """The output cap the engine sends for an intent (the module doc); None for a cap the
+    documentation does not cover (`true` or `false`)."""
+    data = intent.get("input")
+    cap = data.get("max_tokens") if isinstance(data, Mapping) else None
+    if isinstance(cap, bool):
+        return None
+    return cap if isinstance(cap, int) and cap > 0 else DEFAULT_MAX_TOKENS
+
+
 def texts_digest(texts: list[str]) -> str:
     """The ledger's `prompt_sha256` of these texts, as docs/providers.md states it."""
     text = json.dumps(texts, ensure_ascii=False, separators=(",", ":"))
@@ -139,7 +154,7 @@ def _prompt_sent(history: Mapping[str, Any]) -> Iterator[Finding]:
     """I8, *prompt sent*: when the system prompt documented for a job's intent carries a
     probe nonce, every execution of the job's attempts records it (the module doc). An
     execution without the field (a view that does not carry it) says nothing."""
-    expected: dict[str, tuple[str | None, str | None, Mapping[str, Any]]] = {}
+    expected: dict[str, tuple[str | None, str | None, int | None, Mapping[str, Any]]] = {}
     for invoke, answer in _answered_creates(history):
         alias, intent = answer.get("job"), invoke.get("intent")
         if answer.get("answer") != "created" or not isinstance(intent, Mapping):
@@ -151,6 +166,7 @@ def _prompt_sent(history: Mapping[str, Any]) -> Iterator[Finding]:
             (
                 found.group(0) if found is not None else None,
                 texts_digest(texts) if texts is not None else None,
+                documented_max_tokens(intent),
                 invoke,
             ),
         )
@@ -159,7 +175,16 @@ def _prompt_sent(history: Mapping[str, Any]) -> Iterator[Finding]:
         job = str(attempt).split("#")[0]
         if attempt in _FOREIGN or job not in expected:
             continue
-        nonce, digest, create = expected[job]
+        nonce, digest, cap, create = expected[job]
+        asked = execution.get("max_tokens")
+        if cap is not None and asked is not None and asked != cap:
+            yield Finding(
+                "I8",
+                job,
+                f"{attempt}'s request asked for at most {asked} output tokens; the intent its "
+                f"create sent documents {cap} (prompt sent)",
+                (create, execution),
+            )
         if digest is not None and execution.get("prompt") not in (None, digest):
             yield Finding(
                 "I8",
