@@ -849,6 +849,25 @@ def test_a_worker_start_on_an_open_breaker_is_i11() -> None:
     assert found(outage(opened, pressed)) == []
 
 
+def breaker_findings(data: dict) -> list[Finding]:
+    """The breaker's findings alone (the hand-made jobs c and d are left unfinished)."""
+    return [f for f in found(data, "I11") if f.message.startswith("breaker:")]
+
+
+def test_an_open_breaker_opening_again_with_nothing_sent_to_it_is_i11() -> None:
+    opened = ev(1, "breaker_opened", None, "w1", job="b", provider="primary")
+    late = ev(5, "attempt_failed", "c#1", "w1", cause="unavailable")
+    again = ev(5, "breaker_opened", None, "w1", job="c", provider="primary")
+    (finding,) = breaker_findings(outage(opened, late, again))
+    assert finding.witness == (again,) and "opened again while open since t=1" in finding.message
+    probe = ev(21, "attempt_started", "d#1", "w1", provider="primary")
+    failed = ev(21, "attempt_failed", "d#1", "w1", cause="unavailable")
+    reopened = ev(21, "breaker_opened", None, "w1", job="d", provider="primary")
+    assert breaker_findings(outage(opened, probe, failed, reopened)) == []  # a failed probe
+    after = [dict(e, t=22.0) for e in (late, again)]  # past the cool-down: a probe unseen
+    assert breaker_findings(outage(opened, *after)) == []
+
+
 def test_a_provider_skipped_for_a_breaker_that_never_opened_is_i11() -> None:
     opened = ev(1, "breaker_opened", None, "w1", job="b", provider="primary")
     skipped = ev(

@@ -145,6 +145,7 @@ class _Breaker:
         self.opened_at: float | None = None
         self.closed_now = True
         self.open_told = False  # a breaker_opened came since the last breaker_closed
+        self.unprobed = False  # opened (said by the engine), and nothing sent to it since
 
     def opened(self, event: Entry) -> None:
         self.open_told = True
@@ -209,7 +210,10 @@ def _breaker_judged(history: Mapping[str, Any]) -> Iterator[Finding]:
     closes (a `breaker_closed` event), and while it is open (`cool_down`) no worker
     plans an attempt on it (hedges and the fallback button do
     not ask the breaker); a provider is skipped for an open breaker only after its own
-    breaker opened. Providers a call of no attempt of ours reached are left alone:
+    breaker opened; within its cool-down an open breaker opens again only when its probe
+    fails, so not before an attempt is sent to it (a failure that arrives while it is
+    open changes nothing: README.md, "the breaker"; after the cool-down a probe may be
+    taken and given up unseen, so nothing is judged there). Providers a call of no attempt of ours reached are left alone:
     their breaker was fed by someone else."""
     settings = _breaker_settings(history)
     workers = _config(history, "workers") or ()
@@ -242,8 +246,20 @@ def _breaker_step(
 ) -> Iterator[Finding]:
     event, kind = events[k], events[k]["kind"]
     provider = state.provider
+    if kind in (EventKind.ATTEMPT_STARTED, EventKind.BREAKER_CLOSED):
+        state.unprobed = False
     if kind == EventKind.BREAKER_OPENED:
+        if state.unprobed and state.holds(_t(event)):
+            yield Finding(
+                "I11",
+                event["job"],
+                f"breaker: {provider}'s breaker opened again while open since "
+                f"t={state.opened_at:g}, and no attempt was sent to it since (only a "
+                "failed probe reopens an open breaker)",
+                (event,),
+            )
         state.opened(event)
+        state.unprobed = True
     elif kind == EventKind.PROVIDER_SKIPPED and event["detail"].get("why") == _SKIPPED_OPEN:
         if not state.open_told:
             yield Finding(
