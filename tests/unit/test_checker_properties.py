@@ -15,7 +15,11 @@ from harness.scenarios.history import History
 
 
 def ev(t: float, kind: str, attempt: str | None = None, actor: Any = None, **detail: Any) -> dict:
+    """An event; one a call's answer caused keeps that call's request id, as the engine's
+    do (*evidence kept*), unless the detail says otherwise."""
     job = attempt.split("#")[0] if attempt else detail.pop("job", "a")
+    if kind == "observed" or (kind == "became_unknown" and detail.get("cause") != "deadline"):
+        detail.setdefault("request_id", None)
     return {"t": t, "job": job, "kind": kind, "attempt": attempt, "actor": actor, "detail": detail}
 
 
@@ -1316,3 +1320,21 @@ def test_the_documented_cap_or_none_to_compare_says_nothing() -> None:
         assert found(asked({"prompt": "hi", "max_tokens": cap}, 1024)) == [], cap
     assert found(asked({"prompt": "hi", "max_tokens": True}, 1)) == []  # not documented
     assert found(asked({"prompt": "hi"}, None)) == []  # a ledger without the field
+
+
+def test_an_event_of_a_calls_answer_without_its_evidence_is_i4() -> None:
+    for kind, detail in (("observed", {"error": None}), ("became_unknown", {"cause": "reset"})):
+        bare = {"t": 5, "job": "a", "kind": kind, "attempt": "a#1", "actor": "w1"}
+        data = history([{**bare, "detail": detail}], {})
+        (finding,) = found(data, "I4")
+        assert finding.witness == (data["events"][0],) and "evidence kept" in finding.message
+
+
+def test_evidence_kept_or_an_unknown_no_call_answered_says_nothing() -> None:
+    for kind, detail in (
+        ("observed", {"request_id": None}),
+        ("became_unknown", {"cause": "reset", "request_id": "req_1"}),
+        ("became_unknown", {"cause": "deadline"}),  # its deadline: no call answered
+        ("became_unknown", {"cause": "deadline", "found_by": "sweep"}),
+    ):
+        assert found(history([ev(5, kind, "a#1", "w1", **detail)], {}), "I4") == [], detail

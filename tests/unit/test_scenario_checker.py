@@ -74,7 +74,7 @@ def test_a_second_live_attempt_is_shown_by_the_two_starts() -> None:
 def test_a_start_beside_an_unknown_attempt_is_i4() -> None:
     events = [
         ev(0, "attempt_started", "a#1"),
-        ev(30, "became_unknown", "a#1"),
+        ev(30, "became_unknown", "a#1", cause="deadline"),
         ev(31, "attempt_started", "a#2"),
     ]
     final = {"attempts": [attempt("a#1", "primary", "unknown")], "winner": None}

@@ -27,7 +27,8 @@ the closest one and says which in its message):
   true* (`winners`): a fallback click refused for an unknown attempt comes after one of
   the job's attempts became unknown, and one refused for a finished job after the job
   finished. *Evidence kept* (`winners`): an error a call answered after its attempt had
-  moved on (an `observed` event) leaves the attempt carrying an error text.
+  moved on (an `observed` event) leaves the attempt carrying an error text, and that
+  event, like a `became_unknown` its call's answer caused, keeps the call's evidence.
 - I5 exactly one winner: one `won` per job; the winner and the result never change; a
   won job is succeeded; a finished job's version has moved past the one its create
   answered; every result offered to a job (a call that answered executed, a

@@ -434,10 +434,29 @@ def _clean_wins_unexplained(history: Mapping[str, Any]) -> Iterator[Finding]:
 def _late_errors_kept(history: Mapping[str, Any]) -> Iterator[Finding]:
     """I4, *evidence kept*: what a call said after its attempt had moved on is kept as an
     `observed` event and, when it carried an error, as the attempt's error text (it had
-    one already, or this one is written): an operator resolving the attempt reads it."""
+    one already, or this one is written): an operator resolving the attempt reads it.
+    And an `observed` event, like a `became_unknown` its call's own answer caused (not
+    its deadline, not a sweep's `found_by`), keeps the call's evidence, starting with
+    the provider's request id for it (`request_id`, null when the provider gave none):
+    what the operator asks the provider about."""
     jobs = history.get("jobs", {})
     for event in history.get("events", ()):
-        if event.get("kind") != EventKind.OBSERVED or not (event.get("detail") or {}).get("error"):
+        detail = event.get("detail") or {}
+        kind = event.get("kind")
+        by_call = kind == EventKind.OBSERVED or (
+            kind == EventKind.BECAME_UNKNOWN
+            and detail.get("cause") != "deadline"
+            and "found_by" not in detail
+        )
+        if by_call and "request_id" not in detail:
+            yield Finding(
+                "I4",
+                str(event.get("job")),
+                f"{event.get('attempt')}'s {kind} event keeps none of its call's evidence "
+                "(no request id, not even null: evidence kept)",
+                (event,),
+            )
+        if kind != EventKind.OBSERVED or not detail.get("error"):
             continue
         alias, name = str(event.get("job")), event.get("attempt")
         final = next(
