@@ -9,6 +9,7 @@ a step repeated `count` times answers a mapping of each answer to how often it c
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections import Counter
 from collections.abc import Callable, Mapping
@@ -511,17 +512,21 @@ def heal(stage: Stage, args: Any, step: Step) -> Answer:
 
 
 def verdict(stage: Stage, args: Mapping[str, Any], step: Step) -> Answer:
+    """A verdict recorded for the run's contract: of its current version, or (`version:
+    previous`) of the version before it, whose hash differs."""
     contract = stage.contract
     if contract is None:
         raise InvalidIntent("a verdict step needs `gate: verdicts` and a contract")
     provider = args["provider"]
+    previous = args.get("version") == "previous"
+    digest = hashlib.sha256(f"previous {contract.hash}".encode()).hexdigest()
     with stage.database.write() as conn:
         queries.insert_verdict(
             conn,
             provider=provider,
             model=getattr(stage.adapters[provider], "model", None),
             contract_name=contract.name,
-            contract_hash=contract.hash,
+            contract_hash=digest if previous else contract.hash,
             passed=args["passed"],
             checks={"scenario": {"passed": args["passed"], "detail": "recorded by a scenario"}},
             sample_count=1,
@@ -529,7 +534,13 @@ def verdict(stage: Stage, args: Mapping[str, Any], step: Step) -> Answer:
             created_by=stage.owner("verifier"),
         )
     stage.history.op(
-        stage.now(), "verifier", "ok", "verdict", provider=provider, passed=args["passed"]
+        stage.now(),
+        "verifier",
+        "ok",
+        "verdict",
+        provider=provider,
+        passed=args["passed"],
+        **({"version": "previous"} if previous else {}),
     )
     return "ok"
 

@@ -213,8 +213,8 @@ def _breaker_judged(history: Mapping[str, Any]) -> Iterator[Finding]:
     breaker opened; within its cool-down an open breaker opens again only when its probe
     fails, so not before an attempt is sent to it (a failure that arrives while it is
     open changes nothing: README.md, "the breaker"; after the cool-down a probe may be
-    taken and given up unseen, so nothing is judged there). Providers a call of no attempt of ours reached are left alone:
-    their breaker was fed by someone else."""
+    taken and given up unseen, so nothing is judged there). Providers a call of no
+    attempt of ours reached are left alone: their breaker was fed by someone else."""
     settings = _breaker_settings(history)
     workers = _config(history, "workers") or ()
     if settings is None:
@@ -246,20 +246,9 @@ def _breaker_step(
 ) -> Iterator[Finding]:
     event, kind = events[k], events[k]["kind"]
     provider = state.provider
-    if kind in (EventKind.ATTEMPT_STARTED, EventKind.BREAKER_CLOSED):
-        state.unprobed = False
+    yield from _reopened(state, event)
     if kind == EventKind.BREAKER_OPENED:
-        if state.unprobed and state.holds(_t(event)):
-            yield Finding(
-                "I11",
-                event["job"],
-                f"breaker: {provider}'s breaker opened again while open since "
-                f"t={state.opened_at:g}, and no attempt was sent to it since (only a "
-                "failed probe reopens an open breaker)",
-                (event,),
-            )
         state.opened(event)
-        state.unprobed = True
     elif kind == EventKind.PROVIDER_SKIPPED and event["detail"].get("why") == _SKIPPED_OPEN:
         if not state.open_told:
             yield Finding(
@@ -308,6 +297,25 @@ def _breaker_step(
             f"{event['attempt']} on it",
             (event,),
         )
+
+
+def _reopened(state: _Breaker, event: Entry) -> Iterator[Finding]:
+    """An opening inside the cool-down of the last one, with no attempt sent to the
+    provider in between (no probe), so a failure that arrived while it was open."""
+    kind = event["kind"]
+    if kind in (EventKind.ATTEMPT_STARTED, EventKind.BREAKER_CLOSED):
+        state.unprobed = False
+    elif kind == EventKind.BREAKER_OPENED:
+        if state.unprobed and state.holds(_t(event)):
+            yield Finding(
+                "I11",
+                event["job"],
+                f"breaker: {state.provider}'s breaker opened again while open since "
+                f"t={state.opened_at:g}, and no attempt was sent to it since (only a "
+                "failed probe reopens an open breaker)",
+                (event,),
+            )
+        state.unprobed = True
 
 
 def _breaker_count_shown(history: Mapping[str, Any]) -> Iterator[Finding]:

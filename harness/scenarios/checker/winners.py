@@ -264,9 +264,9 @@ def _fenced_by_win(
 
 def _gated(history: Mapping[str, Any]) -> Iterator[Finding]:
     """I7 (with the verdicts gate): an attempt on a provider past the first of its chain
-    starts only after a passing verdict for it. Where the attempt's call is recorded, the
-    operations' numbers order it against the verdicts; else time does (a verdict at the
-    same instant counts as before)."""
+    starts only after a passing verdict for it, of the contract's current version.
+    Where the attempt's call is recorded, the operations' numbers order it against the
+    verdicts; else time does (a verdict at the same instant counts as before)."""
     if history.get("gate") != "verdicts":
         return
     operations = history.get("operations", ())
@@ -338,12 +338,13 @@ def _verdict_words(verdicts: list[tuple[Any, bool]]) -> str:
 
 
 def _verified(verdicts: list[Entry], provider: str, start: Entry, call: Entry | None) -> bool:
-    """Did `provider`'s latest verdict before this start pass?"""
+    """Did `provider`'s latest verdict before this start, of the contract's current
+    version, pass? (A verdict of another version says nothing of this one.)"""
     if call is not None and "i" in call:
         before = [v for v in verdicts if v.get("i", 0) < call["i"]]
     else:
         before = [v for v in verdicts if _t(v) <= _t(start)]
-    mine = [v for v in before if v.get("provider") == provider]
+    mine = [v for v in before if v.get("provider") == provider and "version" not in v]
     return bool(mine) and bool(mine[-1].get("passed"))
 
 
