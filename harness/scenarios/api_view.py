@@ -21,6 +21,8 @@ create edge (the body's reading and limit, the key header, the fingerprint of wh
 the API parsed against what the engine stored) the way a user's retried click does.
 Its body is padded with JSON whitespace (no part of the intent) to exactly the body
 limit the API documents, 64 KiB: a limit that refuses a body it promises to take shows.
+Just before, the same create padded one byte past that limit must be refused (413):
+a limit that takes more than it promises shows too.
 It writes one `replayed` event that nobody reads: the engine's record was taken before.
 At the very end, `GET /v1/providers` (as the outsider: any owner may list them) gives
 each provider's breaker state and its count of failures, as an operator sees them.
@@ -161,10 +163,12 @@ async def _replay(
         "Idempotency-Key": job.idempotency_key,
         "Content-Type": "application/json",
     }
+    over = await client.post("/v1/jobs", content=padded + b" ", headers=headers)
     answer = await client.post("/v1/jobs", content=padded, headers=headers)
     answered = answer.json().get("id") if answer.status_code in (200, 201) else None
     return {
         "job": history.names.job(job.id),
+        "over_limit": over.status_code,
         "status": answer.status_code,
         "same_job": answered == job.id,
         "replayed": answer.headers.get("idempotent-replayed"),

@@ -125,7 +125,8 @@ def test_each_owner_s_first_create_is_replayed_through_the_api(two_owners: dict)
     replays = two_owners["api"]["replays"]
     assert sorted(r["job"] for r in replays) == ["a", "b"]  # alice's first, bob's first
     assert all(
-        (r["status"], r["same_job"], r["replayed"], r["location"]) == (200, True, "true", True)
+        (r["over_limit"], r["status"], r["same_job"], r["replayed"], r["location"])
+        == (413, 200, True, "true", True)
         for r in replays
     ), replays
     assert list(_api_replays(two_owners)) == []
@@ -149,6 +150,22 @@ def test_a_create_edge_that_refuses_every_body_is_caught(database, scenarios, mo
         assert not result.passed
         assert {(f.invariant, f.job) for f in result.findings} == {("I1", "a"), ("I1", "b")}
         assert all("status 413 (not 200)" in f.message for f in result.findings)
+
+
+def test_a_create_edge_that_takes_more_than_it_promises_is_caught(
+    database, scenarios, monkeypatch
+) -> None:
+    """A body limit larger than documented (64 ** 1024, or 64 * 1025) refuses nothing the
+    reads send: only the create sent one byte past the promised 64 KiB shows it."""
+    import harness.scenarios.api_view as api_view
+
+    real = api_view.ServiceConfig
+    monkeypatch.setattr(api_view, "ServiceConfig", lambda **kw: real(**kw, max_body_bytes=65537))
+    result = run_scenario(scenarios["two-owners"], database)
+    assert {(f.invariant, f.job) for f in result.findings} == {("I1", "a"), ("I1", "b")}
+    assert all(
+        "status 200 one byte past the body limit (not 413)" in f.message for f in result.findings
+    )
 
 
 def test_what_an_open_job_waits_for_is_read_through_the_api(database, scenarios) -> None:

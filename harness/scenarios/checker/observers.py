@@ -232,7 +232,9 @@ def _api_isolated(history: Mapping[str, Any]) -> Iterator[Finding]:
 def _api_replays(history: Mapping[str, Any]) -> Iterator[Finding]:
     """I1 at the API's edge: an owner's create repeated through `POST /v1/jobs` (same
     Idempotency-Key, same intent) is answered 200 with the same job, marked
-    `Idempotent-Replayed: true` and located at it; nothing new is created."""
+    `Idempotent-Replayed: true` and located at it; nothing new is created. Sent one
+    byte past the documented body limit first, it is refused with 413 (a view without
+    that answer says nothing of it)."""
     api = history.get("api")
     if not api:
         return
@@ -244,6 +246,10 @@ def _api_replays(history: Mapping[str, Any]) -> Iterator[Finding]:
                 ("another job", replay.get("same_job")),
                 ("no Idempotent-Replayed: true", replay.get("replayed") == "true"),
                 ("no Location of the job", replay.get("location")),
+                (
+                    f"status {replay.get('over_limit')} one byte past the body limit (not 413)",
+                    replay.get("over_limit", 413) == 413,
+                ),
             )
             if not held
         ]
