@@ -1338,3 +1338,40 @@ def test_evidence_kept_or_an_unknown_no_call_answered_says_nothing() -> None:
         ("became_unknown", {"cause": "deadline", "found_by": "sweep"}),
     ):
         assert found(history([ev(5, kind, "a#1", "w1", **detail)], {}), "I4") == [], detail
+
+
+# -- I4: hedges told ----------------------------------------------------------------------
+
+
+def hedge_start(told: Any, actor: str = "w1", second_alone: bool = False) -> dict:
+    """a#1 starts and becomes unknown; a#2 starts beside it (or after it failed), its
+    start saying `told` as its hedge."""
+    events = [
+        ev(0, "attempt_started", "a#1", "w1", provider="primary"),
+        ev(30, "became_unknown", "a#1", "w1", cause="deadline"),
+    ]
+    if second_alone:
+        events.append(ev(31, "attempt_failed", "a#1", "w1", cause="unavailable"))
+    start = ev(35, "attempt_started", "a#2", actor, provider="fallback")
+    if told is not None:
+        start["detail"]["hedge"] = told
+    return history([*events, start], {}, config=CONFIG)
+
+
+def test_a_hedge_that_does_not_say_what_it_was_started_beside_is_i4() -> None:
+    for told in (None, {"beside": [1], "beside_unknown": []}, {"beside": [], "beside_unknown": []}):
+        data = hedge_start(told)
+        (finding,) = [f for f in found(data, "I4") if "hedges told" in f.message]
+        assert finding.witness == (data["events"][-1],), told
+    alone = hedge_start({"beside": [], "beside_unknown": []}, second_alone=True)
+    (finding,) = [f for f in found(alone, "I4") if "hedges told" in f.message]
+    assert "beside no live attempt" in finding.message
+
+
+def test_a_hedge_told_a_lone_start_or_a_click_says_nothing() -> None:
+    def told(data: dict) -> list[Finding]:
+        return [f for f in found(data, "I4") if "hedges told" in f.message]
+
+    assert told(hedge_start({"beside": [1], "beside_unknown": [1]})) == []
+    assert told(hedge_start(None, second_alone=True)) == []
+    assert told(hedge_start(None, actor="alice")) == []  # the fallback button, not a hedge

@@ -29,6 +29,7 @@ the closest one and says which in its message):
   finished. *Evidence kept* (`winners`): an error a call answered after its attempt had
   moved on (an `observed` event) leaves the attempt carrying an error text, and that
   event, like a `became_unknown` its call's answer caused, keeps the call's evidence.
+  *Hedges told* (`winners`): a worker's start beside live attempts of its job names them.
 - I5 exactly one winner: one `won` per job; the winner and the result never change; a
   won job is succeeded; a finished job's version has moved past the one its create
   answered; every result offered to a job (a call that answered executed, a
@@ -140,6 +141,7 @@ from harness.scenarios.checker.winners import (
     _fenced_at_finish,
     _final_state_as_recorded,
     _gated,
+    _hedges_told,
     _in_chain,
     _late_errors_kept,
     _live_bound,
@@ -207,6 +209,7 @@ HISTORY_CHECKS: tuple[Check, ...] = (
     _verdicts_listed,
     _clean_wins_unexplained,
     _late_errors_kept,
+    _hedges_told,
     _attributable,
     _executions_named,
     _output_capped,

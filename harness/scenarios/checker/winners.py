@@ -14,10 +14,13 @@ from harness.scenarios.checker.history import (
     Entry,
     Finding,
     _answered_creates,
+    _config,
     _ends_live,
     _events_by_job,
     _final,
+    _Live,
     _next_of,
+    _number,
     _policy,
     _t,
 )
@@ -430,6 +433,39 @@ def _clean_wins_unexplained(history: Mapping[str, Any]) -> Iterator[Finding]:
                     f"{attempt['attempt']} succeeded with no cause, yet carries an error text",
                     (_final(alias, attempt=attempt["attempt"], error_noted=True),),
                 )
+
+
+def _hedges_told(history: Mapping[str, Any]) -> Iterator[Finding]:
+    """I4, *hedges told*: an attempt a worker starts beside live attempts of its job (a
+    hedge) says so in its `attempt_started` event (`hedge`: the numbers of the attempts
+    it was started beside, and of the unknown ones among them), so the second execution
+    a hedge policy accepted is on record; an attempt started alone carries no `hedge`.
+    (A fallback click beside a running attempt is the owner's own, said by its actor.)"""
+    workers = set(_config(history, "workers") or ())
+    live, unknown = _Live(), set()
+    for event in history.get("events", ()):
+        attempt = event.get("attempt")
+        if event["kind"] == EventKind.ATTEMPT_STARTED:
+            others = sorted(live.others(event), key=lambda a: _number(a) or 0)
+            expected = {
+                "beside": [_number(a) for a in others],
+                "beside_unknown": [_number(a) for a in others if a in unknown],
+            }
+            told = event["detail"].get("hedge")
+            by_worker = event.get("actor") in workers
+            if (others and by_worker and told != expected) or (not others and told is not None):
+                yield Finding(
+                    "I4",
+                    str(event["job"]),
+                    f"{attempt} started beside {', '.join(others) or 'no live attempt'}, "
+                    f"yet its start says hedge {told} (hedges told)",
+                    (event,),
+                )
+        elif event["kind"] == EventKind.BECAME_UNKNOWN:
+            unknown.add(attempt)
+        elif _ends_live(event):
+            unknown.discard(attempt)
+        live.see(event)
 
 
 def _late_errors_kept(history: Mapping[str, Any]) -> Iterator[Finding]:
