@@ -174,6 +174,7 @@ def create(stage: Stage, args: Mapping[str, Any], step: Step) -> Answer:
             key=key,
             job=alias,
             fingerprint=intent_print,
+            policy={**scenario.policy, **(args.get("policy") or {})},
             **output_cap(args.get("input", DEFAULT_INPUT)),
             **_sent(args, scenario, intent_print),
         )
@@ -521,7 +522,7 @@ def verdict(stage: Stage, args: Mapping[str, Any], step: Step) -> Answer:
     previous = args.get("version") == "previous"
     digest = hashlib.sha256(f"previous {contract.hash}".encode()).hexdigest()
     with stage.database.write() as conn:
-        queries.insert_verdict(
+        made = queries.insert_verdict(
             conn,
             provider=provider,
             model=getattr(stage.adapters[provider], "model", None),
@@ -533,6 +534,7 @@ def verdict(stage: Stage, args: Mapping[str, Any], step: Step) -> Answer:
             created_at=stage.now(),
             created_by=stage.owner("verifier"),
         )
+    stage.history.names.bind_verdict(made.id)
     stage.history.op(
         stage.now(),
         "verifier",

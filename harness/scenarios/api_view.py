@@ -279,6 +279,7 @@ def _job(history: History, body: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "status": body.get("status"),
         "version": body.get("version"),
+        "policy": body.get("policy"),
         "winner": names.attempt(body.get("completed_by")),
         "attempts": [
             {

@@ -19,6 +19,7 @@ for one file and one seed on one database kind: that is what `--history` compare
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -29,6 +30,7 @@ from harness.core.models import Event, Job
 
 HISTORY_FORMAT = 1
 _ID_KEYS = frozenset({"completed_by"})  # event detail values that are attempt row ids
+_VERDICT_ID = re.compile(r"\b(verdict|latest) #(\d+)\b")  # a verdict's row id in a message
 _RUN_KEYS = frozenset({"fingerprint"})  # event details that hold run-specific names
 _TIME_KEYS = frozenset({"until"})  # event detail values that are instants (a wait's end)
 
@@ -44,6 +46,17 @@ class Names:
     jobs: dict[int, str] = field(default_factory=dict)
     attempts: dict[int, str] = field(default_factory=dict)
     tokens: dict[str, str] = field(default_factory=dict)
+    verdicts: dict[int, str] = field(default_factory=dict)  # row id -> v1, v2... in order
+
+    def bind_verdict(self, verdict_id: int) -> None:
+        self.verdicts.setdefault(verdict_id, f"v{len(self.verdicts) + 1}")
+
+    def in_text(self, text: str) -> str:
+        """A verdict's row id named in a message (`verdict #7`, `latest #7`) as the run's
+        name for it; one this run did not record is another run's."""
+        return _VERDICT_ID.sub(
+            lambda m: f"{m[1]} #{self.verdicts.get(int(m[2]), 'another-run')}", text
+        )
 
     def bind_job(self, job_id: int, alias: str) -> str:
         if job_id not in self.jobs:
@@ -152,7 +165,10 @@ class History:
             "kind": str(event.kind),
             "attempt": self.names.attempt(event.attempt_id),
             "actor": _strip_namespace(event.actor),
-            "detail": _plain(detail, self.scrub),
+            "detail": {
+                k: self.names.in_text(v) if isinstance(v, str) else v
+                for k, v in _plain(detail, self.scrub).items()
+            },
         }
 
     def _detail(self, key: str, value: Any) -> Any:

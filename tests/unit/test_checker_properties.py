@@ -1375,3 +1375,46 @@ def test_a_hedge_told_a_lone_start_or_a_click_says_nothing() -> None:
     assert told(hedge_start({"beside": [1], "beside_unknown": [1]})) == []
     assert told(hedge_start(None, second_alone=True)) == []
     assert told(hedge_start(None, actor="alice")) == []  # the fallback button, not a hedge
+
+
+# -- I11: policy shown --------------------------------------------------------------------
+
+
+def shown_policy(sent: dict, shown: dict | None) -> dict:
+    """Job a created with `sent` as its policy; the API shows `shown`."""
+    ops = [
+        op(0, 0, "client:alice", "invoke", "create", client=0, key="a", job="a", policy=sent),
+        op(1, 0, "client:alice", "ok", "create", client=0, answer="created", job="a"),
+    ]
+    return history([], {}, ops, api={"jobs": {"a": {"policy": shown}}})
+
+
+DEFAULTS = {
+    "attempt_timeout": 30,
+    "max_live_attempts": 1,
+    "hedge_after": None,
+    "max_retry_after": 5,
+    "same_provider_retries": 1,
+    "retry_backoff": 0.5,
+    "fail_over_on_content_filter": False,
+    "abort_lost_calls": True,
+}
+
+
+def test_a_policy_shown_otherwise_than_sent_or_defaulted_is_i11() -> None:
+    for sent, shown in (
+        ({}, {**DEFAULTS, "max_retry_after": 6.0}),  # another default
+        ({"attempt_timeout": 60}, DEFAULTS),  # what was sent, lost
+        ({}, {k: v for k, v in DEFAULTS.items() if k != "abort_lost_calls"}),
+    ):
+        data = shown_policy(sent, shown)
+        (finding,) = found(data, "I11")
+        assert finding.job == "a" and "policy shown" in finding.message, (sent, shown)
+        assert finding.witness == tuple(data["operations"])
+
+
+def test_the_policy_sent_over_the_defaults_or_no_view_says_nothing() -> None:
+    assert found(shown_policy({}, {**DEFAULTS, "attempt_timeout": 30.0}), "I11") == []
+    sent = {"attempt_timeout": 60, "max_live_attempts": 2, "hedge_after": 5}
+    assert found(shown_policy(sent, {**DEFAULTS, **sent}), "I11") == []
+    assert found(shown_policy({}, None), "I11") == []  # a view that does not show it

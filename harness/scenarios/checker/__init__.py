@@ -110,6 +110,7 @@ from harness.scenarios.checker.liveness import _live_or_waiting, _moves_on_at_on
 from harness.scenarios.checker.observers import (
     _api_agrees,
     _api_isolated,
+    _api_policy,
     _api_replays,
     _api_waits,
 )
@@ -179,6 +180,7 @@ def check_history(history: _Mapping[str, _Any]) -> list[Finding]:
 API_CHECKS: tuple[Check, ...] = (
     _api_agrees,
     _api_isolated,
+    _api_policy,
     _api_replays,
     _api_waits,
     _documented_fingerprint,

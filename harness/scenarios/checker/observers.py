@@ -7,7 +7,9 @@ A history without an `api` section (an HTTP target's, a simulator's) says nothin
 A disagreement is reported under I5 (what a client is answered is the job's one
 recorded outcome, its attempts and its history, never another); a foreign read that
 is not a bare 404 under I10; a repeated create answered otherwise than as a replay of
-its own job under I1.
+its own job under I1. The policy the API shows for a job is the one its create sent,
+each member it left out at the documented default, under I11 (the policy is what
+decides when an attempt times out, is retried or is hedged).
 """
 
 from __future__ import annotations
@@ -16,7 +18,26 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from harness.core.states import FINISHED_JOB_STATES, LIVE_ATTEMPT_STATES, AttemptState
-from harness.scenarios.checker.history import EPSILON, Finding, _config, _final
+from harness.scenarios.checker.history import (
+    EPSILON,
+    Finding,
+    _answered_creates,
+    _config,
+    _final,
+)
+
+DOCUMENTED_POLICY: Mapping[str, Any] = {
+    "attempt_timeout": 30,
+    "max_live_attempts": 1,
+    "hedge_after": None,
+    "max_retry_after": 5,
+    "same_provider_retries": 1,
+    "retry_backoff": 0.5,
+    "fail_over_on_content_filter": False,
+    "abort_lost_calls": True,
+}
+"""A job's policy where its create names nothing (README.md, "The policy"), stated here,
+never read from the engine's defaults."""
 
 _ATTEMPT_FIELDS = (
     "attempt",
@@ -259,4 +280,30 @@ def _api_replays(history: Mapping[str, Any]) -> Iterator[Finding]:
                 replay.get("job"),
                 "its create repeated through the API (same key, same intent) was answered "
                 + ", ".join(wrong),
+            )
+
+
+def _api_policy(history: Mapping[str, Any]) -> Iterator[Finding]:
+    """I11, *policy shown*: the policy the API shows for a job is the one its create
+    sent, every member it left out at the documented default (`DOCUMENTED_POLICY`)."""
+    views = (history.get("api") or {}).get("jobs", {})
+    for invoke, answer in _answered_creates(history):
+        alias, sent = str(answer.get("job")), invoke.get("policy")
+        shown = views.get(alias, {}).get("policy")
+        if answer.get("answer") != "created" or not isinstance(sent, Mapping) or shown is None:
+            continue
+        expected = {**DOCUMENTED_POLICY, **sent}
+        if shown != expected:
+            wrong = sorted(
+                k for k in expected.keys() | shown.keys() if shown.get(k) != expected.get(k)
+            )
+            yield Finding(
+                "I11",
+                alias,
+                "the API shows policy "
+                + ", ".join(f"{k} {shown.get(k)!r}" for k in wrong)
+                + "; its create sent "
+                + ", ".join(f"{k} {expected.get(k)!r}" for k in wrong)
+                + " (documented defaults for what it left out: policy shown)",
+                (invoke, answer),
             )
