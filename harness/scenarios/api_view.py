@@ -219,15 +219,25 @@ def _one_per_burst(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return kept
 
 
+PAGE_LIMIT = 1000
+"""Pages of one job's events the observer reads at most: more means a cursor that
+never ends (a scenario's job has a few dozen events)."""
+
+
 async def _events(
     client: httpx.AsyncClient, job_id: int, auth: Mapping[str, str], page: int
-) -> tuple[list[dict[str, Any]], int]:
+) -> tuple[list[dict[str, Any]], int | str]:
     """Every page of `page` events, following `next`; the first non-200 status ends the
-    reading."""
+    reading, and so does a `next` already read (the cursor did not move) or one past
+    `PAGE_LIMIT` pages, said in place of a status (a finding: the reading never ends)."""
     url: str | None = f"/v1/jobs/{job_id}/events?limit={page}"
     events: list[dict[str, Any]] = []
-    status = 200
+    status: int | str = 200
+    read: set[str] = set()
     while url is not None:
+        if url in read or len(read) >= PAGE_LIMIT:
+            return events, f"a `next` page that never ends ({url})"
+        read.add(url)
         answer = await client.get(url, headers=auth)
         status = answer.status_code
         if status != 200:

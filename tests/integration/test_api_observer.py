@@ -192,3 +192,25 @@ def test_a_finished_job_the_api_says_waits_is_i11(two_owners: dict) -> None:
     wrong["api"]["jobs"]["a"]["waits_for"] = {"answer": None}
     (found,) = [str(f) for f in _api_waits(wrong)]
     assert "succeeded job waits for answer; its stored rows say nothing" in found, found
+
+
+def test_an_events_cursor_that_never_moves_ends_the_reading() -> None:
+    """A page whose `next` repeats one already read (an `after` the query ignores) would
+    hold check for ever: the observer stops and says so, which the checker reports."""
+    import asyncio
+
+    import httpx
+
+    from harness.scenarios.api_view import _events
+
+    def stuck(request: httpx.Request) -> httpx.Response:
+        page = {"events": [{"id": 1, "kind": "created"}], "next": "/v1/jobs/1/events?after=1"}
+        return httpx.Response(200, json=page)
+
+    async def read() -> tuple[list, object]:
+        transport = httpx.MockTransport(stuck)
+        async with httpx.AsyncClient(transport=transport, base_url="http://api") as client:
+            return await _events(client, 1, {}, 4)
+
+    events, status = asyncio.run(read())
+    assert len(events) == 2 and "never ends" in str(status)
