@@ -54,6 +54,7 @@ class LedgerEntry:
     nonce: str | None = None  # the probe nonce found in the request (fake_providers.nonce)
     prompt_sha256: str | None = None  # of the prompt's texts (`prompt_digest`); None: unread
     max_tokens: int | None = None  # the output cap the request asked for; None: none, or unread
+    temperature: float | None = None  # the sampling temperature it asked for; None: none
     provider: str = "default"  # the named fake provider (/p/{name}/...); unprefixed: default
     cost_usd: float = 0.0  # what a real provider charges for it, from the price table
     charged: bool = False  # billed and its work done by now (computed when read; below)

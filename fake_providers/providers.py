@@ -233,9 +233,11 @@ class FakeProviders:
         ids = self._ids(dialect, number)
         attempt_id = request.headers.get(ATTEMPT_HEADER)
         now = self.time.now()
+        raw = _json_or_none(request.body)
         common = {
             "provider": provider,
-            "nonce": find_nonce(_json_or_none(request.body)),
+            "nonce": find_nonce(raw),
+            "temperature": _temperature(raw),
             "body_digest": hashlib.blake2b(request.body, digest_size=12).hexdigest(),
             "request_id": ids.request_id,
             "attempt_id": attempt_id,
@@ -341,6 +343,13 @@ def _int_or_none(value: str | None) -> int | None:
         return int(value) if value is not None else None
     except ValueError:
         return None
+
+
+def _temperature(body: object) -> float | None:
+    """The sampling temperature a request body asked for (the same member in every
+    dialect), when it is a number."""
+    value = body.get("temperature") if isinstance(body, Mapping) else None
+    return value if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 def _json_or_none(body: bytes) -> dict[str, Any] | None:

@@ -199,6 +199,7 @@ class History:
             "nonce": entry.nonce,  # the first probe nonce the fake found in the prompt
             "prompt": entry.prompt_sha256,  # the digest of the prompt's texts it received
             "max_tokens": entry.max_tokens,  # the output cap its request asked for
+            "temperature": entry.temperature,  # the sampling temperature it asked for
         }
 
     def _execution_of(self, request_id: str | None) -> int | str | None:

@@ -220,3 +220,10 @@ def test_ledger_keeps_one_digest_of_a_conversation_in_either_dialect(fakes, clie
     assert openai_entry.prompt_sha256 == hashlib.sha256(stated).hexdigest()
     assert refused.behaviour == "invalid_request" and refused.prompt_sha256 is None
     assert "héllo" not in json.dumps([e.to_json() for e in fakes.ledger.entries()][:2])
+
+
+def test_ledger_keeps_the_temperature_a_request_asked_for(fakes, client) -> None:
+    for temperature in (0.2, None, "hot"):
+        body = {**CHAT, "temperature": temperature} if temperature is not None else CHAT
+        client.post("/openai/v1/chat/completions", json=body)
+    assert [e.temperature for e in fakes.ledger.entries()] == [0.2, None, None]

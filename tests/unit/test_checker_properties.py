@@ -1418,3 +1418,26 @@ def test_the_policy_sent_over_the_defaults_or_no_view_says_nothing() -> None:
     sent = {"attempt_timeout": 60, "max_live_attempts": 2, "hedge_after": 5}
     assert found(shown_policy(sent, {**DEFAULTS, **sent}), "I11") == []
     assert found(shown_policy({}, None), "I11") == []  # a view that does not show it
+
+
+def test_a_request_asking_another_temperature_than_documented_is_i8() -> None:
+    for intent_input, sent_temperature in (
+        ({"prompt": "hi", "temperature": 0.2}, None),
+        ({"prompt": "hi"}, 0.7),
+    ):
+        data = sent(intent_input, None)
+        data["ledger"][0]["temperature"] = sent_temperature
+        (finding,) = found(data)
+        assert finding.invariant == "I8" and "temperature" in finding.message
+
+
+def test_the_documented_temperature_or_none_to_compare_says_nothing() -> None:
+    for intent_input, sent_temperature in (
+        ({"prompt": "hi", "temperature": 0.2}, 0.2),
+        ({"prompt": "hi", "temperature": True}, None),  # not a number: not sent
+        ({"prompt": "hi"}, None),
+    ):
+        data = sent(intent_input, None)
+        data["ledger"][0]["temperature"] = sent_temperature
+        assert found(data) == [], intent_input
+    assert found(sent({"prompt": "hi", "temperature": 0.2}, None)) == []  # a view without it

@@ -31,7 +31,8 @@ ledger's `prompt_sha256`: SHA-256 of the compact JSON array of the system prompt
 each message's text), so every execution's digest is the one of the texts the intent
 documents. An input whose messages are not all objects with string contents is judged
 by its nonce alone. The output cap each request asks for (the ledger's `max_tokens`) is
-the input's `max_tokens` when that is a positive integer, else 1,024.
+the input's `max_tokens` when that is a positive integer, else 1,024; its temperature
+(the ledger's `temperature`) is the input's when that is a number, else none is sent.
 """
 
 from __future__ import annotations
@@ -144,6 +145,14 @@ def documented_max_tokens(intent: Mapping[str, Any]) -> int | None:
     return cap if isinstance(cap, int) and cap > 0 else DEFAULT_MAX_TOKENS
 
 
+def documented_temperature(intent: Mapping[str, Any]) -> float | None:
+    """The sampling temperature the engine sends for an intent: the input's when it is a
+    number (not `true` or `false`), else none."""
+    data = intent.get("input")
+    value = data.get("temperature") if isinstance(data, Mapping) else None
+    return value if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
 def texts_digest(texts: list[str]) -> str:
     """The ledger's `prompt_sha256` of these texts, as docs/providers.md states it."""
     text = json.dumps(texts, ensure_ascii=False, separators=(",", ":"))
@@ -176,6 +185,15 @@ def _prompt_sent(history: Mapping[str, Any]) -> Iterator[Finding]:
         if attempt in _FOREIGN or job not in expected:
             continue
         nonce, digest, cap, create = expected[job]
+        temperature = documented_temperature(create.get("intent") or {})
+        if "temperature" in execution and execution["temperature"] != temperature:
+            yield Finding(
+                "I8",
+                job,
+                f"{attempt}'s request asked for temperature {execution['temperature']}; the "
+                f"intent its create sent documents {temperature} (prompt sent)",
+                (create, execution),
+            )
         asked = execution.get("max_tokens")
         if cap is not None and asked is not None and asked != cap:
             yield Finding(
