@@ -159,65 +159,56 @@ def texts_digest(texts: list[str]) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def documented_request(intent: Mapping[str, Any]) -> dict[str, Any]:
+    """What a provider's ledger records of the request the engine sends for an intent
+    (the module doc), field by field; a field the documentation does not cover for this
+    intent is left out."""
+    found = NONCE.search(documented_system(intent))
+    texts = documented_texts(intent)
+    cap = documented_max_tokens(intent)
+    return {
+        **({"nonce": found.group(0)} if found is not None else {}),
+        **({"prompt": texts_digest(texts)} if texts is not None else {}),
+        **({"max_tokens": cap} if cap is not None else {}),
+        "temperature": documented_temperature(intent),
+    }
+
+
+_MISSENT = {
+    "nonce": "provider found probe nonce {got} first in its request; the system prompt "
+    "documented for the intent its create sent carries {want}",
+    "prompt": "provider received a conversation other than the one the intent its create "
+    "sent documents (its texts' digest differs)",
+    "max_tokens": "request asked for at most {got} output tokens; the intent its create "
+    "sent documents {want}",
+    "temperature": "request asked for temperature {got}; the intent its create sent "
+    "documents {want}",
+}
+"""What each field of the ledger that differs says, of one execution."""
+
+_UNREAD = frozenset({"prompt", "max_tokens"})
+"""Fields a ledger entry leaves null when the fake refused the request unread."""
+
+
 def _prompt_sent(history: Mapping[str, Any]) -> Iterator[Finding]:
-    """I8, *prompt sent*: when the system prompt documented for a job's intent carries a
-    probe nonce, every execution of the job's attempts records it (the module doc). An
-    execution without the field (a view that does not carry it) says nothing."""
-    expected: dict[str, tuple[str | None, str | None, int | None, Mapping[str, Any]]] = {}
+    """I8, *prompt sent*: every execution of a job's attempts records the request its
+    intent documents (`documented_request`: the probe nonce of its system prompt, the
+    digest of its texts, its output cap and temperature). An execution without a field
+    (a view that does not carry it) says nothing of that field."""
+    expected: dict[str, tuple[dict[str, Any], Mapping[str, Any]]] = {}
     for invoke, answer in _answered_creates(history):
         alias, intent = answer.get("job"), invoke.get("intent")
-        if answer.get("answer") != "created" or not isinstance(intent, Mapping):
-            continue
-        found = NONCE.search(documented_system(intent))
-        texts = documented_texts(intent)
-        expected.setdefault(
-            str(alias),
-            (
-                found.group(0) if found is not None else None,
-                texts_digest(texts) if texts is not None else None,
-                documented_max_tokens(intent),
-                invoke,
-            ),
-        )
+        if answer.get("answer") == "created" and isinstance(intent, Mapping):
+            expected.setdefault(str(alias), (documented_request(intent), invoke))
     for execution in history.get("ledger", ()):
         attempt = execution.get("attempt")
         job = str(attempt).split("#")[0]
         if attempt in _FOREIGN or job not in expected:
             continue
-        nonce, digest, cap, create = expected[job]
-        temperature = documented_temperature(create.get("intent") or {})
-        if "temperature" in execution and execution["temperature"] != temperature:
-            yield Finding(
-                "I8",
-                job,
-                f"{attempt}'s request asked for temperature {execution['temperature']}; the "
-                f"intent its create sent documents {temperature} (prompt sent)",
-                (create, execution),
-            )
-        asked = execution.get("max_tokens")
-        if cap is not None and asked is not None and asked != cap:
-            yield Finding(
-                "I8",
-                job,
-                f"{attempt}'s request asked for at most {asked} output tokens; the intent its "
-                f"create sent documents {cap} (prompt sent)",
-                (create, execution),
-            )
-        if digest is not None and execution.get("prompt") not in (None, digest):
-            yield Finding(
-                "I8",
-                job,
-                f"{attempt}'s provider received a conversation other than the one the "
-                "intent its create sent documents (its texts' digest differs: prompt sent)",
-                (create, execution),
-            )
-        if nonce is not None and "nonce" in execution and execution["nonce"] != nonce:
-            got = execution["nonce"] or "none"
-            yield Finding(
-                "I8",
-                job,
-                f"{attempt}'s provider found probe nonce {got} first in its request; the "
-                f"system prompt documented for the intent its create sent carries {nonce} "
-                "(prompt sent)",
-                (create, execution),
-            )
+        documented, create = expected[job]
+        for field, want in documented.items():
+            got = execution.get(field, want)
+            if got == want or (got is None and field in _UNREAD):
+                continue
+            said = _MISSENT[field].format(got="none" if got is None else got, want=want)
+            yield Finding("I8", job, f"{attempt}'s {said} (prompt sent)", (create, execution))
