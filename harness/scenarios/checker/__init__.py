@@ -139,12 +139,12 @@ from harness.scenarios.checker.timing import (
 )
 from harness.scenarios.checker.winners import (
     _clean_wins_unexplained,
+    _evidence_kept,
     _fenced_at_finish,
     _final_state_as_recorded,
     _gated,
     _hedges_told,
     _in_chain,
-    _late_errors_kept,
     _live_bound,
     _one_winner,
     _refusals_counted,
@@ -210,7 +210,7 @@ HISTORY_CHECKS: tuple[Check, ...] = (
     _refusals_true,
     _verdicts_listed,
     _clean_wins_unexplained,
-    _late_errors_kept,
+    _evidence_kept,
     _hedges_told,
     _attributable,
     _executions_named,

@@ -468,7 +468,7 @@ def _hedges_told(history: Mapping[str, Any]) -> Iterator[Finding]:
         live.see(event)
 
 
-def _late_errors_kept(history: Mapping[str, Any]) -> Iterator[Finding]:
+def _evidence_kept(history: Mapping[str, Any]) -> Iterator[Finding]:
     """I4, *evidence kept*: what a call said after its attempt had moved on is kept as an
     `observed` event and, when it carried an error, as the attempt's error text (it had
     one already, or this one is written): an operator resolving the attempt reads it.
