@@ -310,6 +310,7 @@ def _job(history: History, body: Mapping[str, Any]) -> dict[str, Any]:
             for a in body.get("attempts") or ()
         ],
         "waits_for": _waits(history, body.get("waiting_on")),
+        "waits_on": (body.get("waiting_on") or {}).get("attempt"),
         # The job's `fingerprint` (checker.intents judges it), left out when the intent
         # names a contract: its name is scoped to the run, so is such a fingerprint.
         **({"intent_sha256": body.get("fingerprint")} if body.get("contract") is None else {}),

@@ -16,6 +16,7 @@ from harness.scenarios.checker.observers import (
     _api_isolated,
     _api_replays,
     _api_waits,
+    _api_waits_on,
 )
 from harness.scenarios.runner import run_scenario
 from harness.scenarios.suite import bundled_files, load_all, scenario_database
@@ -173,7 +174,12 @@ def test_what_an_open_job_waits_for_is_read_through_the_api(database, scenarios)
     assert result.passed, result.problems
     history = result.history.to_dict()
     waits = {alias: view["waits_for"] for alias, view in history["api"]["jobs"].items()}
-    assert waits == {"held": {"next_attempt": 4.0}, "answering": {"answer": None, "deadline": 30.0}}
+    assert waits == {
+        "held": {"next_attempt": 4.0},
+        "answering": {"answer": None, "deadline": 30.0},
+        "both": {"answer": None, "deadline": 30.0},  # the first of its two live attempts'
+    }
+    assert history["api"]["jobs"]["both"]["waits_on"] == 1
     assert list(_api_waits(history)) == []
     for said in ({"sweep": None}, {"next_attempt": 9.0}, None):  # the branch negated, ...
         wrong = copy.deepcopy(history)
@@ -181,6 +187,10 @@ def test_what_an_open_job_waits_for_is_read_through_the_api(database, scenarios)
         (found,) = [str(f) for f in _api_waits(wrong)]
         assert found.startswith("I11 job held: the API says the pending job waits for ")
         assert found.split("\n")[0].endswith("its stored rows say next_attempt at 4"), found
+    second = copy.deepcopy(history)
+    second["api"]["jobs"]["both"]["waits_on"] = 2
+    (found,) = [str(f) for f in _api_waits_on(second)]
+    assert "waits on attempt 2; its stored rows say attempt 1" in found, found
     never_started = copy.deepcopy(history)
     never_started["jobs"]["held"].update(attempts=[], next_attempt_at=None)
     assert "stored rows say worker_claim" in str(next(_api_waits(never_started)))

@@ -113,6 +113,7 @@ from harness.scenarios.checker.observers import (
     _api_policy,
     _api_replays,
     _api_waits,
+    _api_waits_on,
 )
 from harness.scenarios.checker.oracle import DEFINITE_SIGNALS
 from harness.scenarios.checker.outcomes import (
@@ -183,6 +184,7 @@ API_CHECKS: tuple[Check, ...] = (
     _api_policy,
     _api_replays,
     _api_waits,
+    _api_waits_on,
     _documented_fingerprint,
 )
 """The second observer's checks: they judge the history's `api` section alone."""

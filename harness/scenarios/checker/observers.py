@@ -24,6 +24,7 @@ from harness.scenarios.checker.history import (
     _answered_creates,
     _config,
     _final,
+    _number,
 )
 
 DOCUMENTED_POLICY: Mapping[str, Any] = {
@@ -121,6 +122,37 @@ def _api_waits(history: Mapping[str, Any]) -> Iterator[Finding]:
                 f"stored rows say {_ends(expected)}",
                 (_final(alias, status=job.get("status"), next_attempt_at=due),),
             )
+
+
+def _api_waits_on(history: Mapping[str, Any]) -> Iterator[Finding]:
+    """I11 at the API edge: the attempt an open job waits on, as the API names it, is its
+    first unknown attempt, else its first live one (README.md, `waiting_on`)."""
+    for alias, view in ((history.get("api") or {}).get("jobs") or {}).items():
+        job = history.get("jobs", {}).get(alias)
+        if job is None or view.get("read") != 200 or "waits_on" not in view:
+            continue
+        named, first = view["waits_on"], _first_waited(job)
+        if named != first:
+            yield Finding(
+                "I11",
+                alias,
+                f"the API says the {job.get('status')} job waits on attempt {named}; its "
+                f"stored rows say attempt {first} (the first unknown, else the first live)",
+                (_final(alias, status=job.get("status")),),
+            )
+
+
+def _first_waited(job: Mapping[str, Any]) -> int | None:
+    """The number of the attempt an open job waits on: its first unknown attempt, else
+    its first live one; None when none is live (or the job finished)."""
+    if job.get("status") in FINISHED_JOB_STATES:
+        return None
+    attempts = job.get("attempts", ())
+    for states in ({AttemptState.UNKNOWN}, LIVE_ATTEMPT_STATES):
+        for attempt in attempts:
+            if attempt.get("state") in states:
+                return _number(attempt.get("attempt"))
+    return None
 
 
 def _unknown_ends(history: Mapping[str, Any], job: Mapping[str, Any]) -> dict[str, Any]:
