@@ -261,7 +261,7 @@ def test_a_connection_error_during_a_run_fails_that_scenario_naming_the_step() -
         result = run_remote(scenario, client)
     assert not result.passed and result.skipped is None and result.history is None
     (failure,) = result.failures
-    assert failure.startswith(f"{scenario.file}: TargetUnreachable: {scenario.file}:8: step 1 ")
+    assert failure.startswith(f"{scenario.file}: TargetUnreachable: {scenario.file}:10: step 1 ")
     assert failure.endswith(
         "(create): POST http://api.test/v1/jobs: ConnectError: [Errno 111] Connection refused"
     )
