@@ -520,14 +520,18 @@ def verdict(stage: Stage, args: Mapping[str, Any], step: Step) -> Answer:
         raise InvalidIntent("a verdict step needs `gate: verdicts` and a contract")
     provider = args["provider"]
     previous = args.get("version") == "previous"
-    digest = hashlib.sha256(f"previous {contract.hash}".encode()).hexdigest()
+    version = (
+        hashlib.sha256(f"previous {contract.hash}".encode()).hexdigest()
+        if previous
+        else contract.hash
+    )
     with stage.database.write() as conn:
         made = queries.insert_verdict(
             conn,
             provider=provider,
             model=getattr(stage.adapters[provider], "model", None),
             contract_name=contract.name,
-            contract_hash=digest if previous else contract.hash,
+            contract_hash=version,
             passed=args["passed"],
             checks={"scenario": {"passed": args["passed"], "detail": "recorded by a scenario"}},
             sample_count=1,

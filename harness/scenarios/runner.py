@@ -119,8 +119,9 @@ def run_scenario(
         try:
             _play(stage, result)
             jobs, events = stage.snapshot()
-            stored = _store_findings(stage, jobs, events)
-            stage.history.finish(jobs, events, stage.fakes.ledger.entries())
+            ledger = stage.fakes.ledger.entries()
+            stored = _store_findings(stage, jobs, events, ledger)
+            stage.history.finish(jobs, events, ledger)
             stage.history.api = observe(stage, jobs) if observe_api else None
             stage.history.verdicts = _listed_verdicts(stage)
             result.history = stage.history
@@ -156,13 +157,15 @@ def _listed_verdicts(stage: Stage) -> dict[str, list[dict[str, Any]]] | None:
     }
 
 
-def _store_findings(stage: Stage, jobs: list[Job], events: list[Event]) -> list[Finding]:
+def _store_findings(
+    stage: Stage, jobs: list[Job], events: list[Event], ledger: list[Any]
+) -> list[Finding]:
     """The store judge's violations in the checker's form (job aliases, no witness: the
     rows it read are not history entries)."""
     config = stage.history.config
     max_runtime = defaultdict(lambda: DOCUMENTED_MAX_RUNTIME, config["max_runtime"])
     lookups = frozenset(config["lookups"])
-    executions = [entry.attempt_id for entry in stage.fakes.ledger.entries()]
+    executions = [entry.attempt_id for entry in ledger]
     return [
         Finding(
             v.invariant,

@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 from harness.scenarios.checker import Finding, check_history
+from harness.scenarios.checker.observers import DOCUMENTED_POLICY
 from harness.scenarios.history import History
 
 
@@ -1389,16 +1390,7 @@ def shown_policy(sent: dict, shown: dict | None) -> dict:
     return history([], {}, ops, api={"jobs": {"a": {"policy": shown}}})
 
 
-DEFAULTS = {
-    "attempt_timeout": 30,
-    "max_live_attempts": 1,
-    "hedge_after": None,
-    "max_retry_after": 5,
-    "same_provider_retries": 1,
-    "retry_backoff": 0.5,
-    "fail_over_on_content_filter": False,
-    "abort_lost_calls": True,
-}
+DEFAULTS = DOCUMENTED_POLICY  # the checker's own statement of README's defaults
 
 
 def test_a_policy_shown_otherwise_than_sent_or_defaulted_is_i11() -> None:
