@@ -4,7 +4,8 @@
     python3 dev.py check [ARGS]   the main job: `harness check` on SQLite and the fakes
     python3 dev.py test [ARGS]    lint (ruff, layers, complexity), then the whole test suite,
                                   on xdist workers, one per core plus one (HARNESS_TEST_WORKERS)
-    python3 dev.py test --busy    the same with every core kept busy by another process
+    python3 dev.py test --busy [N]  the same beside N busy-looping processes (default: one
+                                  per core)
     python3 dev.py bench          the benchmarks, each printing ratios to a baseline
     python3 dev.py setup          only make (or bring up to date) `.venv`
 
@@ -31,23 +32,32 @@ PYTHON = BIN / "python"
 STAMP = VENV / ".harness-installed"
 
 
-def ensure_environment() -> None:
+def ensure_environment(*, tests: bool) -> None:
+    """`.venv` with the project installed: alone for the main job (`check`), with every
+    test and interop dependency for the rest. A stamp records what was installed for which
+    pyproject.toml, so a second run installs nothing."""
     if sys.version_info < (3, 11):  # noqa: UP036 - dev.py may be run by an older python3
         sys.exit(f"Python 3.11 or newer is needed; this is {sys.version.split()[0]}")
     if not PYTHON.exists():
         print(f"dev.py: creating {VENV}", flush=True)
         venv.EnvBuilder(with_pip=True).create(VENV)
-    wanted = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
-    if STAMP.exists() and STAMP.read_text() == wanted:
+    digest = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
+    done = STAMP.read_text() if STAMP.exists() else ""
+    if done in (f"{digest} tests", f"{digest} product" if not tests else None):
+        return
+    install = installer()
+    if not tests:
+        print("dev.py: installing the project", flush=True)
+        subprocess.run([*install, "-e", str(ROOT)], check=True)
+        STAMP.write_text(f"{digest} product")
         return
     print("dev.py: installing the project and its test dependencies", flush=True)
-    install = installer()
     subprocess.run([*install, "-e", f"{ROOT}[test,clients,probe]"], check=True)
     # instructor (an interop client) declares jiter<0.15 and rich<15, which would take
     # openai back to 3.3; it runs on today's, so it comes without its pins (docs/providers.md)
     subprocess.run([*install, "typer"], check=True)
     subprocess.run([*install, "--no-deps", "instructor==1.17.0"], check=True)
-    STAMP.write_text(wanted)
+    STAMP.write_text(f"{digest} tests")
 
 
 def installer() -> list[str]:
@@ -129,9 +139,19 @@ def test_env() -> dict[str, str]:
     return env
 
 
+def busy_cores(extra: list[str]) -> tuple[int, list[str]]:
+    """`--busy` (one burner per core) or `--busy N` taken out of pytest's arguments."""
+    if "--busy" not in extra:
+        return 0, extra
+    at = extra.index("--busy")
+    rest = extra[:at] + extra[at + 1 :]
+    if at + 1 < len(extra) and extra[at + 1].isdigit():
+        return int(extra[at + 1]), extra[:at] + extra[at + 2 :]
+    return os.cpu_count() or 1, rest
+
+
 def test(extra: list[str]) -> int:
-    busy = "--busy" in extra
-    extra = [a for a in extra if a != "--busy"]
+    busy, extra = busy_cores(extra)
     code = lint()
     if code:
         return code
@@ -139,7 +159,9 @@ def test(extra: list[str]) -> int:
     parallel = [] if chosen else workers()
     burner = None
     if busy:  # tests/support/load.py: one busy-looping process per core until stopped
-        burner = subprocess.Popen([str(PYTHON), str(ROOT / "tests/support/load.py")], cwd=ROOT)
+        burner = subprocess.Popen(
+            [str(PYTHON), str(ROOT / "tests/support/load.py"), str(busy)], cwd=ROOT
+        )
     try:
         code = subprocess.run(
             [str(PYTHON), "-m", "pytest", *parallel, *extra], cwd=ROOT, env=test_env()
@@ -159,7 +181,7 @@ def main() -> int:
     if command not in ("check", "test", "bench", "setup"):
         print(__doc__)
         return 0 if command in ("help", "-h", "--help") else 2
-    ensure_environment()
+    ensure_environment(tests=command != "check")
     if command == "setup":
         return 0
     if command == "check":
