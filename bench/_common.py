@@ -9,6 +9,10 @@ numbers wander and the ratio is what carries over.
 `--root DIR` (or HARNESS_ROOT) measures the harness checked out in DIR instead of this
 one, e.g. the commit before a change (`git worktree add /tmp/before <commit>`), so a
 before/after pair is two runs of the same script.
+
+`--json [PATH]` also writes the run's rows, with the date, the machine and its load,
+to PATH (default `bench/results/NAME.json`, the file docs/benchmarks.md cites), once
+the run has finished: a run that fails writes nothing.
 """
 
 from __future__ import annotations
@@ -32,6 +36,10 @@ ROUNDS = 3
 CLIENTS = (1, 4, 8)
 DEFAULT_POSTGRES = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results"
+COMMAND = [Path(sys.argv[0]).name, *sys.argv[1:]]  # as typed, before the options go
+_rows: list[dict] = []
+_root: Path | None = None  # the tree measured, when not this one (`use_root`)
 
 
 def use_root(argv: list[str]) -> Path:
@@ -41,7 +49,9 @@ def use_root(argv: list[str]) -> Path:
         root = Path(argv[argv.index("--root") + 1])
         del argv[argv.index("--root") : argv.index("--root") + 2]
     sys.path.insert(0, str(root.resolve()))
-    return root.resolve()
+    global _root
+    _root = root.resolve()
+    return _root
 
 
 def median(values: list[float]) -> float:
@@ -214,4 +224,46 @@ def have(tool: str, package: str | None = None) -> bool:
 
 
 def emit(row: dict) -> None:
+    """Print one figure as a JSON line, and keep it for `save_results`."""
+    _rows.append(row)
     print(json.dumps(row), flush=True)
+
+
+def results_path(argv: list[str], name: str) -> Path | None:
+    """Take `--json [PATH]` out of argv (see the module doc); None when it is absent."""
+    if "--json" not in argv:
+        return None
+    at = argv.index("--json")
+    given = argv[at + 1] if at + 1 < len(argv) and not argv[at + 1].startswith("-") else None
+    del argv[at : at + (2 if given else 1)]
+    return Path(given) if given else RESULTS / f"{name}.json"
+
+
+def machine() -> dict:
+    """What the figures were taken on: cores, memory, and the load while they were."""
+    memory = None
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                memory = round(int(line.split()[1]) / 1024 / 1024, 1)
+    except OSError:
+        pass
+    load = [round(x, 2) for x in os.getloadavg()]  # over the last 1, 5 and 15 minutes
+    return {"cores": os.cpu_count(), "memory_gib": memory, "load_average": load}
+
+
+def save_results(path: Path | None, name: str, rows: list[dict] | None = None) -> None:
+    """Write the run's rows (default: every `emit`ted one) to `path` as one JSON document."""
+    if path is None:
+        return
+    document = {
+        "bench": name,
+        "command": " ".join(["bench/" + COMMAND[0], *COMMAND[1:]]),
+        "date": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "machine": machine(),
+        "tree": "this one" if _root in (None, HERE.parent) else "another (--root)",
+        "rows": [{k: v for k, v in row.items() if k != "root"} for row in rows or _rows],
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
+    print(f"# results written to {path}", file=sys.stderr)

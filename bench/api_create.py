@@ -28,6 +28,7 @@ from pathlib import Path
 import _common as c
 
 ROOT = c.use_root(sys.argv)
+JSON = c.results_path(sys.argv, "api_create")
 
 import httpx  # noqa: E402
 
@@ -203,3 +204,4 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+    c.save_results(JSON, "api_create")

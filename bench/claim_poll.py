@@ -22,6 +22,7 @@ from pathlib import Path
 import _common as c
 
 ROOT = c.use_root(sys.argv)
+JSON = c.results_path(sys.argv, "claim_poll")
 
 from harness.core.clock import SystemClock  # noqa: E402
 from harness.core.gate import AllowAllGate  # noqa: E402
@@ -109,3 +110,4 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+    c.save_results(JSON, "claim_poll")

@@ -6,9 +6,10 @@ asks a compiled Draft 2020-12 validator `is_valid`, while the verifier runs ever
 of the contract (finish reason, strict JSON, schema with formats, extra keys, each
 business rule, expected values, stability across repeats) and builds the report. The
 figure that matters is the ratio, because these machines are shared and absolute
-numbers wander. Each side is timed best-of-N in the same process.
+numbers wander. Each side is timed in N rounds, alternating, in the same process; the
+figure is the median round, printed with the spread of the rounds (lowest-highest).
 
-    python bench/contracts_offline.py [--samples 400] [--rounds 5] [--faulty 0.1]
+    python bench/contracts_offline.py [--samples 400] [--rounds 5] [--faulty 0.1] [--json [PATH]]
 """
 
 from __future__ import annotations
@@ -16,10 +17,13 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import statistics
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
+import _common as c
 import yaml
 from jsonschema import Draft202012Validator
 
@@ -28,6 +32,8 @@ from harness.contracts.checks import Response
 from harness.contracts.loader import parse_contract
 from harness.contracts.model import Contract
 from harness.contracts.verifier import verify_offline
+
+JSON = c.results_path(sys.argv, "contracts_offline")
 
 ROOT = Path(__file__).resolve().parents[1]
 CONTRACTS = ROOT / "contracts"
@@ -88,16 +94,13 @@ def captures_for(
     )
 
 
-def best_of(rounds: int, work: Callable[[], object]) -> float:
-    best = float("inf")
-    for _ in range(rounds):
-        start = time.perf_counter()
-        work()
-        best = min(best, time.perf_counter() - start)
-    return best
+def seconds(work: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    work()
+    return time.perf_counter() - start
 
 
-def bench(name: str, samples: int, rounds: int, faulty: float) -> float:
+def bench(name: str, samples: int, rounds: int, faulty: float) -> dict:
     contract, outputs = scaled_contract(name, samples)
     captures = captures_for(contract, outputs, faulty, seed=7)
     texts = [r.text for r in captures.responses]
@@ -118,15 +121,36 @@ def bench(name: str, samples: int, rounds: int, faulty: float) -> float:
     verifier()  # warm caches (compiled validator, regexes) on both sides
     baseline()
     count = len(texts)
-    verifier_rate = count / best_of(rounds, verifier)
-    bare_rate = count / best_of(rounds, baseline)
+    verifier_rates, bare_rates = [], []
+    for _ in range(rounds):  # alternating, so a machine that gets busier slows both alike
+        verifier_rates.append(count / seconds(verifier))
+        bare_rates.append(count / seconds(baseline))
+    verifier_rate = statistics.median(verifier_rates)
+    bare_rate = statistics.median(bare_rates)
     ratio = verifier_rate / bare_rate
+
+    def spread(rates: list[float]) -> str:
+        return f"{min(rates):,.0f}-{max(rates):,.0f}"
+
     print(
         f"{name:<20} {count:>6} responses ({faulty:.0%} faulty, {len(contract.rules)} rules):"
-        f" verifier {verifier_rate:>9,.0f}/s   bare jsonschema {bare_rate:>9,.0f}/s"
+        f" verifier {verifier_rate:>9,.0f}/s ({spread(verifier_rates)})"
+        f"   bare jsonschema {bare_rate:>9,.0f}/s ({spread(bare_rates)})"
         f"   ratio {ratio:.2f}"
     )
-    return ratio
+    return {
+        "bench": "contracts_offline",
+        "contract": name,
+        "responses": count,
+        "faulty": faulty,
+        "rules": len(contract.rules),
+        "verifier_per_s": round(verifier_rate),
+        "baseline": "bare compiled jsonschema validator",
+        "baseline_per_s": round(bare_rate),
+        "ratio": round(ratio, 3),
+        "rounds_verifier": [round(x) for x in verifier_rates],
+        "rounds_baseline": [round(x) for x in bare_rates],
+    }
 
 
 def main() -> None:
@@ -136,14 +160,15 @@ def main() -> None:
     parser.add_argument("--faulty", type=float, default=0.1, help="share of faulty answers")
     args, _ = parser.parse_known_args()  # dev.py passes every bench the same arguments
     print("offline contract verifier vs bare compiled jsonschema validator (same texts)")
-    ratios = [
+    rows = [
         bench(name, args.samples, args.rounds, args.faulty)
         for name in ("ticket-triage", "invoice-extraction", "changelog-summary")
     ]
-    print(
-        f"ratio verifier/bare (geometric mean): "
-        f"{(ratios[0] * ratios[1] * ratios[2]) ** (1 / 3):.2f}"
-    )
+    ratios = [row["ratio"] for row in rows]
+    mean = (ratios[0] * ratios[1] * ratios[2]) ** (1 / 3)
+    print(f"ratio verifier/bare (geometric mean): {mean:.2f}")
+    rows.append({"bench": "contracts_offline", "geometric_mean_ratio": round(mean, 3)})
+    c.save_results(JSON, "contracts_offline", rows)
 
 
 if __name__ == "__main__":

@@ -37,6 +37,7 @@ from pathlib import Path
 import _common as c
 
 ROOT = c.use_root(sys.argv)
+JSON = c.results_path(sys.argv, "engine_create")
 
 from harness.core.clock import SystemClock  # noqa: E402
 from harness.core.gate import AllowAllGate  # noqa: E402
@@ -237,3 +238,4 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+    c.save_results(JSON, "engine_create")

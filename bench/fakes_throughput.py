@@ -26,7 +26,7 @@ The acceptance bound: no slowdown beyond 20 % (``--bound``) in the sustained rat
 against the bare app (a faster last window, as when the machine got quieter, holds).
 
     python bench/fakes_throughput.py [--requests 50000] [--clients 4] [--window 5000]
-                                     [--baseline-window 1000]
+                                     [--baseline-window 1000] [--json [PATH]]
 """
 
 from __future__ import annotations
@@ -35,17 +35,20 @@ import argparse
 import json
 import multiprocessing
 import statistics
+import sys
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
+import _common as c
 import httpx
 
 BODY = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "Say hello."}]}
 PATH = "/openai/v1/chat/completions"
 NAMED_PATH = "/p/primary/openai/v1/chat/completions"
 WARMUP = 1_000
+JSON = c.results_path(sys.argv, "fakes_throughput")
 
 
 def _tagged(number: int) -> dict[str, object]:
@@ -215,6 +218,26 @@ def main() -> None:
     print(
         f"no slowdown beyond {args.bound:.0%} after {len(rows) * args.window} requests "
         f"(against the bare app): {'yes' if held else 'NO'}"
+    )
+    c.save_results(
+        JSON,
+        "fakes_throughput",
+        [
+            {
+                "bench": "fakes_throughput",
+                "requests": len(rows) * args.window,
+                "clients": args.clients,
+                "windows": [
+                    {"fakes_per_s": round(f), "bare_per_s": round(b), "fakes_rss_mib": round(m, 1)}
+                    for f, b, m in rows
+                ],
+                "sustained": round(sustained, 3),
+                "sustained_vs_bare": round(normalised, 3),
+                "fakes_vs_bare_median": round(statistics.median(ratios), 3),
+                "bound": args.bound,
+                "held": held,
+            }
+        ],
     )
     raise SystemExit(0 if held else 1)
 

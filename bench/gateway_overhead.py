@@ -36,6 +36,7 @@ from pathlib import Path
 import _common as c
 
 ROOT = c.use_root(sys.argv)
+JSON = c.results_path(sys.argv, "gateway_overhead")
 
 import httpx  # noqa: E402
 import yaml  # noqa: E402
@@ -169,6 +170,7 @@ def main() -> None:
 
         backend = "PostgreSQL" if args.postgres else "SQLite"
         print(f"gateway overhead, {backend}, {args.clients} clients, {args.calls} calls a round")
+        rows: list[dict] = []
         for latency in (float(x) for x in args.latency.split(",")):
             httpx.post(f"{fakes_url}/control/reset")
             behaviour = {"behaviour": "success", "latency": latency}
@@ -184,12 +186,28 @@ def main() -> None:
             d = c.median([r[0] for r in rounds])
             g = c.median([r[1] for r in rounds])
             ratio = c.median([r[1] / r[0] for r in rounds])
+            fakes_cpu = c.median([x[0] for x in cpu])
+            serve_cpu = c.median([x[1] for x in cpu])
             print(
                 f"  provider latency {latency:5.2f} s: direct {d * 1000:8.1f} ms, "
                 f"gateway {g * 1000:8.1f} ms, overhead {1000 * (g - d):7.1f} ms, "
                 f"ratio {ratio:5.2f}x; CPU per call: fakes (direct) "
-                f"{c.median([x[0] for x in cpu]):.2f} ms, harness serve (gateway) "
-                f"{c.median([x[1] for x in cpu]):.2f} ms"
+                f"{fakes_cpu:.2f} ms, harness serve (gateway) {serve_cpu:.2f} ms"
+            )
+            rows.append(
+                {
+                    "bench": "gateway_overhead",
+                    "backend": backend,
+                    "clients": args.clients,
+                    "calls": args.calls,
+                    "provider_latency_s": latency,
+                    "direct_ms": round(d * 1000, 1),
+                    "gateway_ms": round(g * 1000, 1),
+                    "ratio": round(ratio, 2),
+                    "rounds_ratio": [round(r[1] / r[0], 2) for r in rounds],
+                    "fakes_cpu_ms_per_call": round(fakes_cpu, 2),
+                    "serve_cpu_ms_per_call": round(serve_cpu, 2),
+                }
             )
     finally:
         for process in (serve, fakes):
@@ -198,6 +216,7 @@ def main() -> None:
                 process.wait(10)
             except subprocess.TimeoutExpired:
                 process.kill()
+    c.save_results(JSON, "gateway_overhead", rows)
 
 
 if __name__ == "__main__":

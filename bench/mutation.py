@@ -9,13 +9,19 @@ tree is never touched), by `python -m harness check` with that copy first on the
 the bundled suite and check's short swarm (its default 3 seeds), the swarm's seeds fixed
 (`--swarm-seed`; a user's check rotates them by date) so a draw replays. A mutant is
 killed when check exits non-zero or times out; each kill says which part failed (the
-suite's scenarios, the swarm, or both), so `--swarm 0` draws (stops 28-37) compare.
+suite's scenarios, the swarm, or both), so draws with `--swarm 0` (the suite alone) compare.
 Counted apart, never played: a mutant that does not parse or whose module no longer
 imports (the tool's "incompetent" mutants), and one that changes only an annotation
 (never evaluated in these modules: equivalent by construction). Survivors are printed
-with their diff, to be argued equivalent (or not) in BENCHMARKS.md.
+with their diff, to be argued equivalent (or not); docs/benchmarks.md keeps the figures.
 
-    .venv/bin/python bench/mutation.py --sample 20 --seed 1 [--swarm 3] [--json out.json]
+Run it from a clone, never from a tree being edited: every mutant copies the tree the
+script sits in, and a file met mid-edit counts as a kill.
+
+    git clone . /tmp/mb && cd /tmp/mb && python3 dev.py setup && .venv/bin/pip install cosmic-ray
+    .venv/bin/python bench/mutation.py --sample 60 --seed 31 [--swarm 3] [--json [PATH]]
+
+`--json` alone writes bench/results/mutation.json (the counts and every mutant played).
 """
 
 from __future__ import annotations
@@ -158,7 +164,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--swarm", type=int, default=3, help="check's swarm seeds (0: none)")
     parser.add_argument("--swarm-seed", type=int, default=SWARM_SEED)
-    parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument(
+        "--json", type=Path, nargs="?", const=ROOT / "bench" / "results" / "mutation.json"
+    )
     args = parser.parse_args()
     swarm = ["--swarm", str(args.swarm), "--seed", str(args.swarm_seed)]
     baseline = play(str(modules()[0].relative_to(ROOT)), None, 0, swarm)

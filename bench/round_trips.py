@@ -19,6 +19,7 @@ import time
 import _common as c
 
 ROOT = c.use_root(sys.argv)
+JSON = c.results_path(sys.argv, "round_trips")
 
 from sqlalchemy import event  # noqa: E402
 
@@ -106,3 +107,4 @@ def _what(line: str) -> str:
 
 if __name__ == "__main__":
     main()
+    c.save_results(JSON, "round_trips")

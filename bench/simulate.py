@@ -26,6 +26,7 @@ from pathlib import Path
 import _common as c
 
 ROOT = c.use_root(sys.argv)
+JSON = c.results_path(sys.argv, "simulate")
 
 from harness.checks.mutants import MUTANTS, applied  # noqa: E402
 from harness.core.clock import SystemClock  # noqa: E402
@@ -147,3 +148,4 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+    c.save_results(JSON, "simulate")
