@@ -20,7 +20,15 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from harness.core.breaker import Availability
-from harness.core.models import Attempt, CompletionRequest, Job, Message
+from harness.core.models import (
+    Attempt,
+    CompletionRequest,
+    Job,
+    Message,
+    Tool,
+    ToolCall,
+    ToolChoice,
+)
 from harness.core.signals import Signal
 from harness.core.states import (
     LIVE_ATTEMPT_STATES,
@@ -206,13 +214,17 @@ def hedge_delay(job: Job, attempt: Attempt, now: datetime) -> float | None:
 def build_request(job: Job, attempt: Attempt, *, stream: bool = False) -> CompletionRequest:
     """The provider request for a job's input.
 
-    `input.messages` ([{role, content}]) with optional `system`, `max_tokens` and
-    `temperature`; or `input.prompt` (one user message); otherwise the input's JSON
-    becomes the user message and the operation the system prompt."""
+    `input.messages` ([{role, content}], a message may carry `parts`, `tool_calls` or,
+    for role `tool`, `tool_call_id`) with optional `system`, `max_tokens`,
+    `temperature`, `tools` ([{name, description, parameters}]), `tool_choice` ({type,
+    name}), `parallel_tool_calls` and `response_format` ({type: json_object} or {type:
+    json_schema, name, schema}); or `input.prompt` (one user message); otherwise the
+    input's JSON becomes the user message and the operation the system prompt."""
     data = job.input if isinstance(job.input, dict) else {}
     system = data.get("system") if isinstance(data.get("system"), str) else None
     max_tokens = data.get("max_tokens")
     temperature = data.get("temperature")
+    parallel = data.get("parallel_tool_calls")
     return CompletionRequest(
         messages=_messages(job),
         system=system if system is not None else f"operation: {job.operation}",
@@ -220,22 +232,78 @@ def build_request(job: Job, attempt: Attempt, *, stream: bool = False) -> Comple
         if isinstance(max_tokens, int) and max_tokens > 0
         else DEFAULT_MAX_TOKENS,
         temperature=temperature if isinstance(temperature, int | float) else None,
+        tools=_tools(data.get("tools")),
+        tool_choice=_tool_choice(data.get("tool_choice")),
+        parallel_tool_calls=parallel if isinstance(parallel, bool) else None,
         stream=stream,
         attempt_id=attempt.token or str(attempt.id),
+        **_response_format(data.get("response_format")),
     )
 
 
 def _messages(job: Job) -> tuple[Message, ...]:
     data = job.input if isinstance(job.input, dict) else {}
     if isinstance(data.get("messages"), list):
-        return tuple(
-            Message(role=str(m.get("role", "user")), content=str(m.get("content", "")))
-            for m in data["messages"]
-            if isinstance(m, dict)
-        )
+        return tuple(_message(m) for m in data["messages"] if isinstance(m, dict))
     if isinstance(data.get("prompt"), str):
         return (Message(role="user", content=data["prompt"]),)
     return (Message(role="user", content=json.dumps(job.input, sort_keys=True)),)
+
+
+def _message(raw: Mapping[str, Any]) -> Message:
+    parts = raw.get("parts")
+    calls = raw.get("tool_calls")
+    call_id = raw.get("tool_call_id")
+    return Message(
+        role=str(raw.get("role", "user")),
+        content=str(raw.get("content", "")),
+        parts=tuple(p for p in parts if isinstance(p, dict)) if isinstance(parts, list) else (),
+        tool_calls=tuple(
+            ToolCall(id=str(c["id"]), name=str(c["name"]), arguments=str(c.get("arguments", "")))
+            for c in (calls if isinstance(calls, list) else ())
+            if isinstance(c, dict) and "id" in c and "name" in c
+        ),
+        tool_call_id=str(call_id) if call_id is not None else None,
+    )
+
+
+def _tools(raw: object) -> tuple[Tool, ...]:
+    if not isinstance(raw, list):
+        return ()
+    return tuple(
+        Tool(
+            name=str(t["name"]),
+            description=t.get("description") if isinstance(t.get("description"), str) else None,
+            parameters=dict(t["parameters"])
+            if isinstance(t.get("parameters"), dict)
+            else {"type": "object", "properties": {}},
+        )
+        for t in raw
+        if isinstance(t, dict) and isinstance(t.get("name"), str)
+    )
+
+
+def _tool_choice(raw: object) -> ToolChoice | None:
+    if not isinstance(raw, dict) or raw.get("type") not in ("auto", "none", "required", "tool"):
+        return None
+    name = raw.get("name")
+    return ToolChoice(type=raw["type"], name=name if isinstance(name, str) else None)
+
+
+def _response_format(raw: object) -> dict[str, Any]:
+    """CompletionRequest's members for a response format: JSON mode, or a schema."""
+    if not isinstance(raw, dict):
+        return {}
+    if raw.get("type") == "json_object":
+        return {"json_object": True}
+    if raw.get("type") == "json_schema" and isinstance(raw.get("schema"), dict):
+        name, strict = raw.get("name"), raw.get("strict")
+        return {
+            "json_schema": dict(raw["schema"]),
+            "schema_name": name if isinstance(name, str) and name else "output",
+            "schema_strict": strict if isinstance(strict, bool) else True,
+        }
+    return {}
 
 
 def waiting_on(

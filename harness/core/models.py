@@ -27,11 +27,45 @@ ATTEMPT_HEADER = "X-Harness-Attempt"
 
 
 @dataclass(frozen=True, kw_only=True)
-class Message:
-    """One chat message of a provider request."""
+class ToolCall:
+    """One function call, in no provider's spelling: `id` as the provider named it
+    (adapters translate `call_...`/`toolu_...` as they go), `arguments` JSON text."""
 
-    role: str  # "user" | "assistant"
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Tool:
+    """A function a request offers: name, description, parameters' JSON Schema."""
+
+    name: str
+    description: str | None = None
+    parameters: dict[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolChoice:
+    """How the model may use the tools: `auto`, `none`, `required` (at least one), or
+    `tool` (exactly the one named)."""
+
+    type: str  # "auto" | "none" | "required" | "tool"
+    name: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Message:
+    """One chat message of a provider request: `user`, `assistant` (maybe with tool
+    calls) or `tool` (a tool's result answering `tool_call_id`). `content` is the text;
+    `parts`, when given, is the content in order as parts (`{"type": "text", "text"}`,
+    `{"type": "image", "url"}` where `url` may be a `data:` URL)."""
+
+    role: str  # "user" | "assistant" | "tool"
     content: str
+    parts: tuple[dict[str, Any], ...] = ()
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -45,6 +79,12 @@ class CompletionRequest:
     max_tokens: int = 1024
     temperature: float | None = None
     json_schema: dict[str, Any] | None = None  # ask for JSON output shaped like this
+    schema_name: str = "output"  # the schema's name, where the API names it
+    schema_strict: bool = True  # OpenAI's `strict` (the schema is followed exactly)
+    json_object: bool = False  # ask for a JSON object, any shape (OpenAI's JSON mode)
+    tools: tuple[Tool, ...] = ()
+    tool_choice: ToolChoice | None = None  # None: the provider's default (auto)
+    parallel_tool_calls: bool | None = None  # None: the provider's default (allowed)
     stream: bool = False
     attempt_id: str | None = None  # sent as ATTEMPT_HEADER
 

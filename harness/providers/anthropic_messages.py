@@ -11,13 +11,15 @@ unusable, as is an ``error`` event after content.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from typing import Any
+import re
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar
 
 import httpx
 
+from harness.core.models import ToolChoice
 from harness.errors import ProviderError
-from harness.providers.base import CompletionRequest
+from harness.providers.base import CompletionRequest, Message, ToolCall
 from harness.providers.exchange import CallFailed
 from harness.providers.http_provider import Answer, BaseHttpProvider, BaseStreamReader
 from harness.providers.outcomes import Signal
@@ -65,14 +67,16 @@ class AnthropicMessagesProvider(BaseHttpProvider):
     def _prompt(self, request: CompletionRequest) -> dict[str, Any]:
         prompt: dict[str, Any] = {
             "model": request.model or self.model,
-            "messages": [{"role": m.role, "content": m.content} for m in request.messages],
+            "messages": anthropic_messages(request.messages),
         }
         if request.system:
             prompt["system"] = request.system
-        if request.json_schema is not None:
-            prompt["output_config"] = {
-                "format": {"type": "json_schema", "schema": request.json_schema}
-            }
+        schema = request.json_schema
+        if schema is None and request.json_object:
+            schema = {"type": "object"}  # Messages has no JSON mode: any object
+        if schema is not None:
+            prompt["output_config"] = {"format": {"type": "json_schema", "schema": schema}}
+        prompt.update(anthropic_tools(request))
         return prompt
 
     def _body(self, request: CompletionRequest) -> dict[str, Any]:
@@ -104,6 +108,7 @@ class AnthropicMessagesProvider(BaseHttpProvider):
             finish_reason=STOP_REASONS.get(stop, stop),
             model=data.get("model"),
             usage=_usage(data.get("usage")),
+            tool_calls=tuple(_tool_use(b) for b in content if b.get("type") == "tool_use"),
         )
 
     def _stream_reader(self) -> BaseStreamReader:
@@ -160,16 +165,151 @@ class _EventReader(BaseStreamReader):
         kind = data.get("type", event.event)
         if kind == "error":
             raise CallFailed(self.error_signal(), f"error event in the stream: {_message(data)}")
-        if kind == "message_start":
-            message = data.get("message") or {}
-            self.model = message.get("model")
-            self.usage.update(_usage(message.get("usage")))
-        elif kind == "content_block_delta":
-            delta = data.get("delta") or {}
-            if delta.get("type") == "text_delta" and isinstance(delta.get("text"), str):
-                self.parts.append(delta["text"])
-        elif kind == "message_delta":
-            self.finish = (data.get("delta") or {}).get("stop_reason") or self.finish
-            self.usage.update(_usage(data.get("usage")))
-        elif kind == "message_stop":
-            self.done = True
+        step = self._steps.get(kind)
+        if step is not None:
+            step(self, data)
+
+    def _message_start(self, data: dict[str, Any]) -> None:
+        message = data.get("message") or {}
+        self.model = message.get("model")
+        self.usage.update(_usage(message.get("usage")))
+
+    def _block_start(self, data: dict[str, Any]) -> None:
+        block = data.get("content_block") or {}
+        if block.get("type") == "tool_use":
+            call = _tool_use({**block, "input": {}})
+            self.calls[_index(data)] = {"id": call.id, "name": call.name, "arguments": ""}
+
+    def _block_delta(self, data: dict[str, Any]) -> None:
+        delta = data.get("delta") or {}
+        if delta.get("type") == "text_delta" and isinstance(delta.get("text"), str):
+            self.parts.append(delta["text"])
+        elif delta.get("type") == "input_json_delta":
+            call = self.calls.get(_index(data))
+            if call is None or not isinstance(delta.get("partial_json"), str):
+                raise CallFailed(Signal.STREAM_MALFORMED, "input_json_delta for no tool_use")
+            call["arguments"] += delta["partial_json"]
+
+    def _block_stop(self, data: dict[str, Any]) -> None:
+        call = self.calls.get(_index(data))
+        if call is not None and not call["arguments"]:
+            call["arguments"] = "{}"  # a tool_use with an empty input sends no delta
+
+    def _message_delta(self, data: dict[str, Any]) -> None:
+        self.finish = (data.get("delta") or {}).get("stop_reason") or self.finish
+        self.usage.update(_usage(data.get("usage")))
+
+    def _message_stop(self, data: dict[str, Any]) -> None:
+        self.done = True
+
+    _steps: ClassVar[Mapping[str, Callable[[_EventReader, dict[str, Any]], None]]] = {
+        "message_start": _message_start,
+        "content_block_start": _block_start,
+        "content_block_delta": _block_delta,
+        "content_block_stop": _block_stop,
+        "message_delta": _message_delta,
+        "message_stop": _message_stop,
+    }
+
+
+def _index(data: Mapping[str, Any]) -> int:
+    index = data.get("index")
+    if not isinstance(index, int):
+        raise CallFailed(Signal.STREAM_MALFORMED, "a content block event has no index")
+    return index
+
+
+def _tool_use(block: Mapping[str, Any]) -> ToolCall:
+    """A `tool_use` block as a call (its `input` object as JSON text)."""
+    if not isinstance(block.get("name"), str) or not isinstance(block.get("input"), dict):
+        raise CallFailed(Signal.MALFORMED_BODY, "a tool_use block has no name or input")
+    return ToolCall(
+        id=str(block.get("id") or ""),
+        name=block["name"],
+        arguments=json.dumps(block["input"]),
+    )
+
+
+def anthropic_messages(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
+    """The conversation in Messages' shape: a tool's results become `tool_result` blocks
+    of one user message (consecutive results together, as the API requires), an
+    assistant's calls `tool_use` blocks, image parts `image` blocks."""
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        if message.role == "tool":
+            result = {
+                "type": "tool_result",
+                "tool_use_id": message.tool_call_id or "",
+                "content": message.content,
+            }
+            last = out[-1] if out else None
+            if last is not None and last.get("tool_results"):
+                last["content"].append(result)
+            else:
+                out.append({"role": "user", "content": [result], "tool_results": True})
+            continue
+        out.append({"role": message.role, "content": _content(message)})
+    for message in out:
+        message.pop("tool_results", None)
+    return out
+
+
+def _content(message: Message) -> str | list[dict[str, Any]]:
+    if not message.parts and not message.tool_calls:
+        return message.content
+    parts = message.parts or ({"type": "text", "text": message.content},)
+    blocks = [_block(p) for p in parts if p.get("type") != "text" or p.get("text")]
+    for call in message.tool_calls:
+        blocks.append({"type": "tool_use", "id": call.id, "name": call.name, "input": _input(call)})
+    return blocks
+
+
+def _input(call: ToolCall) -> dict[str, Any]:
+    """A call's arguments as the object `tool_use.input` must be (none: empty)."""
+    try:
+        value = json.loads(call.arguments) if call.arguments.strip() else {}
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _block(part: Mapping[str, Any]) -> dict[str, Any]:
+    if part.get("type") != "image":
+        return {"type": "text", "text": part.get("text", "")}
+    url = str(part.get("url", ""))
+    found = DATA_URL.fullmatch(url)
+    if found is not None:
+        source = {"type": "base64", "media_type": found["media"], "data": found["data"]}
+    else:
+        source = {"type": "url", "url": url}
+    return {"type": "image", "source": source}
+
+
+DATA_URL = re.compile(r"data:(?P<media>[\w.+-]+/[\w.+-]+);base64,(?P<data>.*)", re.DOTALL)
+
+
+def anthropic_tools(request: CompletionRequest) -> dict[str, Any]:
+    """`tools` and `tool_choice` in Messages' shape (parallel calls refused by
+    `disable_parallel_tool_use`)."""
+    body: dict[str, Any] = {}
+    if request.tools:
+        body["tools"] = [
+            {
+                "name": t.name,
+                **({"description": t.description} if t.description else {}),
+                "input_schema": t.parameters,
+            }
+            for t in request.tools
+        ]
+    choice = request.tool_choice
+    if choice is None and request.parallel_tool_calls is False and request.tools:
+        choice = ToolChoice(type="auto")
+    if choice is not None:
+        kind = {"required": "any"}.get(choice.type, choice.type)
+        rendered: dict[str, Any] = {"type": kind}
+        if kind == "tool":
+            rendered["name"] = choice.name
+        if request.parallel_tool_calls is False and kind != "none":
+            rendered["disable_parallel_tool_use"] = True
+        body["tool_choice"] = rendered
+    return body

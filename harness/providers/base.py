@@ -21,6 +21,7 @@ from typing import Any, Protocol, runtime_checkable
 from harness.core.models import ATTEMPT_HEADER as ATTEMPT_HEADER
 from harness.core.models import CompletionRequest as CompletionRequest
 from harness.core.models import Message as Message
+from harness.core.models import ToolCall as ToolCall
 from harness.core.states import OutcomeKind as OutcomeKind
 
 
@@ -34,6 +35,7 @@ class Outcome:
     reason: str  # short machine tag: "ok", "rate_limited", "timeout_after_send", ...
     request_id: str | None = None  # the provider's id for this execution, if it told us
     text: str | None = None  # the assistant's text (EXECUTED only)
+    tool_calls: tuple[ToolCall, ...] = ()  # the functions the answer calls (EXECUTED only)
     finish_reason: str | None = None  # normalised: stop | length | content_filter | tool
     model: str | None = None
     usage: dict[str, int] = field(default_factory=dict)

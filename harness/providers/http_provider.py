@@ -13,7 +13,7 @@ import json
 import logging
 import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 import httpx
@@ -25,6 +25,7 @@ from harness.providers.base import (
     LookupResult,
     Outcome,
     OutcomeKind,
+    ToolCall,
 )
 from harness.providers.calls import CallHandle, current_call, tracked_transport
 from harness.providers.exchange import (
@@ -78,6 +79,7 @@ class Answer:
     text: str | None
     finish_reason: str | None  # normalised: stop | length | content_filter | tool
     model: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
     usage: dict[str, int] = field(default_factory=dict)
     terminated: bool = True  # a stream reached its terminator ([DONE], message_stop)
 
@@ -97,6 +99,7 @@ class BaseStreamReader(abc.ABC):
         self.model: str | None = None
         self.usage: dict[str, int] = {}
         self.done = False
+        self.calls: dict[int, dict[str, str]] = {}  # by position: id, name, arguments
 
     @abc.abstractmethod
     def feed(self, event: Event) -> None: ...
@@ -121,6 +124,12 @@ class BaseStreamReader(abc.ABC):
             text="".join(self.parts),
             finish_reason=self.finish_reasons.get(self.finish, self.finish),
             model=self.model,
+            tool_calls=tuple(
+                ToolCall(
+                    id=c.get("id", ""), name=c.get("name", ""), arguments=c.get("arguments", "")
+                )
+                for _, c in sorted(self.calls.items())
+            ),
             usage=self.usage,
             terminated=self.done,
         )
@@ -234,6 +243,9 @@ class BaseHttpProvider(abc.ABC):
             # An answer may echo the key (a prompt that carried it, a provider's debug
             # text): it is stored and served, so it is masked like any error text.
             text=None if answer.text is None else self._api_key.redact(answer.text),
+            tool_calls=tuple(
+                replace(c, arguments=self._api_key.redact(c.arguments)) for c in answer.tool_calls
+            ),
             finish_reason=answer.finish_reason,
             model=answer.model or self.model,
             usage=answer.usage,

@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 
 from harness.errors import ProviderError
-from harness.providers.base import CompletionRequest, LookupResult
+from harness.providers.base import CompletionRequest, LookupResult, Message, ToolCall
 from harness.providers.exchange import CallFailed
 from harness.providers.http_provider import Answer, BaseHttpProvider, BaseStreamReader
 from harness.providers.outcomes import Signal
@@ -71,7 +71,7 @@ class OpenAIChatProvider(BaseHttpProvider):
 
     def _body(self, request: CompletionRequest) -> dict[str, Any]:
         messages = [{"role": "system", "content": request.system}] if request.system else []
-        messages += [{"role": m.role, "content": m.content} for m in request.messages]
+        messages += [chat_message(m) for m in request.messages]
         body: dict[str, Any] = {
             "model": request.model or self.model,
             "messages": messages,
@@ -79,11 +79,18 @@ class OpenAIChatProvider(BaseHttpProvider):
         }
         if request.temperature is not None:
             body["temperature"] = request.temperature
+        body.update(chat_tools(request))
         if request.json_schema is not None:
             body["response_format"] = {
                 "type": "json_schema",
-                "json_schema": {"name": "output", "schema": request.json_schema, "strict": True},
+                "json_schema": {
+                    "name": request.schema_name,
+                    "schema": request.json_schema,
+                    "strict": request.schema_strict,
+                },
             }
+        elif request.json_object:
+            body["response_format"] = {"type": "json_object"}
         if request.stream:
             body["stream"] = True
             body["stream_options"] = {"include_usage": True}
@@ -142,6 +149,7 @@ class OpenAIChatProvider(BaseHttpProvider):
             finish_reason=FINISH_REASONS.get(finish, finish),
             model=data.get("model"),
             usage=_usage(data.get("usage")),
+            tool_calls=_tool_calls(message.get("tool_calls")),
         )
 
     def _stream_reader(self) -> BaseStreamReader:
@@ -194,5 +202,97 @@ class _ChunkReader(BaseStreamReader):
             delta = choice.get("delta") or {}
             if isinstance(delta.get("content"), str):
                 self.parts.append(delta["content"])
+            for call in delta.get("tool_calls") or []:
+                self._call_delta(call)
             if choice.get("finish_reason"):
                 self.finish = choice["finish_reason"]
+
+    def _call_delta(self, delta: object) -> None:
+        """One `tool_calls` delta: the first of a call names it, the rest add arguments."""
+        if not isinstance(delta, dict) or not isinstance(delta.get("index"), int):
+            raise CallFailed(Signal.STREAM_MALFORMED, "a tool call delta has no index")
+        call = self.calls.setdefault(delta["index"], {"id": "", "name": "", "arguments": ""})
+        function = delta.get("function") or {}
+        if isinstance(delta.get("id"), str):
+            call["id"] = delta["id"]
+        if isinstance(function.get("name"), str):
+            call["name"] = function["name"]
+        if isinstance(function.get("arguments"), str):
+            call["arguments"] += function["arguments"]
+
+
+def _tool_calls(raw: object) -> tuple[ToolCall, ...]:
+    """An answer's `tool_calls` (function calls; arguments stay JSON text)."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise _malformed("message.tool_calls is not a list")
+    calls = []
+    for call in raw:
+        function = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(function, dict) or not isinstance(function.get("name"), str):
+            raise _malformed("a tool call has no function name")
+        arguments = function.get("arguments")
+        calls.append(
+            ToolCall(
+                id=str(call.get("id") or ""),
+                name=function["name"],
+                arguments=arguments if isinstance(arguments, str) else "",
+            )
+        )
+    return tuple(calls)
+
+
+def chat_message(message: Message) -> dict[str, Any]:
+    """A message in Chat Completions' shape: parts as `text`/`image_url` parts, an
+    assistant's tool calls as `tool_calls`, a tool's result as role `tool`."""
+    if message.role == "tool":
+        return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
+    content: Any = message.content
+    if message.parts:
+        content = [_chat_part(p) for p in message.parts]
+    rendered: dict[str, Any] = {"role": message.role, "content": content}
+    if message.tool_calls:
+        rendered["content"] = content or None
+        rendered["tool_calls"] = [
+            {
+                "id": c.id,
+                "type": "function",
+                "function": {"name": c.name, "arguments": c.arguments},
+            }
+            for c in message.tool_calls
+        ]
+    return rendered
+
+
+def _chat_part(part: Mapping[str, Any]) -> dict[str, Any]:
+    if part.get("type") == "image":
+        image: dict[str, Any] = {"url": part.get("url", "")}
+        if part.get("detail"):
+            image["detail"] = part["detail"]
+        return {"type": "image_url", "image_url": image}
+    return {"type": "text", "text": part.get("text", "")}
+
+
+def chat_tools(request: CompletionRequest) -> dict[str, Any]:
+    """`tools`, `tool_choice` and `parallel_tool_calls` in Chat Completions' shape."""
+    body: dict[str, Any] = {}
+    if request.tools:
+        body["tools"] = [
+            {
+                "type": "function",
+                "function": {
+                    "name": t.name,
+                    **({"description": t.description} if t.description else {}),
+                    "parameters": t.parameters,
+                },
+            }
+            for t in request.tools
+        ]
+    choice = request.tool_choice
+    if choice is not None:
+        named = {"type": "function", "function": {"name": choice.name}}
+        body["tool_choice"] = named if choice.type == "tool" else choice.type
+    if request.parallel_tool_calls is not None and request.tools:
+        body["parallel_tool_calls"] = request.parallel_tool_calls
+    return body
