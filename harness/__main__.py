@@ -1,5 +1,5 @@
 """`python -m harness`: the same command line as `harness`."""
 
-from harness.cli import main
+from harness.cli import run
 
-main()
+run()
