@@ -6,6 +6,7 @@ probe name, or a gateway (or fakes) that does not answer, always with one line.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 
@@ -58,6 +59,14 @@ SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
     help="Multiply every time in the probes (latencies, timeouts, windows) by this.",
 )
 @click.option(
+    "--gateway-timeout",
+    default=None,
+    type=click.FloatRange(min=0, min_open=True),
+    metavar="S",
+    help="Seconds the gateway waits for one provider call (default: the profile's, else "
+    "10). Bounds on the caller's wait count in these, never scaled by --time-scale.",
+)
+@click.option(
     "--wait",
     default=30.0,
     show_default=True,
@@ -83,6 +92,7 @@ def probe(
     repeat: int,
     quiet_window: float | None,
     time_scale: float,
+    gateway_timeout: float | None,
     wait: float,
     json_path: Path | None,
     junit_path: Path | None,
@@ -113,6 +123,8 @@ def probe(
     console = Console(stderr=False, soft_wrap=True)
     with exit_on_error():
         chosen = load_profile(profile)
+        if gateway_timeout is not None:
+            chosen = dataclasses.replace(chosen, gateway_timeout=gateway_timeout)
         loaded = load_probes(probe_files(probes, bundled=not probes), only)
         with fakes_at(fakes) as (link, base):
             for name in providers_of(loaded):

@@ -32,7 +32,11 @@ OBSERVE = 2.0
 """Seconds, at least, the driver watches for provider calls after a quiet window."""
 SETTLE = 0.3
 """Seconds to let a gateway's last provider call land in the ledger after the answer."""
-_SCALED = ("latency", "retry_after", "chunk_latency", "window", "flap")
+_SCALED = ("latency", "chunk_latency", "window", "flap")
+"""Fault timings --time-scale multiplies. Not `retry_after`: it is a promise the gateway
+must keep in absolute seconds against its own fixed timers and overheads; scaled below
+them, a gateway that ignores it (a retry after its own upstream timeout, or one slowed by a
+busy machine) would look as if it waited, so the verdict moved with the scale and the load."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -54,6 +58,9 @@ class ClientRecord:
     model: str | None = None
     complete: bool = False
     detail: str | None = None
+    usage: bool = False  # the answer carried token usage
+    waited: float | None = None  # the client's timeout for this request, in seconds
+    patient: bool = False  # it waited the probe's bound (not a timeout the step chose)
 
     @property
     def success(self) -> bool:
@@ -77,6 +84,8 @@ class ProbeRun:
     time_scale: float
     quiet_window: float
     started_at: float
+    gateway_timeout: float = 10.0  # the profile's, unscaled
+    bound: float = 0.0  # seconds a patient caller waits (the probe's answer_within, resolved)
     ended_at: float = 0.0
     nonces: dict[str, str] = field(default_factory=dict)
     records: list[ClientRecord] = field(default_factory=list)
@@ -84,7 +93,7 @@ class ProbeRun:
     abandoned_at: dict[str, float] = field(default_factory=dict)
     alive: ClientRecord | None = None
     alive_nonce: str = ""
-    late: list[dict[str, Any]] = field(default_factory=list)  # ledger entries after judging
+    late: list[dict[str, Any]] = field(default_factory=list)  # calls after the alive check
 
     def scale(self, seconds: float) -> float:
         return seconds * self.time_scale
@@ -143,6 +152,8 @@ class Driver:
             time_scale=self.time_scale,
             quiet_window=quiet,
             started_at=0.0,
+            gateway_timeout=self.profile.gateway_timeout,
+            bound=probe.answer_within.resolve(self.time_scale, self.profile.gateway_timeout),
         )
         for intent in probe.intents:
             run.nonces[intent] = nonce_for(self.salt, probe.name, probe.seed, repeat, intent)
@@ -214,7 +225,7 @@ class Driver:
         for thread in threads:
             thread.start()
         for thread in threads:
-            thread.join(run.scale(request.timeout) + ALIVE_TIMEOUT)
+            thread.join(_wait_of(run, request) + ALIVE_TIMEOUT)
 
     def _send(
         self,
@@ -230,7 +241,7 @@ class Driver:
         call = self.profile.call(
             prompt=prompt_for(nonce), nonce=nonce, key=key, stream=request.stream
         )
-        timeout = run.scale(request.timeout) if step is not None else request.timeout
+        timeout = _wait_of(run, request) if step is not None else ALIVE_TIMEOUT
         with self._lock:
             self._seq += 1
             seq = self._seq
@@ -242,6 +253,8 @@ class Driver:
             "key": key,
             "stream": request.stream,
             "retry": retry,
+            "waited": round(timeout, 3),
+            "patient": step is not None and request.timeout is None,
         }
         with httpx.Client(base_url=self.gateway, timeout=timeout) as client:
             if barrier is not None:
@@ -304,6 +317,11 @@ class Driver:
         return _from_answer(self.profile.read_stream(parts), status)
 
 
+def _wait_of(run: ProbeRun, request: Request) -> float:
+    """The client's timeout: the step's own (scaled), else patient up to the bound."""
+    return run.scale(request.timeout) if request.timeout is not None else run.bound
+
+
 def _from_answer(answer: Answer, status: int) -> dict[str, Any]:
     outcome = "answer" if answer.error is None and answer.text is not None else "error"
     return {
@@ -313,6 +331,7 @@ def _from_answer(answer: Answer, status: int) -> dict[str, Any]:
         "model": answer.model,
         "complete": answer.complete,
         "detail": answer.error,
+        "usage": answer.usage,
     }
 
 

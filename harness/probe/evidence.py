@@ -49,10 +49,13 @@ class Evidence:
         self.run = run
         self.start = run.started_at
         nonces = set(run.nonces.values())
-        self.entries = sorted(run.ledger, key=lambda e: (e.get("received_at", 0), e["request_id"]))
-        self.attributed = [e for e in self.entries if e.get("nonce") in nonces]
-        self.unattributed = [e for e in self.entries if e.get("nonce") not in nonces]
+        # Calls that came after the alive check (hangs released by then) are judged like
+        # any other: a call for a caller who gave up is the finding, whenever it lands.
         self.late = [e for e in run.late if e.get("nonce") in nonces]
+        both = [*run.ledger, *self.late]
+        self.entries = sorted(both, key=lambda e: (e.get("received_at", 0), e["request_id"]))
+        self.attributed = [e for e in self.entries if e.get("nonce") in nonces]
+        self.unattributed = [e for e in run.ledger if e.get("nonce") not in nonces]
 
     def for_intent(self, intent: str) -> list[Entry]:
         nonce = self.run.nonces[intent]
@@ -74,6 +77,37 @@ class Evidence:
         found = [e for e in self.for_intent(record.intent) if _same(full_text(e), record.text)]
         found.sort(key=lambda e: not whole(e))
         return found[0] if found else None
+
+    def final(self, intent: str) -> ClientRecord | None:
+        """The intent's last request: what its caller ended with."""
+        records = self.records(intent)
+        return records[-1] if records else None
+
+    def gave_up_at(self, intent: str) -> float | None:
+        """When the intent's caller gave up for good (its last request timed out or was
+        abandoned), else None."""
+        last = self.final(intent)
+        if last is None or last.outcome not in ("timeout", "abandoned"):
+            return None
+        return last.ended_at
+
+    def hedges(self, intent: str) -> list[Entry]:
+        """Executions the gateway added on another provider while the intent's first
+        execution was healthy and still working: the price of hedging a slow primary, not
+        a duplicate."""
+        executions = self.for_intent(intent)
+        if not executions:
+            return []
+        first = executions[0]
+        if first.get("behaviour") not in ANSWERS:
+            return []
+        done = first.get("completes_at")
+        return [
+            e
+            for e in executions[1:]
+            if provider_of(e) != provider_of(first)
+            and (done is None or e.get("received_at", 0) < done)
+        ]
 
     def keyed(self, intent: str) -> bool:
         """Every request of the intent carried one shared Idempotency-Key."""

@@ -20,10 +20,11 @@ from fake_providers import Behaviour, InvalidInput
 from harness.bundled import bundled_dir
 from harness.errors import ProbeFileError
 from harness.probe.model import (
-    DEFAULT_TIMEOUT,
     PROBE_SUFFIX,
     STEPS,
+    Bound,
     Check,
+    Expect,
     KeyMode,
     Probe,
     ProviderScript,
@@ -123,6 +124,8 @@ def _build(data: dict[str, Any], file: str, fail: Fail) -> Probe:
         unobservable=tuple(data.get("unobservable", ())),
         seed=data.get("seed", 0),
         quiet_window=data.get("quiet_window"),
+        answer_within=Bound(**data.get("answer_within", {})),
+        expect=Expect(data.get("expect", Expect.ANSWER)),
     )
 
 
@@ -165,7 +168,7 @@ def _request(
         return Request(
             intent=args["intent"],
             stream=args.get("stream", False),
-            timeout=args.get("timeout", DEFAULT_TIMEOUT),
+            timeout=args.get("timeout"),
         )
     intent = args.get("intent", f"i{index}")
     if intent in intents:
@@ -174,7 +177,7 @@ def _request(
         return Request(
             intent=intent,
             stream=args.get("stream", False),
-            timeout=args.get("timeout", DEFAULT_TIMEOUT),
+            timeout=args.get("timeout"),
             key=KeyMode(args.get("key", KeyMode.SHARED)),
             count=args["count"],
         )
@@ -184,7 +187,7 @@ def _request(
     return Request(
         intent=intent,
         stream=args.get("stream", False),
-        timeout=abandon if abandon is not None else args.get("timeout", DEFAULT_TIMEOUT),
+        timeout=abandon if abandon is not None else args.get("timeout"),
         key=KeyMode.SHARED if args.get("key", True) else KeyMode.NONE,
         abandon=abandon,
     )

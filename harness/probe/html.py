@@ -10,7 +10,7 @@ import json
 from typing import Any
 
 from harness.probe.evidence import cost, provider_of
-from harness.probe.scorecard import Play, Scorecard
+from harness.probe.scorecard import LEVELS, Play, Scorecard
 
 _COLOURS = {
     "answer": "#2e7d32",
@@ -19,7 +19,7 @@ _COLOURS = {
     "abandoned": "#6d4c41",
     "unreachable": "#424242",
 }
-_VERDICTS = {"pass": "#2e7d32", "fail": "#c62828", "soft-fail": "#ef6c00", "partial": "#f9a825"}
+_VERDICTS = {"pass": "#2e7d32", "fail": "#c62828", "safe": "#1565c0", "partial": "#f9a825"}
 _WIDTH, _LANE, _LEFT = 760, 26, 120
 _CSS = """
 body { font-family: system-ui, sans-serif; margin: 2em; color: #222; }
@@ -117,7 +117,10 @@ def render(card: Scorecard) -> str:
         f"<style>{_CSS}</style></head><body>",
         f"<h1>harness probe: {_badge('fail' if card.failed else 'pass')}</h1>",
         f"<p>Gateway <code>{html.escape(card.gateway)}</code> ({html.escape(card.profile)}); "
-        f"{len(card.scores)} probes; billed ${billed:.6f}, kept ${kept:.6f}.</p>",
+        f"{len(card.scores)} probes ("
+        + ", ".join(f"{n} {v}" for v, n in card.counts().items() if n)
+        + f"); billed ${billed:.6f}, kept ${kept:.6f}.</p>",
+        f"<p>Levels: {html.escape(LEVELS)}.</p>",
         "<table><tr><th>probe</th><th>verdict</th><th>summary</th></tr>",
     ]
     for s in card.scores:

@@ -11,10 +11,17 @@ see is listed as unobservable, never counted as held.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from typing import Any
 
+from harness.probe.caller import (
+    answered,
+    back_on_primary,
+    caller_left_waiting,
+    failover_within,
+    quiet_after_abandon,
+    rescued,
+)
 from harness.probe.driver import ProbeRun
 from harness.probe.evidence import (
     BROKEN_BY_PROVIDER,
@@ -29,14 +36,19 @@ from harness.probe.evidence import (
     provider_of,
     total_cost,
 )
+from harness.probe.judgement import TOLERANCE, Judgement, Property
+from harness.probe.judgement import judged as _j
 from harness.probe.model import Check, Verdict, worst
 
 GENERAL = (
     "attributed",
+    "caller_left_waiting",
     "executions_per_intent",
     "billed_vs_kept",
     "no_truncated_success",
     "names_model",
+    "answered",
+    "quiet_after_abandon",
     "alive",
 )
 UNOBSERVABLE = (
@@ -44,47 +56,19 @@ UNOBSERVABLE = (
     "which of two finished executions the gateway stored as the result (I5, I6)",
     "durability of an acknowledged request across a gateway crash (I9)",
 )
-MAX_WITNESS = 6
-TOLERANCE = 0.05  # seconds of clock and scheduling slack when comparing times
-
-
-@dataclass(frozen=True, kw_only=True)
-class Judgement:
-    """One property's verdict on one run, with its minimal witness."""
-
-    name: str
-    verdict: Verdict
-    summary: str
-    witness: tuple[dict[str, Any], ...] = field(default_factory=tuple)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "verdict": self.verdict.value,
-            "summary": self.summary,
-            "witness": list(self.witness),
-        }
-
-
-def _j(name: str, verdict: Verdict, summary: str, witness: Any = ()) -> Judgement:
-    return Judgement(
-        name=name, verdict=verdict, summary=summary, witness=tuple(list(witness)[:MAX_WITNESS])
-    )
-
-
-Property = Callable[[Evidence, Mapping[str, Any]], Judgement]
 
 
 def attributed(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
-    """Every execution carries a nonce of this run; what does not is reported. Calls
-    after judgement (the probe released hung requests by then) are listed, not judged."""
+    """Money nobody can account for: every execution carries a nonce of this run; what
+    does not is reported. Calls that land after the alive check (hangs released by then)
+    are attributed and judged like the others."""
     name = "attributed"
     stray, late = ev.unattributed, ev.late
     witness = [ev.execution(e, "no probe nonce of this run") for e in stray]
-    witness += [ev.execution(e, "after judgement, once hangs were released") for e in late]
+    witness += [ev.execution(e, "after the alive check") for e in late]
     summary = f"{len(ev.attributed)} execution(s) carry the probe's nonce"
     if late:
-        summary += f"; {len(late)} more after judgement (listed, not judged)"
+        summary += f", {len(late)} of them after the alive check (judged)"
     if stray:
         return _j(
             name,
@@ -96,15 +80,18 @@ def attributed(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
 
 
 def executions_per_intent(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
-    """A double-click or a client retry with the same key executes once; without a key,
-    the count is reported, not failed."""
+    """Money and side effects: a double-click or a client retry with the same key
+    executes once; without a key, the count is reported, not failed. Executions a hedge
+    added beside a healthy slow one are `hedge_cost`'s, not duplicates."""
     name = "executions_per_intent"
     notes: list[str] = []
     for intent in ev.run.probe.intents:
         records = ev.records(intent)
         keys = {r.key for r in records}
+        hedged = {id(e) for e in ev.hedges(intent)}
         answered = [e for e in ev.for_intent(intent) if e.get("status_code") == 200]
         answered = [e for e in answered if e.get("behaviour") not in BROKEN_BY_PROVIDER]
+        answered = [e for e in answered if id(e) not in hedged]
         if None in keys or len(keys) > 1:
             notes.append(
                 f"{intent}: {len(records)} request(s) without one shared key, "
@@ -126,10 +113,13 @@ def executions_per_intent(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
 def billed_vs_kept(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
     """Money: what the providers billed against what the client kept, per intent; what a
     provider broke itself (a cut stream) is inherent, everything else is waste. Waste on
-    an intent sent without one shared key is the client's to fix: reported, not judged."""
+    an intent sent without one shared key is the client's to fix: reported, not judged.
+    A hedge's price is `hedge_cost`'s."""
     name = "billed_vs_kept"
     kept_ids = {id(s) for r in ev.successes() if (s := ev.source(r)) is not None}
+    hedged = {id(e) for i in ev.run.probe.intents for e in ev.hedges(i)}
     lost = [e for e in ev.attributed if e.get("billed") and id(e) not in kept_ids]
+    lost = [e for e in lost if id(e) not in hedged]
     inherent = [e for e in lost if e.get("behaviour") in BROKEN_BY_PROVIDER]
     waste = [e for e in lost if e.get("behaviour") not in BROKEN_BY_PROVIDER]
     keyed = {ev.run.nonces[i] for i in ev.run.probe.intents if ev.keyed(i)}
@@ -147,7 +137,9 @@ def billed_vs_kept(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
 
 
 def no_truncated_success(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
-    """An answer returned as a success is whole: compared with what the fake sent."""
+    """Money and correctness: an answer returned as a success is whole, compared with
+    what the fake sent. Half an answer passed on as a clean success fails; a stream cut
+    visibly (no end-of-stream) is only safe: a careful client sees it."""
     name = "no_truncated_success"
     for record in ev.successes():
         if ev.source(record) is not None:
@@ -163,10 +155,8 @@ def no_truncated_success(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
                 witness,
             )
         cut = record.stream and not record.complete
-        verdict = Verdict.PARTIAL if cut else Verdict.FAIL
-        how = (
-            "without its end-of-stream (a client that checks it is safe)" if cut else "as a success"
-        )
+        verdict = Verdict.SAFE if cut else Verdict.FAIL
+        how = "visibly cut (no end-of-stream)" if cut else "as a success"
         return _j(
             name,
             verdict,
@@ -177,6 +167,9 @@ def no_truncated_success(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
 
 
 def names_model(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
+    """Money and quality: an answer names the model that produced it, so cost and
+    quality are put down to the right model (another provider's model fails; a route
+    alias is partial)."""
     name = "names_model"
     judged = 0
     aliases = []
@@ -212,6 +205,8 @@ def names_model(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
 
 
 def alive(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
+    """Time: the gateway still answers a plain request after the fault (an outage made
+    by the gateway costs every user)."""
     record = ev.run.alive
     if record is not None and record.success:
         return _j("alive", Verdict.PASS, f"answered a plain request in {record.seconds:.2f} s")
@@ -220,8 +215,8 @@ def alive(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
 
 
 def refusal_not_retried(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
-    """A definite refusal (context length, content filter) is not sent to the same model
-    again for the same intent."""
+    """Money and rate limits: a definite refusal (context length, content filter) is not
+    sent to the same model again for the same intent: paying to be refused again."""
     name = "refusal_not_retried"
     refusals = [e for e in ev.attributed if e.get("behaviour") in REFUSALS]
     for refusal in refusals:
@@ -257,7 +252,8 @@ from another provider is routing, not a verdict."""
 
 
 def refusal_answered(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
-    """A safety refusal answered by another provider is its own verdict: routed around."""
+    """Safety: a safety refusal answered by another provider is answered with a defect
+    (partial): "routed around a refusal"."""
     name = "refusal_answered"
     for record in ev.successes():
         source = ev.source(record)
@@ -265,7 +261,7 @@ def refusal_answered(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
         if source is not None and refused:
             return _j(
                 name,
-                Verdict.SOFT_FAIL,
+                Verdict.PARTIAL,
                 f"routed around a refusal: {provider_of(source)} answered what "
                 f"{provider_of(refused[0])} refused ({refused[0].get('behaviour')})",
                 [ev.execution(refused[0], "refused"), ev.execution(source, "answered")],
@@ -274,6 +270,10 @@ def refusal_answered(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
 
 
 def retry_after_honoured(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
+    """Time and money: a provider that answered 429 with Retry-After is not called again
+    before it (a ban, or a longer outage). Retry-After is absolute seconds at any
+    --time-scale (the driver sends it unscaled), so the gateway's own fixed timers cannot
+    pass for a wait at one scale and not at another."""
     name = "retry_after_honoured"
     provider = params.get("provider", "primary")
     wait = _retry_after(ev.run, provider)
@@ -298,18 +298,24 @@ def retry_after_honoured(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
 
 
 def _retry_after(run: ProbeRun, provider: str) -> float:
+    """The Retry-After the provider's 429s carry: declared in the probe, else the fakes'
+    default; never scaled (see `harness.probe.driver`)."""
     spec = run.probe.providers.get(provider)
-    found = [DEFAULT_RETRY_AFTER]
+    found = []
     for b in (*(spec.script if spec else ()), spec.then if spec else None):
-        if isinstance(b, dict) and b.get("behaviour") == "rate_limit" and "retry_after" in b:
-            found.append(float(b["retry_after"]))
-    return max(found) * run.time_scale
+        named = b if isinstance(b, str) else (b or {}).get("behaviour")
+        if named == "rate_limit":
+            found.append(float(b.get("retry_after", DEFAULT_RETRY_AFTER)) if isinstance(b, dict)
+                         else DEFAULT_RETRY_AFTER)  # fmt: skip
+    return min(found, default=DEFAULT_RETRY_AFTER)
 
 
 def no_hammering(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
+    """Time and money: a 429ing provider gets no more calls per second than the bound
+    (rate-limit faults are not scaled, so neither is the bound)."""
     name = "no_hammering"
     provider = params.get("provider", "primary")
-    limit = float(params.get("max_per_second", 2.0)) / ev.run.time_scale
+    limit = float(params.get("max_per_second", 2.0))
     calls = [e for e in ev.on(provider) if e.get("behaviour") in RATE_LIMITS]
     times = [e.get("received_at", 0) for e in calls]
     for i, start in enumerate(times):
@@ -330,6 +336,8 @@ def no_hammering(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
 
 
 def silent_attempts(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
+    """Money and time: a provider that never answers gets at most the declared calls per
+    intent, whenever they land: hung connections and billed work pile up."""
     name = "silent_attempts"
     provider = params.get("provider", "primary")
     bound = int(params.get("max", 2))
@@ -346,72 +354,52 @@ def silent_attempts(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
     return _j(name, Verdict.PASS, f"the silent {provider} got at most {bound} call(s) per intent")
 
 
-def quiet_after_abandon(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
-    """No provider call for an intent after its caller hung up and a quiet window passed."""
-    name = "quiet_after_abandon"
-    quiet = ev.run.quiet_window
-    if not ev.run.abandoned_at:
-        return _j(name, Verdict.NA, "no caller abandoned")
-    soon: list[Any] = []
-    for intent, left in ev.run.abandoned_at.items():
-        after = [e for e in ev.for_intent(intent) if e.get("received_at", 0) > left]
-        late = [e for e in after if e.get("received_at", 0) > left + quiet]
-        if late:
-            records = ev.records(intent)
-            witness = [ev.client(records[-1], "abandoned")]
-            witness += [ev.execution(e, f"{e['received_at'] - left:.2f} s after") for e in late]
-            return _j(
-                name,
-                Verdict.FAIL,
-                f"{intent}: {len(late)} provider call(s) more than {quiet:g} s after the caller "
-                "hung up",
-                witness,
-            )
-        soon += after
-    if soon:
+def usage_reported(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
+    """Money: an answer a fallback produced carries token usage, so the spend on the
+    fallback is seen by whoever budgets it (partial without it)."""
+    name = "usage_reported"
+    primary = str(params.get("provider", "primary"))
+    fallbacks = [
+        (r, s)
+        for r in ev.successes()
+        if rescued(r) and (s := ev.source(r)) is not None and provider_of(s) != primary
+    ]
+    if not fallbacks:
+        return _j(name, Verdict.NA, "no answer came from a fallback")
+    bare = [(r, s) for r, s in fallbacks if not r.usage]
+    if bare:
+        record, source = bare[0]
         return _j(
             name,
-            Verdict.PASS,
-            f"{len(soon)} call(s) after the caller hung up, within the quiet window; none after it",
-            [ev.execution(e) for e in soon],
+            Verdict.PARTIAL,
+            f"request {record.seq}: {provider_of(source)}'s answer carries no usage",
+            [ev.client(record, "no usage"), ev.execution(source, "produced it")],
         )
-    return _j(name, Verdict.PASS, "no provider call after the caller hung up")
+    return _j(name, Verdict.PASS, f"{len(fallbacks)} fallback answer(s), each with usage")
 
 
-def failover_within(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
-    name = "failover_within"
-    bound = float(params["seconds"]) * ev.run.time_scale
-    for intent in ev.run.probe.intents:
-        answered = [r for r in ev.records(intent) if r.success]
-        first = ev.records(intent)[0]
-        if not answered:
-            return _j(name, Verdict.FAIL, f"{intent}: no answer at all", [ev.client(first)])
-        took = answered[0].ended_at - first.sent_at
-        if took > bound + TOLERANCE:
-            return _j(
-                name,
-                Verdict.FAIL,
-                f"{intent}: answered after {took:.2f} s (bound {bound:g} s)",
-                [ev.client(answered[0])],
-            )
-    return _j(name, Verdict.PASS, f"every intent answered within {bound:g} s")
+def hedge_cost(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
+    """Money: executions a gateway added on another provider while a healthy primary was
+    still working are the price of hedging: named and priced here (partial), never
+    counted as duplicates."""
+    name = "hedge_cost"
+    hedges = [e for i in ev.run.probe.intents for e in ev.hedges(i)]
+    if not hedges:
+        return _j(name, Verdict.PASS, "no execution beyond the one the caller waited for")
+    kept = {id(s) for r in ev.successes() if (s := ev.source(r)) is not None}
+    paid = [e for e in hedges if id(e) not in kept] or hedges
+    return _j(
+        name,
+        Verdict.PARTIAL,
+        f"the price of hedging: {len(hedges)} execution(s) beside a healthy, working "
+        f"primary, ${total_cost(paid):.6f} billed and not kept",
+        [ev.execution(e, "hedge") for e in hedges],
+    )
 
 
-def answered(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
-    for intent in ev.run.probe.intents:
-        if not any(r.success for r in ev.records(intent)):
-            records = ev.records(intent)
-            return _j(
-                "answered",
-                Verdict.FAIL,
-                f"{intent}: the client got no answer though a provider could give one",
-                [ev.client(r) for r in records],
-            )
-    return _j("answered", Verdict.PASS, "every intent got an answer")
-
-
-PROPERTIES: Mapping[str, Property] = {
+PROPERTIES: dict[str, Property] = {
     "attributed": attributed,
+    "caller_left_waiting": caller_left_waiting,
     "executions_per_intent": executions_per_intent,
     "billed_vs_kept": billed_vs_kept,
     "no_truncated_success": no_truncated_success,
@@ -425,7 +413,11 @@ PROPERTIES: Mapping[str, Property] = {
     "quiet_after_abandon": quiet_after_abandon,
     "failover_within": failover_within,
     "answered": answered,
+    "back_on_primary": back_on_primary,
+    "usage_reported": usage_reported,
+    "hedge_cost": hedge_cost,
 }
+"""Every property by name: the one place that names them (a test may swap a rule here)."""
 
 
 def judge(run: ProbeRun) -> tuple[Judgement, ...]:

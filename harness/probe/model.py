@@ -15,8 +15,12 @@ from typing import Any
 PROBE_SUFFIX = ".probe.yaml"
 FORMAT = 1
 DEFAULT_PROVIDERS = ("primary", "fallback")
-DEFAULT_TIMEOUT = 10.0
-"""Seconds the client waits for bytes (as the SDKs' timeouts do) unless a step says."""
+DEFAULT_BOUND_SECONDS = 5.0
+"""Seconds of fault time (scaled by --time-scale) a caller waits for its answer beyond the
+gateway's own timeouts, unless the probe declares `answer_within`."""
+DEFAULT_BOUND_TIMEOUTS = 1.0
+"""Gateway timeouts (the profile's, never scaled) a caller waits for its answer, unless
+the probe declares `answer_within`: a patient caller outlasts one of them."""
 DEFAULT_QUIET_WINDOW = 2.0
 """Seconds after a client timeout or abandon during which the gateway may still finish
 what it started; any provider call for the intent after it is a call nobody waits for."""
@@ -25,12 +29,21 @@ STEPS = ("request", "together", "retry", "advance")
 
 class Verdict(enum.StrEnum):
     """A property's (and a probe's) judgement, worst last; `NA` when nothing happened
-    that the property judges (it neither holds nor fails)."""
+    that the property judges (it neither holds nor fails).
+
+    - `PASS`: rescued: a complete, correct answer and no execution beyond the inherent;
+    - `PARTIAL`: answered, with a defect the summary names (waste, an alias for the model,
+      a refusal routed around, the price of hedging);
+    - `SAFE`: a clean error (an error status, an error event, a stream visibly cut) where
+      a rescue was possible: nothing wrong kept, nothing rescued either;
+    - `FAIL`: a wrong or truncated answer passed as a success, a duplicate execution, a
+      caller left waiting, calls for nobody, a refusal retried.
+    """
 
     NA = "n/a"
     PASS = "pass"
     PARTIAL = "partial"
-    SOFT_FAIL = "soft-fail"
+    SAFE = "safe"
     FAIL = "fail"
 
     @property
@@ -51,6 +64,31 @@ class KeyMode(enum.StrEnum):
     NONE = "none"  # no key: a double-click of a client that sends none
 
 
+class Expect(enum.StrEnum):
+    """What the caller should end with when the probe's fault allows it."""
+
+    ANSWER = "answer"  # a provider could answer: a clean error is only safe
+    ERROR = "error"  # no provider should answer (a safety refusal): a clean error passes
+
+
+@dataclass(frozen=True, kw_only=True)
+class Bound:
+    """A time bound from the fault, not the clock: `seconds` of the fault's declared
+    timings (scaled by --time-scale) plus `gateway_timeouts` times the gateway's own
+    upstream timeout (stated in the profile, never scaled, since scaling the faults does
+    not scale the gateway's own timers). So --time-scale changes how long a run takes,
+    not its verdicts."""
+
+    seconds: float = DEFAULT_BOUND_SECONDS
+    gateway_timeouts: float = DEFAULT_BOUND_TIMEOUTS
+
+    def resolve(self, time_scale: float, gateway_timeout: float) -> float:
+        return self.seconds * time_scale + self.gateway_timeouts * gateway_timeout
+
+    def describe(self) -> str:
+        return f"{self.seconds:g} s of fault time + {self.gateway_timeouts:g} gateway timeout(s)"
+
+
 @dataclass(frozen=True, kw_only=True)
 class ProviderScript:
     """What one named fake provider answers during the probe (fake behaviours, in
@@ -66,7 +104,7 @@ class Request:
 
     intent: str
     stream: bool = False
-    timeout: float = DEFAULT_TIMEOUT
+    timeout: float | None = None  # None: patient, the caller waits the probe's bound
     key: KeyMode = KeyMode.SHARED
     count: int = 1
     abandon: float | None = None  # the client hangs up after this many seconds
@@ -107,6 +145,8 @@ class Probe:
     unobservable: tuple[str, ...] = ()
     seed: int = 0
     quiet_window: float | None = None
+    answer_within: Bound = field(default_factory=Bound)
+    expect: Expect = Expect.ANSWER
 
     @property
     def intents(self) -> tuple[str, ...]:

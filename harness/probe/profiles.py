@@ -27,6 +27,10 @@ from harness.probe.files import read_yaml
 DEFAULT_MODEL = "probe"
 """The model (route) name the probe asks the gateway for, unless the profile says."""
 DEFAULT_TOKEN_ENV = "HARNESS_PROBE_TOKEN"
+DEFAULT_GATEWAY_TIMEOUT = 10.0
+"""Seconds the gateway is assumed to wait for one provider call before it gives up on it,
+unless the profile (`gateway: {timeout: S}`) or `--gateway-timeout` states its own: the
+probe's time bounds count in these, unscaled."""
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 BUILTIN = ("openai-chat", "openai-responses", "anthropic-messages")
 _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -53,6 +57,7 @@ class Answer:
     model: str | None
     complete: bool  # the stream ended with its terminator (always true for a whole body)
     error: str | None = None  # an error event, an unreadable chunk or body
+    usage: bool = False  # the answer carried token usage
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -73,6 +78,8 @@ class Profile:
     model_pointer: str | None = None
     success: tuple[int, ...] = (200,)
     streams: bool = True
+    gateway_timeout: float = DEFAULT_GATEWAY_TIMEOUT
+    usage_pointer: str | None = None
 
     def call(self, *, prompt: str, nonce: str, key: str | None, stream: bool) -> Call:
         headers = {k: _expand(v) for k, v in self.headers.items()}
@@ -95,12 +102,15 @@ class Profile:
 
     def _body(self, values: dict[str, str], stream: bool, key: str | None) -> Any:
         if self.kind == "openai-chat":
-            return {
+            body: dict[str, Any] = {
                 "model": self.model,
                 "messages": [{"role": "user", "content": values["prompt"]}],
                 "user": values["nonce"],
                 "stream": stream,
             }
+            if stream:  # the usage chunk, so usage on a streamed answer is observable
+                body["stream_options"] = {"include_usage": True}
+            return body
         if self.kind == "openai-responses":
             return {"model": self.model, "input": values["prompt"], "stream": stream}
         if self.kind == "anthropic-messages":
@@ -111,10 +121,10 @@ class Profile:
                 "metadata": {"user_id": values["nonce"]},
                 "stream": stream,
             }
-        body = _fill(self.body, values)
-        if self.key_field and key is not None and isinstance(body, dict):
-            body[self.key_field] = key
-        return body
+        filled = _fill(self.body, values)
+        if self.key_field and key is not None and isinstance(filled, dict):
+            filled[self.key_field] = key
+        return filled
 
     def read_whole(self, data: Any) -> Answer:
         """The answer text and model of a whole JSON body."""
@@ -122,13 +132,19 @@ class Profile:
             if self.kind == "http":
                 text = _pointer(data, self.text_pointer)
                 model = _pointer(data, self.model_pointer) if self.model_pointer else None
+                usage = _usage(data, self.usage_pointer) if self.usage_pointer else None
             else:
-                text, model = _whole_text(self.kind, data), data.get("model")
+                text, model, usage = _whole_text(self.kind, data), data.get("model"), data
         except (KeyError, IndexError, TypeError, AttributeError):
             return Answer(text=None, model=None, complete=False, error="no answer text in body")
         if not isinstance(text, str):
             return Answer(text=None, model=None, complete=False, error="answer text is not text")
-        return Answer(text=text, model=model if isinstance(model, str) else None, complete=True)
+        return Answer(
+            text=text,
+            model=model if isinstance(model, str) else None,
+            complete=True,
+            usage=has_usage(usage.get("usage") if isinstance(usage, dict) else usage),
+        )
 
     def read_stream(self, events: Iterable[tuple[str | None, str]]) -> Answer:
         """The answer of an SSE stream given as (event name, data) pairs."""
@@ -142,7 +158,23 @@ class Profile:
             model=reader.model,
             complete=reader.complete,
             error=reader.error,
+            usage=reader.usage,
         )
+
+
+def has_usage(usage: Any) -> bool:
+    """Token usage worth the name: a mapping with a positive token count."""
+    if not isinstance(usage, dict):
+        return False
+    counts = [v for k, v in usage.items() if "tokens" in k and isinstance(v, int | float)]
+    return any(v > 0 for v in counts)
+
+
+def _usage(data: Any, pointer: str) -> Any:
+    try:
+        return {"usage": _pointer(data, pointer)}
+    except (KeyError, IndexError, TypeError, ValueError):
+        return None
 
 
 def _whole_text(kind: str, data: dict[str, Any]) -> Any:
@@ -168,6 +200,7 @@ class _StreamReader:
         self.model: str | None = None
         self.complete = False
         self.error: str | None = None
+        self.usage = False
 
     def feed(self, event: str | None, data: str) -> None:
         if data.strip() == "[DONE]":
@@ -185,6 +218,7 @@ class _StreamReader:
         if "error" in chunk or kind in ("error", "response.failed"):
             self.error = f"error event: {json.dumps(chunk.get('error', chunk))[:200]}"
             return
+        self.usage = self.usage or has_usage(_chunk_usage(chunk))
         if self.kind == "openai-chat":
             self.model = chunk.get("model") or self.model
             for choice in chunk.get("choices") or ():
@@ -212,6 +246,15 @@ class _StreamReader:
                 self.parts.append(delta.get("text", ""))
         elif kind == "message_stop":
             self.complete = True
+
+
+def _chunk_usage(chunk: dict[str, Any]) -> Any:
+    """Usage wherever the three APIs put it in a stream (the chat usage chunk, Responses'
+    `response.completed`, Anthropic's `message_start` / `message_delta`)."""
+    for holder in (chunk, chunk.get("response"), chunk.get("message")):
+        if isinstance(holder, dict) and holder.get("usage"):
+            return holder["usage"]
+    return None
 
 
 def _pointer(data: Any, pointer: str) -> Any:
@@ -270,6 +313,9 @@ def load_profile(source: str | Path | None) -> Profile:
         "model": data.get("model", DEFAULT_MODEL),
         "token_env": data.get("token_env", DEFAULT_TOKEN_ENV),
         "headers": dict(data.get("headers") or {}),
+        "gateway_timeout": float(
+            (data.get("gateway") or {}).get("timeout", DEFAULT_GATEWAY_TIMEOUT)
+        ),
     }
     if kind != "http":
         return Profile(name=Path(source).stem, kind=kind, path=_PATHS[kind], **common)
@@ -288,6 +334,7 @@ def load_profile(source: str | Path | None) -> Profile:
         body=request.get("body"),
         text_pointer=answer["text"],
         model_pointer=answer.get("model"),
+        usage_pointer=answer.get("usage"),
         success=tuple(answer.get("success", (200,))),
         streams=False,
         **common,

@@ -183,7 +183,13 @@ def score(gateway: str, profile: str, time_scale: float, plays: Sequence[Play]) 
     return Scorecard(gateway=gateway, profile=profile, time_scale=time_scale, scores=tuple(scores))
 
 
-_STYLE = {"pass": "green", "fail": "bold red", "soft-fail": "yellow", "partial": "yellow"}
+_STYLE = {"pass": "green", "fail": "bold red", "safe": "cyan", "partial": "yellow"}
+LEVELS = (
+    "pass = rescued (a complete, correct answer, no execution beyond the inherent); "
+    "partial = answered with a named defect; safe = a clean error where a rescue was "
+    "possible; fail = a wrong or truncated answer, a duplicate execution, a caller left "
+    "waiting"
+)
 
 
 def _requests(score: ProbeScore) -> str:
@@ -199,7 +205,7 @@ def _flagged(score: ProbeScore) -> list[Judgement]:
         j
         for p in score.plays
         for j in p.judgements
-        if j.verdict in (Verdict.FAIL, Verdict.SOFT_FAIL, Verdict.PARTIAL)
+        if j.verdict in (Verdict.FAIL, Verdict.SAFE, Verdict.PARTIAL)
     ]
     return sorted(found, key=lambda j: -j.verdict.rank)
 
@@ -228,14 +234,15 @@ def print_table(card: Scorecard, console: Console) -> None:
     billed, kept = card.money()
     counts = ", ".join(f"{n} {v}" for v, n in card.counts().items() if n)
     console.print(f"{len(card.scores)} probes: {counts}; billed ${billed:.6f}, kept ${kept:.6f}")
+    console.print(f"levels: {LEVELS}")
     flaky = [s.name for s in card.scores if s.flaky]
     if flaky:
         console.print(f"flaky (repeats disagree): {', '.join(flaky)}")
 
 
 def junit(card: Scorecard) -> str:
-    """One testcase per probe and repeat; a fail is a failure, the rest pass (a soft
-    fail or partial says so in its output)."""
+    """One testcase per probe and repeat; a fail is a failure, the rest pass (a safe or
+    partial verdict says so in its output)."""
     cases = []
     for s in card.scores:
         for number, play in enumerate(s.plays, 1):
@@ -267,6 +274,8 @@ def markdown(card: Scorecard) -> str:
         "",
         f"Gateway `{card.gateway}` ({card.profile}): {len(card.scores)} probes, {counts}; "
         f"billed ${billed:.6f}, kept ${kept:.6f}.",
+        "",
+        f"Levels: {LEVELS}.",
         "",
         "| probe | verdict | requests | billed / kept $ | finding |",
         "|---|---|---|---|---|",

@@ -71,7 +71,7 @@ def _verdicts(run: ProbeRun) -> dict[str, str]:
 def test_a_refusal_retried_on_the_same_model_fails_and_routing_around_it_is_its_own_verdict():
     verdicts = _verdicts(_run(1000.0, "hxn-aaaaaaaaaaaaaaaa", retried=True))
     assert verdicts["refusal_not_retried"] == "fail"
-    assert verdicts["refusal_answered"] == "soft-fail"
+    assert verdicts["refusal_answered"] == "partial"
     assert verdicts["names_model"] == "pass"
     assert verdicts["billed_vs_kept"] == "pass"
     witness = next(j for j in judge(_run(0.0, "hxn-bbbbbbbbbbbbbbbb", retried=True))
