@@ -10,7 +10,9 @@ take their types from one place. Errors reach a client in two ways:
 - the engine or worker raises a `HarnessError`, and `problem_for` looks its class up in
   `ERROR_PROBLEMS` (nearest class in the exception's MRO wins). An error the table does
   not name more precisely is a `HarnessError` and answers 503: the service, not the
-  request, failed.
+  request, failed. A 503's detail is the error class's own default message, never the
+  exception's text (a database driver's message names the server's host and port); the
+  text goes to the log, for the operator.
 
 Every answer is `application/problem+json`, including FastAPI's and Starlette's own
 errors (unknown route, wrong method, unparseable parameters).
@@ -18,6 +20,7 @@ errors (unknown route, wrong method, unparseable parameters).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -36,7 +39,10 @@ from harness.errors import (
     InvalidIntent,
     InvalidTransition,
     NotFound,
+    StoreError,
 )
+
+log = logging.getLogger("harness.api")
 
 PROBLEM_BASE = "https://failover-harness.dev/problems/"
 PROBLEM_JSON = "application/problem+json"
@@ -171,13 +177,20 @@ def _invalid_transition(exc: InvalidTransition) -> HttpProblem:
     return HttpProblem(kind, exc.message)
 
 
+def _unavailable(exc: HarnessError) -> HttpProblem:
+    log.warning("answered 503 for %s: %s", type(exc).__name__, exc.message)
+    what = "database error" if isinstance(exc, StoreError) else "service error"
+    default = (type(exc).__doc__ or HarnessError.__doc__ or "").strip().split("\n", 1)[0]
+    return HttpProblem(UNAVAILABLE, f"{what}: {default[:1].lower()}{default[1:]}")
+
+
 ERROR_PROBLEMS: Mapping[type[HarnessError], Callable[[Any], HttpProblem]] = {
     NotFound: lambda exc: HttpProblem(NOT_FOUND, exc.message),
     InvalidIntent: lambda exc: HttpProblem(INVALID_BODY, exc.message),
     IdempotencyConflict: _key_reused,
     AttemptRefused: _refused,
     InvalidTransition: _invalid_transition,
-    HarnessError: lambda exc: HttpProblem(UNAVAILABLE, exc.message),
+    HarnessError: _unavailable,
 }
 """The one error → problem table: the nearest class of an exception's MRO decides."""
 
@@ -198,7 +211,7 @@ async def _on_harness_error(_: Request, exc: HarnessError) -> JSONResponse:
     return problem_for(exc).response()
 
 
-async def _on_http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+async def on_http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
     # Routing errors: keep Starlette's title ("Not Found", "Method Not Allowed").
     slug = {404: NOT_FOUND.slug, 405: METHOD_NOT_ALLOWED.slug}.get(exc.status_code, "http-error")
     kind = ProblemType(exc.status_code, slug, str(exc.detail))
@@ -215,7 +228,7 @@ def install_problem_handlers(app: FastAPI) -> None:
     parameter validation and Starlette's routing errors."""
     app.add_exception_handler(HttpProblem, _on_problem)  # type: ignore[arg-type]
     app.add_exception_handler(HarnessError, _on_harness_error)  # type: ignore[arg-type]
-    app.add_exception_handler(StarletteHTTPException, _on_http_error)  # type: ignore[arg-type]
+    app.add_exception_handler(StarletteHTTPException, on_http_error)  # type: ignore[arg-type]
     app.add_exception_handler(RequestValidationError, _on_validation_error)  # type: ignore[arg-type]
 
 

@@ -7,7 +7,13 @@ own types in `harness.api.faces.gateway`) or a `HarnessError` (mapped by the API
 table, `harness.api.problems.problem_for`). A face's `ErrorTable` says, per problem
 type, the status and the error `type`/`code` its API uses, and renders the body. Errors
 that a retry cannot change carry `x-should-retry: false`, which the SDKs obey: a
-reused key or a failed job answers the same every time.
+reused key or a failed job answers the same every time. Every server error (5xx) a face
+table does not name is `api_error`, the type both APIs document for it.
+
+A face route refuses a request with two `Content-Type` headers (415, as the job API
+does: which one is meant?) before it reads anything; routing errors under a face's
+path (an unknown path, a wrong method) are rendered by `routing_error` in the shape of
+the face that owns the path.
 """
 
 from __future__ import annotations
@@ -22,13 +28,27 @@ from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 from pydantic import BaseModel, ValidationError
 
-from harness.api.problems import INVALID_BODY, HttpProblem, problem_for
+from harness.api.problems import (
+    INVALID_BODY,
+    METHOD_NOT_ALLOWED,
+    NOT_FOUND,
+    UNSUPPORTED_MEDIA_TYPE,
+    HttpProblem,
+    problem_for,
+)
 from harness.errors import HarnessError
 
 M = TypeVar("M", bound=BaseModel)
 
 FINAL = frozenset({"idempotency-key-reused", "job-failed", "job-cancelled"})
 """Problem types a retry cannot change: answered with `x-should-retry: false`."""
+SERVER_ERROR = "api_error"
+"""The error type of a server error (5xx) in both APIs' documentation."""
+KEPT_STATUS = frozenset({UNSUPPORTED_MEDIA_TYPE.slug})
+"""Problem types a face answers with the job API's status, whatever its table says for
+that status: a repeated `Content-Type` is 415 on every route (a single one that is not
+JSON is the face's own 400)."""
+REPEATED_CONTENT_TYPE = "send exactly one Content-Type header"
 
 
 @dataclass(frozen=True)
@@ -42,11 +62,14 @@ class Face:
     headers: Mapping[str, str] = field(default_factory=dict)
 
     def of(self, problem: HttpProblem) -> tuple[int, str]:
-        """The status and error type `problem` answers with."""
+        """The status and error type `problem` answers with (a 5xx the table does not
+        name keeps its status and is an `api_error`)."""
         found = self.kinds.get(problem.kind.slug) or self.kinds.get(problem.status)
+        if found is not None and problem.kind.slug in KEPT_STATUS:
+            return problem.status, found[1]
         if found is not None:
             return found
-        return (problem.status, self.default[1]) if problem.status >= 500 else self.default
+        return (problem.status, SERVER_ERROR) if problem.status >= 500 else self.default
 
     def render(self, problem: HttpProblem) -> JSONResponse:
         """The problem as this API's error response."""
@@ -68,6 +91,10 @@ class Face:
                 handler = super().get_route_handler()
 
                 async def handle(request: Request) -> Response:
+                    if len(request.headers.getlist("content-type")) > 1:
+                        return face.render(
+                            HttpProblem(UNSUPPORTED_MEDIA_TYPE, REPEATED_CONTENT_TYPE)
+                        )
                     try:
                         return await handler(request)
                     except HttpProblem as problem:
@@ -83,6 +110,16 @@ class Face:
                 return handle
 
         return FaceRoute
+
+
+def routing_error(
+    face: Face, request: Request, status: int, headers: Mapping[str, str] | None
+) -> Response:
+    """A routing error (404 unknown path, 405 wrong method) on a face's path, in its shape."""
+    kind = METHOD_NOT_ALLOWED if status == 405 else NOT_FOUND
+    where = f"{request.method} {request.url.path[:120]}"
+    problem = HttpProblem(kind, f"{kind.title}: {where}", headers=headers)
+    return face.render(problem)
 
 
 def parse(model: type[M], body: dict[str, Any]) -> M:
