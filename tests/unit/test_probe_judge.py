@@ -3,12 +3,14 @@ same evidence at another moment with other nonces gets the same verdicts."""
 
 from __future__ import annotations
 
+import importlib
+
 import jsonschema
 import xmlschema
 
 from harness.probe.driver import ClientRecord, ProbeRun
 from harness.probe.files import parse_probe
-from harness.probe.judge import judge
+from harness.probe.judge import judge, verdict_of
 from harness.probe.scorecard import Play, junit, markdown, score
 from tests.support.probing import JUNIT_XSD, SCORECARD_SCHEMA
 
@@ -109,3 +111,273 @@ def test_the_scorecard_as_json_junit_and_markdown() -> None:
     xmlschema.XMLSchema(JUNIT_XSD).validate(junit(card).encode())
     assert "refusal #1" in junit(card) and "refusal #2" in junit(card)
     assert "| refusal | fail (flaky) |" in markdown(card)
+
+
+# --- hand-made runs of any probe: ledger rows and client records, in seconds from start
+
+
+def _probe(body: str) -> object:
+    return parse_probe("format: 1\nname: p\nsummary: s\n" + body)
+
+
+def _entry(nonce: str, at: float, provider: str, behaviour: str, **extra) -> dict:
+    status = {"success": 200, "stream_cut": 200, "hang": None, "rate_limit": 429}.get(
+        behaviour, 503
+    )
+    billed = behaviour in ("success", "stream_cut")
+    return {
+        "request_id": f"req_{provider}_{at}",
+        "provider": provider,
+        "behaviour": behaviour,
+        "status_code": status,
+        "model": f"gpt-{provider}",
+        "billed": billed,
+        "cost_usd": 0.001 if billed else 0.0,
+        "nonce": nonce,
+        "received_at": at,
+        "completes_at": extra.pop("completes_at", at),
+        "stream": False,
+        "response": _answer("hello", f"gpt-{provider}") if billed else {"error": {}},
+        **extra,
+    }
+
+
+def _record(seq: int, nonce: str, sent: float, ended: float, outcome: str, **extra) -> ClientRecord:
+    fields = {
+        "step": 0, "intent": "a", "key": f"probe-{nonce}", "stream": False, "retry": False,
+        "status": 200 if outcome == "answer" else extra.get("status"),
+        "text": "hello" if outcome == "answer" else None, "model": "gpt-fallback",
+        "complete": outcome == "answer", "patient": True, "waited": 9.0,
+    }  # fmt: skip
+    fields.update(extra)
+    return ClientRecord(seq=seq, nonce=nonce, sent_at=sent, ended_at=ended, outcome=outcome,
+                        **fields)  # fmt: skip
+
+
+def _play(probe, ledger, records, *, late=(), scale=1.0, timeout=10.0, bound=9.0) -> ProbeRun:
+    run = ProbeRun(probe=probe, repeat=0, time_scale=scale, quiet_window=2.0, started_at=0.0,
+                   gateway_timeout=timeout, bound=bound)  # fmt: skip
+    run.nonces = {i: f"hxn-{i * 16}"[:20] for i in probe.intents}
+
+    def entry(row: tuple) -> dict:
+        extra = dict(row[3]) if len(row) > 3 else {}
+        return _entry(run.nonces[extra.pop("intent", "a")], *row[:3], **extra)
+
+    def record(seq: int, row: tuple) -> ClientRecord:
+        extra = dict(row[3]) if len(row) > 3 else {}
+        return _record(seq, run.nonces[extra.get("intent", "a")], *row[:3], **extra)
+
+    run.ledger = [entry(row) for row in ledger]
+    run.late = [entry(row) for row in late]
+    run.records = [record(i + 1, r) for i, r in enumerate(records)]
+    run.alive = ClientRecord(seq=99, step=None, intent="(alive)", nonce="x", key=None,
+                             stream=False, retry=False, sent_at=30.0, ended_at=30.1,
+                             outcome="answer", text="x")  # fmt: skip
+    run.ended_at = 30.2
+    return run
+
+
+def _judged(run: ProbeRun) -> dict:
+    return {j.name: j for j in judge(run)}
+
+
+SILENT_PRIMARY = _probe(
+    """providers: {primary: {then: hang}, fallback: {}}
+answer_within: {seconds: 1, gateway_timeouts: 2}
+steps: [{request: {intent: a}}]
+judge: [{silent_attempts: {provider: primary, max: 2}}]
+"""
+)
+
+
+def test_a_caller_still_waiting_at_the_bound_fails_with_its_witness() -> None:
+    """The engine's face under the default policy: the silent primary's attempt is
+    unknown, nothing else may start, the patient caller is still waiting at the bound."""
+    run = _play(SILENT_PRIMARY, [(0.1, "primary", "hang")], [(0.0, 21.0, "timeout")], bound=21.0)
+    found = _judged(run)
+    assert found["caller_left_waiting"].verdict.value == "fail"
+    assert "bound 21.00 s" in found["caller_left_waiting"].summary
+    kinds = [w["kind"] for w in found["caller_left_waiting"].witness]
+    assert kinds == ["client", "execution"]
+    assert verdict_of(tuple(found.values())).value == "fail"
+
+
+def test_a_hedge_to_the_fallback_answers_the_silent_primarys_caller_and_passes() -> None:
+    rows = [(0.1, "primary", "hang"), (2.1, "fallback", "success")]
+    run = _play(SILENT_PRIMARY, rows, [(0.0, 2.3, "answer")], bound=21.0)
+    found = _judged(run)
+    assert {n: j.verdict.value for n, j in found.items() if j.verdict.value != "pass"} == {
+        "quiet_after_abandon": "n/a"
+    }
+
+
+def test_calls_for_a_caller_who_left_are_judged_even_after_the_alive_check() -> None:
+    """The naive gateway calls the silent primary again after its caller hung up, then
+    the fallback: the calls land late, and they are the finding, never 'not judged'."""
+    rows = [(0.1, "primary", "hang"), (1.1, "primary", "hang")]
+    late = [(31.0, "primary", "hang"), (32.0, "fallback", "success")]
+    run = _play(SILENT_PRIMARY, rows, [(0.0, 21.0, "timeout")], late=late, bound=21.0)
+    found = _judged(run)
+    assert found["silent_attempts"].verdict.value == "fail"  # three calls, bound two
+    assert found["quiet_after_abandon"].verdict.value == "fail"
+    assert found["billed_vs_kept"].verdict.value == "partial"  # the fallback's, for nobody
+    assert "after the alive check (judged)" in found["attributed"].summary
+
+
+STREAM_CUT = _probe(
+    "providers: {primary: {script: [stream_cut]}, fallback: {}}\n"
+    "steps: [{request: {intent: a, stream: true}}]\n"
+)
+
+
+def test_verdict_levels_rescued_safe_and_truncated() -> None:
+    cut = [(0.1, "primary", "stream_cut")]
+    rescued = _play(STREAM_CUT, [*cut, (0.2, "fallback", "success")],
+                    [(0.0, 0.5, "answer", {"stream": True})])  # fmt: skip
+    assert verdict_of(judge(rescued)).value == "pass"
+    clean = _play(STREAM_CUT, cut, [(0.0, 0.5, "error", {"status": 502, "stream": True})])
+    assert verdict_of(judge(clean)).value == "safe"
+    visibly_cut = _play(STREAM_CUT, cut, [(0.0, 0.5, "answer", {"stream": True, "complete": False,
+                        "text": "hel"})])  # fmt: skip
+    assert verdict_of(judge(visibly_cut)).value == "safe"
+    passed_off = _play(STREAM_CUT, cut, [(0.0, 0.5, "answer", {"stream": True, "text": "hel"})])
+    found = _judged(passed_off)
+    assert found["no_truncated_success"].verdict.value == "fail"
+    assert verdict_of(tuple(found.values())).value == "fail"
+
+
+def test_a_clean_error_passes_where_the_probe_expects_one() -> None:
+    probe = _probe(
+        "providers: {primary: {then: content_filter}, fallback: {}}\nexpect: error\n"
+        "steps: [{request: {intent: a}}]\njudge: [refusal_not_retried, refusal_answered]\n"
+    )
+    run = _play(probe, [(0.1, "primary", "content_filter")], [(0.0, 0.2, "error", {"status": 400})])
+    assert verdict_of(judge(run)).value == "pass"
+
+
+RETRY_AFTER = _probe(
+    """providers:
+  primary: {script: [{behaviour: rate_limit, retry_after: 1.5}]}
+  fallback: {}
+steps: [{request: {intent: a}}]
+judge: [{retry_after_honoured: {provider: primary}}, answered]
+"""
+)
+
+
+def test_retry_after_is_judged_unscaled_so_a_slow_naive_retry_fails_at_any_scale() -> None:
+    """As recorded from the naive gateway on a busy machine at --time-scale 0.5: its
+    upstream call timed out after its own 1 s before the 429 reached it, and it called
+    the primary again 1.02 s after the 429. Judged against Retry-After scaled to 0.75 s,
+    that passed; the fakes now send 1.5 s at any scale, and the retry fails."""
+    rows = [(0.10, "primary", "rate_limit", {"hung_up_at": 1.10}), (1.12, "primary", "success")]
+    for scale in (0.5, 1.0):
+        run = _play(RETRY_AFTER, rows, [(0.0, 1.3, "answer")], scale=scale)
+        found = _judged(run)
+        assert found["retry_after_honoured"].verdict.value == "fail", scale
+        assert "1.02 s after a 429 with Retry-After: 1.5" in found["retry_after_honoured"].summary
+    honoured = [(0.10, "primary", "rate_limit"), (1.62, "primary", "success")]
+    run = _play(RETRY_AFTER, honoured, [(0.0, 1.8, "answer")], scale=0.5)
+    assert _judged(run)["retry_after_honoured"].verdict.value == "pass"
+
+
+def test_the_driver_never_scales_retry_after() -> None:
+    from harness.probe.driver import _scaled
+
+    scaled = _scaled({"behaviour": "rate_limit", "retry_after": 1.5, "latency": 2}, 0.5)
+    assert scaled == {"behaviour": "rate_limit", "retry_after": 1.5, "latency": 1.0}
+
+
+def test_a_bound_counts_gateway_timeouts_unscaled_so_scale_does_not_move_a_verdict() -> None:
+    """A gateway whose own back-off answers a 503 in 4.6 s: the same verdict at 0.5 and 1."""
+    probe = _probe(
+        "providers: {primary: {then: service_unavailable}, fallback: {}}\n"
+        "steps: [{request: {intent: a}}]\n"
+        "judge: [{failover_within: {seconds: 0.5, gateway_timeouts: 0.3}}]\n"
+    )
+    rows = [(0.1, "primary", "service_unavailable"), (4.5, "fallback", "success")]
+    for timeout, expected in ((20.0, "pass"), (5.0, "fail")):
+        verdicts = {
+            _judged(_play(probe, rows, [(0.0, 4.6, "answer")], scale=s, timeout=timeout))[
+                "failover_within"
+            ].verdict.value
+            for s in (0.5, 1.0)
+        }
+        assert verdicts == {expected}, timeout
+
+
+HEDGE = _probe(
+    "providers: {primary: {script: [{behaviour: success, latency: 3}]}, fallback: {}}\n"
+    "steps: [{request: {intent: a}}]\njudge: [hedge_cost]\n"
+)
+
+
+def test_a_hedge_beside_a_healthy_slow_primary_is_priced_not_a_duplicate() -> None:
+    rows = [(0.1, "primary", "success", {"completes_at": 3.1}), (1.1, "fallback", "success")]
+    found = _judged(_play(HEDGE, rows, [(0.0, 1.3, "answer")]))
+    assert found["hedge_cost"].verdict.value == "partial"
+    assert "price of hedging: 1 execution(s)" in found["hedge_cost"].summary
+    assert found["executions_per_intent"].verdict.value == "pass"
+    assert found["billed_vs_kept"].verdict.value == "pass"
+    # The same two executions one after the other, on one provider, are a duplicate.
+    twice = [(0.1, "primary", "success"), (1.1, "primary", "success")]
+    again = _judged(_play(HEDGE, twice, [(0.0, 1.3, "answer")]))
+    assert again["hedge_cost"].verdict.value == "pass"
+    assert again["executions_per_intent"].verdict.value == "fail"
+
+
+def test_a_fallbacks_answer_without_usage_is_partial() -> None:
+    probe = _probe(
+        "providers: {primary: {then: server_error}, fallback: {}}\n"
+        "steps: [{request: {intent: a}}]\njudge: [usage_reported]\n"
+    )
+    rows = [(0.1, "primary", "server_error"), (0.2, "fallback", "success")]
+    bare = _judged(_play(probe, rows, [(0.0, 0.3, "answer")]))
+    assert bare["usage_reported"].verdict.value == "partial"
+    counted = _judged(_play(probe, rows, [(0.0, 0.3, "answer", {"usage": True})]))
+    assert counted["usage_reported"].verdict.value == "pass"
+
+
+BACK = _probe(
+    """providers:
+  primary: {then: {behaviour: service_unavailable, window: 2}}
+  fallback: {}
+steps:
+  - request: {intent: a}
+  - {at: 5.0, request: {intent: d}}
+judge: [{back_on_primary: {within: 2}}]
+"""
+)
+
+
+def test_after_a_declared_outage_the_primary_is_tried_again_within_the_bound() -> None:
+    records = [(0.0, 0.3, "answer"), (5.0, 5.2, "answer", {"intent": "d"})]
+    stays = [(0.1, "primary", "service_unavailable"), (0.2, "fallback", "success"),
+             (5.1, "fallback", "success", {"intent": "d"})]  # fmt: skip
+    found = _judged(_play(BACK, stays, records))
+    assert found["back_on_primary"].verdict.value == "fail"
+    assert "primary was not tried" in found["back_on_primary"].summary
+    back = [*stays[:2], (5.1, "primary", "success", {"intent": "d"})]
+    assert _judged(_play(BACK, back, records))["back_on_primary"].verdict.value == "pass"
+    # At --time-scale 0.5 the request at 2.5 s is after the outage (1 s) and the bound (1 s).
+    half = [(0.1, "primary", "service_unavailable"), (0.2, "fallback", "success"),
+            (2.6, "fallback", "success", {"intent": "d"})]  # fmt: skip
+    run = _play(BACK, half, [(0.0, 0.3, "answer"), (2.5, 2.7, "answer", {"intent": "d"})],
+                scale=0.5)  # fmt: skip
+    assert _judged(run)["back_on_primary"].verdict.value == "fail"
+
+
+def test_every_property_is_a_named_function_in_one_registry_that_a_test_can_swap() -> None:
+    module = importlib.import_module("harness.probe.judge")
+
+    assert set(module.GENERAL) <= set(module.PROPERTIES)
+    for name, rule in module.PROPERTIES.items():
+        assert rule.__name__ == name and rule.__doc__, name
+    run = _play(SILENT_PRIMARY, [(0.1, "primary", "hang")], [(0.0, 21.0, "timeout")], bound=21.0)
+    original = module.PROPERTIES["caller_left_waiting"]
+    try:
+        module.PROPERTIES["caller_left_waiting"] = module.PROPERTIES["attributed"]
+        assert _judged(run)["attributed"].verdict.value == "pass"
+        assert "caller_left_waiting" not in _judged(run)
+    finally:
+        module.PROPERTIES["caller_left_waiting"] = original
