@@ -30,7 +30,6 @@ from typing import Any
 
 import click
 
-from harness.bundled import bundled_dir
 from harness.checks.junit import gate_suite, verification_suite, write_junit
 from harness.cli.exits import EXIT_FAILED, exit_on_error, exit_with, fail
 from harness.cli.options import (
@@ -40,14 +39,20 @@ from harness.cli.options import (
     prepare_reports,
     summary_md_option,
 )
-from harness.cli.wiring import Wiring, pass_wiring
+from harness.cli.wiring import Wiring, migrated_database, pass_wiring
 from harness.config import ServiceConfig
 from harness.contracts.captures import read_captures, write_captures
-from harness.contracts.chains import Chain, answer_line, chain_lines, gate_document
+from harness.contracts.chains import (
+    Chain,
+    answer_line,
+    chain_lines,
+    contract_chains,
+    gate_document,
+)
 from harness.contracts.gate import DEFAULT_MAX_VERDICT_AGE
 from harness.contracts.loader import load_contract
 from harness.contracts.model import Contract
-from harness.contracts.registry import DEFAULT_CONTRACTS_DIR, ContractRegistry, load_registry
+from harness.contracts.registry import ContractRegistry, choose_contracts_dir
 from harness.contracts.schema import SCHEMAS
 from harness.contracts.template import PROVIDER_KINDS
 from harness.contracts.tokens import DEFAULT_TOKENIZER, TOKENIZERS, BaseTokenizer, get_tokenizer
@@ -63,7 +68,6 @@ from harness.core.clock import SystemClock
 from harness.errors import HarnessError
 from harness.providers.base import BaseProvider
 from harness.runtime.service import choose_providers, failover_links, load_contracts
-from harness.store.database import Database
 
 junit_option = click.option(
     "--junit",
@@ -125,7 +129,7 @@ def validate(files: tuple[str, ...], contracts_dir: Path) -> None:
         if files:
             loaded = ContractRegistry([load_contract(f) for f in files])
         else:
-            loaded = load_registry(contracts_dir)
+            loaded = _registry(contracts_dir)
     except HarnessError as exc:
         click.echo(exc.message, err=True)
         sys.exit(EXIT_FAILED)
@@ -204,9 +208,8 @@ def verify(
     started = time.perf_counter()
     with exit_on_error():
         prepare_reports(junit_path, capture_path)
-        database = Database(database_url) if record else None
-        if database is not None:  # migrated like every command, before any call is made
-            database.upgrade()
+        # migrated like every command, before any call is made
+        database = migrated_database(database_url) if record else None
         found = find_contract(contract, lambda: _registry(contracts_dir))
         settings = wiring.settings(config_path)
         local = get_tokenizer(tokenizer)
@@ -250,15 +253,12 @@ def verify(
 
 
 def _registry(contracts_dir: Path) -> ContractRegistry:
-    """The contracts directory's; when it is the default one and absent (a folder other
-    than a clone), the bundled example contracts, saying so."""
-    if contracts_dir == Path(DEFAULT_CONTRACTS_DIR) and not contracts_dir.is_dir():
-        bundled = bundled_dir("contracts")
-        click.echo(
-            f"note: no ./{DEFAULT_CONTRACTS_DIR}: the bundled contracts ({bundled})", err=True
-        )
-        return load_registry(bundled)
-    return load_contracts(contracts_dir)
+    """The contracts every ``contracts`` command reads (`choose_contracts_dir`: the bundled
+    ones when the default ``./contracts`` is absent, said once on stderr)."""
+    chosen = choose_contracts_dir(contracts_dir)
+    if chosen.note is not None:
+        click.echo(chosen.note, err=True)
+    return load_contracts(chosen.path)
 
 
 def _verify_offline(
@@ -358,7 +358,9 @@ def gate(
 
     Either --contract NAME --to PROVIDER, or --all for every chain of the configuration
     (a chain's first provider is its primary; each later one needs a passing, fresh
-    verdict for the chain's contract). --all answers as `harness check --config` does.
+    verdict for the chain's contract). --all answers as `harness check --config` does;
+    without --config it asks about the built-in fakes' chain once per contract of the
+    contracts directory, so a missing or failed verdict refuses.
     """
     if all_chains == bool(contract_name or provider):
         raise click.UsageError("give either --contract NAME --to PROVIDER, or --all")
@@ -367,17 +369,22 @@ def gate(
     with exit_on_error():
         prepare_reports(junit_path, summary_md_path)
         settings = wiring.settings(config_path)
-        registry = load_contracts(contracts_dir)
-        chains = (
-            settings.failover_chains
-            if all_chains
-            else (
-                Chain(contract=contract_name, providers=("(primary)", str(provider)), source="cli"),
+        registry = _registry(contracts_dir)
+        if not all_chains:
+            question = Chain(
+                contract=contract_name, providers=("(primary)", str(provider)), source="cli"
             )
-        )
+            chains: tuple[Chain, ...] = (question,)
+        elif config_path is None:  # the built-in deployment: every contract it could be asked for
+            chains = (
+                *settings.failover_chains,
+                *contract_chains(registry, settings.default_providers),
+            )
+        else:
+            chains = settings.failover_chains
         if not any(len(c.providers) > 1 for c in chains):
             fail(f"{config_path}: declares no failover chain (defaults.providers or chains)")
-        database = Database(database_url)
+        database = migrated_database(database_url)
         asked = time.perf_counter()
         links = failover_links(settings, database, registry, chains=chains, max_age=max_age)
         seconds = time.perf_counter() - asked
@@ -431,7 +438,7 @@ def verdicts(
     """Export stored verdicts as JSON (schema: `harness contracts schema verdicts`)."""
     with exit_on_error():
         found = list_verdicts(
-            Database(database_url), contract_name=contract_name, provider=provider
+            migrated_database(database_url), contract_name=contract_name, provider=provider
         )
     text = json.dumps(export_verdicts(found), indent=2) + "\n"
     if output is None:

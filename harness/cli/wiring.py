@@ -19,6 +19,7 @@ if TYPE_CHECKING:  # imported when used: `harness --help` need not load the engi
     from harness.config import ServiceConfig
     from harness.providers.base import BaseProvider
     from harness.runtime.service import ProviderFactory
+    from harness.store.database import Database
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -40,6 +41,16 @@ class Wiring:
         from harness.runtime.service import build_configured_provider
 
         return (self.provider_factory or build_configured_provider)(settings, name)
+
+
+def migrated_database(url: str) -> Database:
+    """The database at ``url``, its schema migrated to the newest first, as every command
+    that uses a database does (``harness db current`` alone only looks)."""
+    from harness.store.database import Database
+
+    database = Database(url)
+    database.upgrade()
+    return database
 
 
 pass_wiring = click.make_pass_decorator(Wiring, ensure=True)

@@ -132,6 +132,18 @@ def load_chains(path: str | Path) -> list[Chain]:
     return parse_chains(read_config_file(path), file=str(path))
 
 
+def contract_chains(
+    contracts: Iterable[str], providers: tuple[str, ...] = DEFAULT_CHAIN
+) -> tuple[Chain, ...]:
+    """The chains of a deployment that names none of its own (no configuration file): one
+    per contract, over ``providers`` (the default chain). A job may declare any of these
+    contracts, so each fallback link must hold a verdict for each of them; without these
+    chains the gate would only be asked about contract-less jobs and could never refuse."""
+    return tuple(
+        Chain(contract=name, providers=providers, source=f"contracts.{name}") for name in contracts
+    )
+
+
 def check_chains(gate: VerdictGate, chains: Iterable[Chain]) -> list[Link]:
     """The gate's answer for every fallback link of every chain, in order."""
     links: list[Link] = []

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
+from harness.bundled import bundled_dir
 from harness.contracts.loader import CONTRACT_SUFFIXES, load_contract
 from harness.contracts.model import Contract
 from harness.contracts.source import FileProblem, load_error
@@ -96,3 +98,30 @@ def load_registry(directory: str | os.PathLike[str] = DEFAULT_CONTRACTS_DIR) -> 
     value of ``CONTRACTS_DIR_ENV``) to ``--contracts``; other drivers do the same.
     """
     return ContractRegistry.from_directory(directory)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ContractsDirectory:
+    """The contracts directory a command reads: ``path``, and whether it is the bundled
+    example contracts standing in for an absent ``./contracts`` (``bundled``)."""
+
+    path: Path
+    bundled: bool
+
+    @property
+    def note(self) -> str | None:
+        """What to tell the user once when the bundled contracts stand in, else None."""
+        if not self.bundled:
+            return None
+        return f"note: no ./{DEFAULT_CONTRACTS_DIR}: the bundled contracts ({self.path})"
+
+
+def choose_contracts_dir(directory: str | os.PathLike[str]) -> ContractsDirectory:
+    """Which contracts directory? The one answer for every ``harness contracts`` command:
+    ``directory`` itself, except that the default one (``./contracts``), when absent (a
+    folder other than a clone, a pip-installed project), is the bundled example contracts.
+    Any other directory is taken as given (loading it says when it does not exist)."""
+    path = Path(directory)
+    if path == Path(DEFAULT_CONTRACTS_DIR) and not path.is_dir():
+        return ContractsDirectory(path=bundled_dir("contracts"), bundled=True)
+    return ContractsDirectory(path=path, bundled=False)
