@@ -5,14 +5,20 @@ Environment variables are read here, at the edge, and shown in ``--help``:
 ``HARNESS_DATABASE_URL`` (--db), ``HARNESS_CONFIG`` (--config) and
 ``HARNESS_CONTRACTS_DIR`` (--contracts). Options of one command only read
 ``HARNESS_<COMMAND>_<OPTION>`` through click's ``auto_envvar_prefix``.
+
+Without ``--db`` (and ``HARNESS_DATABASE_URL``) no command writes a database into the
+folder it runs in: `database_url` decides, for every command, between the per-user
+database (`user_database_url`, for commands that keep state) and a throwaway one.
 """
 
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import click
+from click.core import ParameterSource
 
 from harness.contracts.registry import CONTRACTS_DIR_ENV, DEFAULT_CONTRACTS_DIR
 from harness.store.database import DEFAULT_DATABASE_URL
@@ -22,13 +28,96 @@ DATABASE_URL_ENV = "HARNESS_DATABASE_URL"
 CONFIG_ENV = "HARNESS_CONFIG"
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "auto_envvar_prefix": ENVVAR_PREFIX}
 
+USER_DATA_APP = "failover-harness"
+USER_DATABASE_FILE = "harness.sqlite3"
+KEEPS_STATE = frozenset(
+    {
+        "serve",
+        "worker",
+        "db upgrade",
+        "db current",
+        "contracts verify",
+        "contracts gate",
+        "contracts verdicts",
+    }
+)
+"""The commands whose database must outlive them: jobs served and worked on, the schema
+itself, and verdicts (recorded by ``verify``, read by ``gate``, exported by ``verdicts``).
+``check`` joins them when given a configuration: its gate reads the recorded verdicts."""
+PLAYS_ON_THE_VALUE = frozenset({"check"})
+"""Commands that play on whatever database they are handed, so are handed a throwaway one
+when none is given. The other commands without state (``scenarios run``, ``simulate``)
+choose their own throwaway database when ``--db`` was not given."""
+
+
+def user_database_url() -> str:
+    """The per-user database: ``harness.sqlite3`` in the user's data folder
+    (platformdirs: ``$XDG_DATA_HOME/failover-harness``, by default
+    ``~/.local/share/failover-harness`` on Linux), its folder created."""
+    from platformdirs import user_data_path
+
+    folder = user_data_path(USER_DATA_APP, appauthor=False)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise click.UsageError(
+            f"cannot create the per-user data folder {folder} ({exc.strerror}); "
+            f"give a database with --db or {DATABASE_URL_ENV}"
+        ) from None
+    return f"sqlite:///{folder / USER_DATABASE_FILE}"
+
+
+def command_path(ctx: click.Context) -> str:
+    """The command's words below ``harness``: ``"contracts gate"``, ``"check"``."""
+    words: list[str] = []
+    while ctx.parent is not None and ctx.command.name:
+        words.append(ctx.command.name)
+        ctx = ctx.parent
+    return " ".join(reversed(words))
+
+
+def keeps_state(ctx: click.Context) -> bool:
+    """Must this run's database outlive it? (see `KEEPS_STATE`)"""
+    path = command_path(ctx)
+    if path == "contracts verify":
+        return ctx.params.get("record", True) is not False  # --no-record keeps nothing
+    if path == "check":
+        return ctx.params.get("config_path") is not None  # --config is eager: known here
+    return path in KEEPS_STATE
+
+
+def database_url(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """The database a command runs on, decided once for every command: the one given
+    (``--db``, ``HARNESS_DATABASE_URL``) as given; else the per-user database for a
+    command that keeps state, said once on stderr; else, for a command that plays on the
+    value, a throwaway SQLite file removed when the command ends. Nothing is ever written
+    into the current folder unless asked for."""
+    if param.name is None or ctx.get_parameter_source(param.name) is not ParameterSource.DEFAULT:
+        return value
+    if keeps_state(ctx):
+        url = user_database_url()
+        click.echo(
+            f"note: database: {url} (per-user; --db or {DATABASE_URL_ENV} to choose another)",
+            err=True,
+        )
+        return url
+    if command_path(ctx) in PLAYS_ON_THE_VALUE:
+        folder = ctx.with_resource(tempfile.TemporaryDirectory(prefix="harness-"))
+        return f"sqlite:///{Path(folder) / USER_DATABASE_FILE}"
+    return value
+
+
+DATABASE_DEFAULT_HELP = "per-user if kept, else throwaway"
+"""How ``--help`` shows the default of ``--db`` (`database_url` decides it)."""
+
 db_option = click.option(
     "--db",
     "database_url",
     envvar=DATABASE_URL_ENV,
     default=DEFAULT_DATABASE_URL,
-    show_default=True,
+    show_default=DATABASE_DEFAULT_HELP,
     show_envvar=True,
+    callback=database_url,
     help="Database URL: sqlite:///FILE or postgresql://USER@HOST:PORT/DB.",
 )
 config_option = click.option(
@@ -36,6 +125,7 @@ config_option = click.option(
     "config_path",
     envvar=CONFIG_ENV,
     default=None,
+    is_eager=True,  # read before --db, whose default for `check` depends on it
     show_envvar=True,
     type=click.Path(dir_okay=False, path_type=Path),
     help="Configuration (YAML or TOML): tokens, providers, defaults, chains. "
