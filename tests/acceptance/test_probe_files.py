@@ -146,3 +146,59 @@ def test_an_unknown_probe_name_exits_2_listing_the_known_ones() -> None:
     result = CliRunner().invoke(main, ["probe", "--gateway", "http://x", "--only", "nope"])
     assert result.exit_code == 2
     assert "no probe named 'nope'; known:" in result.output
+
+
+def _engine_face(tmp_path, policy: dict, name: str) -> dict:
+    """`harness serve` over the named fakes, routing `probe` to primary then fallback
+    under `policy`, without the fakes' lookup; `no-response` played against it."""
+    import json
+
+    from fake_providers import FakeServer
+    from harness.probe.fakes import provider_urls
+    from tests.support.live import service_config, start_serve, stop
+
+    out = tmp_path / f"{name}.json"
+    with FakeServer() as fakes:
+        config = service_config(fakes.url, tokens={"probe-token": "alice"})
+        config["providers"][0]["base_url"] = provider_urls(fakes.url, "primary")["openai"]
+        config["providers"][1]["base_url"] = provider_urls(fakes.url, "fallback")["anthropic"]
+        for provider in config["providers"]:
+            provider.pop("lookup_url")
+        config["routes"] = {"probe": {"providers": ["primary", "fallback"], "policy": policy}}
+        url, process = start_serve(config, f"sqlite:///{tmp_path}/{name}.db", tmp_path)
+        try:
+            result = CliRunner(env={"HARNESS_PROBE_TOKEN": "probe-token"}).invoke(
+                main,
+                ["probe", "--gateway", url, "--fakes", fakes.url, "--time-scale", "0.3",
+                 "--quiet-window", "1", "--gateway-timeout", "1", "--json", str(out),
+                 "--only", "no-response"],
+            )  # fmt: skip
+        finally:
+            stop(process)
+    card = json.loads(out.read_text())
+    card["exit_code"] = result.exit_code
+    return card
+
+
+@pytest.mark.long
+def test_the_engines_face_leaves_the_silent_primarys_caller_waiting_unless_its_route_hedges(
+    tmp_path,
+) -> None:
+    """Under the default policy a silent primary's attempt is unknown and nothing else
+    may start, so the patient caller is still waiting at the bound (two gateway timeouts
+    and 0.3 s): `caller_left_waiting`, exit 1. A route that hedges answers from the
+    fallback within it: pass."""
+    waiting = _engine_face(tmp_path, {"attempt_timeout": 1}, "default")
+    play = waiting["probes"][0]["plays"][0]
+    failed = {p["name"]: p for p in play["properties"] if p["verdict"] == "fail"}
+    assert "caller_left_waiting" in failed, play["properties"]
+    assert waiting["exit_code"] == 1
+    witness = failed["caller_left_waiting"]["witness"]
+    assert witness[0]["kind"] == "client" and witness[0]["outcome"] == "timeout"
+    hedged = _engine_face(
+        tmp_path, {"attempt_timeout": 1, "hedge_after": 0.5, "max_live_attempts": 2}, "hedged"
+    )
+    play = hedged["probes"][0]["plays"][0]
+    assert hedged["probes"][0]["verdict"] == "pass", play["properties"]
+    assert play["requests"] == {"fallback": 1, "primary": 1}
+    assert hedged["exit_code"] == 0
