@@ -3,8 +3,9 @@ how fast the gateway happens to be on this machine, nor on `--time-scale`.
 
 A gateway that ignores Retry-After calls the provider again as soon as it can; how soon is
 its own latency, which on a busy machine (load 20+ on 2 cores) is longer than a short
-Retry-After. The probe can only tell "ignored" from "honoured" when the declared wait
-covers the whole time its caller waits: then any second call during the run is early,
+Retry-After (1.5 s: the naive gateway's "at once" took longer at load 12 on 2 cores, and
+passed). The probe can only tell "ignored" from "honoured" when the declared wait covers
+the whole time its patient caller waits: then any second call during the run is early,
 however slow the gateway was to make it.
 """
 
@@ -19,6 +20,7 @@ from harness.probe.judge import judge
 RETRY_AFTER = load_probe("probes/rate-limit-retry-after.probe.yaml")
 NONCE = "hxn-rrrrrrrrrrrrrrrr"
 START = 1000.0
+GATEWAY_TIMEOUT = 10.0  # what the built-in profiles state
 
 
 def _entry(i: int, provider: str, behaviour: str, status: int, at: float) -> dict:
@@ -42,10 +44,9 @@ def _entry(i: int, provider: str, behaviour: str, status: int, at: float) -> dic
 
 
 def _caller_wait(scale: float) -> float:
-    """What the probe's only request waits for an answer, in seconds at `scale`."""
-    (step,) = [s for s in RETRY_AFTER.steps if s.request is not None]
-    assert step.request is not None
-    return step.request.timeout * scale
+    """How long the probe's patient caller waits for an answer at `scale` (its bound:
+    the fault's seconds, scaled, plus the gateway's own timeouts, which are not)."""
+    return RETRY_AFTER.answer_within.resolve(scale, GATEWAY_TIMEOUT)
 
 
 def _run(scale: float, second: tuple[str, float]) -> ProbeRun:
@@ -53,7 +54,13 @@ def _run(scale: float, second: tuple[str, float]) -> ProbeRun:
     `second[1]` seconds later, and that call's answer reaches the caller."""
     provider, after = second
     run = ProbeRun(
-        probe=RETRY_AFTER, repeat=0, time_scale=scale, quiet_window=2.0, started_at=START
+        probe=RETRY_AFTER,
+        repeat=0,
+        time_scale=scale,
+        quiet_window=2.0,
+        started_at=START,
+        gateway_timeout=GATEWAY_TIMEOUT,
+        bound=_caller_wait(scale),
     )
     run.nonces = {"a": NONCE}
     first_at = START + 0.01
