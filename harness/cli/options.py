@@ -44,10 +44,10 @@ KEEPS_STATE = frozenset(
 """The commands whose database must outlive them: jobs served and worked on, the schema
 itself, and verdicts (recorded by ``verify``, read by ``gate``, exported by ``verdicts``).
 ``check`` joins them when given a configuration: its gate reads the recorded verdicts."""
-PLAYS_ON_THE_VALUE = frozenset({"check"})
-"""Commands that play on whatever database they are handed, so are handed a throwaway one
-when none is given. The other commands without state (``scenarios run``, ``simulate``)
-choose their own throwaway database when ``--db`` was not given."""
+CHOOSES_ITS_OWN = frozenset({"scenarios run", "simulate"})
+"""Commands without state that make their own throwaway database when ``--db`` was not
+given (they look at the option's source, never open its default). Every other command
+without state is handed a throwaway database."""
 
 
 def user_database_url() -> str:
@@ -89,9 +89,9 @@ def keeps_state(ctx: click.Context) -> bool:
 def database_url(ctx: click.Context, param: click.Parameter, value: str) -> str:
     """The database a command runs on, decided once for every command: the one given
     (``--db``, ``HARNESS_DATABASE_URL``) as given; else the per-user database for a
-    command that keeps state, said once on stderr; else, for a command that plays on the
-    value, a throwaway SQLite file removed when the command ends. Nothing is ever written
-    into the current folder unless asked for."""
+    command that keeps state, said once on stderr; else a throwaway SQLite file removed
+    when the command ends (`CHOOSES_ITS_OWN` make their own). Nothing is ever written into
+    the current folder unless asked for."""
     if param.name is None or ctx.get_parameter_source(param.name) is not ParameterSource.DEFAULT:
         return value
     if keeps_state(ctx):
@@ -101,10 +101,10 @@ def database_url(ctx: click.Context, param: click.Parameter, value: str) -> str:
             err=True,
         )
         return url
-    if command_path(ctx) in PLAYS_ON_THE_VALUE:
-        folder = ctx.with_resource(tempfile.TemporaryDirectory(prefix="harness-"))
-        return f"sqlite:///{Path(folder) / USER_DATABASE_FILE}"
-    return value
+    if command_path(ctx) in CHOOSES_ITS_OWN:
+        return value
+    folder = ctx.with_resource(tempfile.TemporaryDirectory(prefix="harness-"))
+    return f"sqlite:///{Path(folder) / USER_DATABASE_FILE}"
 
 
 DATABASE_DEFAULT_HELP = "per-user if kept, else throwaway"

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import click
 import pytest
 from click.testing import CliRunner, Result
 
 from harness.bundled import bundled_dir
 from harness.cli.main import main
+from harness.cli.options import CHOOSES_ITS_OWN, KEEPS_STATE
 from harness.store.migrations import head
 
 NOTE = "note: database: sqlite:///"
@@ -40,6 +42,28 @@ def user_db(tmp_path: Path) -> Path:
 
 def harness(*args: str) -> Result:
     return CliRunner().invoke(main, list(args))
+
+
+def commands_with_db(group: click.Group, path: tuple[str, ...] = ()) -> set[str]:
+    found: set[str] = set()
+    ctx = click.Context(group)
+    for name in group.list_commands(ctx):
+        command = group.get_command(ctx, name)
+        assert command is not None
+        if isinstance(command, click.Group):
+            found |= commands_with_db(command, (*path, name))
+        elif any("--db" in p.opts for p in command.params if isinstance(p, click.Option)):
+            found.add(" ".join((*path, name)))
+    return found
+
+
+def test_every_command_with_a_database_is_classified() -> None:
+    """A command that keeps state names itself in KEEPS_STATE; one that makes its own
+    throwaway database in CHOOSES_ITS_OWN; every other one is handed a throwaway one.
+    The lists name real commands only, so a renamed command cannot fall out of them."""
+    every = commands_with_db(main)
+    assert every >= KEEPS_STATE | CHOOSES_ITS_OWN
+    assert every - KEEPS_STATE - CHOOSES_ITS_OWN == {"check"}  # a new one is a decision
 
 
 def test_check_leaves_the_folder_empty_and_keeps_nothing(folder: Path, user_db: Path) -> None:
