@@ -13,7 +13,9 @@ Exit codes (part of the contract):
 Environment (read only here): the shared options' (``harness.cli.options``),
 HARNESS_ACTOR (--by), HARNESS_VERDICT_MAX_AGE (--max-age). The work is done by
 ``harness.contracts.verification`` (verify), ``harness.contracts.chains`` (gate reports)
-and ``harness.runtime.service`` (the providers, the gate, the contracts).
+and ``harness.runtime.service`` (the providers, the gate, the contracts). Every command
+reads the contracts directory `harness.contracts.registry.choose_contracts_dir` chooses,
+and migrates its database first (`harness.cli.wiring.migrated_database`).
 """
 
 from __future__ import annotations
@@ -370,18 +372,12 @@ def gate(
         prepare_reports(junit_path, summary_md_path)
         settings = wiring.settings(config_path)
         registry = _registry(contracts_dir)
-        if not all_chains:
-            question = Chain(
-                contract=contract_name, providers=("(primary)", str(provider)), source="cli"
-            )
-            chains: tuple[Chain, ...] = (question,)
-        elif config_path is None:  # the built-in deployment: every contract it could be asked for
-            chains = (
-                *settings.failover_chains,
-                *contract_chains(registry, settings.default_providers),
-            )
+        if all_chains:
+            chains = _deployment_chains(settings, registry, configured=config_path is not None)
         else:
-            chains = settings.failover_chains
+            chains = (
+                Chain(contract=contract_name, providers=("(primary)", str(provider)), source="cli"),
+            )
         if not any(len(c.providers) > 1 for c in chains):
             fail(f"{config_path}: declares no failover chain (defaults.providers or chains)")
         database = migrated_database(database_url)
@@ -398,6 +394,17 @@ def gate(
     else:
         click.echo("\n".join(chain_lines(links) if all_chains else [answer_line(links[0])]))
     exit_with(not all(link.allowed for link in links))
+
+
+def _deployment_chains(
+    settings: ServiceConfig, registry: ContractRegistry, *, configured: bool
+) -> tuple[Chain, ...]:
+    """The chains ``gate --all`` judges: a configuration's own; without one, the built-in
+    deployment's chain for a job without a contract and once per contract it could be
+    asked for (so a missing or failed verdict refuses, and the gate can fail)."""
+    if configured:
+        return settings.failover_chains
+    return (*settings.failover_chains, *contract_chains(registry, settings.default_providers))
 
 
 def _publish_gate(
