@@ -4,10 +4,12 @@ The worker polls for unstarted jobs (`Engine.claim_new_jobs`, inside a write
 transaction: BEGIN IMMEDIATE on SQLite, FOR UPDATE SKIP LOCKED on PostgreSQL) and for
 stranded ones (`Engine.stranded_jobs`) every half second. With the jobs table holding
 1k, 100k and 1M finished jobs and nothing to claim, each poll is timed 200 times; the
-median is printed with its ratio to the 1k figure (the claim should cost the same at
+median is printed with its spread (the middle half of the polls: 25th-75th percentile)
+and its ratio to the 1k figure (the claim should cost the same at
 1M as at 1k: its partial index holds only unstarted jobs).
 
     python bench/claim_poll.py [--sizes 1000,100000,1000000] [--no-postgres] [--root DIR]
+                               [--json [PATH]]
 """
 
 from __future__ import annotations
@@ -59,13 +61,15 @@ def fill(database, start: int, stop: int) -> None:
         conn.exec_driver_sql("ANALYZE jobs" if database.dialect == "postgresql" else "ANALYZE")
 
 
-def timed(call) -> float:
+def timed(call) -> tuple[float, list[float]]:
+    """The median milliseconds of POLLS calls, and their 25th and 75th percentiles."""
     times = []
     for _ in range(POLLS):
         start = time.perf_counter()
         call()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1000
+        times.append((time.perf_counter() - start) * 1000)
+    quartiles = statistics.quantiles(times, n=4)
+    return statistics.median(times), [round(quartiles[0], 3), round(quartiles[2], 3)]
 
 
 def bench(label: str, url: str, sizes: list[int]) -> None:
@@ -75,8 +79,8 @@ def bench(label: str, url: str, sizes: list[int]) -> None:
     for size in sizes:
         fill(database, have, size)
         have = size
-        claim = timed(lambda: engine.claim_new_jobs(limit=20, actor="bench"))
-        sweep = timed(lambda: engine.stranded_jobs(limit=100))
+        claim, claim_spread = timed(lambda: engine.claim_new_jobs(limit=20, actor="bench"))
+        sweep, sweep_spread = timed(lambda: engine.stranded_jobs(limit=100))
         first = first or (claim, sweep)
         c.emit(
             {
@@ -85,8 +89,10 @@ def bench(label: str, url: str, sizes: list[int]) -> None:
                 "rows": size,
                 "claim_ms": round(claim, 3),
                 "claim_vs_first": round(claim / first[0], 2),
+                "claim_ms_p25_p75": claim_spread,
                 "sweep_ms": round(sweep, 3),
                 "sweep_vs_first": round(sweep / first[1], 2),
+                "sweep_ms_p25_p75": sweep_spread,
                 "root": str(ROOT),
             }
         )

@@ -12,7 +12,7 @@
 Median of 3 rounds for throughput; shrinking is one round per mutant (it is long).
 
     python bench/simulate.py [--jobs 2000] [--postgres URL] [--no-postgres] [--no-shrink]
-                             [--mutants a,b] [--root DIR]
+                             [--no-throughput] [--mutants a,b] [--root DIR] [--json [PATH]]
 """
 
 from __future__ import annotations
@@ -133,14 +133,15 @@ def main() -> None:
     parser.add_argument("--postgres", default=c.DEFAULT_POSTGRES)
     parser.add_argument("--no-postgres", action="store_true")
     parser.add_argument("--no-shrink", action="store_true")
+    parser.add_argument("--no-throughput", action="store_true")
     parser.add_argument("--mutants", default="")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        for parallel in (1, 2):
+        for parallel in () if args.no_throughput else (1, 2):
             throughput(
                 "sqlite", f"sqlite:///{Path(tmp) / f'sim{parallel}.sqlite3'}", args.jobs, parallel
             )
-    if not args.no_postgres:
+    if not args.no_postgres and not args.no_throughput:
         throughput("postgres", c.postgres_database(args.postgres, "bench_simulate"), args.jobs, 1)
     if not args.no_shrink:
         shrink_times(set(filter(None, args.mutants.split(","))) or None)
