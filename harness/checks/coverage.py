@@ -25,6 +25,8 @@ from harness.scenarios.checker import HISTORY_CHECKS, unsettled
 from harness.scenarios.runner import RunResult
 from harness.scenarios.stage import PROVIDER_API
 
+FACE_SECTION = "face_routes"
+"""The faces' routes x outcomes (`harness.checks.faces.coverage`), when stories played."""
 ADAPTERS = ("openai", "anthropic")  # the fakes' APIs; openai_compatible shares openai's table
 SECTIONS = ("attempt_transitions", "job_transitions", "outcome_rows", "behaviours", "faults")
 
@@ -257,8 +259,10 @@ def _applies(name: str, result: RunResult) -> bool:
 def coverage_lines(report: Mapping[str, Any]) -> list[str]:
     """The console summary: one line per section, then its gaps."""
     lines = []
-    for section in SECTIONS:
-        part = report[section]
+    for section in (*SECTIONS, FACE_SECTION):
+        part = report.get(section)
+        if part is None:  # the faces' section, when no face story was played
+            continue
         lines.append(
             f"coverage {section}: {part['reached']}/{part['total']} ({part['percent']:g}%)"
         )
@@ -276,8 +280,10 @@ def coverage_html(report: Mapping[str, Any]) -> str:
     from html import escape
 
     parts = ['<section class="coverage"><h2>Coverage</h2>']
-    for section in SECTIONS:
-        part = report[section]
+    for section in (*SECTIONS, FACE_SECTION):
+        part = report.get(section)
+        if part is None:
+            continue
         parts.append(
             f"<h3>{escape(section.replace('_', ' '))}: {part['reached']}/{part['total']} "
             f"({part['percent']:g}%)</h3><table><tr><th>item</th><th>scenarios</th></tr>"

@@ -84,15 +84,21 @@ def check_report(
     results: list[RunResult],
     mutants: list[MutantResult] | None,
     links: list[Link],
+    *,
+    faces: list[Any] | None = None,
 ) -> dict[str, Any]:
     """The JSON report; its summary counts what held, what did not and what was skipped
-    (a skipped scenario is neither passed nor failed)."""
+    (a skipped scenario is neither passed nor failed). `faces`: the face stories played
+    (`harness.checks.faces.run.FaceResult`), each a check of its own; listed under
+    ``faces`` once the report's schema describes them."""
     played = [r for r in results if r.skipped is None]
     outcomes = (
         [r.passed for r in played]
+        + [f.passed for f in faces or []]
         + [bool(m.caught_by) for m in mutants or []]
         + [link.allowed for link in links]
     )
+    listed = {"faces": [f.to_dict() for f in faces]} if faces and _schema_lists_faces() else {}
     return {
         "run_id": run_id,
         "scenarios": [r.to_dict() for r in results],
@@ -109,12 +115,19 @@ def check_report(
             for m in mutants
         ],
         "gate": gate_entries(links),
+        **listed,
         "summary": {
             "passed": sum(outcomes),
             "failed": len(outcomes) - sum(outcomes),
             "skipped": len(results) - len(played),
         },
     }
+
+
+def _schema_lists_faces() -> bool:
+    """Whether the report's schema has a ``faces`` section (the JSON never carries what
+    its schema does not describe)."""
+    return "faces" in report_schema().get("properties", {})
 
 
 def summary_line(summary: dict[str, Any]) -> str:
@@ -148,6 +161,7 @@ def write_outputs(
     *,
     results: list[RunResult],
     links: list[Link],
+    faces: list[Any] | None = None,
     junit_path: Path | None,
     json_path: Path | None,
     html_path: Path | None = None,
@@ -167,6 +181,8 @@ def write_outputs(
     if junit_path is None:
         return
     suites = scenario_suites(results, database_url=database_url)
+    if faces:
+        suites.append(face_suite(faces))
     if report["mutants"] is not None:
         suites.append(_mutants_suite(report["mutants"]))
     if links:
@@ -203,6 +219,27 @@ def scenario_suites(results: list[RunResult], *, database_url: str | None = None
         )
         for file, runs in by_file.items()
     ]
+
+
+def face_suite(faces: list[Any]) -> Suite:
+    """One case per face story played through one face."""
+    from harness.checks.faces.run import STORIES_FILE
+
+    return Suite(
+        name="gateway faces",
+        file=STORIES_FILE,
+        cases=[
+            Case(
+                name=f"{f.name} ({f.database})",
+                classname=f"faces.{f.face.name}",
+                failure=None if f.passed else f.problems()[0].splitlines()[0],
+                failure_type="face_story_failed",
+                details="\n".join(f.problems()),
+                seconds=f.seconds,
+            )
+            for f in faces
+        ],
+    )
 
 
 def _mutants_suite(mutants: list[dict[str, Any]]) -> Suite:

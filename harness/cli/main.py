@@ -140,11 +140,12 @@ def _apply_mutant(ctx: click.Context, param: click.Parameter, name: str | None) 
     warning loudly on stderr; an unknown name is a usage error (exit 2) listing them."""
     if name is None:
         return None
-    from harness.checks.mutants import applied, mutant_named
+    from harness.checks.faces.mutants import any_mutant_named
+    from harness.checks.mutants import applied
     from harness.errors import ConfigError
 
     try:
-        mutant = mutant_named(name)
+        mutant = any_mutant_named(name)
     except ConfigError as exc:
         raise click.BadParameter(exc.message, ctx=ctx, param=param) from None
     click.secho(
@@ -335,6 +336,13 @@ def worker(
     "deliberately broken engine must be caught by at least one scenario.",
 )
 @click.option(
+    "--faces/--no-faces",
+    "play_faces",
+    default=None,
+    help="Also play the gateway faces' stories through the official SDKs, in process "
+    "(default: yes, unless --only names scenarios).",
+)
+@click.option(
     "--swarm",
     "swarm_seeds",
     default=3,
@@ -384,6 +392,7 @@ def check(
     scenario_dirs: tuple[Path, ...],
     only: tuple[str, ...],
     mutants: bool,
+    play_faces: bool | None,
     swarm_seeds: int,
     swarm_seed: int | None,
     show_coverage: bool,
@@ -396,68 +405,55 @@ def check(
 
     The bundled suite, plus ./scenarios (or the directories given) when present, every
     file checked before anything runs; each scenario plays in the database under owners
-    of its own, on virtual time. Given a configuration file, the failover gate is also
-    asked about every chain in it, from the verdicts in that database (a refused link
-    fails the run)."""
+    of its own, on virtual time. Then the gateway's faces (OpenAI chat, Responses,
+    Anthropic messages) play their stories through the official SDKs, in process. Given
+    a configuration file, the failover gate is also asked about every chain in it, from
+    the verdicts in that database (a refused link fails the run)."""
     import time
     import uuid
 
     from harness.checks.report import (
         check_report,
         gate_line,
-        mutant_line,
         publish_check,
         result_lines,
         summary_line,
         write_outputs,
     )
-    from harness.checks.suite import run_mutants, run_suite
-    from harness.errors import ConfigError
+    from harness.checks.suite import run_suite
     from harness.runtime.service import failover_links, load_contracts
-    from harness.scenarios.suite import USER_DIR, load_all, scenario_database, suite_files
+    from harness.scenarios.suite import scenario_database
 
     run_id = f"check-{uuid.uuid4().hex[:8]}"
     with exit_on_error():
         prepare_reports(junit_path, json_path, html_path, summary_md_path)
         settings = wiring.settings(config_path) if config_path else None
-        extra = scenario_dirs or ((USER_DIR,) if USER_DIR.is_dir() else ())
-        loaded = load_all(suite_files(extra))
-        only = tuple(name.replace("_", "-") for name in only)  # the stories' old names
-        unknown = sorted(set(only) - {s.name for s in loaded})
-        if unknown:
-            raise ConfigError(f"unknown scenario {unknown[0]!r}; see `harness scenarios list`")
-        loaded = [s for s in loaded if not only or s.name in only]
+        loaded = _check_scenarios(scenario_dirs, only)
         with scenario_database(database_url) as database:
             with progress_bar(len(loaded), "scenarios") as step:
                 results = run_suite(loaded, database, on_result=lambda r: step())
             for result in results:
                 click.echo("\n".join(result_lines(result, timeline=True)))
+            play_faces = not only if play_faces is None else play_faces
+            faces = _check_faces(database) if play_faces else []
             swarm = _check_swarm(database, database_url, swarm_seeds, swarm_seed)
             found = None
             if mutants:
-                from harness.checks.mutants import MUTANTS
-
-                with progress_bar(len(MUTANTS), "mutants") as step:
-                    found = run_mutants(loaded, database, on_result=lambda m: step())
-                for mutant in found:
-                    click.echo(mutant_line(mutant))
+                found = _check_mutants(loaded, database, faces=play_faces)
             links, asked = [], time.perf_counter()
             if settings is not None:
                 links = failover_links(settings, database, load_contracts(contracts_dir))
             for link in links:
                 click.echo(gate_line(link))
-        report = check_report(run_id, results, found, links)
+        report = check_report(run_id, results, found, links, faces=faces)
         if show_coverage:
-            from harness.checks.coverage import coverage_lines, property_coverage, suite_coverage
-
-            report["coverage"] = suite_coverage(results)
-            report["coverage"]["properties"] = property_coverage(results, found)
-            click.echo("\n".join(coverage_lines(report["coverage"])))
+            report["coverage"] = _check_coverage(results, found, faces)
         given_db = _given(click.get_current_context(), "database_url", database_url)
         write_outputs(
             report,
             results=results,
             links=links,
+            faces=faces,
             junit_path=junit_path,
             json_path=json_path,
             html_path=html_path,
@@ -478,6 +474,68 @@ def _given(ctx: click.Context, name: str, value: str) -> str | None:
     from click.core import ParameterSource
 
     return None if ctx.get_parameter_source(name) is ParameterSource.DEFAULT else value
+
+
+def _check_scenarios(scenario_dirs: tuple[Path, ...], only: tuple[str, ...]) -> list[Any]:
+    """The scenarios `check` plays: the bundled suite and the user's, or those `only`
+    names (a name no file has is a usage error)."""
+    from harness.errors import ConfigError
+    from harness.scenarios.suite import USER_DIR, load_all, suite_files
+
+    extra = scenario_dirs or ((USER_DIR,) if USER_DIR.is_dir() else ())
+    loaded = load_all(suite_files(extra))
+    only = tuple(name.replace("_", "-") for name in only)  # the stories' old names
+    unknown = sorted(set(only) - {s.name for s in loaded})
+    if unknown:
+        raise ConfigError(f"unknown scenario {unknown[0]!r}; see `harness scenarios list`")
+    return [s for s in loaded if not only or s.name in only]
+
+
+def _check_coverage(results: list[Any], found: list[Any] | None, faces: list[Any]) -> Any:
+    """`--coverage`: the scenarios' sections, the checker's properties and, when face
+    stories played, the faces' routes x outcomes; printed, and returned for the report."""
+    from harness.checks.coverage import coverage_lines, property_coverage, suite_coverage
+
+    coverage = suite_coverage(results)
+    coverage["properties"] = property_coverage(results, found)
+    if faces:
+        from harness.checks.faces.coverage import ROUTES_SECTION, face_coverage
+
+        coverage[ROUTES_SECTION] = face_coverage(faces)
+    click.echo("\n".join(coverage_lines(coverage)))
+    return coverage
+
+
+def _check_faces(database: Database) -> list[Any]:
+    """`harness check`'s face stories (harness/checks/faces/), each printed as it ends."""
+    from harness.checks.faces.clients import FACES
+    from harness.checks.faces.run import face_line, run_face_stories
+    from harness.checks.faces.stories import STORIES
+
+    with progress_bar(len(FACES) * len(STORIES), "face stories") as step:
+        faces = run_face_stories(database, on_result=lambda r: step())
+    for result in faces:
+        click.echo("\n".join(face_line(result)))
+    return faces
+
+
+def _check_mutants(loaded: list[Any], database: Database, *, faces: bool) -> list[Any]:
+    """Every mutant of the engine against the scenarios and, with the faces, every face
+    mutant against the face stories; each printed as it ends."""
+    from harness.checks.mutants import MUTANTS
+    from harness.checks.report import mutant_line
+    from harness.checks.suite import run_mutants
+
+    with progress_bar(len(MUTANTS), "mutants") as step:
+        found = run_mutants(loaded, database, on_result=lambda m: step())
+    if faces:
+        from harness.checks.faces.mutants import FACE_MUTANTS, run_face_mutants
+
+        with progress_bar(len(FACE_MUTANTS), "face mutants") as step:
+            found += run_face_mutants(database, on_result=lambda m: step())
+    for mutant in found:
+        click.echo(mutant_line(mutant))
+    return found
 
 
 def _check_swarm(database: Database, database_url: str, seeds: int, first: int | None) -> Any:

@@ -1,0 +1,223 @@
+"""Deliberately broken gateway faces: one per promise the faces make on top of the engine.
+
+Each breaks the face the way a real gateway does (a key header read by the wrong name, a
+conflict answered from the first job, members dropped from the fingerprint, a stream
+begun before a winner exists, an SDK's retry not recognised, a timeout at the bound
+answered as an error, errors in another API's shape). The scenario suite never calls a
+face, so none of these can be caught by it; `harness check --mutants` plays the face
+stories against each (`run_face_mutants`), and a face mutant no story catches is a
+blind spot. They are `harness.checks.mutants.Mutant`s: `--mutant NAME` applies them too.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from fastapi.responses import JSONResponse
+
+from harness.api.faces import anthropic_messages, openai_chat, openai_responses
+from harness.api.faces import gateway as face_gateway
+from harness.api.faces.errors import Face
+from harness.api.faces.gateway import Held
+from harness.api.faces.waiting import JobWatch
+from harness.api.problems import HttpProblem
+from harness.checks.mutants import Mutant, Patches, applied
+from harness.core.states import FINISHED_JOB_STATES
+from harness.errors import IdempotencyConflict
+
+
+def _key_header_ignored() -> Patches:
+    """The key is read from a header name no client sends: every call is keyless."""
+
+    def header_key(request: Any) -> str | None:
+        return request.headers.get("x-idempotency-key")
+
+    return {(face_gateway, "header_key"): header_key}
+
+
+def _conflict_replays() -> Patches:
+    """A key reused with another body answers the first job instead of 409."""
+    real = face_gateway.Gateway._create
+
+    def create(self: Any, owner: str, key: str | None, intent: Any, retry: bool) -> Any:
+        try:
+            return real(self, owner, key, intent, retry)
+        except IdempotencyConflict as exc:
+            return self.state.engine.get_job(exc.details["job_id"]), False
+
+    return {(face_gateway.Gateway, "_create"): create}
+
+
+def _fingerprint_drops_members() -> Patches:
+    """Only the messages bind the key: `top_p`, `stop`, `user`... change nothing."""
+
+    def fingerprint_input(body: Any, used: frozenset[str]) -> dict[str, Any]:
+        return {}
+
+    return {
+        (module, "fingerprint_input"): fingerprint_input
+        for module in (openai_chat, openai_responses, anthropic_messages)
+    }
+
+
+def _streams_before_the_winner() -> Patches:
+    """The client's answer begins at the first attempt's end, before any winner exists:
+    it carries what that attempt left (nothing usable)."""
+
+    def outcome_recorded(self: JobWatch, job_id: int, job: Any = None) -> None:
+        loop = self._loop
+        if loop is not None:  # every outcome hands its job over, finished or not
+            loop.call_soon_threadsafe(self._wake, job_id, job or self.engine.get_job(job_id))
+
+    def finished(self: Held) -> bool:
+        ended = any(a.finished_at is not None for a in self.job.attempts)
+        return self.job.status in FINISHED_JOB_STATES or ended
+
+    return {
+        (JobWatch, "outcome_recorded"): outcome_recorded,
+        (Held, "finished"): property(finished),
+    }
+
+
+def _sdk_retry_unrecognised() -> Patches:
+    """The SDKs' try counter is read under another name: a retried keyless call is a new
+    job and a second execution."""
+    return {(face_gateway, "RETRY_HEADER"): "x-retry-count"}
+
+
+def _timeout_at_the_bound() -> Patches:
+    """A job still open at the wait bound is answered 504 (a proxy's timeout), which the
+    SDKs retry as a failure, instead of 202 naming the job."""
+
+    def pending(held: Held) -> JSONResponse:
+        body = {"error": {"message": "timed out", "type": "api_error", "code": "timeout"}}
+        return JSONResponse(body, status_code=504)
+
+    return {(face_gateway, "pending"): pending}
+
+
+def _errors_as_problem_details() -> Patches:
+    """The faces answer errors in the job API's problem details: the SDKs find no error
+    of their API's shape, and no `x-should-retry: false` stops their retries."""
+
+    def render(self: Face, problem: HttpProblem) -> JSONResponse:
+        body = {"type": problem.kind.slug, "title": problem.kind.title, "detail": problem.detail}
+        return JSONResponse(
+            {**body, "status": problem.status},
+            status_code=problem.status,
+            media_type="application/problem+json",
+        )
+
+    return {(Face, "render"): render}
+
+
+FACE_MUTANTS: tuple[Mutant, ...] = (
+    Mutant(
+        "face_key_header_ignored",
+        "I1",
+        "the gateway reads the key from a header no client sends: a double click is two jobs",
+        _key_header_ignored,
+    ),
+    Mutant(
+        "face_conflict_replays",
+        "I2",
+        "a key reused with another body replays the first answer instead of 409",
+        _conflict_replays,
+    ),
+    Mutant(
+        "face_fingerprint_drops_members",
+        "I2",
+        "only the messages bind the key: another top_p or user replays the first answer",
+        _fingerprint_drops_members,
+    ),
+    Mutant(
+        "face_streams_before_the_winner",
+        "I5",
+        "the answer begins at the first attempt's end, before a winner exists",
+        _streams_before_the_winner,
+    ),
+    Mutant(
+        "face_sdk_retry_unrecognised",
+        "I1",
+        "an SDK's retry of a keyless call is a new job: the provider runs twice",
+        _sdk_retry_unrecognised,
+    ),
+    Mutant(
+        "face_timeout_at_the_bound",
+        "I4",
+        "a call still open at its wait bound is answered 504, not 202 naming the job",
+        _timeout_at_the_bound,
+    ),
+    Mutant(
+        "face_errors_as_problem_details",
+        "I2",
+        "the faces answer errors as problem details, not in their API's error shape",
+        _errors_as_problem_details,
+    ),
+)
+
+LIKELIEST = {
+    "face_key_header_ignored": "double-click-with-key",
+    "face_conflict_replays": "key-binds-intent",
+    "face_fingerprint_drops_members": "key-binds-intent",
+    "face_streams_before_the_winner": "cut-stream",
+    "face_sdk_retry_unrecognised": "sdk-retry",
+    "face_timeout_at_the_bound": "wait-bound",
+    "face_errors_as_problem_details": "refusals",
+}
+"""The story that states the promise each face mutant breaks: played first, so that a
+run stopping at the first catch plays one story, not all of them. Whether a mutant is
+caught does not depend on it (every story is played until one catches it)."""
+
+
+def run_face_mutants(
+    database: Any,
+    *,
+    mutants: Iterable[Mutant] = FACE_MUTANTS,
+    on_result: Callable[[Any], None] | None = None,
+) -> list[Any]:
+    """For each face mutant, the first face story that caught it (on any face), as
+    `harness.checks.suite.MutantResult`s named `face FACE: STORY`."""
+    from harness.checks.faces.clients import FACES
+    from harness.checks.faces.run import play_story
+    from harness.checks.faces.stories import STORIES
+    from harness.checks.suite import MutantResult
+
+    found = []
+    for mutant in mutants:
+        first = LIKELIEST.get(mutant.name)
+        order = sorted(STORIES, key=lambda s: s.name != first)
+        started, caught = time.perf_counter(), ()
+        with applied(mutant):
+            for story in order:
+                caught = _first_catch(story, FACES, database, play_story)
+                if caught:
+                    break
+        found.append(MutantResult(mutant, caught, time.perf_counter() - started))
+        if on_result is not None:
+            on_result(found[-1])
+    return found
+
+
+def _first_catch(story: Any, faces: Iterable[Any], database: Any, play: Any) -> tuple[str, ...]:
+    """The first face on which `story` fails, as a catch's name (empty: none did)."""
+    for face in faces:
+        result = play(story, face, database)
+        if not result.passed:
+            return (f"face {result.name}",)
+    return ()
+
+
+def any_mutant_named(name: str) -> Mutant:
+    """An engine mutant or a face mutant by name (`--mutant NAME`); a usage error
+    listing them all when neither is."""
+    from harness.checks.mutants import MUTANTS
+    from harness.errors import ConfigError
+
+    for mutant in (*MUTANTS, *FACE_MUTANTS):
+        if mutant.name == name:
+            return mutant
+    known = ", ".join(m.name for m in (*MUTANTS, *FACE_MUTANTS))
+    raise ConfigError(f"unknown mutant {name!r}; known: {known}")

@@ -1,0 +1,159 @@
+"""What a face story plays on: the gateway's ASGI app over the real engine and worker, the
+built-in fakes behind it, and a history of the run in the checker's form.
+
+Each story gets a stage of its own: its own owner (a namespace, so that runs sharing a
+database never meet), its own fakes and worker (real time, a thread scheduler, as
+`harness serve` runs them), and a fresh record of the providers' health. The worker's
+adapters are wrapped so that every provider call is in the history as invoke then ok /
+fail / unknown, which is what the history checker reads beside the engine's events, the
+fakes' ledger and the final jobs.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+import sqlalchemy as sa
+
+from fake_providers import FakeProviders
+from harness.api.app import create_app
+from harness.checks.faces.clients import TOKEN, Wire
+from harness.config import Route, ServiceConfig
+from harness.core.breaker import BreakerSettings
+from harness.core.gate import StaticGate
+from harness.core.models import CompletionRequest, Job
+from harness.core.states import OutcomeKind
+from harness.engine import Engine
+from harness.providers.base import BaseProvider, LookupResult, Outcome
+from harness.runtime.builtin import builtin_fake_providers
+from harness.runtime.scheduler import ThreadScheduler
+from harness.runtime.worker import Worker, WorkerSettings
+from harness.scenarios.checker import REAL_TIME
+from harness.scenarios.history import NAMESPACE_SEPARATOR, History
+from harness.store import queries
+from harness.store.database import Database
+from harness.store.tables import jobs
+
+WORKER = "gateway-worker"
+MAX_RUNTIME = 600.0  # the documented default: no story waits for it
+BREAKER = {"failures": 3, "window": 30.0, "cool_down": 10.0}  # the documented defaults
+ROUTES: Mapping[str, Route] = {
+    "chat": Route(name="chat", providers=("primary", "fallback")),
+    "quick": Route(
+        name="quick", providers=("primary", "fallback"), policy={"attempt_timeout": 0.3}
+    ),
+    "hedged": Route(
+        name="hedged",
+        providers=("primary", "fallback"),
+        policy={"attempt_timeout": 5, "hedge_after": 0.1, "max_live_attempts": 2},
+    ),
+}
+"""The models the stories ask for: a plain chain, one whose attempts time out fast, and
+one that hedges."""
+_TYPES = {
+    OutcomeKind.EXECUTED: "ok",
+    OutcomeKind.NOT_EXECUTED: "fail",
+    OutcomeKind.EXECUTED_UNUSABLE: "fail",
+    OutcomeKind.UNKNOWN: "unknown",
+}
+
+
+class RecordedProvider:
+    """An adapter that puts each of its calls in the history (invoke, then its outcome)."""
+
+    def __init__(self, inner: BaseProvider, history: History, engine: Engine) -> None:
+        self.inner, self.history, self.clock = inner, history, engine.clock
+        self.name, self.kind = inner.name, inner.kind
+        self.model = getattr(inner, "model", None)
+        self.stream = getattr(inner, "stream", False)
+
+    def complete(self, request: CompletionRequest, *, timeout: float) -> Outcome:
+        token = request.attempt_id
+        self.history.op(self.clock.now(), WORKER, "invoke", "call", provider=self.name, token=token)
+        outcome = self.inner.complete(request, timeout=timeout)
+        self.history.op(
+            self.clock.now(),
+            WORKER,
+            _TYPES[outcome.kind],
+            "call",
+            provider=self.name,
+            token=token,
+            kind=str(outcome.kind),
+            reason=outcome.reason,
+            status=outcome.status_code,
+            **({} if outcome.retry_after is None else {"retry_after": outcome.retry_after}),
+        )
+        return outcome
+
+    def count_tokens(self, request: CompletionRequest) -> int | None:
+        return self.inner.count_tokens(request)
+
+    def lookup(self, attempt_id: str) -> LookupResult | None:
+        return self.inner.lookup(attempt_id)
+
+
+class FaceStage:
+    """One story's world (see the module). `allowed`: the providers the gate lets a job
+    fail over to (the stories' gate is a fixed table: whether the engine asks it is what
+    they judge, not how a verdict is reached)."""
+
+    def __init__(self, database: Database, *, allowed: frozenset[str] | None = None) -> None:
+        self.database = database
+        self.namespace = f"face-{uuid.uuid4().hex[:10]}"
+        self.owner = f"{self.namespace}{NAMESPACE_SEPARATOR}alice"
+        self.fakes = FakeProviders()
+        adapters = builtin_fake_providers(self.fakes)
+        self.engine = Engine(database, gate=StaticGate(set(allowed or adapters)))
+        self.start = self.engine.clock.now()
+        self.history = History(
+            scenario="",
+            seed=0,
+            database=REAL_TIME,
+            start=self.start,
+            gate="verdicts" if allowed is not None else "allow_all",
+            scrub=(f"{self.namespace}{NAMESPACE_SEPARATOR}",),
+            config={
+                "workers": [WORKER],
+                "breaker": BREAKER,
+                "max_runtime": {p: MAX_RUNTIME for p in sorted(adapters)},
+                "lookups": sorted(adapters),
+            },
+        )
+        self.scheduler = ThreadScheduler()
+        providers = {n: RecordedProvider(a, self.history, self.engine) for n, a in adapters.items()}
+        settings = WorkerSettings(name=WORKER, breaker=BreakerSettings(**BREAKER))
+        self.worker = Worker(self.engine, providers, self.scheduler, settings)  # type: ignore[arg-type]
+        config = ServiceConfig(tokens={TOKEN: self.owner}, routes=ROUTES, gateway_wait=10)
+        self.app = create_app(
+            self.engine, self.worker, config, provider_names=lambda: set(adapters), faces=True
+        )
+        self.wire = Wire(self.app)
+        with database.write() as conn:  # each story starts with healthy providers
+            queries.forget_health(conn, adapters)
+
+    def jobs(self) -> list[Job]:
+        """Every job of the story's owner, oldest first (read from the store, not from
+        what the clients were told: a job no client heard of counts too)."""
+        with self.database.read() as conn:
+            ids = conn.execute(
+                sa.select(jobs.c.id).where(jobs.c.owner == self.owner).order_by(jobs.c.id)
+            ).scalars()
+            found = list(ids)
+        return [self.engine.get_job(job_id) for job_id in found]
+
+    def finish(self) -> dict[str, Any]:
+        """The story's history as the checker reads it (jobs, events, ledger, calls)."""
+        found = self.jobs()
+        events = [e for job in found for e in self.engine.events(job.id)]
+        self.history.end = (self.engine.clock.now() - self.start).total_seconds()
+        self.history.finish(found, events, self.fakes.ledger.entries())
+        return self.history.to_dict()
+
+    def close(self) -> None:
+        self.fakes.release()
+        for job in self.jobs():
+            if job.status.value not in ("succeeded", "failed", "cancelled"):
+                self.engine.cancel_job(job.id, actor=self.owner, reason="the story ended")
+        self.scheduler.close()

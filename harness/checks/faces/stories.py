@@ -1,0 +1,347 @@
+"""The bundled stories a gateway face can express, each played through the face's SDK.
+
+A story scripts the fakes, makes its calls as an application would, and says what the
+client must have received: the job's result as the answer's text, the SDK's exception
+class and the error's shape, `Idempotent-Replayed`, the 202 at the wait bound, and how
+many jobs and provider executions the calls cost (read from the store and the fakes'
+ledger: what happened, not what the gateway said). The history checker then judges the
+same run as it judges a scenario (`harness.checks.faces.run`).
+
+The expectations are written here, from the documented behaviour (docs/gateway.md),
+never taken from the faces' code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from fake_providers import Behaviour, BehaviourName
+from harness.checks.faces.clients import FaceClient, Received, received, sdk_client
+from harness.checks.faces.stage import FaceStage
+
+SETTLE_BOUND = 10.0
+"""Seconds a story waits for a state the run must reach (an attempt becoming unknown, a
+loser's late answer): far past what any declared timeout needs, and only a bound."""
+POLL = 0.02
+
+
+class Story:
+    """One story: its name, what it shows, and how it is played (`play` returns what the
+    client received wrongly; empty when it held). `allowed`: the gate's providers."""
+
+    def __init__(
+        self,
+        name: str,
+        summary: str,
+        play: Callable[[Play], Awaitable[None]],
+        *,
+        allowed: frozenset[str] | None = None,
+    ) -> None:
+        self.name, self.summary, self.play, self.allowed = name, summary, play, allowed
+
+
+@dataclass
+class Play:
+    """A story being played on one face: the stage, the face, and what went wrong."""
+
+    stage: FaceStage
+    face: FaceClient
+    problems: list[str]
+    notes: list[str]
+
+    async def call(
+        self,
+        text: str = "hello",
+        *,
+        key: str | None = None,
+        model: str = "chat",
+        stream: bool = False,
+        wait: float | None = None,
+        retries: int = 0,
+        token: str | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> Received:
+        headers = {}
+        if key is not None:
+            headers["Idempotency-Key"] = f"{self.stage.namespace}/{key}"
+        if wait is not None:
+            headers["Prefer"] = f"wait={wait:g}"
+        kw = {"token": token} if token else {}
+        client = sdk_client(self.face, self.stage.wire, retries=retries, **kw)
+        return await received(
+            self.face, client, model=model, text=text, stream=stream, headers=headers, extra=extra
+        )
+
+    def expect(self, holds: bool, message: str) -> None:
+        if not holds:
+            self.problems.append(message)
+
+    def results(self) -> dict[int, str | None]:
+        """Each job of the story by id: its result's text (None while it has none)."""
+        return {
+            j.id: (j.result or {}).get("text") if isinstance(j.result, dict) else None
+            for j in self.stage.jobs()
+        }
+
+    def executions(self, provider_kind: str | None = None) -> int:
+        entries = self.stage.fakes.ledger.entries()
+        return sum(provider_kind in (None, e.provider_kind) for e in entries)
+
+    def answered(self, got: Received, what: str) -> None:
+        """`got` is a 200 whose text is its job's result (the job its Location names)."""
+        self.expect(got.status == 200, f"{what}: status {got.status} ({got.error}), not 200")
+        job_id = _job_id(got)
+        results = self.results()
+        self.expect(job_id in results, f"{what}: Location names no job of this owner")
+        if job_id in results:
+            self.expect(
+                got.text == results[job_id],
+                f"{what}: the client read {_short(got.text)}, the job's result is "
+                f"{_short(results[job_id])}",
+            )
+
+    def counts(self, *, jobs: int, executions: int) -> None:
+        found, ran = len(self.results()), self.executions()
+        self.expect(found == jobs, f"{found} jobs for the story's calls, not {jobs}")
+        self.expect(ran == executions, f"{ran} provider executions, not {executions}")
+
+    def refused(self, got: Received, status: int, error: str, what: str) -> None:
+        """`got` is the SDK's `error` with `status`, its body in the face's error shape."""
+        self.expect(
+            (got.status, got.error) == (status, error),
+            f"{what}: the client got {got.status} {got.error}, not {status} {error}",
+        )
+        shape = _error_shape(self.face, got.body)
+        self.expect(shape is None, f"{what}: {shape}")
+
+    async def until(self, holds: Callable[[], bool], what: str) -> bool:
+        """Wait (polling the store) until `holds`, at most `SETTLE_BOUND` seconds."""
+        for _ in range(int(SETTLE_BOUND / POLL)):
+            if holds():
+                return True
+            await asyncio.sleep(POLL)
+        self.problems.append(f"never reached within {SETTLE_BOUND:g} s: {what}")
+        return False
+
+
+def _job_id(got: Received) -> int | None:
+    location = got.headers.get("location", "")
+    tail = location.rsplit("/", 1)[-1]
+    return int(tail) if location.startswith("/v1/jobs/") and tail.isdigit() else None
+
+
+def _short(text: str | None) -> str:
+    return "nothing" if text is None else repr(text[:40] + ("..." if len(text) > 40 else ""))
+
+
+def _error_shape(face: FaceClient, body: Any) -> str | None:
+    """What is wrong with an error body as the face's SDK exposes it (None: it is the
+    API's documented shape). The OpenAI SDKs expose the `error` member; the Anthropic
+    SDK the whole `{"type": "error", "error": {...}}`."""
+    if face.sdk == "openai":
+        ok = isinstance(body, dict) and {"message", "type", "code"} <= set(body)
+        return None if ok else f"the error body is not OpenAI's error shape: {body!r:.120}"
+    inner = body.get("error") if isinstance(body, dict) else None
+    ok = (
+        isinstance(inner, dict)
+        and body.get("type") == "error"
+        and {"type", "message"} <= set(inner)
+    )
+    return None if ok else f"the error body is not Anthropic's error shape: {body!r:.120}"
+
+
+def _code(face: FaceClient, body: Any) -> str | None:
+    if face.sdk == "openai":
+        return body.get("code") if isinstance(body, dict) else None
+    inner = body.get("error") if isinstance(body, dict) else None
+    return inner.get("type") if isinstance(inner, dict) else None
+
+
+# -- the stories ---------------------------------------------------------------------
+
+
+async def double_click_with_key(p: Play) -> None:
+    one, two = await asyncio.gather(p.call(key="k"), p.call(key="k"))
+    p.answered(one, "first click")
+    p.answered(two, "second click")
+    p.expect(
+        sorted([one.replayed, two.replayed]) == [False, True],
+        "exactly one of the two clicks must carry Idempotent-Replayed: true "
+        f"(got {one.replayed}, {two.replayed})",
+    )
+    p.counts(jobs=1, executions=1)
+
+
+async def double_click_without_key(p: Play) -> None:
+    one = await p.call()
+    two = await p.call()
+    p.answered(one, "first keyless click")
+    p.answered(two, "second keyless click")
+    p.expect(not one.replayed and not two.replayed, "a keyless first try is never a replay")
+    p.expect(_job_id(one) != _job_id(two), "two keyless clicks answered from one job")
+    p.counts(jobs=2, executions=2)
+
+
+async def sdk_retry(p: Play) -> None:
+    p.stage.wire.drop_next = 1  # the first answer is lost: the SDK retries the call
+    got = await p.call(retries=1)
+    tries = [x.retry_count for x in p.stage.wire.exchanges]
+    p.expect(tries == ["0", "1"], f"the SDK's tries were numbered {tries}, not ['0', '1']")
+    p.answered(got, "the retried call")
+    p.expect(got.replayed, "the SDK's retry was not answered as a replay")
+    p.counts(jobs=1, executions=1)
+
+
+async def key_binds_intent(p: Play) -> None:
+    first = await p.call("hello", key="k")
+    other = await p.call("something else", key="k", retries=2)
+    await p.call("hello", key="m")
+    member = await p.call("hello", key="m", extra={"top_p": 0.5})
+    p.answered(first, "the key's first call")
+    p.refused(other, 409, "ConflictError", "the key with another body")
+    p.refused(member, 409, "ConflictError", "the key with another top_p")
+    want = "idempotency_key_reused" if p.face.sdk == "openai" else "invalid_request_error"
+    p.expect(_code(p.face, other.body) == want, f"the conflict's code is not {want}")
+    p.expect(
+        other.headers.get("x-should-retry") == "false",
+        "the conflict lacks x-should-retry: false",
+    )
+    p.expect(len(p.stage.wire.exchanges) == 4, "the SDK retried an answer no retry can change")
+    p.counts(jobs=2, executions=2)
+
+
+async def wait_bound(p: Play) -> None:
+    p.stage.fakes.script("hang", api="openai")
+    held = await p.call(key="slow", model="quick", wait=0.5)
+    p.expect(held.status == 202, f"a call past its wait bound got {held.status}, not 202")
+    body = held.body if isinstance(held.body, dict) else {}
+    p.expect(body.get("object") == "gateway.job", "the 202's body is not a gateway.job")
+    job_id = _job_id(held)
+    p.expect(job_id is not None and body.get("job_id") == job_id, "the 202 names no job")
+    p.expect(held.headers.get("retry-after") == "1", "the 202 lacks Retry-After: 1")
+    if job_id is None:
+        return
+    engine = p.stage.engine
+    if not await p.until(
+        lambda: engine.get_job(job_id).attempts[0].state.value == "unknown",
+        "the hung attempt timing out as unknown",
+    ):
+        return
+    resolved = await p.stage.wire.handle_async_request(_resolve(job_id))
+    p.expect(resolved.status_code == 200, f"resolving the unknown attempt: {resolved.status_code}")
+    again = await p.call(key="slow", model="quick", wait=10)
+    p.answered(again, "the same key after the resolution")
+    p.expect(again.replayed, "the repeat was not answered as a replay")
+    p.counts(jobs=1, executions=2)
+
+
+def _resolve(job_id: int) -> Any:
+    import httpx2
+
+    from harness.checks.faces.clients import BASE_URL, TOKEN
+
+    return httpx2.Request(
+        "POST",
+        f"{BASE_URL}/v1/jobs/{job_id}/attempts/1/resolve",
+        json={"outcome": "failed", "reason": "operator: the provider dropped it", "force": True},
+        headers={"Authorization": f"Bearer {TOKEN}"},
+    )
+
+
+async def reverse_order(p: Play) -> None:
+    p.stage.fakes.script(Behaviour(name=BehaviourName.SUCCESS, latency=0.6), api="openai")
+    got = await p.call(key="race", model="hedged")
+    p.answered(got, "the hedged call")
+    engine = p.stage.engine
+    job_id = _job_id(got)
+    if job_id is None:
+        return
+    await p.until(
+        lambda: all(
+            a.state.value not in ("starting", "running") for a in engine.get_job(job_id).attempts
+        ),
+        "every attempt of the hedged job finishing",
+    )
+    job = engine.get_job(job_id)
+    if (job.result or {}).get("provider") != "fallback" or p.executions() != 2:
+        p.notes.append("not reached: the hedge did not win before the first attempt answered")
+
+
+async def failover_through_gate(p: Play) -> None:
+    p.stage.fakes.script("server_error", api="openai", then="server_error")  # an outage
+    got = await p.call(key="fo")
+    p.answered(got, "the failed-over call")
+    jobs = p.stage.jobs()
+    p.expect(
+        [(j.result or {}).get("provider") for j in jobs] == ["fallback"],
+        "the fallback's answer did not win",
+    )
+    p.expect(p.executions("anthropic") == 1, "the fallback did not execute exactly once")
+    p.expect(len(jobs) == 1, f"{len(jobs)} jobs for one call")
+
+
+async def gate_refuses(p: Play) -> None:
+    p.stage.fakes.script("server_error", api="openai", then="server_error")  # an outage
+    got = await p.call(key="refused", retries=2)
+    p.refused(got, 502, "InternalServerError", "a job whose only allowed provider failed")
+    p.expect(got.headers.get("x-should-retry") == "false", "the 502 lacks x-should-retry: false")
+    p.expect(len(p.stage.wire.exchanges) == 1, "the SDK retried a failed job")
+    p.expect(p.executions("anthropic") == 0, "the unverified fallback was called")
+    p.expect(len(p.stage.jobs()) == 1, "one call made other than one job")
+
+
+async def cut_stream(p: Play) -> None:
+    p.stage.fakes.script("stream_cut", api="openai")
+    got = await p.call("tell me a story", key="cut", stream=True)
+    p.answered(got, "the streamed call")
+    jobs = p.stage.jobs()
+    if jobs:
+        p.expect(
+            (jobs[0].result or {}).get("provider") == "fallback",
+            "the cut stream's attempt won",
+        )
+    p.counts(jobs=1, executions=2)
+
+
+async def refusals(p: Play) -> None:
+    denied = await p.call(token="not-a-token", key="r1")
+    p.refused(denied, 401, "AuthenticationError", "an unknown token")
+    missing = await p.call(model="gpt-9", key="r2")
+    p.refused(missing, 404, "NotFoundError", "an unknown model")
+    bad = await p.call(key="r3", extra={"temperature": 7})
+    p.refused(bad, 400, "BadRequestError", "a temperature out of range")
+    listed = await sdk_client(p.face, p.stage.wire).models.list()
+    names = {m.id for m in listed.data}
+    p.expect({"chat", "quick", "hedged"} <= names, f"the model list lacks the routes: {names}")
+    p.counts(jobs=0, executions=0)
+
+
+STORIES: tuple[Story, ...] = (
+    Story(
+        "double-click-with-key",
+        "two clicks with one key: one job, one answer",
+        double_click_with_key,
+    ),
+    Story("double-click-without-key", "two keyless clicks: two jobs", double_click_without_key),
+    Story("sdk-retry", "a lost answer retried by the SDK: a replay, not a job", sdk_retry),
+    Story("key-binds-intent", "a key with another body: 409, never retried", key_binds_intent),
+    Story("wait-bound", "timeout, unknown, 202 at the bound, then the replay answers", wait_bound),
+    Story("reverse-order", "a hedge finishes first: its answer, once", reverse_order),
+    Story(
+        "failover-through-gate",
+        "the primary fails; the allowed fallback answers",
+        failover_through_gate,
+    ),
+    Story(
+        "gate-refuses",
+        "the primary fails; the unverified fallback is never called: 502",
+        gate_refuses,
+        allowed=frozenset({"primary"}),
+    ),
+    Story("cut-stream", "a cut stream never reaches the client", cut_stream),
+    Story("refusals", "401, 404, 400 in the face's shape, no job; the routes listed", refusals),
+)
+"""Every story, in the order they are played (per face)."""
