@@ -236,7 +236,10 @@ def results_path(argv: list[str], name: str) -> Path | None:
     at = argv.index("--json")
     given = argv[at + 1] if at + 1 < len(argv) and not argv[at + 1].startswith("-") else None
     del argv[at : at + (2 if given else 1)]
-    return Path(given) if given else RESULTS / f"{name}.json"
+    path = Path(given) if given else RESULTS / f"{name}.json"
+    if path.is_dir() or (path.parent.exists() and not path.parent.is_dir()):
+        sys.exit(f"--json {path}: not a file path (checked before the run, nothing measured)")
+    return path
 
 
 def machine() -> dict:

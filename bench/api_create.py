@@ -8,7 +8,7 @@ the script says so and stops: a Python client saturates long before the server d
 a 2-core machine, so its figures would describe the client). Median of 3 rounds.
 
     python bench/api_create.py [--seconds 5] [--clients 4,8] [--no-postgres] [--no-sqlite]
-                               [--plain-server] [--root DIR]
+                               [--plain-server] [--root DIR] [--json [PATH]]
 
 `--plain-server` runs uvicorn with h11 and asyncio (what `uvicorn` without [standard]
 gives), to measure what the faster server stack is worth.

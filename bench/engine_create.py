@@ -23,6 +23,7 @@ WAL flush, with `off` the Python around the statement is what is left to compare
     python bench/engine_create.py [--seconds 3] [--postgres URL] [--no-postgres]
                                   [--no-sqlite] [--clients 1,4,8]
                                   [--synchronous-commit on,off] [--root DIR]
+                                  [--json [PATH]]
 """
 
 from __future__ import annotations

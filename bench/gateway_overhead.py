@@ -15,7 +15,7 @@ the CPU each server process spent per call (`harness serve` per gateway call, th
 per direct call): steadier than latency on a shared machine, and what the overhead is.
 
     python bench/gateway_overhead.py [--calls 200] [--clients 8] [--latency 0,0.2]
-                                     [--postgres URL] [--root DIR]
+                                     [--postgres URL] [--root DIR] [--json [PATH]]
 """
 
 from __future__ import annotations

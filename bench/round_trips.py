@@ -1,11 +1,12 @@
 """Benchmark (a count, not a timing): round trips to PostgreSQL per unit of work, read
-from the server's own statement log, as the issue counted them.
+from the server's own statement log (what docs/benchmarks.md reports).
 
 One pooled connection with `log_statement = all`; each unit (create with a new key,
 replay of an existing key, read a job) runs 10 times; the server log lines of that
 connection's backend (BEGIN, each statement, COMMIT) are counted per unit.
 
     python bench/round_trips.py [--postgres URL] [--log /var/log/postgresql/...] [--root DIR]
+                                [--json [PATH]]
 """
 
 from __future__ import annotations
