@@ -204,10 +204,9 @@ def test_errors_come_out_as_the_sdks_exception_classes(gateway: Gateway) -> None
     with pytest.raises(openai.BadRequestError) as bad:
         gateway.openai("k").chat.completions.create(model="chat", messages=[])
     assert bad.value.body["param"] == "messages"
-    with pytest.raises(openai.BadRequestError):
-        gateway.openai("k").chat.completions.create(
-            model="chat", messages=HI, tools=[{"type": "function", "function": {"name": "f"}}]
-        )
+    with pytest.raises(openai.BadRequestError) as several:
+        gateway.openai("k").chat.completions.create(model="chat", messages=HI, n=2)
+    assert several.value.body["param"] == "n"
     with pytest.raises(anthropic.BadRequestError) as no_max:
         gateway.anthropic("k").messages.create(model="chat", messages=HI, max_tokens=0)
     assert no_max.value.body["error"]["type"] == "invalid_request_error"

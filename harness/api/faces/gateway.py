@@ -66,8 +66,9 @@ _WAIT = re.compile(r"(?:^|[,;\s])wait\s*=\s*\"?([0-9]{1,6}(?:\.[0-9]{1,6})?)\"?"
 @dataclass(frozen=True, kw_only=True)
 class Ask:
     """What one face request asks for, in the engine's terms. `input` is the job's input
-    (messages, system, max_tokens, temperature, and every other member of the request
-    that binds its fingerprint); `key` the metadata field's key, if the body had one."""
+    (the neutral conversation, tools and format of `harness.api.faces.conversation`, and
+    the request as it binds the fingerprint, `fingerprint_input`); `key` the metadata
+    field's key, if the body had one."""
 
     operation: str
     model: str
@@ -300,11 +301,13 @@ class Gateway:
         return made.job, made.created
 
 
-def fingerprint_input(body: Mapping[str, Any], used: frozenset[str]) -> dict[str, Any]:
-    """The request's members the engine does not use, but which make it another request
-    (`top_p`, `stop`, `user`, ...): kept in the job's input so that they bind the
-    fingerprint. Delivery (`stream`, `stream_options`) and the metadata key do not."""
-    rest = {k: v for k, v in body.items() if k not in used and k not in _DELIVERY}
+def fingerprint_input(body: Mapping[str, Any]) -> dict[str, Any]:
+    """The request as it binds the key: the whole body (the route's name included) but
+    delivery (`stream`, `stream_options`) and the metadata key. Kept in the job's input
+    beside the engine's reading of it, so that every member binds the fingerprint,
+    whatever the reading keeps: a message's `name`, a part's extra members, how content
+    is split into parts, `system` against `developer`, which spelling of a limit."""
+    rest = {k: v for k, v in body.items() if k not in _DELIVERY}
     metadata = rest.get("metadata")
     if isinstance(metadata, dict):
         metadata = {k: v for k, v in metadata.items() if k != METADATA_KEY}

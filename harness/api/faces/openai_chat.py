@@ -1,12 +1,15 @@
 """`POST /v1/chat/completions`: the OpenAI Chat Completions face.
 
-Accepts the official request shape for text conversations (string content or text
-parts; `system` and `developer` messages become the system prompt); members the
-engine does not use (`top_p`, `stop`, `user`, ...) are accepted and bind the key's
-fingerprint. Tools, several choices and non-text parts are refused (400), never
-silently dropped. Answers a `chat.completion` (or, with `stream: true`, its
-`chat.completion.chunk` events and `[DONE]`) with the winning attempt's text, usage
-and model; errors in OpenAI's `{"error": {...}}` shape (`ERRORS`).
+Accepts the official request shape: string content or parts (`text`, `image_url`);
+`system` and `developer` messages become the system prompt; assistant `tool_calls` and
+`tool` (or legacy `function`) results; `tools`, `tool_choice`, `parallel_tool_calls`
+and `response_format` (`text`, `json_object`, `json_schema`), all carried to the
+providers in the engine's neutral form (`harness.api.faces.conversation`). Every member
+binds the key's fingerprint. What cannot be carried (`n` > 1, audio and file parts,
+legacy `functions`, hosted tools...) is refused (400), never silently dropped
+(docs/gateway.md lists each member). Answers a `chat.completion` (or, with `stream:
+true`, its `chat.completion.chunk` events and `[DONE]`) with the winning attempt's text
+or tool calls, usage and model; errors in OpenAI's `{"error": {...}}` shape (`ERRORS`).
 """
 
 from __future__ import annotations
@@ -17,6 +20,16 @@ from fastapi import APIRouter, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from harness.api.faces import sse
+from harness.api.faces.conversation import (
+    calls_of,
+    format_of,
+    listed,
+    openai_choice,
+    refuse,
+    text_of,
+    tool,
+    user_message,
+)
 from harness.api.faces.errors import Face, parse
 from harness.api.faces.gateway import (
     UNSUPPORTED,
@@ -31,7 +44,12 @@ from harness.api.faces.gateway import (
 from harness.api.problems import HttpProblem
 
 OPERATION = "openai.chat.completions"
-FINISH = {"stop": "stop", "length": "length", "content_filter": "content_filter"}
+FINISH = {
+    "stop": "stop",
+    "length": "length",
+    "content_filter": "content_filter",
+    "tool": "tool_calls",
+}
 
 
 def openai_error(kind: str, message: str, code: str, param: str | None) -> dict[str, Any]:
@@ -59,21 +77,31 @@ ERRORS = Face(
 """The face's error table: problem type (or status) → OpenAI status and error type."""
 
 
-class TextPart(BaseModel):
-    """A text content part."""
+class FunctionCall(BaseModel):
+    model_config = ConfigDict(extra="allow", strict=True)
+    name: str
+    arguments: str
+
+
+class ToolCallItem(BaseModel):
+    """An assistant's call of a function (in a conversation sent back)."""
 
     model_config = ConfigDict(extra="allow", strict=True)
-    type: Literal["text"]
-    text: str
+    id: str
+    type: Literal["function"]
+    function: FunctionCall
 
 
 class ChatMessage(BaseModel):
-    """One message of the conversation (text only)."""
+    """One message of the conversation: content as a string or parts (`text`,
+    `image_url`), an assistant's `tool_calls`, a `tool` result's `tool_call_id`."""
 
     model_config = ConfigDict(extra="allow", strict=True)
-    role: Literal["system", "developer", "user", "assistant"]
-    content: str | list[TextPart]
+    role: Literal["system", "developer", "user", "assistant", "tool", "function"]
+    content: str | list[dict[str, Any]] | None = None
     name: str | None = None
+    tool_calls: list[ToolCallItem] | None = None
+    tool_call_id: str | None = None
 
 
 class StreamOptions(BaseModel):
@@ -92,6 +120,10 @@ class ChatCompletionRequest(BaseModel):
     max_completion_tokens: int | None = Field(default=None, ge=1, le=1_000_000)
     temperature: float | None = Field(default=None, ge=0, le=2)
     n: int | None = Field(default=None, ge=1, le=1)
+    tools: list[dict[str, Any]] | None = None
+    tool_choice: str | dict[str, Any] | None = None
+    parallel_tool_calls: bool | None = None
+    response_format: dict[str, Any] | None = None
     stream: bool | None = None
     stream_options: StreamOptions | None = None
     metadata: dict[str, str] | None = None
@@ -101,6 +133,7 @@ class AssistantMessage(BaseModel):
     role: Literal["assistant"]
     content: str | None
     refusal: str | None = None
+    tool_calls: list[ToolCallItem] | None = None
 
 
 class Choice(BaseModel):
@@ -141,37 +174,32 @@ class OpenAIError(BaseModel):
     error: OpenAIErrorDetail
 
 
-def _text(content: str | list[TextPart]) -> str:
-    return content if isinstance(content, str) else "".join(p.text for p in content)
+REFUSED = ("functions", "function_call", "audio", "prediction", "web_search_options")
+"""Members this face cannot carry to every provider: refused (400) when given."""
+TEXT = frozenset({"text"})
 
 
 def ask_of(body: dict[str, Any]) -> Ask:
     """The request as the engine's input (400 for what this gateway cannot do)."""
     request = parse(ChatCompletionRequest, body)
-    for member in ("tools", "functions", "tool_choice", "function_call", "audio"):
+    for member in REFUSED:
         if body.get(member) is not None:
-            raise HttpProblem(UNSUPPORTED, f"{member}: not supported by this gateway")
-    format_ = body.get("response_format")
-    if format_ is not None and format_ != {"type": "text"}:
-        raise HttpProblem(UNSUPPORTED, "response_format: only text is supported")
-    system = "\n\n".join(
-        _text(m.content) for m in request.messages if m.role in ("system", "developer")
-    )
-    messages = [
-        {"role": m.role, "content": _text(m.content)}
-        for m in request.messages
-        if m.role in ("user", "assistant")
-    ]
-    if not messages:
-        raise HttpProblem(UNSUPPORTED, "messages: at least one user message is needed")
+            raise refuse(member)
+    if body.get("modalities") not in (None, ["text"]):
+        raise refuse("modalities", "only text answers")
+    if body.get("logprobs") or body.get("top_logprobs") is not None:
+        raise refuse("logprobs")
+    system, messages = _conversation(request.messages)
+    if not any(m["role"] == "user" for m in messages):
+        raise refuse("messages", "at least one user message is needed")
     engine_input: dict[str, Any] = {
         "messages": messages,
         "system": system,
         "max_tokens": request.max_completion_tokens or request.max_tokens,
         "temperature": request.temperature,
+        **_tools(request),
+        "request": fingerprint_input(body),
     }
-    used = {"model", "messages", "max_tokens", "max_completion_tokens", "temperature"}
-    engine_input["request"] = fingerprint_input(body, frozenset(used))
     return Ask(
         operation=OPERATION,
         model=request.model,
@@ -179,6 +207,102 @@ def ask_of(body: dict[str, Any]) -> Ask:
         stream=bool(request.stream),
         key=metadata_key(request.metadata),
     )
+
+
+def _conversation(given: list[ChatMessage]) -> tuple[str, list[dict[str, Any]]]:
+    """The system prompt and the neutral messages."""
+    system: list[str] = []
+    messages: list[dict[str, Any]] = []
+    for i, m in enumerate(given):
+        where = f"messages[{i}].content"
+        if m.role in ("system", "developer"):
+            system.append(text_of(m.content, where, kinds=TEXT))
+        elif m.role == "user":
+            messages.append(_user(m.content, where))
+        elif m.role == "assistant":
+            messages.append(_assistant(m, where))
+        else:  # a tool's (or a legacy function's) result
+            call_id = m.tool_call_id if m.role == "tool" else m.name
+            if call_id is None:
+                raise HttpProblem(UNSUPPORTED, f"messages[{i}]: a tool result names no call")
+            content = text_of(m.content, where, kinds=TEXT)
+            messages.append({"role": "tool", "content": content, "tool_call_id": call_id})
+    return "\n\n".join(system), messages
+
+
+def _user(content: str | list[dict[str, Any]] | None, where: str) -> dict[str, Any]:
+    if not isinstance(content, list):
+        return user_message(text_of(content, where, kinds=TEXT), [])
+    parts: list[dict[str, Any]] = []
+    for j, part in enumerate(content):
+        image = part.get("image_url")
+        if part.get("type") == "image_url" and isinstance(image, dict):
+            if not isinstance(image.get("url"), str):
+                raise HttpProblem(UNSUPPORTED, f"{where}[{j}].image_url.url: a URL is needed")
+            detail = {"detail": image["detail"]} if image.get("detail") else {}
+            parts.append({"type": "image", "url": image["url"], **detail})
+        else:
+            parts.append({"type": "text", "text": text_of([part], f"{where}[{j}]", kinds=TEXT)})
+    text = "".join(p.get("text", "") for p in parts)
+    return user_message(text, parts)
+
+
+def _assistant(m: ChatMessage, where: str) -> dict[str, Any]:
+    message: dict[str, Any] = {
+        "role": "assistant",
+        "content": text_of(m.content, where, kinds=TEXT),
+    }
+    calls = [
+        {"id": c.id, "name": c.function.name, "arguments": c.function.arguments}
+        for c in m.tool_calls or ()
+    ]
+    legacy = (m.model_extra or {}).get("function_call")
+    if isinstance(legacy, dict) and isinstance(legacy.get("name"), str):
+        arguments = legacy.get("arguments")
+        calls.append(
+            {
+                "id": legacy["name"],
+                "name": legacy["name"],
+                "arguments": arguments if isinstance(arguments, str) else "{}",
+            }
+        )
+    if calls:
+        message["tool_calls"] = calls
+    return message
+
+
+def _tools(request: ChatCompletionRequest) -> dict[str, Any]:
+    """The neutral tools, tool choice and response format of the request."""
+    found: dict[str, Any] = {}
+    tools = []
+    for i, spec in enumerate(listed(request.tools, "tools")):
+        function = spec.get("function") if isinstance(spec, dict) else None
+        if not isinstance(spec, dict) or spec.get("type") != "function":
+            raise refuse(f"tools[{i}].type", "only function tools are supported")
+        if not isinstance(function, dict):
+            raise HttpProblem(UNSUPPORTED, f"tools[{i}].function: missing")
+        where = f"tools[{i}].function"
+        tools.append(
+            tool(
+                function.get("name"), function.get("description"), function.get("parameters"), where
+            )
+        )
+    if tools:
+        found["tools"] = tools
+    choice = openai_choice(request.tool_choice, "tool_choice", flat=False)
+    if choice is not None:
+        found["tool_choice"] = choice
+    if request.parallel_tool_calls is not None:
+        found["parallel_tool_calls"] = request.parallel_tool_calls
+    if request.response_format is not None:
+        fmt = request.response_format
+        if fmt.get("type") == "json_schema":
+            inner = fmt.get("json_schema")
+            fmt = {"type": "json_schema", **(inner if isinstance(inner, dict) else {})}
+        response_format = format_of(fmt, "response_format")
+        if response_format is not None:
+            found["response_format"] = response_format
+    return found
 
 
 def usage_of(result: dict[str, Any]) -> dict[str, int]:
@@ -194,23 +318,29 @@ def usage_of(result: dict[str, Any]) -> dict[str, int]:
 def completion(held: Held) -> dict[str, Any]:
     """The finished job as a `chat.completion`."""
     result = dict(held.result)
+    calls = calls_of(result)
+    message: dict[str, Any] = {
+        "role": "assistant",
+        "content": result.get("text") or ("" if not calls else None),
+        "refusal": None,
+    }
+    finish = FINISH.get(result.get("finish_reason") or "stop", "stop")
+    if calls:
+        message["tool_calls"] = [
+            {
+                "id": c["id"],
+                "type": "function",
+                "function": {"name": c["name"], "arguments": c["arguments"]},
+            }
+            for c in calls
+        ]
+        finish = "tool_calls"
     return {
         "id": f"chatcmpl-job{held.job.id}",
         "object": "chat.completion",
         "created": int(held.job.created_at.timestamp()),
         "model": result.get("model") or "",
-        "choices": [
-            {
-                "index": 0,
-                "message": {
-                    "role": "assistant",
-                    "content": result.get("text") or "",
-                    "refusal": None,
-                },
-                "finish_reason": FINISH.get(result.get("finish_reason") or "stop", "stop"),
-                "logprobs": None,
-            }
-        ],
+        "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
         "usage": usage_of(result),
         "system_fingerprint": None,
     }
@@ -227,9 +357,19 @@ def chunks(held: Held, *, include_usage: bool) -> list[str]:
         choice = {"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}
         return sse.event({**base, "choices": [choice], **extra})
 
-    text = whole["choices"][0]["message"]["content"]
-    out = [chunk({"role": "assistant", "content": "", "refusal": None})]
-    out += [chunk({"content": piece}) for piece in sse.pieces(text)]
+    message = whole["choices"][0]["message"]
+    text = message["content"] or ""
+    out = [chunk({"role": "assistant", "content": "" if text else None, "refusal": None})]
+    if text or not message.get("tool_calls"):
+        out += [chunk({"content": piece}) for piece in sse.pieces(text)]
+    for index, call in enumerate(message.get("tool_calls") or ()):
+        function = call["function"]
+        first = {"index": index, "id": call["id"], "type": "function"}
+        out.append(chunk({"tool_calls": [{**first, "function": {"name": function["name"]}}]}))
+        out += [
+            chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
+            for piece in sse.pieces(function["arguments"])
+        ]
     out.append(chunk({}, whole["choices"][0]["finish_reason"]))
     if include_usage:
         out.append(sse.event({**base, "choices": [], "usage": whole["usage"]}))

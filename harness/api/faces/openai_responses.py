@@ -1,11 +1,15 @@
 """`POST /v1/responses`: the OpenAI Responses face.
 
-Accepts `input` as a string or a list of text messages (`input_text`/`output_text`
-parts), `instructions` as the system prompt, `max_output_tokens`; members the engine
-does not use bind the fingerprint; tools, `previous_response_id` and stored
-conversations are refused (400). Answers a `response` object (or, streamed, its
-`response.*` events) with the winner's text, usage and model; errors in OpenAI's shape
-(the Chat Completions face's table, `openai_chat.ERRORS`).
+Accepts `input` as a string or a list of items: messages (`input_text`/`output_text`/
+`input_image` parts), `function_call` and `function_call_output`; `instructions` as the
+system prompt; `max_output_tokens`; function `tools`, `tool_choice`,
+`parallel_tool_calls` and `text.format` (`text`, `json_object`, `json_schema`), all
+carried to the providers in the engine's neutral form (`harness.api.faces.conversation`).
+Every member binds the fingerprint. What cannot be carried (`previous_response_id`,
+stored conversations, `background`, hosted tools, reasoning...) is refused (400), never
+silently dropped. Answers a `response` object (or, streamed, its `response.*` events)
+with the winner's text and `function_call` items, usage and model; errors in OpenAI's
+shape (the Chat Completions face's table, `openai_chat.ERRORS`).
 """
 
 from __future__ import annotations
@@ -16,9 +20,19 @@ from fastapi import APIRouter, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from harness.api.faces import sse
+from harness.api.faces.conversation import (
+    calls_of,
+    format_of,
+    invalid,
+    listed,
+    openai_choice,
+    refuse,
+    text_of,
+    tool,
+    user_message,
+)
 from harness.api.faces.errors import parse
 from harness.api.faces.gateway import (
-    UNSUPPORTED,
     Ask,
     Held,
     JobReference,
@@ -33,19 +47,14 @@ from harness.api.problems import HttpProblem
 OPERATION = "openai.responses"
 
 
-class InputText(BaseModel):
-    model_config = ConfigDict(extra="allow", strict=True)
-    type: Literal["input_text", "output_text"]
-    text: str
-
-
-class InputMessage(BaseModel):
-    """One input message (text only)."""
+class InputItem(BaseModel):
+    """One input item: a message (`role`, `content`), a `function_call` or a
+    `function_call_output`."""
 
     model_config = ConfigDict(extra="allow", strict=True)
-    type: Literal["message"] | None = None
-    role: Literal["system", "developer", "user", "assistant"]
-    content: str | list[InputText]
+    type: Literal["message", "function_call", "function_call_output"] | None = None
+    role: Literal["system", "developer", "user", "assistant"] | None = None
+    content: str | list[dict[str, Any]] | None = None
 
 
 class ResponsesRequest(BaseModel):
@@ -53,26 +62,25 @@ class ResponsesRequest(BaseModel):
 
     model_config = ConfigDict(extra="allow", strict=True)
     model: str = Field(min_length=1, max_length=255)
-    input: str | list[InputMessage]
+    input: str | list[InputItem]
     instructions: str | None = None
     max_output_tokens: int | None = Field(default=None, ge=1, le=1_000_000)
     temperature: float | None = Field(default=None, ge=0, le=2)
+    tools: list[dict[str, Any]] | None = None
+    tool_choice: str | dict[str, Any] | None = None
+    parallel_tool_calls: bool | None = None
+    text: dict[str, Any] | None = None
     stream: bool | None = None
     metadata: dict[str, str] | None = None
 
 
-class OutputText(BaseModel):
-    type: Literal["output_text"]
-    text: str
-    annotations: list[Any]
+class OutputItem(BaseModel):
+    """An output item: the assistant's `message`, or a `function_call`."""
 
-
-class OutputMessage(BaseModel):
-    type: Literal["message"]
+    model_config = ConfigDict(extra="allow")
+    type: Literal["message", "function_call"]
     id: str
     status: str
-    role: Literal["assistant"]
-    content: list[OutputText]
 
 
 class ResponseUsage(BaseModel):
@@ -89,32 +97,35 @@ class ResponseObject(BaseModel):
     created_at: int
     status: str
     model: str
-    output: list[OutputMessage]
+    output: list[OutputItem]
     usage: ResponseUsage
 
 
-def _text(content: str | list[InputText]) -> str:
-    return content if isinstance(content, str) else "".join(p.text for p in content)
+REFUSED = ("previous_response_id", "conversation", "prompt", "reasoning")
+"""Members this face cannot carry to every provider: refused (400) when given."""
+TEXT = frozenset({"input_text", "output_text"})
 
 
 def ask_of(body: dict[str, Any]) -> Ask:
     """The request as the engine's input (400 for what this gateway cannot do)."""
     request = parse(ResponsesRequest, body)
-    for member in ("tools", "tool_choice", "previous_response_id", "conversation", "prompt"):
+    for member in REFUSED:
         if body.get(member) not in (None, []):
-            raise HttpProblem(UNSUPPORTED, f"{member}: not supported by this gateway")
+            raise refuse(member)
+    if body.get("background"):
+        raise refuse("background", "background responses are not carried by this gateway")
     given = request.input
-    items = [InputMessage(role="user", content=given)] if isinstance(given, str) else given
+    items = [InputItem(role="user", content=given)] if isinstance(given, str) else given
     system = [request.instructions] if request.instructions else []
-    system += [_text(m.content) for m in items if m.role in ("system", "developer")]
-    messages = [
-        {"role": m.role, "content": _text(m.content)}
-        for m in items
-        if m.role in ("user", "assistant")
-    ]
-    if not messages:
-        raise HttpProblem(UNSUPPORTED, "input: at least one user message is needed")
-    used = {"model", "input", "instructions", "max_output_tokens", "temperature"}
+    messages: list[dict[str, Any]] = []
+    for i, item in enumerate(items):
+        where = f"input[{i}]"
+        if item.type in (None, "message") and item.role in ("system", "developer"):
+            system.append(text_of(item.content, f"{where}.content", kinds=TEXT))
+        else:
+            _item(item, where, messages)
+    if not any(m["role"] == "user" for m in messages):
+        raise refuse("input", "at least one user message is needed")
     return Ask(
         operation=OPERATION,
         model=request.model,
@@ -123,21 +134,91 @@ def ask_of(body: dict[str, Any]) -> Ask:
             "system": "\n\n".join(system),
             "max_tokens": request.max_output_tokens,
             "temperature": request.temperature,
-            "request": fingerprint_input(body, frozenset(used)),
+            **_tools(request),
+            "request": fingerprint_input(body),
         },
         stream=bool(request.stream),
         key=metadata_key(request.metadata),
     )
 
 
-def response_of(
-    held: Held, *, status: str = "completed", text: str | None = None
-) -> dict[str, Any]:
-    """The job as a `response` object (`status` and `text` for the stream's first events)."""
+def _item(item: InputItem, where: str, messages: list[dict[str, Any]]) -> None:
+    """One input item added to the neutral messages (consecutive calls: one message)."""
+    extra = item.model_extra or {}
+    if item.type == "function_call":
+        call = {key: extra.get(key) for key in ("call_id", "name", "arguments")}
+        if not all(isinstance(v, str) for v in call.values()):
+            raise invalid(where, "a function_call needs call_id, name and arguments")
+        found = {"id": call["call_id"], "name": call["name"], "arguments": call["arguments"]}
+        last = messages[-1] if messages else None
+        if last is not None and last["role"] == "assistant" and not last["content"]:
+            last.setdefault("tool_calls", []).append(found)
+        else:
+            messages.append({"role": "assistant", "content": "", "tool_calls": [found]})
+    elif item.type == "function_call_output":
+        call_id, output = extra.get("call_id"), extra.get("output")
+        if not isinstance(call_id, str) or not isinstance(output, str):
+            raise invalid(where, "a function_call_output needs call_id and output (text)")
+        messages.append({"role": "tool", "content": output, "tool_call_id": call_id})
+    elif item.role == "assistant":
+        text = text_of(item.content, f"{where}.content", kinds=TEXT)
+        messages.append({"role": "assistant", "content": text})
+    elif item.role == "user":
+        messages.append(_user(item.content, f"{where}.content"))
+    else:
+        raise invalid(f"{where}.role", "a message needs a role")
+
+
+def _user(content: str | list[dict[str, Any]] | None, where: str) -> dict[str, Any]:
+    if not isinstance(content, list):
+        return user_message(text_of(content, where, kinds=TEXT), [])
+    parts: list[dict[str, Any]] = []
+    for j, part in enumerate(content):
+        if part.get("type") == "input_image":
+            if not isinstance(part.get("image_url"), str):
+                raise refuse(f"{where}[{j}].image_url", "an image needs its URL")
+            detail = {"detail": part["detail"]} if part.get("detail") else {}
+            parts.append({"type": "image", "url": part["image_url"], **detail})
+        else:
+            parts.append({"type": "text", "text": text_of([part], f"{where}[{j}]", kinds=TEXT)})
+    return user_message("".join(p.get("text", "") for p in parts), parts)
+
+
+def _tools(request: ResponsesRequest) -> dict[str, Any]:
+    """The neutral tools, tool choice and response format of the request."""
+    found: dict[str, Any] = {}
+    tools = []
+    for i, spec in enumerate(listed(request.tools, "tools")):
+        if not isinstance(spec, dict) or spec.get("type") != "function":
+            raise refuse(f"tools[{i}].type", "only function tools are supported")
+        name, description = spec.get("name"), spec.get("description")
+        tools.append(tool(name, description, spec.get("parameters"), f"tools[{i}]"))
+    if tools:
+        found["tools"] = tools
+    choice = openai_choice(request.tool_choice, "tool_choice", flat=True)
+    if choice is not None:
+        found["tool_choice"] = choice
+    if request.parallel_tool_calls is not None:
+        found["parallel_tool_calls"] = request.parallel_tool_calls
+    for member in request.text or {}:
+        if member not in ("format", "verbosity"):
+            raise refuse(f"text.{member}")
+    fmt = (request.text or {}).get("format")
+    if fmt is not None:
+        if not isinstance(fmt, dict):
+            raise invalid("text.format", "must be an object")
+        response_format = format_of(fmt, "text.format")
+        if response_format is not None:
+            found["response_format"] = response_format
+    return found
+
+
+def response_of(held: Held, *, status: str = "completed") -> dict[str, Any]:
+    """The job as a `response` object (`status` in_progress for the stream's first
+    events, with no output yet)."""
     result = dict(held.result)
     usage = result.get("usage") or {}
     given, made = int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0))
-    content = result.get("text") or "" if text is None else text
     done = status == "completed"
     return {
         "id": f"resp_job{held.job.id}",
@@ -145,7 +226,7 @@ def response_of(
         "created_at": int(held.job.created_at.timestamp()),
         "status": status,
         "model": result.get("model") or "",
-        "output": [_message(held, content)] if done else [],
+        "output": output_of(held) if done else [],
         "usage": {
             "input_tokens": given,
             "output_tokens": made,
@@ -167,6 +248,25 @@ def response_of(
     }
 
 
+def output_of(held: Held) -> list[dict[str, Any]]:
+    """The output items: the message (its text, if any or if nothing else), then one
+    `function_call` per call of the winner's answer."""
+    result = dict(held.result)
+    calls = [
+        {
+            "type": "function_call",
+            "id": f"fc_job{held.job.id}_{i}",
+            "call_id": c["id"],
+            "name": c["name"],
+            "arguments": c["arguments"],
+            "status": "completed",
+        }
+        for i, c in enumerate(calls_of(result))
+    ]
+    text = result.get("text") or ""
+    return ([_message(held, text)] if text or not calls else []) + calls
+
+
 def _message(held: Held, text: str) -> dict[str, Any]:
     return {
         "type": "message",
@@ -180,31 +280,50 @@ def _message(held: Held, text: str) -> dict[str, Any]:
 def events(held: Held) -> list[str]:
     """The finished job as the Responses stream's events, numbered."""
     whole = response_of(held)
-    text = whole["output"][0]["content"][0]["text"]
-    item = _message(held, "")
-    item_id = item["id"]
-    part = {"type": "output_text", "text": "", "annotations": []}
-    where = {"item_id": item_id, "output_index": 0, "content_index": 0}
     steps: list[tuple[str, dict[str, Any]]] = [
         ("response.created", {"response": response_of(held, status="in_progress")}),
         ("response.in_progress", {"response": response_of(held, status="in_progress")}),
-        (
-            "response.output_item.added",
-            {"output_index": 0, "item": {**item, "content": [], "status": "in_progress"}},
-        ),
-        ("response.content_part.added", {**where, "part": part}),
-        *(
-            ("response.output_text.delta", {**where, "delta": p, "logprobs": []})
-            for p in sse.pieces(text)
-        ),
-        ("response.output_text.done", {**where, "text": text, "logprobs": []}),
-        ("response.content_part.done", {**where, "part": {**part, "text": text}}),
-        ("response.output_item.done", {"output_index": 0, "item": whole["output"][0]}),
-        ("response.completed", {"response": whole}),
     ]
+    for index, item in enumerate(whole["output"]):
+        steps += _item_events(index, item)
+    steps.append(("response.completed", {"response": whole}))
     return [
         sse.event({"type": name, "sequence_number": n, **data}, name)
         for n, (name, data) in enumerate(steps)
+    ]
+
+
+def _item_events(index: int, item: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """One output item as `output_item.added`, its deltas and `output_item.done`."""
+    if item["type"] == "function_call":
+        where = {"item_id": item["id"], "output_index": index}
+        arguments = item["arguments"]
+        inner = [
+            *(
+                ("response.function_call_arguments.delta", {**where, "delta": p})
+                for p in sse.pieces(arguments)
+            ),
+            ("response.function_call_arguments.done", {**where, "arguments": arguments}),
+        ]
+        started = {**item, "arguments": "", "status": "in_progress"}
+    else:
+        text = item["content"][0]["text"]
+        where = {"item_id": item["id"], "output_index": index, "content_index": 0}
+        part = {"type": "output_text", "text": "", "annotations": []}
+        inner = [
+            ("response.content_part.added", {**where, "part": part}),
+            *(
+                ("response.output_text.delta", {**where, "delta": p, "logprobs": []})
+                for p in sse.pieces(text)
+            ),
+            ("response.output_text.done", {**where, "text": text, "logprobs": []}),
+            ("response.content_part.done", {**where, "part": {**part, "text": text}}),
+        ]
+        started = {**item, "content": [], "status": "in_progress"}
+    return [
+        ("response.output_item.added", {"output_index": index, "item": started}),
+        *inner,
+        ("response.output_item.done", {"output_index": index, "item": item}),
     ]
 
 

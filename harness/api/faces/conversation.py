@@ -1,0 +1,150 @@
+"""The faces' requests in the engine's words, and its answers' tool calls in theirs.
+
+Each face reads its own API's spelling of a conversation (messages, content parts, tool
+turns), tools, tool choice and response format into one neutral form, the job's input
+(`harness.core.failover.build_request` reads it; every adapter renders it in its
+provider's own shape, so a failover across provider kinds keeps the tool calls and the
+schema):
+
+    messages         [{role: user | assistant | tool, content: text,
+                       parts?: [{type: text, text} | {type: image, url, detail?}],
+                       tool_calls?: [{id, name, arguments}], tool_call_id?}]
+    tools            [{name, description?, parameters}]
+    tool_choice      {type: auto | none | required | tool, name?}
+    parallel_tool_calls  bool
+    response_format  {type: json_object} | {type: json_schema, name, schema, strict?}
+
+What a face cannot carry is refused here (`refuse`, 400 in the face's shape), never
+dropped. The answer's tool calls (`result.tool_calls`, the winner's) are rendered back by
+each face with `calls_of`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from harness.api.faces.gateway import UNSUPPORTED
+from harness.api.problems import INVALID_BODY, HttpProblem
+
+
+def refuse(member: str, why: str = "not supported by this gateway") -> HttpProblem:
+    """400 naming the member this gateway does not carry."""
+    return HttpProblem(UNSUPPORTED, f"{member}: {why}", field=member)
+
+
+def invalid(member: str, why: str) -> HttpProblem:
+    """400 naming a malformed member."""
+    return HttpProblem(INVALID_BODY, f"{member}: {why}", field=member)
+
+
+def text_of(content: object, where: str, *, kinds: frozenset[str]) -> str:
+    """The text of a string or of a list of text parts whose `type` is one of `kinds`."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        raise invalid(where, "must be a string or a list of parts")
+    texts = []
+    for i, part in enumerate(content):
+        if not isinstance(part, dict) or part.get("type") not in kinds:
+            kind = part.get("type") if isinstance(part, dict) else None
+            raise refuse(f"{where}[{i}]", f"{kind!r} parts are not supported here")
+        if not isinstance(part.get("text"), str):
+            raise invalid(f"{where}[{i}].text", "must be a string")
+        texts.append(part["text"])
+    return "".join(texts)
+
+
+def user_message(text: str, parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """A neutral user message: its parts kept only when an image is among them."""
+    message: dict[str, Any] = {"role": "user", "content": text}
+    if any(p["type"] == "image" for p in parts):
+        message["parts"] = parts
+    return message
+
+
+def tool(name: object, description: object, parameters: object, where: str) -> dict[str, Any]:
+    """One neutral tool (a function with a JSON Schema for its arguments)."""
+    if not isinstance(name, str) or not name:
+        raise invalid(f"{where}.name", "a function tool needs a name")
+    if parameters is None:
+        parameters = {"type": "object", "properties": {}}
+    if not isinstance(parameters, dict):
+        raise invalid(f"{where}.parameters", "must be a JSON Schema object")
+    found: dict[str, Any] = {"name": name, "parameters": parameters}
+    if isinstance(description, str) and description:
+        found["description"] = description
+    return found
+
+
+def listed(raw: object, where: str) -> list[Any]:
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        raise invalid(where, "must be a list")
+    return raw
+
+
+def openai_choice(raw: object, where: str, *, flat: bool) -> dict[str, Any] | None:
+    """OpenAI's `tool_choice` (`auto`, `none`, `required`, a named function; `flat`: the
+    Responses API's `{"type": "function", "name"}`) in the neutral form."""
+    if raw is None:
+        return None
+    if raw in ("auto", "none", "required"):
+        return {"type": raw}
+    if isinstance(raw, dict) and raw.get("type") == "function":
+        name = raw.get("name") if flat else (raw.get("function") or {}).get("name")
+        if not isinstance(name, str):
+            raise invalid(where, "a named function choice needs the function's name")
+        return {"type": "tool", "name": name}
+    raise refuse(where, "only auto, none, required or one named function")
+
+
+def format_of(raw: Mapping[str, Any], where: str) -> dict[str, Any] | None:
+    """A response format (`text`, `json_object`, or `json_schema` with name and schema,
+    flat as in Responses' `text.format`) in the neutral form (None for text)."""
+    kind = raw.get("type")
+    if kind == "text":
+        return None
+    if kind == "json_object":
+        return {"type": "json_object"}
+    if kind != "json_schema":
+        raise refuse(f"{where}.type", "only text, json_object or json_schema")
+    schema = raw.get("schema")
+    if not isinstance(schema, dict):
+        raise invalid(f"{where}.schema", "a json_schema format needs a schema object")
+    name = raw.get("name", "output")
+    if not isinstance(name, str) or not name:
+        raise invalid(f"{where}.name", "must be a non-empty string")
+    found: dict[str, Any] = {"type": "json_schema", "name": name, "schema": schema}
+    if isinstance(raw.get("strict"), bool):
+        found["strict"] = raw["strict"]
+    return found
+
+
+def calls_of(result: Mapping[str, Any]) -> list[dict[str, str]]:
+    """The winner's tool calls ([{id, name, arguments}]) from a job's result."""
+    calls = result.get("tool_calls")
+    if not isinstance(calls, list):
+        return []
+    return [
+        {
+            "id": str(c.get("id") or f"call_{i}"),
+            "name": str(c.get("name") or ""),
+            "arguments": str(c.get("arguments") or "{}"),
+        }
+        for i, c in enumerate(calls)
+        if isinstance(c, dict)
+    ]
+
+
+def arguments_object(arguments: str) -> dict[str, Any]:
+    """A call's arguments as the object Anthropic's `tool_use.input` must be."""
+    try:
+        value = json.loads(arguments)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
