@@ -28,6 +28,12 @@ from harness.probe.model import DEFAULT_QUIET_WINDOW, KeyMode, Probe, Request
 from harness.probe.profiles import Answer, Profile
 
 ALIVE_TIMEOUT = 15.0
+SEEN_HEADERS = ("idempotent-replayed", "x-should-retry", "retry-after", "location")
+"""Response headers the client keeps: what a gateway promises a client about replays,
+retries and where its job is (judged where a property looks at them)."""
+SDK_RETRY_HEADER = "x-stainless-retry-count"
+CHANGED = "~changed"
+"""Suffix of the record intent of a request that reuses an intent's key with another body."""
 OBSERVE = 2.0
 """Seconds, at least, the driver watches for provider calls after a quiet window."""
 SETTLE = 0.3
@@ -61,6 +67,8 @@ class ClientRecord:
     usage: bool = False  # the answer carried token usage
     waited: float | None = None  # the client's timeout for this request, in seconds
     patient: bool = False  # it waited the probe's bound (not a timeout the step chose)
+    accepted: int = 0  # 202s answered (each replayed with the same key) before this answer
+    headers: dict[str, str] = field(default_factory=dict)  # SEEN_HEADERS the answer had
 
     @property
     def success(self) -> bool:
@@ -199,7 +207,11 @@ class Driver:
 
     def _request_step(self, run: ProbeRun, index: int, action: str, request: Request) -> None:
         nonce = run.nonces[request.intent]
+        intent = request.intent
         retry = action == "retry"
+        if request.change_body:  # the same key, another body: its executions are its own
+            intent = request.intent + CHANGED
+            nonce = run.nonces.setdefault(intent, nonce_for(self.salt, nonce, CHANGED))
         if retry:
             first = next(r for r in run.records if r.intent == request.intent)
             keys = [first.key]
@@ -210,7 +222,7 @@ class Driver:
         else:
             keys = [f"probe-{nonce}"] * request.count
         if len(keys) == 1:
-            self._send(run, index, request.intent, nonce, keys[0], request, retry)
+            self._send(run, index, intent, nonce, keys[0], request, retry)
             return
         barrier = threading.Barrier(len(keys))
         threads = [
@@ -238,8 +250,11 @@ class Driver:
         retry: bool,
         barrier: threading.Barrier | None = None,
     ) -> ClientRecord:
+        extra = {SDK_RETRY_HEADER: str(request.sdk_retry)} if request.sdk_retry else {}
+        if request.prefer_wait is not None:
+            extra["Prefer"] = f"wait={run.scale(request.prefer_wait):g}"
         call = self.profile.call(
-            prompt=prompt_for(nonce), nonce=nonce, key=key, stream=request.stream
+            prompt=prompt_for(nonce), nonce=nonce, key=key, stream=request.stream, extra=extra
         )
         timeout = _wait_of(run, request) if step is not None else ALIVE_TIMEOUT
         with self._lock:
@@ -261,6 +276,7 @@ class Driver:
                 barrier.wait(ALIVE_TIMEOUT)
             sent = time.time()
             outcome = self._exchange(client, call, request.stream)
+            outcome = self._replay_accepted(client, call, request, key, sent + timeout, outcome)
         ended = time.time()
         if outcome.get("outcome") == "timeout" and request.abandon is not None:
             outcome["outcome"] = "abandoned"
@@ -272,6 +288,34 @@ class Driver:
             else:
                 run.records.append(record)
         return record
+
+    def _replay_accepted(
+        self,
+        client: httpx.Client,
+        call: Any,
+        request: Request,
+        key: str | None,
+        deadline: float,
+        outcome: dict[str, Any],
+    ) -> dict[str, Any]:
+        """A 202 (the gateway's wait bound passed) is not an answer: as its docs tell a
+        client, repeat the call with the same key after its Retry-After, until an answer
+        or the caller's own deadline."""
+        accepted = 0
+        while outcome.get("status") == 202 and key is not None and time.time() < deadline:
+            accepted += 1
+            pause = _seconds((outcome.get("headers") or {}).get("retry-after"), 1.0)
+            _sleep(min(pause, deadline - time.time()))
+            remaining = deadline - time.time()
+            if remaining <= 0:
+                break
+            client.timeout = httpx.Timeout(remaining)
+            outcome = self._exchange(client, call, request.stream)
+        if accepted:
+            outcome["accepted"] = accepted
+        if outcome.get("status") == 202:
+            outcome = {**outcome, "outcome": "timeout", "detail": "202 until the deadline"}
+        return outcome
 
     def _exchange(self, client: httpx.Client, call: Any, stream: bool) -> dict[str, Any]:
         try:
@@ -288,20 +332,21 @@ class Driver:
 
     def _whole(self, response: httpx.Response) -> dict[str, Any]:
         status = response.status_code
+        seen = _seen(response)
         if status not in self.profile.success:
-            return {"outcome": "error", "status": status, "detail": response.text[:300]}
+            return {"outcome": "error", "status": status, "detail": response.text[:300], **seen}
         try:
             data = response.json()
         except ValueError:
-            return {"outcome": "error", "status": status, "detail": "2xx body is not JSON"}
-        return _from_answer(self.profile.read_whole(data), status)
+            return {"outcome": "error", "status": status, "detail": "2xx body is not JSON", **seen}
+        return {**_from_answer(self.profile.read_whole(data), status), **seen}
 
     def _streamed(self, client: httpx.Client, call: Any) -> dict[str, Any]:
         with client.stream(call.method, call.path, headers=call.headers, json=call.body) as resp:
-            status = resp.status_code
+            status, seen = resp.status_code, _seen(resp)
             if status not in self.profile.success:
                 resp.read()
-                return {"outcome": "error", "status": status, "detail": resp.text[:300]}
+                return {"outcome": "error", "status": status, "detail": resp.text[:300], **seen}
             parts: list[tuple[str | None, str]] = []
             try:
                 for pair in _sse(resp.iter_lines()):
@@ -314,7 +359,19 @@ class Driver:
                 answer = self.profile.read_stream(parts)
                 detail = f"the stream broke: {type(exc).__name__}"
                 return {**_from_answer(answer, status), "outcome": "error", "detail": detail}
-        return _from_answer(self.profile.read_stream(parts), status)
+        return {**_from_answer(self.profile.read_stream(parts), status), **seen}
+
+
+def _seen(response: httpx.Response) -> dict[str, Any]:
+    found = {h: response.headers[h] for h in SEEN_HEADERS if h in response.headers}
+    return {"headers": found}
+
+
+def _seconds(value: str | None, default: float) -> float:
+    try:
+        return max(0.0, float(value)) if value is not None else default
+    except ValueError:
+        return default
 
 
 def _wait_of(run: ProbeRun, request: Request) -> float:

@@ -169,6 +169,8 @@ def _request(
             intent=args["intent"],
             stream=args.get("stream", False),
             timeout=args.get("timeout"),
+            change_body=args.get("change_body", False),
+            sdk_retry=args.get("sdk_retry"),
         )
     intent = args.get("intent", f"i{index}")
     if intent in intents:
@@ -190,6 +192,7 @@ def _request(
         timeout=abandon if abandon is not None else args.get("timeout"),
         key=KeyMode.SHARED if args.get("key", True) else KeyMode.NONE,
         abandon=abandon,
+        prefer_wait=args.get("prefer_wait"),
     )
 
 

@@ -39,6 +39,7 @@ from harness.probe.evidence import (
 from harness.probe.judgement import TOLERANCE, Judgement, Property
 from harness.probe.judgement import judged as _j
 from harness.probe.model import Check, Verdict, worst
+from harness.probe.promises import key_binds_intent, replay_after_accepted, sdk_retry_once
 
 GENERAL = (
     "attributed",
@@ -416,6 +417,9 @@ PROPERTIES: dict[str, Property] = {
     "back_on_primary": back_on_primary,
     "usage_reported": usage_reported,
     "hedge_cost": hedge_cost,
+    "key_binds_intent": key_binds_intent,
+    "replay_after_accepted": replay_after_accepted,
+    "sdk_retry_once": sdk_retry_once,
 }
 """Every property by name: the one place that names them (a test may swap a rule here)."""
 

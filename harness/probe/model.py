@@ -108,6 +108,9 @@ class Request:
     key: KeyMode = KeyMode.SHARED
     count: int = 1
     abandon: float | None = None  # the client hangs up after this many seconds
+    change_body: bool = False  # a retry with the same key and another body
+    sdk_retry: int | None = None  # a retry numbered as the SDKs do (x-stainless-retry-count)
+    prefer_wait: float | None = None  # ask the gateway to hold this long (RFC 7240), scaled
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -81,8 +81,17 @@ class Profile:
     gateway_timeout: float = DEFAULT_GATEWAY_TIMEOUT
     usage_pointer: str | None = None
 
-    def call(self, *, prompt: str, nonce: str, key: str | None, stream: bool) -> Call:
+    def call(
+        self,
+        *,
+        prompt: str,
+        nonce: str,
+        key: str | None,
+        stream: bool,
+        extra: Mapping[str, str] | None = None,
+    ) -> Call:
         headers = {k: _expand(v) for k, v in self.headers.items()}
+        headers.update(extra or {})
         token = os.environ.get(self.token_env)
         if token and self.kind != "http":
             headers.setdefault("Authorization", f"Bearer {token}")

@@ -159,13 +159,16 @@ def _play(probe, ledger, records, *, late=(), scale=1.0, timeout=10.0, bound=9.0
                    gateway_timeout=timeout, bound=bound)  # fmt: skip
     run.nonces = {i: f"hxn-{i * 16}"[:20] for i in probe.intents}
 
+    def nonce(intent: str) -> str:
+        return run.nonces.setdefault(intent, f"hxn-{intent * 16}"[:20])
+
     def entry(row: tuple) -> dict:
         extra = dict(row[3]) if len(row) > 3 else {}
-        return _entry(run.nonces[extra.pop("intent", "a")], *row[:3], **extra)
+        return _entry(nonce(extra.pop("intent", "a")), *row[:3], **extra)
 
     def record(seq: int, row: tuple) -> ClientRecord:
         extra = dict(row[3]) if len(row) > 3 else {}
-        return _record(seq, run.nonces[extra.get("intent", "a")], *row[:3], **extra)
+        return _record(seq, nonce(extra.get("intent", "a")), *row[:3], **extra)
 
     run.ledger = [entry(row) for row in ledger]
     run.late = [entry(row) for row in late]
@@ -381,3 +384,48 @@ def test_every_property_is_a_named_function_in_one_registry_that_a_test_can_swap
         assert "caller_left_waiting" not in _judged(run)
     finally:
         module.PROPERTIES["caller_left_waiting"] = original
+
+
+def test_a_key_reused_with_another_body_is_refused_never_answered_with_the_first_answer() -> None:
+    probe = _probe(
+        "steps: [{request: {intent: a}}, {retry: {intent: a, change_body: true}}]\n"
+        "judge: [key_binds_intent]\n"
+    )
+    first = [(0.1, "primary", "success")]
+    refused = {"intent": "a~changed", "status": 409, "headers": {"x-should-retry": "false"}}
+    records = [(0.0, 0.2, "answer"), (0.3, 0.4, "error", refused)]
+    assert _judged(_play(probe, first, records))["key_binds_intent"].verdict.value == "pass"
+    retried = {**refused, "headers": {}}
+    records = [(0.0, 0.2, "answer"), (0.3, 0.4, "error", retried)]
+    assert _judged(_play(probe, first, records))["key_binds_intent"].verdict.value == "partial"
+    replayed = [(0.0, 0.2, "answer"), (0.3, 0.4, "answer", {"intent": "a~changed"})]
+    found = _judged(_play(probe, first, replayed))["key_binds_intent"]
+    assert found.verdict.value == "fail" and "got a's answer" in found.summary
+
+
+def test_a_202_is_judged_by_its_replay_and_unobservable_without_one() -> None:
+    probe = _probe(
+        "steps: [{request: {intent: a, prefer_wait: 1}}]\njudge: [replay_after_accepted]\n"
+    )
+    rows = [(0.1, "primary", "success")]
+    marked = {"accepted": 2, "headers": {"idempotent-replayed": "true"}}
+    run = _play(probe, rows, [(0.0, 3.2, "answer", marked)])
+    assert _judged(run)["replay_after_accepted"].verdict.value == "pass"
+    bare = _play(probe, rows, [(0.0, 3.2, "answer", {"accepted": 2})])
+    assert _judged(bare)["replay_after_accepted"].verdict.value == "partial"
+    never = _judged(_play(probe, rows, [(0.0, 3.2, "answer")]))["replay_after_accepted"]
+    assert never.verdict.value == "n/a" and "unobservable" in never.summary
+
+
+def test_an_sdk_retry_of_a_keyless_call_that_executes_again_is_reported() -> None:
+    probe = _probe(
+        "steps: [{request: {intent: a, key: false, timeout: 1}},"
+        " {retry: {intent: a, sdk_retry: 1}}]\n"
+        "judge: [sdk_retry_once]\n"
+    )
+    keyless = {"key": None, "patient": False}
+    records = [(0.0, 1.0, "timeout", keyless), (1.0, 2.1, "answer", {"key": None, "step": 1})]
+    once = _play(probe, [(0.1, "primary", "success")], records)
+    assert _judged(once)["sdk_retry_once"].verdict.value == "pass"
+    twice = _play(probe, [(0.1, "primary", "success"), (1.1, "primary", "success")], records)
+    assert _judged(twice)["sdk_retry_once"].verdict.value == "partial"
