@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -172,3 +172,274 @@ def serving(app: Starlette, port: int = 0) -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(10)
+
+
+FLAWS = {
+    "ignores_keys": "executes each request of a double-click under one key",
+    "ignores_retry_after": "calls a provider that answered 429 again at once",
+    "hammers": "answers a 429 with a burst of calls to the same provider",
+    "retries_refusals": "sends a refused request to the same model again",
+    "routes_around_refusals": "answers a content-filter refusal from the fallback",
+    "calls_silent_again": "calls a provider that never answered three times, briefly each",
+    "calls_after_caller_left": "calls the fallback after its caller hung up and a quiet window",
+    "passes_cut_streams": "closes a cut stream as if it had ended",
+    "hangs_cut_streams": "never ends a stream whose provider cut it",
+    "names_primary": "names the primary's model on every answer",
+    "pings": "sends its own checks through the providers (executions of no intent)",
+    "dies_after_fault": "answers 503 to every later request once a provider failed",
+    "slow_failover": "waits out a declared bound before failing over",
+    "never_fails_over": "calls only the primary",
+    "loses_fallback_answers": "answers 502 when the fallback answered",
+    "sticky_fallback": "never calls the primary again once it failed",
+    "drops_usage": "answers without usage",
+    "hedges": "sends every request to both providers at once",
+}
+"""One flaw per reference gateway: a careful gateway with exactly this bug."""
+PING = "Health check: say ok."
+
+
+@dataclass(frozen=True, kw_only=True)
+class Reply:
+    """What a reference gateway answers: a status and JSON, or a stream's events."""
+
+    status: int
+    body: dict | None = None
+    events: tuple[bytes, ...] = ()
+    hang: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class Upcall:
+    """One provider call's outcome as a careful gateway classifies it."""
+
+    kind: str  # answer | refusal | rate_limit | silent | broken | error
+    status: int | None = None
+    body: dict | None = None
+    events: tuple[bytes, ...] = ()
+    code: str | None = None
+    retry_after: bool = False
+
+
+@dataclass
+class Careful:
+    """A careful gateway with at most one named flaw (`FLAWS`), so every property the probe
+    judges has a target that fails it and nothing else: keys join a running request and
+    replay a finished one, a 429 or a refusal moves on to the fallback, a provider that
+    never answers gets one call, a caller who hung up gets no more calls, a stream is read
+    whole and checked before the caller sees a byte.
+
+    `scale` is the probe's `--time-scale`: the gateway's own timeouts are stated against
+    the catalogue's declared fault timings (the longest healthy latency is 3 s), so its
+    behaviour keeps its meaning at every scale. `quiet` is the probe's quiet window."""
+
+    up: Upstreams
+    flaw: str | None = None
+    scale: float = 1.0
+    quiet: float = 2.0
+    gateway_timeout: float = 10.0  # what the probe's profile states, never scaled
+    failed: list[str] = field(default_factory=list)
+    replies: dict[str, asyncio.Task] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.flaw is not None and self.flaw not in FLAWS:
+            raise ValueError(f"unknown flaw {self.flaw!r}; known: {', '.join(FLAWS)}")
+
+    @property
+    def timeout(self) -> float:
+        """Past the catalogue's slowest healthy answer (3 s), short of a silent one."""
+        return 4.0 * self.scale
+
+    def has(self, flaw: str) -> bool:
+        return self.flaw == flaw
+
+    async def upcall(self, provider: str, body: dict, timeout: float | None = None) -> Upcall:
+        payload = {**body, "model": MODELS[provider]}
+        limit = httpx.Timeout(timeout or self.timeout, read=self._read_timeout(body))
+        url = f"{self.up.urls[provider]}/chat/completions"
+        lines: list[str] = []  # what a stream sent before it broke, if it did
+        try:
+            async with httpx.AsyncClient(timeout=limit) as client:
+                if not payload.get("stream"):
+                    return _classify(await client.post(url, json=payload))
+                async with client.stream("POST", url, json=payload) as response:
+                    async for line in response.aiter_lines():
+                        lines.append(line)
+                    return _classify(response, lines=lines)
+        except httpx.TimeoutException:
+            return Upcall(kind="silent", events=_stream_upcall(lines).events)
+        except httpx.HTTPError:
+            return Upcall(kind="broken", events=_stream_upcall(lines).events)
+
+    def _read_timeout(self, body: dict) -> float:
+        # A stream's chunks come at once or not at all; a whole answer may take `timeout`.
+        return 1.0 * self.scale if body.get("stream") else self.timeout
+
+    async def answer(self, body: dict, left: Callable[[], Awaitable[bool]]) -> Reply:
+        if self.has("dies_after_fault") and self.failed:
+            return Reply(status=503, body={"error": {"message": "down since a provider failed"}})
+        if self.has("hedges"):
+            return await self._hedged(body)
+        order = ["primary", "fallback"]
+        if self.has("sticky_fallback") and "primary" in self.failed:
+            order = ["fallback"]
+        elif self.has("never_fails_over"):
+            order = ["primary"]
+        for provider in order:
+            if provider == "fallback" and self.has("calls_after_caller_left"):
+                await _until(left)  # the flaw: it goes on for a caller who hung up
+                await asyncio.sleep(self.quiet + 0.25 * self.scale)
+            elif await left():
+                return Reply(status=499, body={"error": {"message": "the caller left"}})
+            found = await self._on(provider, body, left)
+            if found is not None:
+                return self._dressed(found, provider) if found.status == 200 else found
+            if provider == "primary" and self.has("slow_failover"):
+                await asyncio.sleep(self.gateway_timeout / 2)  # past 0.3 of it: the bound
+        return Reply(status=502, body={"error": {"message": "all providers failed"}})
+
+    async def _on(
+        self, provider: str, body: dict, left: Callable[[], Awaitable[bool]]
+    ) -> Reply | None:
+        """The provider's answer, a refusal to pass on, or None: move on."""
+        for _ in range(3):
+            call = await self._once(provider, body, left)
+            if call.kind == "answer":
+                return Reply(status=200, body=call.body, events=call.events)
+            self.failed.append(provider)
+            if call.kind == "rate_limit" and self.has("hammers"):
+                burst = [self._once(provider, body, left) for _ in range(12)]
+                found = [c for c in await asyncio.gather(*burst) if c.kind == "answer"]
+                return Reply(status=200, body=found[0].body) if found else None
+            if not self._again(call):
+                return self._refusal(call)
+        return None
+
+    async def _once(self, provider: str, body: dict, left: Callable[[], Awaitable[bool]]) -> Upcall:
+        if self.has("pings"):
+            await self.upcall(provider, {"messages": [{"role": "user", "content": PING}]})
+        if self.has("calls_silent_again"):
+            return await self.upcall(provider, body, 0.5 * self.scale)
+        if not self.has("calls_after_caller_left"):
+            return await self.upcall(provider, body)
+        # This flaw's primary gives up as its caller does (abandon-silent-provider: 1 s).
+        return await self.upcall(provider, body, 1.0 * self.scale)
+
+    def _again(self, call: Upcall) -> bool:
+        """Call the same provider again after this outcome?"""
+        if call.kind == "refusal":
+            return self.has("retries_refusals")
+        if call.kind == "rate_limit":
+            return self.has("ignores_retry_after") and call.retry_after
+        if call.kind == "silent":
+            return self.has("calls_silent_again")
+        return call.kind == "error"  # a 5xx the provider answered itself: once more
+
+    def _refusal(self, call: Upcall) -> Reply | None:
+        if call.kind == "refusal" and call.code == "content_filter":
+            return None if self.has("routes_around_refusals") else Reply(status=400, body=call.body)
+        if call.kind == "broken" and call.events and self.has("passes_cut_streams"):
+            return Reply(status=200, events=(*call.events, b"data: [DONE]\n\n"))
+        if call.kind == "broken" and call.events and self.has("hangs_cut_streams"):
+            return Reply(status=200, events=call.events, hang=True)
+        return None
+
+    def _dressed(self, reply: Reply, provider: str) -> Reply:
+        if provider == "fallback" and self.has("loses_fallback_answers"):
+            return Reply(status=502, body={"error": {"message": "no answer"}})
+        if reply.body is None or not (self.has("names_primary") or self.has("drops_usage")):
+            return reply
+        body = dict(reply.body)
+        if self.has("names_primary"):
+            body["model"] = MODELS["primary"]
+        if self.has("drops_usage"):
+            body.pop("usage", None)
+        return Reply(status=200, body=body)
+
+    async def _hedged(self, body: dict) -> Reply:
+        calls = [asyncio.ensure_future(self.upcall(p, body)) for p in ("primary", "fallback")]
+        for done in asyncio.as_completed(calls):
+            call = await done
+            if call.kind == "answer":
+                return Reply(status=200, body=call.body, events=call.events)
+        return Reply(status=502, body={"error": {"message": "all providers failed"}})
+
+    async def keyed(self, key: str | None, body: dict, left: Callable[[], Awaitable[bool]]):
+        if key is None or self.has("ignores_keys"):
+            return await self.answer(body, left)
+        if key not in self.replies:
+            self.replies[key] = asyncio.ensure_future(self.answer(body, left))
+        return await asyncio.shield(self.replies[key])
+
+
+async def _until(left: Callable[[], Awaitable[bool]], limit: float = 60.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + limit
+    while not await left() and loop.time() < deadline:
+        await asyncio.sleep(0.05)
+
+
+def _classify(response: httpx.Response, lines: list[str] | None = None) -> Upcall:
+    status = response.status_code
+    if lines is not None and status == 200:
+        return _stream_upcall(lines)
+    try:
+        body = response.json() if lines is None else json.loads("\n".join(lines))
+    except ValueError:
+        return Upcall(kind="broken", status=status)
+    if status == 200:
+        ok = isinstance(body, dict) and bool(body.get("choices"))
+        return Upcall(kind="answer" if ok else "broken", status=status, body=body)
+    error = body.get("error") if isinstance(body, dict) else None
+    code = error.get("code") if isinstance(error, dict) else None
+    if status == 429:
+        has_wait = "retry-after" in response.headers
+        return Upcall(kind="rate_limit", status=status, body=body, retry_after=has_wait)
+    kind = "refusal" if status == 400 else "error"
+    return Upcall(kind=kind, status=status, body=body, code=code)
+
+
+def _stream_upcall(lines: list[str]) -> Upcall:
+    """A stream is an answer only if every chunk parses, none is an error, and it ends."""
+    data = [line[5:].strip() for line in lines if line.startswith("data:")]
+    events = tuple(f"data: {d}\n\n".encode() for d in data if d != "[DONE]")
+    if not data or data[-1] != "[DONE]":
+        return Upcall(kind="broken", events=events)
+    for chunk in data[:-1]:
+        try:
+            parsed = json.loads(chunk)
+        except ValueError:
+            return Upcall(kind="broken", events=events)
+        if not isinstance(parsed, dict) or "error" in parsed:
+            return Upcall(kind="broken", events=events)
+    return Upcall(kind="answer", status=200, events=(*events, b"data: [DONE]\n\n"))
+
+
+def careful_app(gateway: Careful) -> Starlette:
+    """The careful gateway (with its one flaw, if any) as an OpenAI-compatible app."""
+
+    async def chat(request: Request) -> Response:
+        body = await request.json()
+        key = request.headers.get("idempotency-key")
+        reply = await gateway.keyed(key, body, request.is_disconnected)
+        if reply.events or reply.hang:
+            return StreamingResponse(_replayed(reply), media_type="text/event-stream")
+        if body.get("stream") and reply.status == 200 and reply.body is not None:
+            return StreamingResponse(_as_stream(reply.body), media_type="text/event-stream")
+        return JSONResponse(reply.body or {}, status_code=reply.status)
+
+    return Starlette(routes=[Route("/v1/chat/completions", chat, methods=["POST"])])
+
+
+async def _replayed(reply: Reply) -> AsyncIterator[bytes]:
+    for event in reply.events:
+        yield event
+    if reply.hang:
+        await asyncio.Event().wait()  # until the caller hangs up
+
+
+async def _as_stream(body: dict) -> AsyncIterator[bytes]:
+    text = body["choices"][0]["message"]["content"]
+    delta = {"index": 0, "delta": {"content": text}, "finish_reason": "stop"}
+    chunk = {"object": "chat.completion.chunk", "model": body.get("model"), "choices": [delta]}
+    yield f"data: {json.dumps(chunk)}\n\n".encode()
+    yield b"data: [DONE]\n\n"
