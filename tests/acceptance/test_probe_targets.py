@@ -73,6 +73,14 @@ TARGETS = (
     Target("back_on_primary", "sticky_fallback"),
     Target("usage_reported", "drops_usage"),
     Target("hedge_cost", "hedges", also=frozenset({"billed_vs_kept"})),
+    Target(
+        "key_binds_intent",
+        "ignores_body",
+        "key-reused-other-body",
+        frozenset({"no_truncated_success"}),
+    ),
+    Target("replay_after_accepted", "replays_unmarked", "wait-past-bound"),
+    Target("sdk_retry_once", "executes_sdk_retries", "sdk-retry-keyless"),
 )
 BY_PROPERTY = {t.prop: t for t in TARGETS}
 

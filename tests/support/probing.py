@@ -193,6 +193,9 @@ FLAWS = {
     "sticky_fallback": "never calls the primary again once it failed",
     "drops_usage": "answers without usage",
     "hedges": "sends every request to both providers at once",
+    "ignores_body": "answers a key reused with another body with the first body's answer",
+    "executes_sdk_retries": "executes an SDK's retry of a keyless call again",
+    "replays_unmarked": "replays a finished answer without Idempotent-Replayed: true",
 }
 """One flaw per reference gateway: a careful gateway with exactly this bug."""
 PING = "Health check: say ok."
@@ -238,7 +241,7 @@ class Careful:
     quiet: float = 2.0
     gateway_timeout: float = 10.0  # what the probe's profile states, never scaled
     failed: list[str] = field(default_factory=list)
-    replies: dict[str, asyncio.Task] = field(default_factory=dict)
+    replies: dict[str, tuple[asyncio.Task, str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.flaw is not None and self.flaw not in FLAWS:
@@ -363,12 +366,33 @@ class Careful:
                 return Reply(status=200, body=call.body, events=call.events)
         return Reply(status=502, body={"error": {"message": "all providers failed"}})
 
-    async def keyed(self, key: str | None, body: dict, left: Callable[[], Awaitable[bool]]):
-        if key is None or self.has("ignores_keys"):
-            return await self.answer(body, left)
-        if key not in self.replies:
-            self.replies[key] = asyncio.ensure_future(self.answer(body, left))
-        return await asyncio.shield(self.replies[key])
+    def work(self, call: Call) -> tuple[asyncio.Task | None, bool]:
+        """The task answering `call` and whether it is a replay (an earlier request's),
+        or (None, False) when its key is bound to another body."""
+        digest = json.dumps({k: v for k, v in call.body.items() if k != "stream"}, sort_keys=True)
+        if call.key is not None and not self.has("ignores_keys"):
+            slot = f"key:{call.key}"
+        elif call.key is None and call.sdk_retry and not self.has("executes_sdk_retries"):
+            slot = f"body:{digest}"  # an SDK's retry of a keyless call joins the first
+        else:
+            slot = None
+        if slot is not None and slot in self.replies:
+            task, bound = self.replies[slot]
+            return (task, True) if bound == digest or self.has("ignores_body") else (None, False)
+        task = asyncio.ensure_future(self.answer(call.body, call.left))
+        if slot is not None or call.key is None:
+            self.replies[slot or f"body:{digest}"] = (task, digest)
+        return task, False
+
+
+@dataclass(frozen=True)
+class Call:
+    """One client request as the careful gateway sees it."""
+
+    body: dict
+    key: str | None
+    sdk_retry: bool
+    left: Callable[[], Awaitable[bool]]
 
 
 async def _until(left: Callable[[], Awaitable[bool]], limit: float = 60.0) -> None:
@@ -419,15 +443,46 @@ def careful_app(gateway: Careful) -> Starlette:
 
     async def chat(request: Request) -> Response:
         body = await request.json()
-        key = request.headers.get("idempotency-key")
-        reply = await gateway.keyed(key, body, request.is_disconnected)
+        retry_count = request.headers.get("x-stainless-retry-count", "0")
+        call = Call(
+            body=body,
+            key=request.headers.get("idempotency-key"),
+            sdk_retry=retry_count.isdigit() and int(retry_count) > 0,
+            left=request.is_disconnected,
+        )
+        task, replay = gateway.work(call)
+        if task is None:
+            conflict = {"error": {"message": "the key was used with another body"}}
+            return JSONResponse(conflict, status_code=409, headers={"x-should-retry": "false"})
+        wait = _prefer_wait(request.headers.get("prefer"))
+        try:
+            reply = await asyncio.wait_for(asyncio.shield(task), wait)
+        except TimeoutError:
+            accepted = {"status": "in_progress"}
+            return JSONResponse(accepted, status_code=202, headers={"retry-after": "1"})
+        marked = replay and not gateway.has("replays_unmarked")
+        headers = {"idempotent-replayed": "true"} if marked else {}
         if reply.events or reply.hang:
-            return StreamingResponse(_replayed(reply), media_type="text/event-stream")
+            events = _replayed(reply)
+            return StreamingResponse(events, media_type="text/event-stream", headers=headers)
         if body.get("stream") and reply.status == 200 and reply.body is not None:
-            return StreamingResponse(_as_stream(reply.body), media_type="text/event-stream")
-        return JSONResponse(reply.body or {}, status_code=reply.status)
+            events = _as_stream(reply.body)
+            return StreamingResponse(events, media_type="text/event-stream", headers=headers)
+        return JSONResponse(reply.body or {}, status_code=reply.status, headers=headers)
 
     return Starlette(routes=[Route("/v1/chat/completions", chat, methods=["POST"])])
+
+
+def _prefer_wait(prefer: str | None) -> float | None:
+    """Seconds of `Prefer: wait=N` (RFC 7240), or None: wait for the answer."""
+    for part in (prefer or "").split(","):
+        name, _, value = part.strip().partition("=")
+        if name == "wait":
+            try:
+                return float(value)
+            except ValueError:
+                return None
+    return None
 
 
 async def _replayed(reply: Reply) -> AsyncIterator[bytes]:
