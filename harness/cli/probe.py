@@ -81,7 +81,8 @@ SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
     "--summary-md",
     "summary_path",
     type=click.Path(path_type=Path),
-    help=f"Markdown summary (also appended to ${SUMMARY_ENV} when that is set).",
+    help=f"The scorecard as Markdown, for a CI page or a doc (`-`: to stdout, after the "
+    f"table); also appended to ${SUMMARY_ENV} when that is set.",
 )
 def probe(
     probes: tuple[Path, ...],
@@ -155,7 +156,11 @@ def probe(
                 on_play=progress,
             )
         print_table(card, console)
-        summaries = [p for p in (summary_path,) if p is not None]
+        if summary_path == Path("-"):
+            from harness.probe.scorecard import markdown
+
+            click.echo(markdown(card), nl=False)
+        summaries = [p for p in (summary_path,) if p is not None and p != Path("-")]
         if os.environ.get(SUMMARY_ENV):
             summaries.append(Path(os.environ[SUMMARY_ENV]))
         write_outputs(

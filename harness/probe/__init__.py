@@ -8,7 +8,10 @@ a client would, and the judge reads the fakes' ledger and the client's answers.
     fakes.py      the fake providers behind it, over their control API
     driver.py     one probe played in real time: requests, together, retry, abandon, waits
     evidence.py   a run's ledger by intent, the text each execution sent, witnesses
-    judge.py      the named properties, each with a verdict and a minimal witness
+    judgement.py  one property's verdict and witness; the shape of a property
+    caller.py     the caller's side: answered, left waiting, gave up, failover, back on primary
+    promises.py   what a client sees promised: key binding, 202 and replay, SDK retries
+    judge.py      the registry of named properties (the rest of them here), and `judge`
     scorecard.py  verdicts per probe and repeat: terminal table, JSON, JUnit, Markdown
     html.py       the scorecard as HTML with a timeline per probe
     session.py    fakes, gateway, every probe N times, outputs

@@ -1,11 +1,13 @@
 """The probe's properties: a gateway judged from what its providers saw and what its
 client got, each a named property with a verdict and a minimal witness.
 
-Every probe is judged by the general properties (executions per intent, billed vs kept,
-no truncated success, the answer names its model, every execution attributed, alive
-after the fault); a probe file adds the ones its fault calls for (refusals, Retry-After,
-hammering, silent providers, abandon, failover bound, answered). What a black box cannot
-see is listed as unobservable, never counted as held.
+`PROPERTIES` is the one registry naming every property (a plain function, its docstring
+saying what it protects in money or time); the caller's side lives in
+`harness.probe.caller`, what a client sees promised in `harness.probe.promises`, the rest
+here. Every probe is judged by the GENERAL properties; a probe file adds the ones its
+fault calls for. What a black box cannot see is listed as unobservable, never counted as
+held. Levels (`harness.probe.model.Verdict`): pass = rescued, partial = answered with a
+named defect, safe = a clean error where a rescue was possible, fail.
 """
 
 from __future__ import annotations

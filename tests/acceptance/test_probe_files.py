@@ -202,3 +202,37 @@ def test_the_engines_face_leaves_the_silent_primarys_caller_waiting_unless_its_r
     assert hedged["probes"][0]["verdict"] == "pass", play["properties"]
     assert play["requests"] == {"fallback": 1, "primary": 1}
     assert hedged["exit_code"] == 0
+
+
+def test_a_naive_gateway_fails_the_silent_primary_and_the_stall_with_witnesses(tmp_path) -> None:
+    """The naive gateway calls the silent primary three times before the fallback, and
+    closes a stalled stream as if it had ended; `--summary-md -` prints the scorecard as
+    Markdown, levels and all, for a doc to be generated from."""
+    import json
+
+    from fake_providers import FakeServer
+    from harness.probe.fakes import provider_urls
+    from tests.support.probing import Upstreams, naive_app, serving
+
+    out = tmp_path / "card.json"
+    with FakeServer() as fakes:
+        urls = {n: provider_urls(fakes.url, n)["openai"] for n in ("primary", "fallback")}
+        with serving(naive_app(Upstreams(urls=urls))) as url:
+            result = CliRunner().invoke(
+                main,
+                ["probe", "--gateway", url, "--fakes", fakes.url, "--time-scale", "0.5",
+                 "--gateway-timeout", "1", "--json", str(out), "--summary-md", "-",
+                 "--only", "no-response", "--only", "stream-stall"],
+            )  # fmt: skip
+    assert result.exit_code == 1, result.output
+    card = json.loads(out.read_text())
+    failed = {
+        p["name"]: {j["name"]: j for j in p["plays"][0]["properties"] if j["verdict"] == "fail"}
+        for p in card["probes"]
+    }
+    silent = failed["no-response"]["silent_attempts"]
+    assert "got 3 calls (bound 2)" in silent["summary"]
+    assert [w["provider"] for w in silent["witness"]] == ["primary"] * 3
+    assert "no_truncated_success" in failed["stream-stall"], failed["stream-stall"]
+    assert "| no-response | fail |" in result.stdout
+    assert "Levels: pass = rescued" in result.stdout
