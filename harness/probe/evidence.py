@@ -109,6 +109,10 @@ class Evidence:
             and (done is None or e.get("received_at", 0) < done)
         ]
 
+    def kept_ids(self) -> set[int]:
+        """The executions (by `id`) whose answers the client kept."""
+        return {id(s) for r in self.successes() if (s := self.source(r)) is not None}
+
     def keyed(self, intent: str) -> bool:
         """Every request of the intent carried one shared Idempotency-Key."""
         keys = {r.key for r in self.records(intent)}

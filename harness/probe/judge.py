@@ -119,24 +119,31 @@ def billed_vs_kept(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
     an intent sent without one shared key is the client's to fix: reported, not judged.
     A hedge's price is `hedge_cost`'s."""
     name = "billed_vs_kept"
-    kept_ids = {id(s) for r in ev.successes() if (s := ev.source(r)) is not None}
-    hedged = {id(e) for i in ev.run.probe.intents for e in ev.hedges(i)}
-    lost = [e for e in ev.attributed if e.get("billed") and id(e) not in kept_ids]
-    lost = [e for e in lost if id(e) not in hedged]
+    kept_ids = ev.kept_ids()
+    lost = _lost(ev, kept_ids)
     inherent = [e for e in lost if e.get("behaviour") in BROKEN_BY_PROVIDER]
     waste = [e for e in lost if e.get("behaviour") not in BROKEN_BY_PROVIDER]
     keyed = {ev.run.nonces[i] for i in ev.run.probe.intents if ev.keyed(i)}
     judged = [e for e in waste if e.get("nonce") in keyed]
     kept = sum(cost(e) for e in ev.attributed if id(e) in kept_ids)
+    keyless = f", {len(waste) - len(judged)} of them on requests without a key" if waste else ""
     summary = (
         f"billed ${total_cost(ev.attributed):.6f} for kept ${kept:.6f} (inherent "
         f"${total_cost(inherent):.6f}, waste ${total_cost(waste):.6f} in {len(waste)} "
-        "execution(s)"
-        + (f", {len(waste) - len(judged)} of them on requests without a key" if waste else "")
-        + ")"
+        f"execution(s){keyless})"
     )
     witness = [ev.execution(e, "billed, not kept") for e in waste]
     return _j(name, Verdict.PARTIAL if judged else Verdict.PASS, summary, witness)
+
+
+def _lost(ev: Evidence, kept_ids: set[int]) -> list[dict[str, Any]]:
+    """Billed executions the client did not keep, a hedge's aside (`hedge_cost`'s)."""
+    hedged = {id(e) for i in ev.run.probe.intents for e in ev.hedges(i)}
+    return [
+        e
+        for e in ev.attributed
+        if e.get("billed") and id(e) not in kept_ids and id(e) not in hedged
+    ]
 
 
 def no_truncated_success(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
@@ -389,7 +396,7 @@ def hedge_cost(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
     hedges = [e for i in ev.run.probe.intents for e in ev.hedges(i)]
     if not hedges:
         return _j(name, Verdict.PASS, "no execution beyond the one the caller waited for")
-    kept = {id(s) for r in ev.successes() if (s := ev.source(r)) is not None}
+    kept = ev.kept_ids()
     paid = [e for e in hedges if id(e) not in kept] or hedges
     return _j(
         name,
