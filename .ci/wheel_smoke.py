@@ -153,6 +153,8 @@ def commands(bin_dir: Path, elsewhere: Path, env: dict[str, str]) -> None:
     check = run([harness, "check", "--junit", "reports/check.xml"], cwd=elsewhere, env=env)
     expect(" 0 failed" in check.stdout, "harness check did not report 0 failed")
     expect((elsewhere / "reports" / "check.xml").is_file(), "harness check wrote no JUnit")
+    left = sorted(p.name for p in elsewhere.iterdir())
+    expect(left == ["reports"], f"harness check left files where it ran: {left}")
     run([harness, "simulate", "--jobs", "200"], cwd=elsewhere, env=env)
     listing = run([harness, "--help"], cwd=elsewhere, env=env).stdout
     if any(line.split()[:1] == ["probe"] for line in listing.splitlines()):
@@ -166,6 +168,8 @@ def commands(bin_dir: Path, elsewhere: Path, env: dict[str, str]) -> None:
         ok=(0, 1),  # a verdict either way: the fakes' canned answers break two rules
     )
     expect("recorded" in online.stdout, "contracts verify recorded no verdict")
+    gate = run([harness, "contracts", "gate", "--all"], cwd=elsewhere, env=env, ok=(1,))
+    expect("failed_verdict" in gate.stdout, "gate --all did not refuse the failed verdict")
     contracts = run(
         [
             str(bin_dir / "python"),
@@ -211,6 +215,7 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="harness-wheel-"))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("HARNESS_", "PYTHON"))}
     env.pop("VIRTUAL_ENV", None)
+    env["XDG_DATA_HOME"] = str(work / "data")  # the per-user database, kept in the work folder
     env["PATH"] = os.pathsep.join(
         p for p in env.get("PATH", "").split(os.pathsep) if not p.startswith(str(ROOT))
     )

@@ -7,6 +7,7 @@ fakes/        the fake providers' own tests, and the official SDKs against them
 """
 
 import os
+import tempfile
 
 import pytest
 from hypothesis import settings
@@ -17,6 +18,8 @@ from hypothesis import settings
 # which is what those tests judge; with the swarm each mutant's check took about a minute.
 # Subprocesses inherit this.
 os.environ.setdefault("HARNESS_CHECK_SWARM_SEEDS", "0")
+# Commands that keep state without --db use the per-user database: never the real home's.
+os.environ.setdefault("XDG_DATA_HOME", tempfile.mkdtemp(prefix="harness-test-data-"))
 
 # LiteLLM fetches its model price list from the internet when imported unless told not
 # to; this machine has no internet, so every import waited out three tries (about 7 s).
