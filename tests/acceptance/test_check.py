@@ -13,6 +13,9 @@ import pytest
 from click.testing import CliRunner
 
 from harness.bundled import bundled_dir
+from harness.checks.faces.clients import FACES
+from harness.checks.faces.mutants import FACE_MUTANTS
+from harness.checks.faces.stories import STORIES
 from harness.checks.mutants import MUTANTS, applied, mutant_named
 from harness.checks.report import report_schema
 from harness.cli.main import main
@@ -50,22 +53,27 @@ def test_check_passes_and_writes_valid_reports(tmp_path) -> None:
     output = done.stdout
     assert done.returncode == 0, output + done.stderr
     files = bundled_files()
-    assert output.count("PASS") + output.count("SKIP") == len(files)
+    faces = [line for line in output.splitlines() if line.startswith("PASS  face ")]
+    assert len(faces) == len(STORIES) * len(FACES)  # the gateway's faces played too
+    assert output.count("PASS") + output.count("SKIP") == len(files) + len(faces)
     assert "won by" in output and "[|" in output  # the timelines
     report = json.loads((tmp_path / "r.json").read_text())
     jsonschema.validate(report, report_schema())
     assert report["mutants"] is None
     assert {s["name"] for s in report["scenarios"]} >= {"double-click", "contract-gate"}
     junit = (tmp_path / "j.xml").read_text()
-    assert f'tests="{len(files)}"' in junit and 'failures="0"' in junit and "timestamp=" in junit
-    cases = valid_cases(tmp_path / "j.xml")
-    assert len(cases) == len(files)
-    assert all(float(c["@time"]) > 0 for c in cases if worked(c))
+    assert f'tests="{len(files) + len(faces)}"' in junit and 'failures="0"' in junit
+    assert "timestamp=" in junit
+    every = valid_cases(tmp_path / "j.xml")
+    cases = [c for c in every if c["suite"]["@name"] != "gateway faces"]
+    assert len(cases) == len(files) and len(every) == len(files) + len(faces)
+    assert all(float(c["@time"]) > 0 for c in every if worked(c))
     for case in cases:
         assert Path(case["suite"]["@file"]).name.endswith(".scenario.yaml")
         assert case["@name"].endswith("(seed 0, sqlite)")
     skipped = sum(not worked(c) for c in cases)
-    assert f"{len(cases) - skipped} passed, 0 failed, {skipped} skipped" in output
+    passed = len(cases) - skipped + len(faces)
+    assert f"{passed} passed, 0 failed, {skipped} skipped" in output
     html = (tmp_path / "r.html").read_text()
     assert html.count('<svg class="timeline"') == len(files) - html.count(
         'class="scenario skipped"'
@@ -155,8 +163,10 @@ def test_check_mutants_catches_every_mutant(tmp_path) -> None:
     assert result.exit_code == 0, result.output
     report = json.loads((tmp_path / "m.json").read_text())
     jsonschema.validate(report, report_schema())
-    assert len(report["mutants"]) == len(MUTANTS) >= 20
+    assert len(report["mutants"]) == len(MUTANTS) + len(FACE_MUTANTS) >= 27
     assert all(m["caught_by"] for m in report["mutants"])
+    faces = {m["name"]: m["caught_by"] for m in report["mutants"] if m["name"].startswith("face_")}
+    assert all(by[0].startswith("face ") for by in faces.values())  # only a story sees a face
 
 
 def test_scenarios_run_replays_a_byte_identical_history(tmp_path) -> None:
