@@ -93,8 +93,7 @@ def answered(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
     if expect is Expect.ERROR:
         return judged(name, Verdict.PASS, "the clean error the probe expects")
     first = errors[0]
-    how = "a cut stream" if first.success else (f"HTTP {first.status}" if first.status else "")
-    how = how or first.outcome
+    how = _how(first)
     witness = [ev.client(r, r.detail or "") for r in errors]
     witness += [ev.execution(e) for e in ev.for_intent(first.intent)]
     return judged(
@@ -103,6 +102,16 @@ def answered(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
         f"{first.intent}: a clean error ({how}) though a provider could answer",
         witness,
     )
+
+
+def _how(record: ClientRecord) -> str:
+    """What the caller got instead of an answer, in a few words."""
+    if record.stream and record.status == 200:
+        detail = f": {record.detail}" if record.detail else ""
+        return f"a stream without its end-of-stream{detail}"
+    if record.status:
+        return f"HTTP {record.status}"
+    return record.detail or record.outcome
 
 
 def quiet_after_abandon(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
