@@ -17,10 +17,24 @@ BEFORE_COMPLETE = "complete_attempt.before_cas"
 BEFORE_TIMEOUT = "record_timeout.before_update"
 BEFORE_CANCEL = "cancel.before_update"
 BEFORE_DEFER = "defer.before_update"
+CLAIM_BEFORE_COMMIT = "claim_new_jobs.before_commit"  # attempts recorded, locks still held
 
 FAULT_POINTS = frozenset(
-    {BEFORE_CREATE, BEFORE_START, BEFORE_COMPLETE, BEFORE_TIMEOUT, BEFORE_CANCEL, BEFORE_DEFER}
+    {
+        BEFORE_CREATE,
+        BEFORE_START,
+        BEFORE_COMPLETE,
+        BEFORE_TIMEOUT,
+        BEFORE_CANCEL,
+        BEFORE_DEFER,
+    }
 )
+"""The points scenario files may name (their schema lists them)."""
+
+CODE_FAULT_POINTS = frozenset({CLAIM_BEFORE_COMMIT})
+"""Points only tests in code reach: a worker paused inside its claim transaction."""
+
+KNOWN_FAULT_POINTS = FAULT_POINTS | CODE_FAULT_POINTS
 
 
 class FaultPoints:
@@ -28,8 +42,8 @@ class FaultPoints:
         self._hooks: dict[str, list[Callable[[], object]]] = defaultdict(list)
 
     def on(self, name: str, hook: Callable[[], object]) -> None:
-        if name not in FAULT_POINTS:
-            raise ValueError(f"unknown fault point {name!r}; known: {sorted(FAULT_POINTS)}")
+        if name not in KNOWN_FAULT_POINTS:
+            raise ValueError(f"unknown fault point {name!r}; known: {sorted(KNOWN_FAULT_POINTS)}")
         self._hooks[name].append(hook)
 
     def clear(self) -> None:

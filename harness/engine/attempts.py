@@ -4,7 +4,7 @@ the gate before a fallback (I7), and the compare-and-swap that picks one winner 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy.engine import Connection
@@ -31,6 +31,11 @@ from harness.errors import (
 )
 from harness.store import queries as q
 from harness.store.tables import LIVE_SLOT_INDEX
+
+DEFAULT_CLAIM_LOCK_BOUND = 5.0
+"""Seconds a claim may hold its rows (PostgreSQL): far beyond the milliseconds a claim of
+a batch takes on a busy machine, far below a pause that would strand its jobs."""
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)  # "no maximum runtime": every start is after it
 
 
 class AttemptUnits(BaseUnits):
@@ -202,14 +207,22 @@ class AttemptUnits(BaseUnits):
         actor: str,
         models: Mapping[str, str | None] | None = None,
         skip_primaries: frozenset[str] | set[str] = frozenset(),
+        lock_bound: float = DEFAULT_CLAIM_LOCK_BOUND,
     ) -> Claimed:
         """Start the first attempt of up to `limit` jobs nobody has started, in one
         transaction: on Postgres the rows are taken FOR UPDATE SKIP LOCKED, so workers
         claiming at once split the jobs between them instead of queueing on each other.
         Jobs whose primary is in `skip_primaries` (held by its breaker) are returned
-        unstarted, for the caller to start elsewhere through the gate."""
+        unstarted, for the caller to start elsewhere through the gate.
+
+        The claim holds its rows no longer than `lock_bound` seconds on PostgreSQL: a
+        claimer that stops inside it (paused, swapped out) loses its session and its
+        claim, and another worker takes the jobs (`queries.bound_transaction`). Should it
+        wake before that, its attempts are already past their time and `mark_running`
+        refuses to send them."""
         started, skipped = [], []
         with self.db.write() as conn:
+            q.bound_transaction(conn, seconds=lock_bound)
             for job_id in q.new_job_ids(conn, now=self.clock.now(), limit=limit):
                 job = self._job(conn, job_id)
                 primary = job.providers[0]
@@ -226,19 +239,41 @@ class AttemptUnits(BaseUnits):
                     conn=conn,
                 )
                 started.append((job, attempt))
+            self.faults.hit(fp.CLAIM_BEFORE_COMMIT)
         return Claimed(started=started, skipped=skipped)
 
-    def mark_running(self, attempt_id: int, *, provider_request_id: str | None = None) -> Attempt:
-        """The request is about to be sent: from here on a crash means unknown."""
-        now = self.clock.now()
+    def mark_running(
+        self,
+        attempt_id: int,
+        *,
+        provider_request_id: str | None = None,
+        max_runtime: float | None = None,
+    ) -> Attempt:
+        """The request is about to be sent: from here on a crash means unknown.
+
+        Only while the attempt's deadline is ahead and, given `max_runtime` (seconds), it
+        started less than the provider's maximum runtime ago, by the clock read once the
+        write lock is held. A worker that stopped after recording the attempt (paused
+        inside its claim, say) finds it too late and sends nothing: meanwhile a sweep may
+        have made it unknown and a reconciler abandoned it and failed over, and a call
+        sent now would be a second execution (I8). Refused with InvalidTransition,
+        nothing written, when it is not starting or too late (`withdraw_unsent`)."""
         with self.db.write() as conn:
-            moved = q.transition_attempt(
-                conn, attempt_id, AttemptEvent.RUN, now=now, provider_request_id=provider_request_id
+            now = self.clock.now()
+            oldest = now - timedelta(seconds=max_runtime) if max_runtime is not None else _EPOCH
+            moved = q.run_attempt(
+                conn,
+                attempt_id,
+                now=now,
+                started_after=oldest,
+                provider_request_id=provider_request_id,
             )
             if moved is None:  # only now read it, for the refusal's message (or NotFound)
                 attempt = self._attempt(conn, attempt_id)
+                late = attempt.state is AttemptState.STARTING
                 raise InvalidTransition(
-                    f"attempt {attempt_id} is {attempt.state.value}, not starting",
+                    f"attempt {attempt_id} is {attempt.state.value}"
+                    + (", too late to send" if late else ", not starting"),
                     attempt_id=attempt_id,
                 )
             return moved

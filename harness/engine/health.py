@@ -3,6 +3,8 @@ process shares, decided by `harness.core.breaker` under a row lock."""
 
 from __future__ import annotations
 
+from sqlalchemy.engine import Connection
+
 from harness.core import breaker
 from harness.core.breaker import BreakerSettings, Health
 from harness.core.states import (
@@ -45,26 +47,41 @@ class HealthUnits(BaseUnits):
         job_id: int,
         actor: str,
         retry_after: float | None = None,
+        conn: Connection | None = None,
     ) -> breaker.Change:
         """Feed one call's result to the provider's shared breaker; an opened or closed
-        breaker is recorded on the job whose call changed it."""
-        now = self.clock.now()
-        with self.db.write() as conn:
-            health = q.lock_health(conn, provider, now=now)
-            if ok:
-                new, change = breaker.on_success(health, now)
-            else:
-                new, change = breaker.on_failure(health, now, settings, retry_after=retry_after)
-            q.save_health(conn, new, now=now)
-            if change in (breaker.Change.OPENED, breaker.Change.CLOSED):
-                q.insert_event(
-                    conn,
-                    job_id,
-                    EventKind.BREAKER_OPENED
-                    if change is breaker.Change.OPENED
-                    else EventKind.BREAKER_CLOSED,
-                    now=now,
+        breaker is recorded on the job whose call changed it.
+
+        `conn`: inside the caller's transaction (`OutcomeUnits.record_failure`): a
+        refusal and the hold it asks for are written together, so no worker sees the one
+        without the other and calls a provider that asked for a rest."""
+        if conn is None:
+            with self.db.write() as conn:
+                return self.record_provider_result(
+                    provider,
+                    ok=ok,
+                    settings=settings,
+                    job_id=job_id,
                     actor=actor,
-                    detail={"provider": provider, "cool_down": settings.cool_down},
+                    retry_after=retry_after,
+                    conn=conn,
                 )
-            return change
+        now = self.clock.now()
+        health = q.lock_health(conn, provider, now=now)
+        if ok:
+            new, change = breaker.on_success(health, now)
+        else:
+            new, change = breaker.on_failure(health, now, settings, retry_after=retry_after)
+        q.save_health(conn, new, now=now)
+        if change in (breaker.Change.OPENED, breaker.Change.CLOSED):
+            q.insert_event(
+                conn,
+                job_id,
+                EventKind.BREAKER_OPENED
+                if change is breaker.Change.OPENED
+                else EventKind.BREAKER_CLOSED,
+                now=now,
+                actor=actor,
+                detail={"provider": provider, "cool_down": settings.cool_down},
+            )
+        return change

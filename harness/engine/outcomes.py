@@ -10,7 +10,9 @@ from typing import Any
 from sqlalchemy.engine import Connection
 
 from harness.core import faults as fp
+from harness.core.breaker import BreakerSettings
 from harness.core.models import Attempt
+from harness.core.signals import Signal
 from harness.core.states import (
     AttemptEvent,
     AttemptState,
@@ -20,6 +22,7 @@ from harness.core.states import (
     UnknownCause,
 )
 from harness.engine.attempts import AttemptUnits
+from harness.engine.health import HealthUnits
 from harness.errors import (
     InvalidIntent,
     InvalidTransition,
@@ -27,7 +30,7 @@ from harness.errors import (
 from harness.store import queries as q
 
 
-class OutcomeUnits(AttemptUnits):
+class OutcomeUnits(AttemptUnits, HealthUnits):
     """Outcomes: a timeout or reset is unknown, never failed (I4); a failure keeps its
     cause, status and billed flag; a resolution is recorded with who and why."""
 
@@ -140,6 +143,36 @@ class OutcomeUnits(AttemptUnits):
             attempt = self._attempt(conn, attempt_id, lock=True)
             return self._fail(conn, attempt, error=error, outcome=outcome, actor=actor, now=now)
 
+    def withdraw_unsent(self, attempt_id: int, *, actor: str, reason: str) -> Attempt:
+        """Its worker will not send this attempt (too late, see `mark_running`): a
+        starting attempt fails as not executed (cause `not_sent`, never billed); one a
+        sweep made unknown meanwhile is resolved failed, for only the worker that holds
+        a starting attempt could have sent it. One transaction. InvalidTransition when
+        it is neither (cancelled, fenced or resolved meanwhile: nothing to do)."""
+        text = f"never sent: {reason}"
+        with self.db.write() as conn:
+            now = self.clock.now()
+            attempt = self._attempt(conn, attempt_id, lock=True)
+            if attempt.state is AttemptState.UNKNOWN:
+                return self._resolve(
+                    conn, attempt, resolution=Resolution.FAILED, reason=text, actor=actor, now=now
+                )
+            if attempt.state is not AttemptState.STARTING:
+                raise InvalidTransition(
+                    f"attempt {attempt_id} is {attempt.state.value}: nothing to withdraw",
+                    attempt_id=attempt_id,
+                )
+            facts = {"cause": Signal.NOT_SENT, "billed": False}
+            return self._fail(
+                conn,
+                attempt,
+                error=text,
+                outcome=OutcomeKind.NOT_EXECUTED,
+                actor=actor,
+                now=now,
+                facts=facts,
+            )
+
     def record_failure(
         self,
         attempt_id: int,
@@ -151,12 +184,16 @@ class OutcomeUnits(AttemptUnits):
         status_code: int | None = None,
         retry_after: float | None = None,
         evidence: Mapping[str, Any] | None = None,
+        breaker: BreakerSettings | None = None,
     ) -> Attempt:
         """The provider's answer says the attempt is over without a result: it did not
         execute (NOT_EXECUTED: 429, 4xx, its own 5xx error body) or it executed and
         produced nothing usable (EXECUTED_UNUSABLE: a cut stream, a garbled body; billed).
         A live attempt fails; one whose deadline already made it unknown is resolved
-        with this evidence. One transaction, so the evidence is never lost to that race."""
+        with this evidence. One transaction, so the evidence is never lost to that race;
+        given `breaker`, the refusal also feeds the provider's shared breaker (and its
+        Retry-After hold) in that transaction, so no worker plans a call on the provider
+        between the refusal and the hold it asks for."""
         if kind not in (OutcomeKind.NOT_EXECUTED, OutcomeKind.EXECUTED_UNUSABLE):
             raise InvalidIntent(f"{kind.value} is not a failure")
         now = self.clock.now()
@@ -168,27 +205,54 @@ class OutcomeUnits(AttemptUnits):
         }
         with self.db.write() as conn:
             attempt = self._attempt(conn, attempt_id, lock=True)
-            if attempt.state is AttemptState.UNKNOWN:
-                return self._resolve(
-                    conn,
-                    attempt,
-                    resolution=Resolution.FAILED,
-                    reason=f"provider answered: {error}",
+            recorded = self._record_failure(
+                conn, attempt, kind, error, actor=actor, now=now, facts=facts, evidence=evidence
+            )
+            if breaker is not None:
+                self.record_provider_result(
+                    attempt.provider,
+                    ok=False,
+                    settings=breaker,
+                    job_id=attempt.job_id,
                     actor=actor,
-                    now=now,
-                    facts={**facts, "outcome": kind},
-                    evidence=evidence,
+                    retry_after=retry_after,
+                    conn=conn,
                 )
-            return self._fail(
+            return recorded
+
+    def _record_failure(
+        self,
+        conn: Connection,
+        attempt: Attempt,
+        kind: OutcomeKind,
+        error: str,
+        *,
+        actor: str,
+        now: datetime,
+        facts: Mapping[str, Any],
+        evidence: Mapping[str, Any] | None,
+    ) -> Attempt:
+        if attempt.state is AttemptState.UNKNOWN:
+            return self._resolve(
                 conn,
                 attempt,
-                error=error,
-                outcome=kind,
+                resolution=Resolution.FAILED,
+                reason=f"provider answered: {error}",
                 actor=actor,
                 now=now,
-                facts=facts,
+                facts={**facts, "outcome": kind},
                 evidence=evidence,
             )
+        return self._fail(
+            conn,
+            attempt,
+            error=error,
+            outcome=kind,
+            actor=actor,
+            now=now,
+            facts=facts,
+            evidence=evidence,
+        )
 
     def _fail(
         self,

@@ -55,6 +55,7 @@ from harness.core.states import (
     Resolution,
 )
 from harness.engine import Engine
+from harness.engine.attempts import DEFAULT_CLAIM_LOCK_BOUND
 from harness.errors import (
     AttemptRefused,
     HarnessError,
@@ -89,6 +90,7 @@ class WorkerSettings:
     reconcile_interval: float = DEFAULT_RECONCILE_INTERVAL
     max_runtime: Mapping[str, float] | None = None
     claim_batch: int = 20
+    claim_lock_bound: float = DEFAULT_CLAIM_LOCK_BOUND
     breaker: BreakerSettings = field(default_factory=BreakerSettings)
 
     def runtime_of(self, provider: str) -> float:
@@ -260,18 +262,10 @@ class Worker:
             self.advance(attempt.job_id)
             return
         try:
-            self.engine.mark_running(attempt.id)
+            runtime = self.settings.runtime_of(attempt.provider)
+            self.engine.mark_running(attempt.id, max_runtime=runtime)
         except InvalidTransition:
-            # Cancelled, or its deadline passed before it was sent. Either way nothing
-            # was sent, and this worker is the only one that could have sent it.
-            if self.engine.attempt(attempt.id).state is AttemptState.UNKNOWN:
-                self.engine.resolve_unknown(
-                    attempt.id,
-                    resolution=Resolution.FAILED,
-                    actor=self.settings.name,
-                    reason="never sent: its deadline passed before the request went out",
-                )
-                self.advance(attempt.job_id)
+            self._withdraw(attempt)
             return
         request = build_request(job, attempt, stream=bool(getattr(adapter, "stream", False)))
         handle = CallHandle()
@@ -290,6 +284,16 @@ class Worker:
             # write transaction to be refused (one per job, seconds later, on a busy loop).
             deadline.cancel()
 
+    def _withdraw(self, attempt: Attempt) -> None:
+        """Not to be sent: too late (recorded as never sent, and the job moves on), or
+        cancelled or moved on meanwhile (whoever moved it moves the job on)."""
+        why = "its deadline or maximum runtime passed before the request went out"
+        try:
+            self.engine.withdraw_unsent(attempt.id, actor=self.settings.name, reason=why)
+        except InvalidTransition:
+            return
+        self.advance(attempt.job_id)
+
     def record_outcome(self, attempt: Attempt, outcome: Outcome) -> bool:
         """Carry out what an outcome kind means for its attempt (the one place that maps
         outcome kinds to engine operations), and feed the provider's shared breaker.
@@ -301,7 +305,7 @@ class Worker:
                 after = self.engine.complete_attempt(
                     attempt.id, result_of(outcome), provider_request_id=outcome.request_id
                 ).job
-                self._health(attempt, ok=True)
+                self._healthy(attempt)
             elif outcome.kind is OutcomeKind.UNKNOWN:
                 self.engine.record_unknown(
                     attempt.id,
@@ -312,7 +316,8 @@ class Worker:
                     error=outcome.error,
                 )
                 self._after_deadline(attempt)
-            else:
+            else:  # a definite failure feeds the breaker (and its hold) in the same write
+                definite = outcome.reason in DEFINITE_PROVIDER_FAILURES
                 self.engine.record_failure(
                     attempt.id,
                     kind=outcome.kind,
@@ -322,9 +327,8 @@ class Worker:
                     status_code=outcome.status_code,
                     retry_after=outcome.retry_after,
                     evidence=_evidence(outcome),
+                    breaker=self.settings.breaker if definite else None,
                 )
-                if outcome.reason in DEFINITE_PROVIDER_FAILURES:
-                    self._health(attempt, ok=False, retry_after=outcome.retry_after)
                 self.advance(attempt.job_id)
         except InvalidTransition:
             # The deadline, a hedge's win or a cancel moved it on first: what the call
@@ -405,18 +409,18 @@ class Worker:
         except HarnessError:
             log.exception("recording what attempt %s's call said failed", attempt.id)
 
-    def _health(self, attempt: Attempt, *, ok: bool, retry_after: float | None = None) -> None:
-        if ok:  # the common case writes nothing: a healthy provider stays as it is
-            health = self.engine.provider_health([attempt.provider])[attempt.provider]
-            if health.state is BreakerState.CLOSED and not health.failures:
-                return
+    def _healthy(self, attempt: Attempt) -> None:
+        """An answer feeds the breaker; the common case writes nothing (closed, clean).
+        A failure feeds it inside `record_failure`'s own transaction."""
+        health = self.engine.provider_health([attempt.provider])[attempt.provider]
+        if health.state is BreakerState.CLOSED and not health.failures:
+            return
         self.engine.record_provider_result(
             attempt.provider,
-            ok=ok,
+            ok=True,
             settings=self.settings.breaker,
             job_id=attempt.job_id,
             actor=self.settings.name,
-            retry_after=retry_after,
         )
 
     # -- what comes next -------------------------------------------------------------------
@@ -583,6 +587,7 @@ class Worker:
             actor=self.settings.name,
             models={name: getattr(p, "model", None) for name, p in self.providers.items()},
             skip_primaries=held,
+            lock_bound=self.settings.claim_lock_bound,
         )
         for job, attempt in claimed.started:
             self._run(job, attempt)

@@ -59,6 +59,7 @@ OPERATIONS: dict[str, Callable[[Engine], object]] = {
     "record_failure": lambda e: e.record_failure(
         1, kind=OutcomeKind.NOT_EXECUTED, error="refused", actor="worker"
     ),
+    "withdraw_unsent": lambda e: e.withdraw_unsent(1, actor="worker", reason="too late"),
     "resolve_unknown": lambda e: e.resolve_unknown(
         1, resolution="failed", reason="operator", actor="operator"
     ),

@@ -107,6 +107,7 @@ def test_an_attempt_unknown_after_hedge_after_is_hedged_at_once(
 def test_without_hedging_an_unknown_attempt_still_blocks(worker, scheduler, providers) -> None:
     providers["primary"].steps = [RESET]
     job_id = submit(worker, Policy(attempt_timeout=30, max_live_attempts=2))
+    scheduler.wait_idle()  # sent (and reset) before time moves: a late send is withdrawn
     scheduler.advance(100)
     scheduler.wait_idle()
     assert worker.engine.get_job(job_id).status is JobState.BLOCKED_UNKNOWN

@@ -21,6 +21,7 @@ from harness.store.queries.attempts import (
     keep_late_result,
     list_attempts,
     note_attempt_error,
+    run_attempt,
     transition_attempt,
     unknown_attempts,
     used_live_slots,
@@ -39,6 +40,7 @@ from harness.store.queries.history import (
     snapshot,
 )
 from harness.store.queries.jobs import (
+    bound_transaction,
     claim_attempt,
     complete_job,
     defer_job,
@@ -62,6 +64,7 @@ from harness.store.rows import JobRecord
 __all__ = [
     "COALESCED_KINDS",
     "JobRecord",
+    "bound_transaction",
     "claim_attempt",
     "complete_job",
     "defer_job",
@@ -89,6 +92,7 @@ __all__ = [
     "lock_job",
     "new_job_ids",
     "note_attempt_error",
+    "run_attempt",
     "save_health",
     "set_open_job_status",
     "snapshot",

@@ -133,6 +133,54 @@ def _transition_statement(
     )
 
 
+def run_attempt(
+    conn: Connection,
+    attempt_id: int,
+    *,
+    now: datetime,
+    started_after: datetime,
+    provider_request_id: str | None = None,
+) -> Attempt | None:
+    """Starting → running, only while its deadline is ahead of `now` and it started after
+    `started_after` (now less the provider's maximum runtime): the guard and the move in
+    one statement, so no sweep can find the attempt expired between the two. None if it
+    did not move (not starting, or too late to send)."""
+    sources = attempt_sources(AttemptEvent.RUN)
+    target = attempt_next(min(sources, key=lambda state: state.value), AttemptEvent.RUN)
+    given = {
+        "attempt_id": attempt_id,
+        "now": now,
+        "started_after": started_after,
+        "provider_request_id": provider_request_id,
+    }
+    found = conn.execute(_run_statement(sources, target), given).mappings().first()
+    return _attempt(found) if found is not None else None
+
+
+@cache
+def _run_statement(sources: frozenset[AttemptState], target: AttemptState) -> Any:
+    """Keyed on what the state table says, as `_transition_statement` is."""
+    return (
+        sa.update(attempts)
+        .where(
+            attempts.c.id == sa.bindparam("attempt_id"),
+            among(attempts.c.state, sources),
+            sa.or_(
+                attempts.c.deadline_at.is_(None),
+                attempts.c.deadline_at > sa.bindparam("now", type_=attempts.c.deadline_at.type),
+            ),
+            attempts.c.started_at > sa.bindparam("started_after", type_=attempts.c.started_at.type),
+        )
+        .values(
+            state=target.value,
+            provider_request_id=sa.bindparam(
+                "provider_request_id", type_=attempts.c.provider_request_id.type
+            ),
+        )
+        .returning(*attempts.c)
+    )
+
+
 def note_attempt_error(conn: Connection, attempt_id: int, error: str) -> None:
     """Keep `error` on an attempt that has none yet (a later observation's text)."""
     conn.execute(

@@ -243,6 +243,25 @@ _NEW_JOB_IDS = (
 )
 
 
+def bound_transaction(conn: Connection, *, seconds: float) -> None:
+    """Bound how long the caller's transaction may hold its row locks, on PostgreSQL: a
+    statement or a lock wait longer than `seconds` fails, and if the client stops
+    between two statements (a paused process, a debugger, a swap storm) the server ends
+    its session after `seconds` idle, rolling the transaction back and giving its rows
+    to the other workers. (SQLite has no such bound: its write lock is the file's.)"""
+    if conn.dialect.name != "postgresql":
+        return
+    conn.execute(_BOUND, {"ms": str(max(1, round(seconds * 1000)))})
+
+
+_BOUND = sa.select(
+    *(
+        sa.func.set_config(name, sa.bindparam("ms", type_=sa.String), sa.true())
+        for name in ("idle_in_transaction_session_timeout", "statement_timeout", "lock_timeout")
+    )
+)
+
+
 def new_job_ids(conn: Connection, *, now: datetime, limit: int) -> list[int]:
     """Pending jobs with no attempt yet and no wait still running (a job waiting for its
     providers is not planned again every round), locked for the caller's transaction; on
