@@ -14,6 +14,7 @@ never taken from the faces' code.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -306,6 +307,47 @@ async def cut_stream(p: Play) -> None:
     p.counts(jobs=1, executions=2)
 
 
+CITY = {
+    "type": "object",
+    "properties": {"city": {"type": "string"}},
+    "required": ["city"],
+    "additionalProperties": False,
+}
+"""The structured output's schema: one string member, nothing else."""
+SCHEMA_FORMAT = {
+    "openai": lambda: {
+        "response_format": {
+            "type": "json_schema",
+            "json_schema": {"name": "city", "schema": CITY, "strict": True},
+        }
+    },
+    "openai.responses": lambda: {
+        "text": {"format": {"type": "json_schema", "name": "city", "schema": CITY, "strict": True}}
+    },
+    "anthropic": lambda: {"output_config": {"format": {"type": "json_schema", "schema": CITY}}},
+}
+"""How each face's request carries a JSON schema (docs/gateway.md, its SDK's shape)."""
+
+
+def _conforms(text: str | None) -> bool:
+    """The text is JSON holding exactly what `CITY` allows (stated here, not validated by
+    anything the gateway uses)."""
+    try:
+        value = json.loads(text or "")
+    except ValueError:
+        return False
+    return isinstance(value, dict) and set(value) == {"city"} and isinstance(value["city"], str)
+
+
+async def structured_output(p: Play) -> None:
+    p.stage.fakes.script("server_error", api="openai", then="server_error")  # an outage
+    shape = SCHEMA_FORMAT.get(p.face.name) or SCHEMA_FORMAT[p.face.sdk]
+    got = await p.call("where is it warm?", key="schema", extra=shape())
+    p.answered(got, "the call with a JSON schema")
+    p.expect(_conforms(got.text), f"the answer does not keep the schema: {_short(got.text)}")
+    p.expect(p.executions("anthropic") == 1, "the schema's call did not fail over once")
+
+
 async def refusals(p: Play) -> None:
     denied = await p.call(token="not-a-token", key="r1")
     p.refused(denied, 401, "AuthenticationError", "an unknown token")
@@ -342,6 +384,11 @@ STORIES: tuple[Story, ...] = (
         allowed=frozenset({"primary"}),
     ),
     Story("cut-stream", "a cut stream never reaches the client", cut_stream),
+    Story(
+        "structured-output",
+        "a JSON schema kept across a failover to another provider kind",
+        structured_output,
+    ),
     Story("refusals", "401, 404, 400 in the face's shape, no job; the routes listed", refusals),
 )
 """Every story, in the order they are played (per face)."""
