@@ -182,9 +182,10 @@ class Driver:
         gave_up = [r for r in run.records if r.outcome in ("timeout", "abandoned")]
         if gave_up:
             # Watch one quiet window for the gateway to stop, then at least OBSERVE seconds
-            # more for calls after it (a gateway's retry cadence does not scale).
-            watch = run.quiet_window + max(run.quiet_window, OBSERVE)
-            _sleep_until(max(r.ended_at for r in gave_up) + watch)
+            # (and one gateway timeout: a gateway stuck in an upstream call retries only
+            # when it ends) more for calls after it; its retry cadence does not scale.
+            after = max(run.quiet_window, OBSERVE, run.gateway_timeout)
+            _sleep_until(max(r.ended_at for r in gave_up) + run.quiet_window + after)
         else:
             _sleep(SETTLE)
         run.ledger = self.fakes.ledger()
@@ -200,7 +201,9 @@ class Driver:
             request=Request(intent="(alive)", timeout=ALIVE_TIMEOUT),
             retry=False,
         )
-        _sleep(SETTLE)
+        # Released hangs return to the gateway now: what it does next for a caller who
+        # left (a fallback call, a retry) lands within OBSERVE and is judged with this run.
+        _sleep(OBSERVE if gave_up else SETTLE)
         seen = {e.get("request_id") for e in run.ledger}
         run.late = [e for e in self.fakes.ledger() if e.get("request_id") not in seen]
         return run
