@@ -216,15 +216,17 @@ def build_request(job: Job, attempt: Attempt, *, stream: bool = False) -> Comple
 
     `input.messages` ([{role, content}], a message may carry `parts`, `tool_calls` or,
     for role `tool`, `tool_call_id`) with optional `system`, `max_tokens`,
-    `temperature`, `tools` ([{name, description, parameters}]), `tool_choice` ({type,
-    name}), `parallel_tool_calls` and `response_format` ({type: json_object} or {type:
-    json_schema, name, schema}); or `input.prompt` (one user message); otherwise the
-    input's JSON becomes the user message and the operation the system prompt."""
+    `temperature`, `top_p`, `stop` ([text]), `tools` ([{name, description,
+    parameters}]), `tool_choice` ({type, name}), `parallel_tool_calls` and
+    `response_format` ({type: json_object} or {type: json_schema, name, schema}); or
+    `input.prompt` (one user message); otherwise the input's JSON becomes the user
+    message and the operation the system prompt."""
     data = job.input if isinstance(job.input, dict) else {}
     system = data.get("system") if isinstance(data.get("system"), str) else None
     max_tokens = data.get("max_tokens")
     temperature = data.get("temperature")
     parallel = data.get("parallel_tool_calls")
+    top_p, stop = data.get("top_p"), data.get("stop")
     return CompletionRequest(
         messages=_messages(job),
         system=system if system is not None else f"operation: {job.operation}",
@@ -232,6 +234,8 @@ def build_request(job: Job, attempt: Attempt, *, stream: bool = False) -> Comple
         if isinstance(max_tokens, int) and max_tokens > 0
         else DEFAULT_MAX_TOKENS,
         temperature=temperature if isinstance(temperature, int | float) else None,
+        top_p=top_p if isinstance(top_p, int | float) else None,
+        stop=tuple(s for s in stop if isinstance(s, str)) if isinstance(stop, list) else (),
         tools=_tools(data.get("tools")),
         tool_choice=_tool_choice(data.get("tool_choice")),
         parallel_tool_calls=parallel if isinstance(parallel, bool) else None,

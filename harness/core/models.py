@@ -78,6 +78,8 @@ class CompletionRequest:
     model: str | None = None  # None: the provider's configured model
     max_tokens: int = 1024
     temperature: float | None = None
+    top_p: float | None = None
+    stop: tuple[str, ...] = ()  # stop sequences
     json_schema: dict[str, Any] | None = None  # ask for JSON output shaped like this
     schema_name: str = "output"  # the schema's name, where the API names it
     schema_strict: bool = True  # OpenAI's `strict` (the schema is followed exactly)

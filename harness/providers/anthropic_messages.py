@@ -83,6 +83,10 @@ class AnthropicMessagesProvider(BaseHttpProvider):
         body = {**self._prompt(request), "max_tokens": request.max_tokens}
         if request.temperature is not None:
             body["temperature"] = request.temperature
+        if request.top_p is not None:
+            body["top_p"] = request.top_p
+        if request.stop:
+            body["stop_sequences"] = list(request.stop)
         if request.stream:
             body["stream"] = True
         return body

@@ -79,6 +79,10 @@ class OpenAIChatProvider(BaseHttpProvider):
         }
         if request.temperature is not None:
             body["temperature"] = request.temperature
+        if request.top_p is not None:
+            body["top_p"] = request.top_p
+        if request.stop:
+            body["stop"] = list(request.stop)
         body.update(chat_tools(request))
         if request.json_schema is not None:
             body["response_format"] = {

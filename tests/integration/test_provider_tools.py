@@ -154,3 +154,15 @@ def test_no_parallel_calls_is_said_in_each_providers_words(fakes) -> None:
     openai_body, anthropic_body = (json.loads(r.content) for r in sent)
     assert openai_body["parallel_tool_calls"] is False
     assert anthropic_body["tool_choice"] == {"type": "any", "disable_parallel_tool_use": True}
+
+
+def test_top_p_and_stop_sequences_are_said_in_each_providers_words(fakes) -> None:
+    sent: list[httpx.Request] = []
+    request = CompletionRequest(
+        messages=(Message(role="user", content="count"),), top_p=0.5, stop=("END",)
+    )
+    adapter("openai", fakes, sent).complete(request, timeout=5)
+    adapter("anthropic", fakes, sent).complete(request, timeout=5)
+    openai_body, anthropic_body = (json.loads(r.content) for r in sent)
+    assert (openai_body["top_p"], openai_body["stop"]) == (0.5, ["END"])
+    assert (anthropic_body["top_p"], anthropic_body["stop_sequences"]) == (0.5, ["END"])

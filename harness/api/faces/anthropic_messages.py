@@ -23,8 +23,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from harness.api.faces import sse
 from harness.api.faces.conversation import (
+    CARRIED,
+    DELIVERY,
+    RECORDED,
+    REFUSED,
     arguments_object,
     calls_of,
+    check_members,
     format_of,
     invalid,
     listed,
@@ -104,6 +109,8 @@ class MessagesRequest(BaseModel):
     max_tokens: int = Field(ge=1, le=1_000_000)
     system: str | list[TextBlock] | None = None
     temperature: float | None = Field(default=None, ge=0, le=1)
+    top_p: float | None = Field(default=None, ge=0, le=1)
+    stop_sequences: list[str] | None = None
     tools: list[dict[str, Any]] | None = None
     tool_choice: dict[str, Any] | None = None
     output_config: dict[str, Any] | None = None
@@ -142,8 +149,32 @@ class AnthropicError(BaseModel):
     error: AnthropicErrorDetail
 
 
-REFUSED = ("mcp_servers", "container", "context_management")
-"""Members this face cannot carry to every provider: refused (400) when given."""
+FIELDS = {
+    **dict.fromkeys(
+        (
+            "model",
+            "messages",
+            "max_tokens",
+            "system",
+            "temperature",
+            "top_p",
+            "stop_sequences",
+            "tools",
+            "tool_choice",
+            "output_config",
+            "output_format",
+        ),
+        CARRIED,
+    ),
+    "stream": DELIVERY,
+    **dict.fromkeys(("metadata", "service_tier"), RECORDED),
+    **dict.fromkeys(
+        ("thinking", "top_k", "mcp_servers", "container", "context_management"), REFUSED
+    ),
+}
+"""Every request member this face knows, and how it treats it (docs/gateway.md)."""
+HARMLESS = {"thinking": lambda v: v == {"type": "disabled"}, "mcp_servers": lambda v: v == []}
+"""Values of refused members that ask for nothing the gateway leaves out."""
 TEXT = frozenset({"text"})
 CHOICES = {"auto": "auto", "any": "required", "tool": "tool", "none": "none"}
 
@@ -151,12 +182,7 @@ CHOICES = {"auto": "auto", "any": "required", "tool": "tool", "none": "none"}
 def ask_of(body: dict[str, Any]) -> Ask:
     """The request as the engine's input (400 for what this gateway cannot do)."""
     request = parse(MessagesRequest, body)
-    for member in REFUSED:
-        if body.get(member) not in (None, []):
-            raise refuse(member)
-    thinking = body.get("thinking")
-    if thinking is not None and thinking != {"type": "disabled"}:
-        raise refuse("thinking", "extended thinking is not carried by this gateway")
+    check_members(body, FIELDS, HARMLESS)
     messages: list[dict[str, Any]] = []
     for i, m in enumerate(request.messages):
         messages += _messages(m, f"messages[{i}].content")
@@ -168,12 +194,20 @@ def ask_of(body: dict[str, Any]) -> Ask:
             "system": text_of(body.get("system"), "system", kinds=TEXT),
             "max_tokens": request.max_tokens,
             "temperature": request.temperature,
+            **_sampling(request),
             **_tools(request),
             "request": fingerprint_input(body),
         },
         stream=bool(request.stream),
         key=metadata_key(request.metadata),
     )
+
+
+def _sampling(request: MessagesRequest) -> dict[str, Any]:
+    found: dict[str, Any] = {"stop": request.stop_sequences} if request.stop_sequences else {}
+    if request.top_p is not None:
+        found["top_p"] = request.top_p
+    return found
 
 
 def _messages(m: Message, where: str) -> list[dict[str, Any]]:

@@ -22,11 +22,41 @@ each face with `calls_of`.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from harness.api.faces.gateway import UNSUPPORTED
 from harness.api.problems import INVALID_BODY, HttpProblem
+
+CARRIED = "carried"
+"""Sent to the providers (each in its own shape), and binds the key."""
+RECORDED = "recorded"
+"""About the caller, not the answer (`user`, `service_tier`...): binds the key, kept in
+the job's input, not sent."""
+DELIVERY = "delivery"
+"""How the answer is delivered (`stream`, `stream_options`): does not bind the key."""
+REFUSED = "refused"
+"""Cannot be carried to every provider of a route: 400 when given (but for the values
+a face names harmless, such as `n: 1`)."""
+
+
+def check_members(
+    body: Mapping[str, Any],
+    fields: Mapping[str, str],
+    harmless: Mapping[str, Callable[[Any], bool]],
+) -> None:
+    """400 for a member the face does not know, or one it refuses (unless its value is
+    harmless); `null` is the member's absence."""
+    for member, value in body.items():
+        how = fields.get(member)
+        if how is None:
+            raise refuse(member, "not a member this gateway knows (docs/gateway.md)")
+        if how == REFUSED and value is not None and not harmless.get(member, _never)(value):
+            raise refuse(member)
+
+
+def _never(value: object) -> bool:
+    return False
 
 
 def refuse(member: str, why: str = "not supported by this gateway") -> HttpProblem:

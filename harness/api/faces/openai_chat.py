@@ -21,7 +21,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from harness.api.faces import sse
 from harness.api.faces.conversation import (
+    CARRIED,
+    DELIVERY,
+    RECORDED,
+    REFUSED,
     calls_of,
+    check_members,
     format_of,
     listed,
     openai_choice,
@@ -119,6 +124,8 @@ class ChatCompletionRequest(BaseModel):
     max_tokens: int | None = Field(default=None, ge=1, le=1_000_000)
     max_completion_tokens: int | None = Field(default=None, ge=1, le=1_000_000)
     temperature: float | None = Field(default=None, ge=0, le=2)
+    top_p: float | None = Field(default=None, ge=0, le=1)
+    stop: str | list[str] | None = Field(default=None, max_length=4)
     n: int | None = Field(default=None, ge=1, le=1)
     tools: list[dict[str, Any]] | None = None
     tool_choice: str | dict[str, Any] | None = None
@@ -174,21 +181,63 @@ class OpenAIError(BaseModel):
     error: OpenAIErrorDetail
 
 
-REFUSED = ("functions", "function_call", "audio", "prediction", "web_search_options")
-"""Members this face cannot carry to every provider: refused (400) when given."""
+FIELDS = {
+    **dict.fromkeys(
+        (
+            "model",
+            "messages",
+            "max_tokens",
+            "max_completion_tokens",
+            "temperature",
+            "top_p",
+            "stop",
+            "tools",
+            "tool_choice",
+            "parallel_tool_calls",
+            "response_format",
+            "n",
+        ),
+        CARRIED,
+    ),
+    **dict.fromkeys(("stream", "stream_options"), DELIVERY),
+    **dict.fromkeys(
+        ("metadata", "user", "safety_identifier", "prompt_cache_key", "service_tier"), RECORDED
+    ),
+    **dict.fromkeys(
+        (
+            "store",
+            "logprobs",
+            "top_logprobs",
+            "audio",
+            "modalities",
+            "functions",
+            "function_call",
+            "prediction",
+            "web_search_options",
+            "seed",
+            "frequency_penalty",
+            "presence_penalty",
+            "logit_bias",
+            "reasoning_effort",
+            "verbosity",
+        ),
+        REFUSED,
+    ),
+}
+"""Every request member this face knows, and how it treats it (docs/gateway.md)."""
+HARMLESS = {
+    "store": lambda v: v is False,
+    "logprobs": lambda v: v is False,
+    "modalities": lambda v: v == ["text"],
+}
+"""Values of refused members that ask for nothing the gateway leaves out."""
 TEXT = frozenset({"text"})
 
 
 def ask_of(body: dict[str, Any]) -> Ask:
     """The request as the engine's input (400 for what this gateway cannot do)."""
     request = parse(ChatCompletionRequest, body)
-    for member in REFUSED:
-        if body.get(member) is not None:
-            raise refuse(member)
-    if body.get("modalities") not in (None, ["text"]):
-        raise refuse("modalities", "only text answers")
-    if body.get("logprobs") or body.get("top_logprobs") is not None:
-        raise refuse("logprobs")
+    check_members(body, FIELDS, HARMLESS)
     system, messages = _conversation(request.messages)
     if not any(m["role"] == "user" for m in messages):
         raise refuse("messages", "at least one user message is needed")
@@ -197,6 +246,7 @@ def ask_of(body: dict[str, Any]) -> Ask:
         "system": system,
         "max_tokens": request.max_completion_tokens or request.max_tokens,
         "temperature": request.temperature,
+        **_sampling(request),
         **_tools(request),
         "request": fingerprint_input(body),
     }
@@ -207,6 +257,14 @@ def ask_of(body: dict[str, Any]) -> Ask:
         stream=bool(request.stream),
         key=metadata_key(request.metadata),
     )
+
+
+def _sampling(request: ChatCompletionRequest) -> dict[str, Any]:
+    stop = [request.stop] if isinstance(request.stop, str) else request.stop
+    found: dict[str, Any] = {"stop": stop} if stop else {}
+    if request.top_p is not None:
+        found["top_p"] = request.top_p
+    return found
 
 
 def _conversation(given: list[ChatMessage]) -> tuple[str, list[dict[str, Any]]]:

@@ -21,7 +21,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from harness.api.faces import sse
 from harness.api.faces.conversation import (
+    CARRIED,
+    DELIVERY,
+    RECORDED,
+    REFUSED,
     calls_of,
+    check_members,
     format_of,
     invalid,
     listed,
@@ -66,6 +71,7 @@ class ResponsesRequest(BaseModel):
     instructions: str | None = None
     max_output_tokens: int | None = Field(default=None, ge=1, le=1_000_000)
     temperature: float | None = Field(default=None, ge=0, le=2)
+    top_p: float | None = Field(default=None, ge=0, le=1)
     tools: list[dict[str, Any]] | None = None
     tool_choice: str | dict[str, Any] | None = None
     parallel_tool_calls: bool | None = None
@@ -101,19 +107,57 @@ class ResponseObject(BaseModel):
     usage: ResponseUsage
 
 
-REFUSED = ("previous_response_id", "conversation", "prompt", "reasoning")
-"""Members this face cannot carry to every provider: refused (400) when given."""
+FIELDS = {
+    **dict.fromkeys(
+        (
+            "model",
+            "input",
+            "instructions",
+            "max_output_tokens",
+            "temperature",
+            "top_p",
+            "tools",
+            "tool_choice",
+            "parallel_tool_calls",
+            "text",
+        ),
+        CARRIED,
+    ),
+    **dict.fromkeys(("stream", "stream_options"), DELIVERY),
+    **dict.fromkeys(
+        ("metadata", "user", "safety_identifier", "prompt_cache_key", "service_tier"), RECORDED
+    ),
+    **dict.fromkeys(
+        (
+            "store",
+            "background",
+            "previous_response_id",
+            "conversation",
+            "prompt",
+            "reasoning",
+            "include",
+            "truncation",
+            "max_tool_calls",
+            "top_logprobs",
+        ),
+        REFUSED,
+    ),
+}
+"""Every request member this face knows, and how it treats it (docs/gateway.md)."""
+HARMLESS = {
+    "store": lambda v: v is False,
+    "background": lambda v: v is False,
+    "include": lambda v: v == [],
+    "truncation": lambda v: v == "disabled",
+}
+"""Values of refused members that ask for nothing the gateway leaves out."""
 TEXT = frozenset({"input_text", "output_text"})
 
 
 def ask_of(body: dict[str, Any]) -> Ask:
     """The request as the engine's input (400 for what this gateway cannot do)."""
     request = parse(ResponsesRequest, body)
-    for member in REFUSED:
-        if body.get(member) not in (None, []):
-            raise refuse(member)
-    if body.get("background"):
-        raise refuse("background", "background responses are not carried by this gateway")
+    check_members(body, FIELDS, HARMLESS)
     given = request.input
     items = [InputItem(role="user", content=given)] if isinstance(given, str) else given
     system = [request.instructions] if request.instructions else []
@@ -134,6 +178,7 @@ def ask_of(body: dict[str, Any]) -> Ask:
             "system": "\n\n".join(system),
             "max_tokens": request.max_output_tokens,
             "temperature": request.temperature,
+            **({"top_p": request.top_p} if request.top_p is not None else {}),
             **_tools(request),
             "request": fingerprint_input(body),
         },
