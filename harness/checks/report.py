@@ -24,6 +24,8 @@ from harness.scenarios.runner import RunResult
 from harness.scenarios.timeline import timeline_lines
 from harness.store.database import redact
 
+FACE_STORIES_FILE = "harness/checks/faces/stories.py"
+"""Where the face stories are written (a failed story's annotation points there)."""
 MUTANTS_FILE = "harness/checks/mutants.py"
 """Where the mutants are defined (the mutants suite's ``file``)."""
 
@@ -177,7 +179,13 @@ def write_outputs(
         from harness.scenarios.html import write_html
 
         title = f"harness check {report['run_id']}"
-        write_html(html_path, results, title=title, mutants=report["mutants"])
+        write_html(
+            html_path,
+            results,
+            title=title,
+            mutants=report["mutants"],
+            faces=[f.to_dict() for f in faces or ()],
+        )
     if junit_path is None:
         return
     suites = scenario_suites(results, database_url=database_url)
@@ -223,11 +231,9 @@ def scenario_suites(results: list[RunResult], *, database_url: str | None = None
 
 def face_suite(faces: list[Any]) -> Suite:
     """One case per face story played through one face."""
-    from harness.checks.faces.run import STORIES_FILE
-
     return Suite(
         name="gateway faces",
-        file=STORIES_FILE,
+        file=FACE_STORIES_FILE,
         cases=[
             Case(
                 name=f"{f.name} ({f.database})",
@@ -272,6 +278,7 @@ def publish_check(
     environ: Mapping[str, str],
     *,
     database_url: str | None = None,
+    faces: list[Any] | None = None,
 ) -> list[str]:
     """The Markdown summary (to ``path`` and ``$GITHUB_STEP_SUMMARY``) and the GitHub
     annotation lines to print: one per failed scenario, at its file (and line)."""
@@ -282,6 +289,10 @@ def publish_check(
         first = result.problems()[0]
         file, line = located(first, result.scenario.file)
         notes.append(Annotation(f"scenario {result.name}", text, file=file, line=line))
+    for face in faces or ():
+        if not face.passed:
+            text = "\n".join(face.problems())
+            notes.append(Annotation(f"face {face.name}", text, file=FACE_STORIES_FILE))
     for m in report["mutants"] or []:
         if not m["caught_by"]:
             notes.append(Annotation(f"mutant {m['name']} missed", m["summary"], file=MUTANTS_FILE))

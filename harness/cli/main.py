@@ -462,7 +462,7 @@ def check(
             gate_seconds=time.perf_counter() - asked,
         )
         for line in publish_check(
-            report, results, summary_md_path, wiring.environ, database_url=given_db
+            report, results, summary_md_path, wiring.environ, database_url=given_db, faces=faces
         ):
             click.echo(line)  # GitHub annotations, on GitHub Actions only
     click.echo(summary_line(report["summary"]))

@@ -146,6 +146,26 @@ def _scenario(result: RunResult) -> str:
     return "".join(parts)
 
 
+def _faces_table(faces: Sequence[Mapping[str, Any]]) -> str:
+    """`harness check`'s face stories (each a `FaceResult.to_dict()`): one row each, its
+    problems shown when it failed."""
+    rows = []
+    for f in sorted(faces, key=lambda f: f["passed"]):
+        verdict = "passed" if f["passed"] else "failed"
+        problems = [*f["failures"], *(v["message"] for v in f["violations"])]
+        rows.append(
+            f'<tr class="{verdict}"><td>{escape(f["face"])}</td><td>{escape(f["story"])}</td>'
+            f"<td>{verdict}</td><td>{f['seconds'] * 1000:.0f} ms</td>"
+            f"<td>{escape('; '.join(problems))}</td></tr>"
+        )
+    return (
+        '<section id="faces-section"><h2>Gateway faces</h2><table id="faces">'
+        "<tr><th>face</th><th>story</th><th>verdict</th><th>time</th><th>problems</th></tr>"
+        + "".join(rows)
+        + "</table></section>"
+    )
+
+
 def page(title: str, body: str) -> str:
     """A complete self-contained page around `body`."""
     return (
@@ -160,8 +180,10 @@ def html_report(
     *,
     title: str,
     mutants: Sequence[Mapping[str, Any]] | None = None,
+    faces: Sequence[Mapping[str, Any]] = (),
 ) -> str:
-    """The page for a check or scenarios run (`mutants`: the report's mutants section)."""
+    """The page for a check or scenarios run (`mutants`: the report's mutants section;
+    `faces`: the face stories `harness check` played)."""
     results = list(results)
     order = {"failed": 0, "passed": 1, "skipped": 2}
     ordered = sorted(results, key=lambda r: order[_status(r)])
@@ -169,6 +191,8 @@ def html_report(
     if mutants is not None:
         anchors = {r.name: anchor(r) for r in reversed(results)}  # the first run of each
         body.append(_mutants_table(mutants, anchors))
+    if faces:
+        body.append(_faces_table(faces))
     body.append(f'<section id="legend"><h2>Legend</h2>{legend_svg()}</section>')
     body.append("<h2>Scenarios</h2>")
     body.extend(_scenario(r) for r in ordered)
@@ -181,5 +205,7 @@ def write_html(
     *,
     title: str,
     mutants: Sequence[Mapping[str, Any]] | None = None,
+    faces: Sequence[Mapping[str, Any]] = (),
 ) -> None:
-    path.write_text(html_report(results, title=title, mutants=mutants), encoding="utf-8")
+    page = html_report(results, title=title, mutants=mutants, faces=faces)
+    path.write_text(page, encoding="utf-8")

@@ -66,6 +66,25 @@ def test_coverage_shows_every_face_route_and_outcome(checked: dict) -> None:
     assert by == ["anthropic.messages: wait-bound"]
 
 
+def test_the_html_report_lists_the_face_stories(tmp_path: Path) -> None:
+    """A broken face fails the main job: its stories fail, in the console (exit 1), the
+    HTML page and the JUnit file."""
+    args = ["check", "--db", f"sqlite:///{tmp_path}/c.db", "--only", "double-click", "--faces"]
+    args += ["--swarm", "0", "--html", str(tmp_path / "r.html"), "--junit", str(tmp_path / "j")]
+    (mutant,) = [m for m in FACE_MUTANTS if m.name == "face_key_header_ignored"]
+    with applied(mutant):
+        result = CliRunner().invoke(main, args)
+    assert result.exit_code == 1, result.output
+    assert "FAIL  face openai.chat: double-click-with-key" in result.output
+    html = (tmp_path / "r.html").read_text()
+    assert '<table id="faces">' in html and html.count('<tr class="failed">') >= 3
+    cases = valid_cases(tmp_path / "j")
+    failed = [c for c in cases if "failure" in c]
+    assert {c["@name"].split(":")[1].split(" (")[0].strip() for c in failed} >= {
+        "double-click-with-key"
+    }
+
+
 def test_a_story_removed_leaves_its_outcomes_as_gaps() -> None:
     """The coverage judge is shown runs that miss items: they must be gaps."""
 

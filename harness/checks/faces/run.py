@@ -24,9 +24,6 @@ from harness.scenarios.checker import Finding, check_history
 from harness.scenarios.witness import finding_blocks
 from harness.store.database import Database
 
-STORIES_FILE = "harness/checks/faces/stories.py"
-"""Where the stories are written (their JUnit suite's ``file``)."""
-
 
 @dataclass
 class FaceResult:
