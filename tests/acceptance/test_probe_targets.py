@@ -201,9 +201,25 @@ def test_the_reference_targets_get_the_same_verdicts_at_time_scales_half_and_one
     fakes_url, played
 ) -> None:
     catalogue = _catalogue()
+    moved = {}
     for target in _judged():
         probe = _probe_for(target, catalogue)
         at_one = play(fakes_url, target.flaw, probe, 1.0)
-        half = {j.name: j.verdict.value for j in judge(played[target.prop])}
-        one = {j.name: j.verdict.value for j in judge(at_one)}
-        assert half == one, (target, half, one)
+        half = {j.name: j for j in judge(played[target.prop])}
+        one = {j.name: j for j in judge(at_one)}
+        differ = {n for n in half.keys() | one.keys() if _level(half.get(n)) != _level(one.get(n))}
+        if differ:
+            moved[f"{target.flaw} on {probe.name}"] = {
+                n: (_said(half.get(n)), _said(one.get(n))) for n in sorted(differ)
+            }
+    assert not moved, moved
+
+
+def _level(judgement: Judgement | None) -> str | None:
+    return None if judgement is None else judgement.verdict.value
+
+
+def _said(judgement: Judgement | None) -> str:
+    if judgement is None:
+        return "(not judged)"
+    return f"{judgement.verdict.value}: {judgement.summary}"

@@ -257,7 +257,8 @@ class Careful:
 
     async def upcall(self, provider: str, body: dict, timeout: float | None = None) -> Upcall:
         payload = {**body, "model": MODELS[provider]}
-        limit = httpx.Timeout(timeout or self.timeout, read=self._read_timeout(body))
+        # A flaw's own timeout is the whole call's; the careful one's reads wait longer.
+        limit = httpx.Timeout(timeout or self.timeout, read=timeout or self._read_timeout(body))
         url = f"{self.up.urls[provider]}/chat/completions"
         lines: list[str] = []  # what a stream sent before it broke, if it did
         try:
