@@ -46,11 +46,17 @@ CONTRACT = {
 def episode(
     seed: int, index: int, knobs: Knobs, *, jobs: int, clients: int, duration: float
 ) -> dict[str, Any]:
-    """The scenario mapping of episode `index` of the run of `seed`."""
+    """The scenario mapping of episode `index` of the run of `seed`: exactly `jobs` jobs,
+    another owner's job made with a shared key (the `shared_key` habit) counted among
+    them, so a run of `--jobs N` plays N jobs."""
     rng = random.Random(f"episode-{seed}-{index}")
     steps: list[dict[str, Any]] = []
-    for n in range(jobs):
-        steps.extend(_job_steps(rng, knobs, f"j{n}", clients, duration))
+    intents = made = 0
+    while made < jobs:
+        drawn = _job_steps(rng, knobs, f"j{intents}", clients, duration, room=jobs - made)
+        steps.extend(drawn)
+        made += _jobs_made(drawn)
+        intents += 1
     steps.extend(_crashes(rng, knobs, jobs, duration))
     steps.extend({"at": _t(t), "tick": None} for t in _ticks(duration))
     if knobs.gate and rng.random() < 0.5:
@@ -63,7 +69,7 @@ def episode(
     for step in steps:  # every client action lands before the recovery phase
         step["at"] = min(step["at"], _t(duration + 59))
     steps.sort(key=lambda s: s["at"])  # stable: same-time steps keep their order
-    operator = [f"j{n}" for n in range(jobs) if rng.random() < knobs.habits.get("resolve", 0)]
+    operator = [f"j{n}" for n in range(intents) if rng.random() < knobs.habits.get("resolve", 0)]
     steps.extend(_recovery(duration, operator, jobs))
     scenario: dict[str, Any] = {
         "format": 1,
@@ -136,9 +142,16 @@ def _input(n: str, *, reordered: bool = False, changed: bool = False) -> dict[st
     return {"prompt": prompt, "n": 1, "options": {"a": 1, "b": 2}}
 
 
+def _jobs_made(steps: list[dict[str, Any]]) -> int:
+    """How many jobs these steps create (each create names the job it makes or finds)."""
+    return len({step["create"]["job"] for step in steps if "create" in step})
+
+
 def _job_steps(
-    rng: random.Random, knobs: Knobs, alias: str, clients: int, duration: float
+    rng: random.Random, knobs: Knobs, alias: str, clients: int, duration: float, *, room: int
 ) -> list[dict[str, Any]]:
+    """One client's intent and its habits' steps; `room` jobs may still be made (the
+    `shared_key` habit makes a second one, another owner's, only when two fit)."""
     habit = {h: rng.random() < p for h, p in knobs.habits.items()}
     client = rng.randrange(clients)
     owner, other = f"c{client}", f"c{(client + 1) % max(clients, 2)}"
@@ -164,7 +177,7 @@ def _job_steps(
         steps.append(
             {**later(0.1, 20), "create": {**again, "input": _input(alias), "policy": policy}}
         )
-    if habit["shared_key"]:
+    if habit["shared_key"] and room > 1:
         shared = {"job": f"{alias}x", "owner": other, "key": alias, "input": _input(alias)}
         steps.append({**later(0.1, 20), "create": shared})
     if habit["foreign_read"]:
