@@ -109,6 +109,12 @@ class Evidence:
             and (done is None or e.get("received_at", 0) < done)
         ]
 
+    def hedge_group(self, intent: str) -> list[Entry]:
+        """The hedged execution and its hedges, when there are hedges: one of them is kept,
+        the others are the price of hedging."""
+        hedges = self.hedges(intent)
+        return [self.for_intent(intent)[0], *hedges] if hedges else []
+
     def kept_ids(self) -> set[int]:
         """The executions (by `id`) whose answers the client kept."""
         return {id(s) for r in self.successes() if (s := self.source(r)) is not None}

@@ -138,7 +138,7 @@ def billed_vs_kept(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
 
 def _lost(ev: Evidence, kept_ids: set[int]) -> list[dict[str, Any]]:
     """Billed executions the client did not keep, a hedge's aside (`hedge_cost`'s)."""
-    hedged = {id(e) for i in ev.run.probe.intents for e in ev.hedges(i)}
+    hedged = {id(e) for i in ev.run.probe.intents for e in ev.hedge_group(i)}
     return [
         e
         for e in ev.attributed
@@ -397,7 +397,8 @@ def hedge_cost(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
     if not hedges:
         return _j(name, Verdict.PASS, "no execution beyond the one the caller waited for")
     kept = ev.kept_ids()
-    paid = [e for e in hedges if id(e) not in kept] or hedges
+    group = [e for i in ev.run.probe.intents for e in ev.hedge_group(i)]
+    paid = [e for e in group if id(e) not in kept and e.get("billed")]
     return _j(
         name,
         Verdict.PARTIAL,

@@ -322,6 +322,13 @@ def test_a_hedge_beside_a_healthy_slow_primary_is_priced_not_a_duplicate() -> No
     assert "price of hedging: 1 execution(s)" in found["hedge_cost"].summary
     assert found["executions_per_intent"].verdict.value == "pass"
     assert found["billed_vs_kept"].verdict.value == "pass"
+    assert "$0.001000 billed and not kept" in found["hedge_cost"].summary
+    # The hedge answered first and was kept: the slow primary's work is the price.
+    hedged = {"response": _answer("hedged", "gpt-fallback")}
+    rows = [rows[0], (1.1, "fallback", "success", hedged)]
+    won = _judged(_play(HEDGE, rows, [(0.0, 1.3, "answer", {"text": "hedged"})]))
+    assert won["billed_vs_kept"].verdict.value == "pass"
+    assert won["hedge_cost"].verdict.value == "partial"
     # The same two executions one after the other, on one provider, are a duplicate.
     twice = [(0.1, "primary", "success"), (1.1, "primary", "success")]
     again = _judged(_play(HEDGE, twice, [(0.0, 1.3, "answer")]))
