@@ -33,6 +33,7 @@ _ID_KEYS = frozenset({"completed_by"})  # event detail values that are attempt r
 _VERDICT_ID = re.compile(r"\b(verdict|latest) #(\d+)\b")  # a verdict's row id in a message
 _RUN_KEYS = frozenset({"fingerprint"})  # event details that hold run-specific names
 _TIME_KEYS = frozenset({"until"})  # event detail values that are instants (a wait's end)
+_REQUEST_EXTRAS = ("tools", "response_format")  # ledger fields the checker judges when kept
 
 
 def seconds(start: datetime, when: datetime | None) -> float | None:
@@ -200,6 +201,9 @@ class History:
             "prompt": entry.prompt_sha256,  # the digest of the prompt's texts it received
             "max_tokens": entry.max_tokens,  # the output cap its request asked for
             "temperature": entry.temperature,  # the sampling temperature it asked for
+            # the tools it offered and the response format it asked for, where the
+            # ledger records them (a ledger that does not says nothing of them)
+            **{f: getattr(entry, f) for f in _REQUEST_EXTRAS if hasattr(entry, f)},
         }
 
     def _execution_of(self, request_id: str | None) -> int | str | None:

@@ -33,6 +33,12 @@ documents. An input whose messages are not all objects with string contents is j
 by its nonce alone. The output cap each request asks for (the ledger's `max_tokens`) is
 the input's `max_tokens` when that is a positive integer, else 1,024; its temperature
 (the ledger's `temperature`) is the input's when that is a number, else none is sent.
+The tools a request offers (the ledger's `tools`, in the order sent) are the names of the
+input's `tools`, in order, and none without them; its response format (the ledger's
+`response_format`) is the input's `response_format` type: `json_object`, or
+`json_schema:` and the SHA-256 of the canonical JSON of its `schema` (a schema is asked
+for as given, whichever provider kind answers: a failover keeps it), and none without
+one. A ledger that does not record a field says nothing of it.
 """
 
 from __future__ import annotations
@@ -153,6 +159,38 @@ def documented_temperature(intent: Mapping[str, Any]) -> float | None:
     return value if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
+def documented_tools(intent: Mapping[str, Any]) -> list[str] | None:
+    """The names of the tools a request offers for an intent (the module doc), in order;
+    None for tools the documentation does not cover (an entry without a string name)."""
+    data = intent.get("input")
+    tools = data.get("tools") if isinstance(data, Mapping) else None
+    if tools is None:
+        return []
+    names = [t.get("name") if isinstance(t, Mapping) else None for t in tools or ()]
+    if not isinstance(tools, list) or not all(isinstance(n, str) for n in names):
+        return None
+    return [str(n) for n in names]
+
+
+def documented_response_format(intent: Mapping[str, Any]) -> str | None:
+    """The response format a request asks for (the module doc): `json_object`,
+    `json_schema:<digest of the schema>`, or `text` (none asked for); None for a format
+    the documentation does not cover."""
+    data = intent.get("input")
+    fmt = data.get("response_format") if isinstance(data, Mapping) else None
+    if fmt is None:
+        return "text"
+    kind = fmt.get("type") if isinstance(fmt, Mapping) else None
+    if kind == "json_object":
+        return "json_object"
+    if kind == "json_schema" and isinstance(fmt.get("schema"), Mapping):
+        text = json.dumps(
+            _canonical(fmt["schema"]), sort_keys=True, separators=(",", ":"), ensure_ascii=False
+        )
+        return f"json_schema:{hashlib.sha256(text.encode('utf-8')).hexdigest()}"
+    return None
+
+
 def texts_digest(texts: list[str]) -> str:
     """The ledger's `prompt_sha256` of these texts, as docs/providers.md states it."""
     text = json.dumps(texts, ensure_ascii=False, separators=(",", ":"))
@@ -166,11 +204,14 @@ def documented_request(intent: Mapping[str, Any]) -> dict[str, Any]:
     found = NONCE.search(documented_system(intent))
     texts = documented_texts(intent)
     cap = documented_max_tokens(intent)
+    tools, fmt = documented_tools(intent), documented_response_format(intent)
     return {
         **({"nonce": found.group(0)} if found is not None else {}),
         **({"prompt": texts_digest(texts)} if texts is not None else {}),
         **({"max_tokens": cap} if cap is not None else {}),
         "temperature": documented_temperature(intent),
+        **({"tools": tools} if tools is not None else {}),
+        **({"response_format": fmt} if fmt is not None else {}),
     }
 
 
@@ -183,10 +224,13 @@ _MISSENT = {
     "sent documents {want}",
     "temperature": "request asked for temperature {got}; the intent its create sent "
     "documents {want}",
+    "tools": "request offered the tools {got}; the intent its create sent documents {want}",
+    "response_format": "request asked for the response format {got}; the intent its "
+    "create sent documents {want}",
 }
 """What each field of the ledger that differs says, of one execution."""
 
-_UNREAD = frozenset({"prompt", "max_tokens"})
+_UNREAD = frozenset({"prompt", "max_tokens", "tools", "response_format"})
 """Fields a ledger entry leaves null when the fake refused the request unread."""
 
 
