@@ -10,6 +10,7 @@ import xmlschema
 
 from harness.probe.driver import ClientRecord, ProbeRun
 from harness.probe.files import parse_probe
+from harness.probe.html import render
 from harness.probe.judge import judge, verdict_of
 from harness.probe.scorecard import Play, junit, markdown, score
 from tests.support.probing import JUNIT_XSD, SCORECARD_SCHEMA
@@ -111,6 +112,10 @@ def test_the_scorecard_as_json_junit_and_markdown() -> None:
     xmlschema.XMLSchema(JUNIT_XSD).validate(junit(card).encode())
     assert "refusal #1" in junit(card) and "refusal #2" in junit(card)
     assert "| refusal | fail (flaky) |" in markdown(card)
+    assert "Levels: pass = rescued" in markdown(card)
+    assert set(data["counts"]) == {"n/a", "pass", "partial", "safe", "fail"}
+    page = render(card)
+    assert "Levels: pass = rescued" in page and "1 fail" in page
 
 
 # --- hand-made runs of any probe: ledger rows and client records, in seconds from start
