@@ -246,7 +246,7 @@ def _tools(request: ResponsesRequest) -> dict[str, Any]:
     if request.parallel_tool_calls is not None:
         found["parallel_tool_calls"] = request.parallel_tool_calls
     for member in request.text or {}:
-        if member not in ("format", "verbosity"):
+        if member != "format":
             raise refuse(f"text.{member}")
     fmt = (request.text or {}).get("format")
     if fmt is not None:
