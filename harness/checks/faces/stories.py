@@ -14,9 +14,10 @@ never taken from the faces' code.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from fake_providers import Behaviour, BehaviourName
@@ -52,6 +53,7 @@ class Play:
     face: FaceClient
     problems: list[str]
     notes: list[str]
+    calls: list[str | None] = field(default_factory=list)  # each call's key, in order
 
     async def call(
         self,
@@ -72,9 +74,32 @@ class Play:
             headers["Prefer"] = f"wait={wait:g}"
         kw = {"token": token} if token else {}
         client = sdk_client(self.face, self.stage.wire, retries=retries, **kw)
-        return await received(
+        asked, client_index = _intent_digest(model, text, extra), len(self.calls)
+        self.calls.append(key)
+        self._record("invoke", key=key, client=client_index, fingerprint=asked)
+        got = await received(
             self.face, client, model=model, text=text, stream=stream, headers=headers, extra=extra
         )
+        job_id = _job_id(got)
+        answer = {409: "conflict", 202: "created", 200: "created"}.get(got.status, "refused")
+        if got.replayed:
+            answer = "replayed"
+        self._record(
+            "ok" if job_id is not None or answer == "conflict" else "fail",
+            key=key,
+            client=client_index,
+            answer=answer,
+            job=None if job_id is None else f"job{job_id}",
+        )
+        return got
+
+    def _record(self, type_: str, *, key: str | None, **fields: Any) -> None:
+        """A keyed call as the client's create in the history (what the checker's I1
+        and I2 read: one key answers one job; another intent under it is a conflict). A
+        keyless call is a job of its own by design: no create the checker pairs by key."""
+        if key is not None:
+            now = self.stage.engine.clock.now()
+            self.stage.history.op(now, "client:alice", type_, "create", key=key, **fields)
 
     def expect(self, holds: bool, message: str) -> None:
         if not holds:
@@ -126,6 +151,13 @@ class Play:
             await asyncio.sleep(POLL)
         self.problems.append(f"never reached within {SETTLE_BOUND:g} s: {what}")
         return False
+
+
+def _intent_digest(model: str, text: str, extra: dict[str, Any] | None) -> str:
+    """What the client asked for, as a digest of its own (two calls asking the same have
+    the same one): the checker tells intents apart by it."""
+    asked = json.dumps([model, text, extra or {}], sort_keys=True)
+    return hashlib.sha256(asked.encode()).hexdigest()[:16]
 
 
 def _job_id(got: Received) -> int | None:
