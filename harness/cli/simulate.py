@@ -12,15 +12,20 @@ import shlex
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from click.core import ParameterSource
+from sqlalchemy.engine import make_url
 
 from harness.cli.exits import exit_on_error, exit_with
 from harness.cli.options import db_option, prepare_reports, summary_md_option
 from harness.store.database import DEFAULT_DATABASE_URL
+
+if TYPE_CHECKING:
+    from harness.simulate.console import Out
 
 _path = click.Path(dir_okay=False, path_type=Path)
 
@@ -32,7 +37,8 @@ _path = click.Path(dir_okay=False, path_type=Path)
     default=200,
     show_default=True,
     type=click.IntRange(1, 1_000_000),
-    help="Jobs to create per seed (client habits such as a changed retry add a few more).",
+    help="Jobs played per seed, exactly: another owner's job made with the same key (a "
+    "client habit) counts among them.",
 )
 @click.option(
     "--clients",
@@ -97,9 +103,20 @@ _path = click.Path(dir_okay=False, path_type=Path)
     type=click.IntRange(1, 100_000),
     help="At most this many replays while shrinking.",
 )
-@click.option("--json", "json_path", type=_path, help="Write the summary (JSON) here.")
+@click.option(
+    "--json",
+    "json_path",
+    type=_path,
+    help="Write the summary (JSON) here; the console gets lines for people only.",
+)
 @click.option("--html", "html_path", type=_path, help="Write an HTML page with plots here.")
 @summary_md_option
+@click.option(
+    "--quiet",
+    "-q",
+    is_flag=True,
+    help="Print only the failing seeds, the failures' recap and the verdict line.",
+)
 def simulate(
     database_url: str,
     jobs: int,
@@ -118,9 +135,11 @@ def simulate(
     json_path: Path | None,
     html_path: Path | None,
     summary_md_path: Path | None,
+    quiet: bool,
 ) -> None:
     """Simulate many clients, workers and faults; judge every invariant; shrink a failure."""
     from harness.checks.mutants import mutant_named
+    from harness.simulate.console import Out
     from harness.simulate.run import Settings
     from harness.simulate.swarm import parse_faults
 
@@ -128,9 +147,11 @@ def simulate(
         rates = parse_faults(faults) if faults is not None else None
         broken = mutant_named(mutant) if mutant else None
         prepare_reports(shrink_to, json_path, html_path, summary_md_path)
+    out = Out(quiet=quiet)
     if processes is not None:
         span = _port_range(ports, processes)
-        _processes(database_url, processes, clients, duration, seed, rates, json_path, span)
+        run = {"processes": processes, "clients": clients, "duration": duration, "seed": seed}
+        _processes(out, database_url, run, rates, faults, json_path, span)
         return
     settings = Settings(
         jobs=jobs, clients=clients, duration=duration, per_episode=per_episode, faults=rates
@@ -138,58 +159,92 @@ def simulate(
     order = list(range(seed, seed + (seeds or 1)))
     source = click.get_current_context().get_parameter_source("database_url")
     explicit = source is not ParameterSource.DEFAULT
+    play = Play(
+        database_url if explicit else None,
+        settings,
+        broken,
+        shrink_to,
+        parallel=1 if explicit else parallel,
+        budget=shrink_budget,
+    )
+    out.line(_header(play, order))
     with exit_on_error():
-        report, runs, wall = _virtual(
-            database_url if explicit else None,
-            settings,
-            order,
-            broken,
-            shrink_to,
-            parallel=1 if explicit else parallel,
-            budget=shrink_budget,
-        )
+        report, runs, wall = _virtual(out, play, order)
     reports = {"json": json_path, "html": html_path, "summary_md": summary_md_path}
-    _finish(report, runs, wall, reports, database_url, mutant, faults, settings)
+    _finish(out, (report, runs, wall, play.timelines), reports, database_url, mutant, faults)
 
 
-def _virtual(
-    database_url: str | None,
-    settings: Any,
-    order: list[int],
-    broken: Any,
-    shrink_to: Any,
-    *,
-    parallel: int,
-    budget: int = 600,
-):
+@dataclass
+class Play:
+    """How the seeds are played: on `database_url` (None: throwaway databases), with
+    `broken` (a mutant) or not, shrinking the first failure to `shrink_to`; `timelines`
+    collects, per seed, the history of its shrunk scenario replayed once (for --html)."""
+
+    database_url: str | None
+    settings: Any
+    broken: Any
+    shrink_to: Path | None
+    parallel: int
+    budget: int
+    timelines: dict[int, Any] = field(default_factory=dict)
+
+
+def _header(play: Play, order: list[int]) -> str:
+    """The first line: what is played, and where (never the database URL: it may hold a
+    password)."""
+    settings = play.settings
+    sizes = settings.episodes()
+    where = (
+        f"on {make_url(play.database_url).get_backend_name()} (--db), one process"
+        if play.database_url
+        else f"on {play.parallel} process(es), each with a throwaway SQLite database"
+    )
+    against = f" against mutant {play.broken.name}" if play.broken else ""
+    return (
+        f"harness simulate: {len(order)} seed(s) from {order[0]}, {settings.jobs} jobs each "
+        f"in {len(sizes)} episode(s) of up to {settings.per_episode}, {where}{against}"
+    )
+
+
+def _virtual(out: Out, play: Play, order: list[int]):
+    """Play the seeds, each seed's lines written as it ends; the report, the runs and the
+    wall-clock seconds."""
     from contextlib import nullcontext
 
     from harness.checks.mutants import applied
-    from harness.cli.progress import progress_bar
     from harness.scenarios.runner import dialect_of
     from harness.scenarios.suite import scenario_database
     from harness.simulate.pool import EpisodePool
-    from harness.simulate.report import summary
+    from harness.simulate.report import run_summary, seed_lines, summary
     from harness.simulate.run import run_seed
 
+    broken, settings = play.broken, play.settings
     runs, shrunk = [], {}
     started = time.perf_counter()
-    pool = EpisodePool(parallel, mutant=broken.name if broken else None) if parallel > 1 else None
-    with scenario_database(database_url) as database, _closing(pool):
-        with progress_bar(settings.jobs * len(order), "jobs") as step:
+    pool = (
+        EpisodePool(play.parallel, mutant=broken.name if broken else None)
+        if play.parallel > 1
+        else None
+    )
+    with scenario_database(play.database_url) as database, _closing(pool):
+        with out.progress(settings.jobs * len(order), settings.jobs) as progress:
             for seed in order:
+                progress.start_seed(seed)
                 with applied(broken) if broken else nullcontext():
                     run = run_seed(
                         seed,
                         settings,
                         database,
-                        stop_at_first=broken is not None or shrink_to is not None,
-                        progress=step,
+                        stop_at_first=broken is not None or play.shrink_to is not None,
+                        progress=progress.advance,
                         pool=pool,
                     )
                 runs.append(run)
-                if run.failed is not None and shrink_to is not None and not shrunk:
-                    shrunk[seed] = _shrink(run, database, shrink_to, broken, budget)
+                if run.failed is not None and play.shrink_to is not None and not shrunk:
+                    shrunk[seed] = _shrink(out, run, database, play)
+                out.lines(
+                    seed_lines(run_summary(run, shrunk=shrunk.get(seed))), failure=bool(run.failed)
+                )
                 if run.failed is not None and broken is not None:
                     break  # a mutant's run ends as soon as it is caught
         wall = time.perf_counter() - started
@@ -212,13 +267,19 @@ def _closing(pool: Any) -> Iterator[None]:
             pool.close()
 
 
-def _shrink(run: Any, database: Any, target: Path, broken: Any, budget: int) -> dict[str, Any]:
+def _shrink(out: Out, run: Any, database: Any, play: Play) -> dict[str, Any]:
+    """Shrink the run's first failing episode to `play.shrink_to`; keep the shrunk
+    scenario's history (played once more, as found) for the HTML timeline."""
+    from contextlib import nullcontext
+
+    from harness.checks.mutants import applied
     from harness.simulate.run import fails_like
+    from harness.simulate.run import play as play_scenario
     from harness.simulate.shrink import shrink, write_scenario
 
-    episode = run.failed
+    episode, broken, target = run.failed, play.broken, play.shrink_to
     signature = episode.signature()
-    click.echo(f"shrinking seed {run.seed} episode {episode.index} ({signature}) ...", err=True)
+    out.note(f"shrinking seed {run.seed} episode {episode.index} ({signature}) ...")
     fails = fails_like(
         signature,
         database,
@@ -226,7 +287,7 @@ def _shrink(run: Any, database: Any, target: Path, broken: Any, budget: int) -> 
         mutant=broken,
         observe_api=episode.needs_api(signature),
     )
-    result = shrink(episode.scenario, fails, budget=budget)
+    result = shrink(episode.scenario, fails, budget=play.budget)
     write_scenario(
         result.scenario,
         target,
@@ -234,6 +295,10 @@ def _shrink(run: Any, database: Any, target: Path, broken: Any, budget: int) -> 
         signature=signature,
         mutant=broken.name if broken else None,
     )
+    with applied(broken) if broken else nullcontext():
+        replayed = play_scenario(result.scenario, database, seed=run.seed)
+    if replayed.history is not None:
+        play.timelines[run.seed] = replayed.history.to_dict()
     return {
         "file": str(target),
         "signature": signature,
@@ -243,39 +308,52 @@ def _shrink(run: Any, database: Any, target: Path, broken: Any, budget: int) -> 
     }
 
 
-def _finish(report, runs, wall, reports, database_url, mutant, faults, settings):
-    from harness.simulate.report import html_page, lines, to_json
-
-    on_db = ["--db", database_url] if database_url != DEFAULT_DATABASE_URL else []
+def _replays(report, database_url, mutant, faults) -> dict[int, str]:
+    """Per failing seed, the command that replays it: its shrunk scenario's, if it was
+    shrunk, else the simulation of that seed alone (a database's password shown as ***)."""
+    shown = make_url(database_url).render_as_string(hide_password=True)
+    on_db = ["--db", shown] if database_url != DEFAULT_DATABASE_URL else []
     as_mutant = ["--mutant", mutant] if mutant else []
-    replay = None
+    settings, replays = report["settings"], {}
+    for seed in report["seeds"]:
+        if seed["passed"]:
+            continue
+        if seed["shrunk"]:
+            file, number = seed["shrunk"]["file"], str(seed["seed"])
+            args = ["harness", "scenarios", "run", file, "--seed", number, *as_mutant, *on_db]
+        else:
+            args = [
+                *("harness", "simulate", "--seed", str(seed["seed"])),
+                *("--jobs", str(settings["jobs"]), "--clients", str(settings["clients"])),
+                *("--duration", f"{settings['duration']:g}"),
+                *("--per-episode", str(settings["per_episode"])),
+                *(["--faults", faults] if faults else []),
+                *as_mutant,
+                *on_db,
+            ]
+        replays[seed["seed"]] = shlex.join(args)
+    return replays
+
+
+def _finish(out: Out, played, reports, database_url, mutant, faults) -> None:
+    from harness.simulate.html import html_page
+    from harness.simulate.report import lines, recap, to_json, totals_lines, verdict_line
+
+    report, runs, wall, timelines = played
+    replays = _replays(report, database_url, mutant, faults)
     shrunk = next((s for s in report["seeds"] if s["shrunk"]), None)
-    if shrunk:
-        file = shrunk["shrunk"]["file"]
-        seed = str(shrunk["seed"])
-        replay = shlex.join(
-            ["harness", "scenarios", "run", file, "--seed", seed, *as_mutant, *on_db]
-        )
-    text = lines(report, wall_seconds=wall, replay=replay)
-    click.echo("\n".join(text))
-    replays = [replay] if replay else []
-    for failing in report["failing_seeds"]:
-        again = [
-            *("harness", "simulate", "--seed", str(failing), "--jobs", str(settings.jobs)),
-            *("--clients", str(settings.clients), "--duration", f"{settings.duration:g}"),
-            *("--per-episode", str(settings.per_episode)),
-            *(["--faults", faults] if faults else []),
-            *as_mutant,
-            *on_db,
-        ]
-        replays.append(shlex.join(again))
-        click.echo(f"seed {failing} fails; replay it: {replays[-1]}")
+    replay = replays.get(shrunk["seed"]) if shrunk else None
+    out.lines(totals_lines(report, wall_seconds=wall))
+    out.lines(recap(report, replays), failure=True)
     if reports["json"] is not None:
         reports["json"].write_text(to_json(report), encoding="utf-8")
     if reports["html"] is not None:
-        reports["html"].write_text(html_page(report, runs, replay=replay), encoding="utf-8")
-    for line in _publish(report, text, replays, reports["summary_md"]):
+        page = html_page(report, runs, replay=replay, timelines=timelines)
+        reports["html"].write_text(page, encoding="utf-8")
+    text = lines(report, wall_seconds=wall, replay=replay)
+    for line in _publish(report, text, list(replays.values()), reports["summary_md"]):
         click.echo(line)  # GitHub annotations, on GitHub Actions only
+    out.verdict(verdict_line(report, wall_seconds=wall))
     exit_with(not report["passed"])
 
 
@@ -316,27 +394,49 @@ def _port_range(text: str | None, processes: int) -> range | None:
     return span
 
 
-def _processes(database_url, processes, clients, duration, seed, rates, json_path, ports) -> None:
+def _processes(out: Out, database_url, run, rates, faults, json_path, ports) -> None:
+    """The real-time run on several processes, told as in-process runs are: its block of
+    lines, the recap of its failures, the verdict line; the JSON only into `--json F`."""
     import json
 
     from harness.simulate.processes import run_processes
+    from harness.simulate.report import (
+        processes_broken,
+        processes_lines,
+        processes_recap,
+        processes_verdict,
+    )
 
     fault_rate = max(rates.values(), default=0.0) if rates is not None else 0.1
+    out.line(
+        f"harness simulate: {run['processes']} API and {run['processes']} worker processes, "
+        f"{run['clients']} clients, {run['duration']:g} s of chaos, seed {run['seed']}, on "
+        "PostgreSQL (--db)"
+    )
     with exit_on_error():
         result = run_processes(
             database_url,
-            api_processes=processes,
-            worker_processes=processes,
-            clients=clients,
-            duration=duration,
-            seed=seed,
+            api_processes=run["processes"],
+            worker_processes=run["processes"],
+            clients=run["clients"],
+            duration=run["duration"],
+            seed=run["seed"],
             fault_rate=fault_rate,
             ports=ports,
         )
-    click.echo(json.dumps(result, indent=1, sort_keys=True))
+    broken = processes_broken(result)
+    out.lines(processes_lines(result), failure=broken)
+    replay = shlex.join(
+        [
+            *("harness", "simulate", "--processes", str(run["processes"])),
+            *("--clients", str(run["clients"]), "--duration", f"{run['duration']:g}"),
+            *("--seed", str(run["seed"])),
+            *(["--faults", faults] if faults else []),
+            *("--db", "POSTGRES_URL"),  # never the URL itself: it may hold a password
+        ]
+    )
+    out.lines(processes_recap(result, replay), failure=True)
     if json_path is not None:
         json_path.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    for reason in result.get("incomplete", []):
-        click.echo(f"the run did not do its work: {reason}", err=True)
-    broken = any(result.get(k) for k in ("violations", "liveness", "lost", "incomplete"))
+    out.verdict(processes_verdict(result))
     exit_with(broken)

@@ -1,5 +1,5 @@
 """What a simulation tells: the JSON summary (schema: harness/schemas/simulate-report.json),
-the lines a person reads, and the HTML page with plots.
+and the lines a person reads (the HTML page: `harness.simulate.html`).
 
 The JSON holds only what the seed decides (no wall-clock figures), so the same seed and
 settings give the same bytes; the wall-clock throughput goes to the console.
@@ -10,12 +10,9 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from html import escape as esc
-from pathlib import Path
 from typing import Any
 
 from harness.scenarios.checker import Finding
-from harness.scenarios.html import page
 from harness.scenarios.witness import grouped
 from harness.simulate.generate import RECOVERY
 from harness.simulate.judge import DUPLICATE_CAUSES
@@ -113,40 +110,96 @@ def to_json(report: Mapping[str, Any]) -> str:
     return json.dumps(report, indent=1, sort_keys=True) + "\n"
 
 
-def lines(report: Mapping[str, Any], *, wall_seconds: float, replay: str | None) -> list[str]:
-    """The summary for people: one line per seed, then every violation with its witness."""
-    out = []
-    jobs = virtual = 0.0
-    for seed in report["seeds"]:
-        jobs += seed["jobs"]
-        virtual += seed["virtual_seconds"]
-        word = "PASS" if seed["passed"] else "FAIL"
-        states = " ".join(f"{k} {v}" for k, v in seed["final_states"].items())
-        out.append(
-            f"{word}  seed {seed['seed']:<6} {seed['jobs']:>6} jobs  {states}  "
-            f"waiting {seed['waiting']}  unknowns {seed['unknowns']['total']}  "
-            f"duplicates {_duplicates(seed['duplicate_executions'])}  "
-            f"discarded {seed['discarded_late_results']}  breaker trips {seed['breaker_trips']}"
-        )
-        for group in grouped([*seed["violations"], *seed["liveness"]])[:WITNESSES_SHOWN]:
-            out.append(f"      {group.headline()} (episode {_episodes(group.episodes)})")
-            out.extend(f"          witness {line}" for line in group.witness)
-        for item in seed["errors"][:WITNESSES_SHOWN]:
-            out.append(f"      error (episode {item['episode']}): {item['message']}")
-        if seed["shrunk"]:
-            out.append(
-                f"      shrunk to {seed['shrunk']['file']}: {seed['shrunk']['steps']} steps "
-                f"(from {seed['shrunk']['steps_before']}), {seed['shrunk']['replays']} replays"
-            )
-    rate = virtual / wall_seconds if wall_seconds else 0.0
-    out.append(
-        f"{len(report['seeds'])} seed(s), {int(jobs)} jobs, {virtual:,.0f} virtual s in "
-        f"{wall_seconds:.1f} wall s: {rate:,.0f} virtual s per wall s, "
-        f"{jobs / wall_seconds if wall_seconds else 0:,.0f} jobs per wall s"
+def seed_lines(seed: Mapping[str, Any]) -> list[str]:
+    """One seed for people: its line (PASS or FAIL and its figures), then each violation
+    with its witness, its errors and where it was shrunk to."""
+    word = "PASS" if seed["passed"] else "FAIL"
+    states = " ".join(f"{k} {v}" for k, v in seed["final_states"].items())
+    out = [
+        f"{word}  seed {seed['seed']:<6} {seed['jobs']:>6} jobs  {states}  "
+        f"waiting {seed['waiting']}  unknowns {seed['unknowns']['total']}  "
+        f"duplicates {_duplicates(seed['duplicate_executions'])}  "
+        f"discarded {seed['discarded_late_results']}  breaker trips {seed['breaker_trips']}"
+    ]
+    for group in grouped([*seed["violations"], *seed["liveness"]])[:WITNESSES_SHOWN]:
+        out.append(f"      {group.headline()} (episode {episodes_text(group.episodes)})")
+        out.extend(f"          witness {line}" for line in group.witness)
+    for item in seed["errors"][:WITNESSES_SHOWN]:
+        out.append(f"      error (episode {item['episode']}): {item['message']}")
+    if seed["shrunk"]:
+        out.append(shrunk_line(seed["shrunk"]))
+    return out
+
+
+def shrunk_line(shrunk: Mapping[str, Any]) -> str:
+    return (
+        f"      shrunk to {shrunk['file']}: {shrunk['steps']} steps "
+        f"(from {shrunk['steps_before']}), {shrunk['replays']} replays"
     )
-    out.extend(LEGEND)
-    failing = report["failing_seeds"]
-    out.append("no violations" if not failing else f"failing seeds: {failing}")
+
+
+def totals_lines(report: Mapping[str, Any], *, wall_seconds: float) -> list[str]:
+    """The run's throughput (wall clock: for people only, never in the JSON) and the
+    legend of the seed lines."""
+    jobs = sum(seed["jobs"] for seed in report["seeds"])
+    virtual = sum(seed["virtual_seconds"] for seed in report["seeds"])
+    rate = virtual / wall_seconds if wall_seconds else 0.0
+    return [
+        f"{len(report['seeds'])} seed(s), {jobs} jobs, {virtual:,.0f} virtual s in "
+        f"{wall_seconds:.1f} wall s: {rate:,.0f} virtual s per wall s, "
+        f"{jobs / wall_seconds if wall_seconds else 0:,.0f} jobs per wall s",
+        *LEGEND,
+    ]
+
+
+def verdict_line(report: Mapping[str, Any], *, wall_seconds: float) -> str:
+    """The last line of every run, in-process or `--processes`: PASSED or FAILED, what
+    was played, and what broke."""
+    jobs = sum(seed["jobs"] for seed in report["seeds"])
+    played = f"{len(report['seeds'])} seed(s), {jobs} jobs, {wall_seconds:.1f} s"
+    if report["passed"]:
+        return f"PASSED  {played}: no violations"
+    return f"FAILED  {played}: {_what_broke(report['seeds'])}"
+
+
+def _what_broke(seeds: Iterable[Mapping[str, Any]]) -> str:
+    failing = [seed for seed in seeds if not seed["passed"]]
+    found = Counter()
+    for seed in failing:
+        found.update(
+            {
+                "violation(s)": len(seed["violations"]),
+                "liveness finding(s)": len(seed["liveness"]),
+                "error(s)": len(seed["errors"]),
+            }
+        )
+    counts = ", ".join(f"{n} {what}" for what, n in found.items() if n)
+    return f"failing seeds: {[seed['seed'] for seed in failing]}; {counts or 'nothing named'}"
+
+
+def recap(report: Mapping[str, Any], replays: Mapping[int, str]) -> list[str]:
+    """The end of a red run: each failure with its one-line reason, then, once per
+    failing seed, the command that replays it (`replays`, by seed). Empty when green."""
+    out, count = [], 0
+    for seed in report["seeds"]:
+        reasons = [
+            f"{group.headline()} (episode {episodes_text(group.episodes)})"
+            for group in grouped([*seed["violations"], *seed["liveness"]])
+        ]
+        reasons += [f"error (episode {e['episode']}): {e['message']}" for e in seed["errors"]]
+        out += [f"  seed {seed['seed']}: {reason}" for reason in reasons]
+        count += len(reasons)
+        if reasons and seed["seed"] in replays:
+            out.append(f"      replay: {replays[seed['seed']]}")
+    return [f"failures ({count}):", *out] if count else []
+
+
+def lines(report: Mapping[str, Any], *, wall_seconds: float, replay: str | None) -> list[str]:
+    """The whole summary for people (the Markdown summary's text): every seed, the
+    totals and legend, the verdict and the shrunk file's replay command."""
+    out = [line for seed in report["seeds"] for line in seed_lines(seed)]
+    out += totals_lines(report, wall_seconds=wall_seconds)
+    out.append(verdict_line(report, wall_seconds=wall_seconds))
     if replay:
         out.append(f"replay: {replay}")
     return out
@@ -160,124 +213,90 @@ def _duplicates(found: Mapping[str, Any]) -> str:
     return f"{found['total']} ({causes + '; ' if causes else ''}{found['violations']} violations)"
 
 
-def _episodes(episodes: list[Any]) -> str:
+def episodes_text(episodes: list[Any]) -> str:
+    """``0, 3, 4``: the episodes a finding was seen in (five at most, then a count)."""
     shown = sorted(set(episodes))
     return ", ".join(map(str, shown[:5])) + (
         f" and {len(shown) - 5} more" if len(shown) > 5 else ""
     )
 
 
-# -- HTML --------------------------------------------------------------------------------
+# -- several processes, real time (`--processes`) ------------------------------------------
 
 
-def html_page(
-    report: Mapping[str, Any], runs: Iterable[SeedRun], *, replay: str | None = None
-) -> str:
-    """A self-contained page: the verdict, an index of every violation (each a link),
-    then per seed each violation with its witness, the shrunk file and the command that
-    replays it, and plots of jobs by final state, attempts per job and time to a result."""
-    seeds, sections, index = report["seeds"], [], []
-    for seed, run in zip(seeds, runs, strict=True):
-        found = grouped([*seed["violations"], *seed["liveness"]])
-        blocks = []
-        for n, group in enumerate(found, 1):
-            anchor = f"violation-{seed['seed']}-{n}"
-            index.append(
-                f'<li><a href="#{anchor}">seed {seed["seed"]}: {esc(group.headline())}</a></li>'
-            )
-            blocks.append(
-                f'<div class="violation" id="{anchor}"><h3>{esc(group.headline())}</h3>'
-                f"<p>episode {esc(_episodes(group.episodes))}</p>"
-                '<pre class="witness">'
-                + esc("\n".join(f"witness {line}" for line in group.witness) or "no witness")
-                + "</pre></div>"
-            )
-        blocks.extend(
-            f'<p class="error">error (episode {e["episode"]}): {esc(e["message"])}</p>'
-            for e in seed["errors"]
-        )
-        sections.append(
-            f'<section class="seed"><h2>seed {seed["seed"]}: '
-            f"{'passed' if seed['passed'] else 'FAILED'}</h2>"
-            f"<p>{seed['jobs']} jobs, {seed['attempts']} attempts, "
-            f"{seed['billed_executions']} billed executions, {seed['waiting']} waiting, "
-            f"{len(seed['violations'])} violations, {len(seed['liveness'])} liveness</p>"
-            + "".join(blocks)
-            + _shrunk(seed, replay)
-            + _plots(seed, run)
-            + "</section>"
-        )
-    passed = report["passed"]
-    summary = (
-        f'<section id="summary"><p class="verdict {"passed" if passed else "failed"}">'
-        f"{'PASSED' if passed else 'FAILED'}</p><table>"
-        f"<tr><th>database</th><td>{esc(report['database'])}</td></tr>"
-        f"<tr><th>mutant</th><td>{esc(report['mutant'] or 'none (the real engine)')}</td></tr>"
-        f"<tr><th>seeds</th><td>{len(seeds)} ({len(report['failing_seeds'])} failing)</td></tr>"
-        f"<tr><th>violations</th><td>{sum(len(s['violations']) for s in seeds)} safety, "
-        f"{sum(len(s['liveness']) for s in seeds)} liveness</td></tr></table></section>"
+def processes_broken(result: Mapping[str, Any]) -> bool:
+    """Did a multi-process run break a guarantee, lose an acknowledged write, or not do
+    its work?"""
+    return any(result.get(k) for k in ("violations", "liveness", "lost", "incomplete"))
+
+
+def processes_lines(result: Mapping[str, Any]) -> list[str]:
+    """A multi-process run for people, shaped as a seed's block: its line, each finding,
+    then the totals (`harness.simulate.processes.run_processes` gives `result`)."""
+    word = "FAIL" if processes_broken(result) else "PASS"
+    states = " ".join(f"{k} {v}" for k, v in result["final_states"].items())
+    dup = result["duplicate_executions"]
+    causes = ", ".join(
+        f"{n} {c.replace('_', ' ')}" for c, n in dup.items() if n and c != "violations"
     )
-    failures = (
-        f'<nav id="failures"><h2>Violations ({len(index)})</h2><ol>{"".join(index)}</ol></nav>'
-        if index
-        else '<nav id="failures"><h2>Violations (0)</h2><p>No violations.</p></nav>'
+    out = [
+        f"{word}  seed {result['seed']:<6} {result['jobs']:>6} jobs  {states}  "
+        f"waiting {result['waiting']}  unknowns {result['unknowns']['total']}  "
+        f"duplicates {sum(dup.values())} ({causes + '; ' if causes else ''}"
+        f"{dup['violations']} violations)  discarded {result['discarded_late_results']}  "
+        f"breaker trips {result['breaker_trips']}"
+    ]
+    out += [f"      {reason}" for reason in _processes_failures(result)]
+    recovery = result.get("recovery", {})
+    out.append(
+        f"{result['api_processes']} API and {result['worker_processes']} worker processes, "
+        f"{result['clients']} clients, {result['requests']} requests, "
+        f"{result.get('worker_kills', 0)} worker kills, chaos {result.get('chaos_seconds', 0):g} "
+        f"s, recovery {recovery.get('took_seconds', 0):g} s "
+        f"({'settled' if recovery.get('settled') else 'NOT settled'}): "
+        f"{result.get('throughput', {}).get('jobs_per_second', 0):g} jobs per s"
     )
-    title = f"harness simulate: {'passed' if passed else 'FAILED'}"
-    return page(title, summary + failures + "".join(sections))
+    return out
 
 
-def _shrunk(seed: Mapping[str, Any], replay: str | None) -> str:
-    shrunk = seed.get("shrunk")
-    if not shrunk:
-        return ""
-    try:
-        text = Path(shrunk["file"]).read_text(encoding="utf-8")
-    except OSError as exc:
-        text = f"(cannot read it: {exc.strerror})"
-    command = replay or f"harness scenarios run {shrunk['file']} --seed {seed['seed']}"
-    return (
-        f'<div class="shrunk"><h3>shrunk to {esc(shrunk["file"])}: {shrunk["steps"]} steps '
-        f"(from {shrunk['steps_before']}), {shrunk['replays']} replays</h3>"
-        f'<p class="replay">replay: <code>{esc(command)}</code></p>'
-        f'<pre class="shrunk-file">{esc(text)}</pre></div>'
+def _processes_failures(result: Mapping[str, Any]) -> list[str]:
+    """Each finding of a multi-process run, one line each."""
+    found = [
+        f"{v['invariant']} job {v['job']}: {v['message']}"
+        + (f" ({v['seen']})" if v.get("seen") else "")
+        for v in [*result.get("violations", []), *result.get("liveness", [])]
+    ]
+    found += [f"I9 lost: {x['action']} of job {x['job']}: {x['problem']}" for x in result["lost"]]
+    found += [f"the run did not do its work: {why}" for why in result.get("incomplete", [])]
+    return found
+
+
+def processes_recap(result: Mapping[str, Any], replay: str) -> list[str]:
+    """The end of a red multi-process run: each failure and the command that runs it
+    again (real time: the same seed draws the same clients, not the same interleaving)."""
+    found = _processes_failures(result)
+    if not found:
+        return []
+    return [
+        f"failures ({len(found)}):",
+        *(f"  seed {result['seed']}: {reason}" for reason in found),
+        f"      replay: {replay}",
+    ]
+
+
+def processes_verdict(result: Mapping[str, Any]) -> str:
+    """The verdict line, as in-process simulate prints it."""
+    played = (
+        f"1 run ({result['api_processes']} API + {result['worker_processes']} worker "
+        f"processes), {result['jobs']} jobs, {result.get('wall_seconds', 0):.1f} s"
     )
-
-
-def _plots(seed: Mapping[str, Any], run: SeedRun) -> str:
-    jobs = [job for episode in run.episodes for job in episode.jobs]
-    attempts = Counter(min(j["attempts"], 6) for j in jobs)
-    results = Counter(_bucket(j["result_after"]) for j in jobs if j["result_after"] is not None)
-    return (
-        _bars("jobs by final state", seed["final_states"])
-        + _bars("attempts per job (6 = 6 or more)", dict(sorted(attempts.items())))
-        + _bars("virtual seconds to a result", {k: results[k] for k in _BUCKETS if k in results})
-    )
-
-
-_BUCKETS = ("<1", "1-5", "5-30", "30-90", "90-300", ">300")
-
-
-def _bucket(seconds: float) -> str:
-    for limit, name in ((1, "<1"), (5, "1-5"), (30, "5-30"), (90, "30-90"), (300, "90-300")):
-        if seconds < limit:
-            return name
-    return ">300"
-
-
-def _bars(title: str, values: Mapping[Any, int]) -> str:
-    width, row = 520, 22
-    top = max(values.values(), default=0) or 1
-    rows = []
-    for i, (label, value) in enumerate(values.items()):
-        y = 24 + i * row
-        bar = int((width - 160) * value / top)
-        rows.append(
-            f"<text x='0' y='{y + 14}'>{esc(str(label))}</text>"
-            f"<rect x='120' y='{y}' width='{bar}' height='{row - 6}' fill='#4a7ab5'/>"
-            f"<text x='{126 + bar}' y='{y + 14}'>{value}</text>"
-        )
-    height = 30 + row * max(len(values), 1)
-    return (
-        f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height}'>"
-        f"<text x='0' y='14' font-weight='bold'>{esc(title)}</text>{''.join(rows)}</svg>"
-    )
+    if not processes_broken(result):
+        return f"PASSED  {played}: no violations"
+    counts = {
+        "violation(s)": len(result.get("violations", [])),
+        "liveness finding(s)": len(result.get("liveness", [])),
+        "lost": len(result.get("lost", [])),
+        "reason(s) it did not do its work": len(result.get("incomplete", [])),
+    }
+    named = ", ".join(f"{n} {what}" for what, n in counts.items() if n)
+    return f"FAILED  {played}: failing seeds: [{result['seed']}]; {named}"

@@ -1,4 +1,4 @@
-"""The simulator's multi-process mode (issue 13, acceptance 4), end to end: real `harness
+"""The simulator's multi-process mode, end to end: real `harness
 serve` and `harness worker` processes on PostgreSQL and the fake-provider server,
 clients over loopback HTTP, workers SIGKILLed and restarted, then judged whole.
 
@@ -131,6 +131,11 @@ def test_two_apis_and_two_killed_workers_keep_every_guarantee(
     assert _children() == before
 
 
+def _simulate_lines(*args: str) -> tuple[int, list[str]]:
+    result = _simulate(*args)
+    return result.exit_code, result.output.splitlines()
+
+
 def _simulate(*args: str):
     from click.testing import CliRunner
 
@@ -145,8 +150,7 @@ def test_a_run_whose_chaos_did_not_run_exits_1_naming_why(
     """The issue's run: no chaos phase, 1.2e9 jobs/s, and yet "passed"; now exit 1."""
     from harness.simulate.verdict import incomplete
 
-    summary = {"duration": 60.0, "chaos_seconds": 0.0, "jobs": 1200, "requests": 1300}
-    summary |= {"violations": [], "liveness": [], "lost": [], "max_jobs": 6000, "dead": []}
+    summary = _processes_summary(chaos_seconds=0.0, duration=60.0, jobs=1200, requests=1300)
     summary["incomplete"] = incomplete(summary)
     monkeypatch.setattr(processes, "run_processes", lambda *a, **kw: summary)
     result = _simulate("--processes", "2", "--db", "postgresql://x@h/db")
@@ -194,3 +198,66 @@ def test_ports_come_from_the_range_skipping_taken_and_busy_ones() -> None:
                 free_port(range(low, low + 1), taken)
             return
     pytest.fail("no busy port with two free neighbours in 50 tries")
+
+
+def _processes_summary(**changed: object) -> dict:
+    """What `run_processes` returns (the keys the console reads), a green run."""
+    summary = {
+        **{"mode": "processes", "seed": 7, "duration": 15.0, "api_processes": 2},
+        **{"worker_processes": 2, "clients": 8, "jobs": 120, "requests": 400, "max_jobs": 6000},
+        "final_states": {"failed": 20, "succeeded": 100},
+        "waiting": 0,
+        "unknowns": {"total": 3, "resolved": 3, "waiting": 0, "by": {"operator": 3}},
+        "duplicate_executions": {"hedging": 2, "after_unusable": 0, "after_unknown": 1},
+        **{"discarded_late_results": 1, "breaker_trips": 2, "worker_kills": 4},
+        **{"violations": [], "liveness": [], "lost": [], "incomplete": [], "dead": []},
+        **{"chaos_seconds": 15.1, "wall_seconds": 31.2},
+        "recovery": {"settled": True, "took_seconds": 6.5},
+        "throughput": {"jobs_per_second": 7.9, "requests_per_second": 26.5},
+    }
+    summary["duplicate_executions"]["violations"] = 0
+    return {**summary, **changed}
+
+
+def test_processes_ends_with_the_verdict_line_and_its_json_goes_only_to_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    summary = _processes_summary()
+    monkeypatch.setattr(processes, "run_processes", lambda *a, **kw: summary)
+    out = tmp_path / "run.json"
+    code, lines = _simulate_lines(
+        "--processes", "2", "--db", "postgresql://x@h/db", "--json", str(out)
+    )
+    assert code == 0, lines
+    assert not [line for line in lines if line.lstrip().startswith(("{", "}", '"'))], lines
+    assert lines[1].startswith("PASS  seed 7         120 jobs  failed 20 succeeded 100  waiting 0")
+    assert (
+        lines[-1] == "PASSED  1 run (2 API + 2 worker processes), 120 jobs, 31.2 s: no violations"
+    )
+    assert json.loads(out.read_text()) == summary
+    code, quiet = _simulate_lines("--processes", "2", "--db", "postgresql://x@h/db", "--quiet")
+    assert code == 0 and quiet == lines[-1:]
+
+
+def test_a_red_processes_run_recaps_each_failure_with_a_replay_without_the_url(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    lost = [{"action": "create", "job": 12, "problem": "acknowledged, but no such job"}]
+    violation = {"invariant": "I5", "job": 9, "message": "two winners", "seen": "during chaos"}
+    summary = _processes_summary(violations=[violation], lost=lost)
+    monkeypatch.setattr(processes, "run_processes", lambda *a, **kw: summary)
+    as_asked = ["--seed", "7", "--clients", "8", "--duration", "15"]  # as the summary says
+    code, lines = _simulate_lines(
+        "--processes", "2", *as_asked, "--db", "postgresql://u:secret@h/db"
+    )
+    assert code == 1, lines
+    assert lines[-4:] == [
+        "  seed 7: I5 job 9: two winners (during chaos)",
+        "  seed 7: I9 lost: create of job 12: acknowledged, but no such job",
+        "      replay: harness simulate --processes 2 --clients 8 --duration 15 --seed 7 "
+        "--db POSTGRES_URL",
+        "FAILED  1 run (2 API + 2 worker processes), 120 jobs, 31.2 s: failing seeds: [7]; "
+        "1 violation(s), 1 lost",
+    ]
+    assert lines[-5] == "failures (2):"
+    assert not [line for line in lines if "secret" in line]
