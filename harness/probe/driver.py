@@ -102,6 +102,7 @@ class ProbeRun:
     alive: ClientRecord | None = None
     alive_nonce: str = ""
     late: list[dict[str, Any]] = field(default_factory=list)  # calls after the alive check
+    earlier_nonces: frozenset[str] = frozenset()  # of the probes played before this one
 
     def scale(self, seconds: float) -> float:
         return seconds * self.time_scale
@@ -147,6 +148,8 @@ class Driver:
         self.quiet_window = quiet_window
         self.salt = salt
         self._seq = 0
+        self._previous: ProbeRun | None = None
+        self._issued: set[str] = set()
         self._lock = threading.Lock()
 
     def play(self, probe: Probe, repeat: int = 0) -> ProbeRun:
@@ -166,6 +169,9 @@ class Driver:
         for intent in probe.intents:
             run.nonces[intent] = nonce_for(self.salt, probe.name, probe.seed, repeat, intent)
         run.alive_nonce = nonce_for(self.salt, probe.name, probe.seed, repeat, "(alive)")
+        run.earlier_nonces = frozenset(self._issued)
+        self._issued.update(run.nonces.values())
+        self.collect_late()
         self.fakes.reset()
         for name, spec in probe.providers.items():
             if spec.script or spec.then is not None:
@@ -206,7 +212,24 @@ class Driver:
         _sleep(OBSERVE if gave_up else SETTLE)
         seen = {e.get("request_id") for e in run.ledger}
         run.late = [e for e in self.fakes.ledger() if e.get("request_id") not in seen]
+        self._previous = run
         return run
+
+    def collect_late(self) -> None:
+        """Calls for the last probe's intents that landed after it was played (a gateway
+        still working for a caller who left) join its `late` list before the fakes are
+        reset: they are judged with the probe they belong to, not found as strays in the
+        next one. Judge a run once the next has started, or after calling this."""
+        previous = self._previous
+        if previous is None:
+            return
+        nonces = set(previous.nonces.values())
+        seen = {e.get("request_id") for e in (*previous.ledger, *previous.late)}
+        previous.late += [
+            e
+            for e in self.fakes.ledger()
+            if e.get("request_id") not in seen and e.get("nonce") in nonces
+        ]
 
     def _request_step(self, run: ProbeRun, index: int, action: str, request: Request) -> None:
         nonce = run.nonces[request.intent]

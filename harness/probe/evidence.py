@@ -55,7 +55,11 @@ class Evidence:
         both = [*run.ledger, *self.late]
         self.entries = sorted(both, key=lambda e: (e.get("received_at", 0), e["request_id"]))
         self.attributed = [e for e in self.entries if e.get("nonce") in nonces]
-        self.unattributed = [e for e in run.ledger if e.get("nonce") not in nonces]
+        others = [e for e in run.ledger if e.get("nonce") not in nonces]
+        # An earlier probe's call that landed here is that probe's (it is judged there when
+        # it landed in time); here it is only reported, never money nobody accounts for.
+        self.earlier = [e for e in others if e.get("nonce") in run.earlier_nonces]
+        self.unattributed = [e for e in others if e.get("nonce") not in run.earlier_nonces]
 
     def for_intent(self, intent: str) -> list[Entry]:
         nonce = self.run.nonces[intent]

@@ -69,9 +69,12 @@ def attributed(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
     stray, late = ev.unattributed, ev.late
     witness = [ev.execution(e, "no probe nonce of this run") for e in stray]
     witness += [ev.execution(e, "after the alive check") for e in late]
+    witness += [ev.execution(e, "an earlier probe's call, landed late") for e in ev.earlier]
     summary = f"{len(ev.attributed)} execution(s) carry the probe's nonce"
     if late:
         summary += f", {len(late)} of them after the alive check (judged)"
+    if ev.earlier:
+        summary += f"; {len(ev.earlier)} late call(s) of earlier probes (reported)"
     if stray:
         return _j(
             name,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -13,7 +14,7 @@ from pathlib import Path
 import httpx
 
 from harness.errors import GatewayUnreachable, ProbeError
-from harness.probe.driver import Driver
+from harness.probe.driver import OBSERVE, Driver, ProbeRun
 from harness.probe.fakes import FakesLink
 from harness.probe.files import load_probe
 from harness.probe.html import render
@@ -88,12 +89,26 @@ def play_all(
         salt=secrets.token_hex(4),
     )
     plays = []
+
+    def judged(run: ProbeRun) -> None:
+        play = Play.of(run)
+        plays.append(play)
+        if on_play is not None:
+            on_play(play)
+
+    # A run is judged once the next has started: calls for its callers that land late
+    # are added to it first (`Driver.collect_late`).
+    pending: ProbeRun | None = None
     for probe in probes:
         for n in range(repeat):
-            play = Play.of(driver.play(probe, n))
-            plays.append(play)
-            if on_play is not None:
-                on_play(play)
+            run = driver.play(probe, n)
+            if pending is not None:
+                judged(pending)
+            pending = run
+    if pending is not None:
+        threading.Event().wait(OBSERVE)
+        driver.collect_late()
+        judged(pending)
     return score(gateway, profile.name, time_scale, plays)
 
 

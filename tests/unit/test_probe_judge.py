@@ -441,3 +441,13 @@ def test_an_sdk_retry_of_a_keyless_call_that_executes_again_is_reported() -> Non
     assert _judged(once)["sdk_retry_once"].verdict.value == "pass"
     twice = _play(probe, [(0.1, "primary", "success"), (1.1, "primary", "success")], records)
     assert _judged(twice)["sdk_retry_once"].verdict.value == "partial"
+
+
+def test_an_earlier_probes_late_call_is_reported_not_money_nobody_accounts_for() -> None:
+    run = _play(STREAM_CUT, [(0.1, "primary", "success")], [(0.0, 0.5, "answer")])
+    stray = _entry("hxn-earlierearlierea", 0.2, "primary", "hang")
+    run.ledger.append(stray)
+    assert _judged(run)["attributed"].verdict.value == "partial"
+    run.earlier_nonces = frozenset({"hxn-earlierearlierea"})
+    found = _judged(run)["attributed"]
+    assert found.verdict.value == "pass" and "1 late call(s) of earlier probes" in found.summary
