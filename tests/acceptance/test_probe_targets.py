@@ -18,13 +18,12 @@ from typing import Any
 import pytest
 
 from fake_providers import FakeServer
-from harness.probe.driver import Driver, ProbeRun
-from harness.probe.fakes import FakesLink, provider_urls
+from harness.probe.driver import ProbeRun
+from harness.probe.fakes import provider_urls
 from harness.probe.files import load_probe, probe_files
 from harness.probe.judge import Judgement, judge, verdict_of
 from harness.probe.model import Probe, Verdict
-from harness.probe.profiles import load_profile
-from tests.support.probing import FLAWS, Careful, Upstreams, careful_app, serving
+from tests.support.probing import FLAWS, Careful, Upstreams, careful_app, play_probe
 
 HELD = {"pass", "n/a"}
 QUIET = 1.0  # seconds, as `--quiet-window 1`
@@ -105,20 +104,7 @@ def _judged() -> list[Target]:
 def play(fakes_url: str, flaw: str | None, probe: Probe, scale: float) -> ProbeRun:
     urls = {n: provider_urls(fakes_url, n)["openai"] for n in ("primary", "fallback")}
     gateway = Careful(Upstreams(urls=urls), flaw=flaw, scale=scale, quiet=QUIET)
-    link = FakesLink(fakes_url)
-    try:
-        with serving(careful_app(gateway)) as url:
-            driver = Driver(
-                gateway=url,
-                profile=load_profile(None),
-                fakes=link,
-                time_scale=scale,
-                quiet_window=QUIET,
-                salt=f"{flaw}-{scale:g}",
-            )
-            return driver.play(probe)
-    finally:
-        link.close()
+    return play_probe(fakes_url, careful_app(gateway), probe, scale, QUIET)
 
 
 def not_held(run: ProbeRun) -> dict[str, Judgement]:

@@ -25,6 +25,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from harness.probe.driver import Driver, ProbeRun
+from harness.probe.fakes import FakesLink
+from harness.probe.model import Probe
+from harness.probe.profiles import load_profile
 from tests.support.live import serve
 from tests.support.polling import wait_until
 
@@ -155,6 +159,27 @@ def summarise_app(up: Upstreams, token: str) -> Starlette:
     return Starlette(routes=[Route("/summarise", summarise, methods=["POST"])])
 
 
+def play_probe(
+    fakes_url: str, app: Starlette, probe: Probe, scale: float, quiet: float
+) -> ProbeRun:
+    """One play of `probe` against `app` on loopback, by the probe's own driver, with the
+    default profile (openai-chat) and the fakes at `fakes_url`."""
+    link = FakesLink(fakes_url)
+    try:
+        with serving(app) as url:
+            driver = Driver(
+                gateway=url,
+                profile=load_profile(None),
+                fakes=link,
+                time_scale=scale,
+                quiet_window=quiet,
+                salt=f"{probe.name}-{scale:g}",
+            )
+            return driver.play(probe)
+    finally:
+        link.close()
+
+
 @contextmanager
 def serving(app: Starlette, port: int = 0) -> Iterator[str]:
     """The app on loopback (a free port unless given); yields its base URL."""
@@ -220,7 +245,7 @@ class Upcall:
     body: dict | None = None
     events: tuple[bytes, ...] = ()
     code: str | None = None
-    retry_after: bool = False
+    retry_after: float | None = None  # seconds, when a 429 said
 
 
 @dataclass
@@ -241,6 +266,7 @@ class Careful:
     quiet: float = 2.0
     gateway_timeout: float = 10.0  # what the probe's profile states, never scaled
     failed: list[str] = field(default_factory=list)
+    resting: dict[str, float] = field(default_factory=dict)  # provider -> its Retry-After
     replies: dict[str, tuple[asyncio.Task, str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -289,6 +315,8 @@ class Careful:
         elif self.has("never_fails_over"):
             order = ["primary"]
         for provider in order:
+            if asyncio.get_running_loop().time() < self.resting.get(provider, 0.0):
+                continue  # its Retry-After has not passed
             if provider == "fallback" and self.has("calls_after_caller_left"):
                 await _until(left)  # the flaw: it goes on for a caller who hung up
                 await asyncio.sleep(self.quiet + 0.25 * self.scale)
@@ -310,6 +338,8 @@ class Careful:
             if call.kind == "answer":
                 return Reply(status=200, body=call.body, events=call.events)
             self.failed.append(provider)
+            if call.retry_after is not None and not self.has("ignores_retry_after"):
+                self.resting[provider] = asyncio.get_running_loop().time() + call.retry_after
             if call.kind == "rate_limit" and self.has("hammers"):
                 burst = [self._once(provider, body, left) for _ in range(12)]
                 found = [c for c in await asyncio.gather(*burst) if c.kind == "answer"]
@@ -333,7 +363,7 @@ class Careful:
         if call.kind == "refusal":
             return self.has("retries_refusals")
         if call.kind == "rate_limit":
-            return self.has("ignores_retry_after") and call.retry_after
+            return self.has("ignores_retry_after") and call.retry_after is not None
         if call.kind == "silent":
             return self.has("calls_silent_again")
         return call.kind == "error"  # a 5xx the provider answered itself: once more
@@ -417,8 +447,11 @@ def _classify(response: httpx.Response, lines: list[str] | None = None) -> Upcal
     error = body.get("error") if isinstance(body, dict) else None
     code = error.get("code") if isinstance(error, dict) else None
     if status == 429:
-        has_wait = "retry-after" in response.headers
-        return Upcall(kind="rate_limit", status=status, body=body, retry_after=has_wait)
+        try:
+            wait = float(response.headers.get("retry-after", ""))
+        except ValueError:
+            wait = None
+        return Upcall(kind="rate_limit", status=status, body=body, retry_after=wait)
     kind = "refusal" if status == 400 else "error"
     return Upcall(kind=kind, status=status, body=body, code=code)
 
