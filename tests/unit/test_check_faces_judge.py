@@ -35,3 +35,22 @@ def test_only_a_location_of_the_jobs_api_names_a_job() -> None:
     assert _job_id(got("/v1/jobs/12")) == 12
     for location in ("", "/v1/jobs/", "/v1/jobs/x", "/elsewhere/12"):
         assert _job_id(got(location)) is None, location
+
+
+def test_the_judges_never_import_the_gateway_they_judge() -> None:
+    """The stories and the coverage of the faces read the gateway through HTTP only: no
+    import of the API (its faces, their tables) or the engine, even indirectly."""
+    import grimp
+
+    graph = grimp.build_graph(
+        "harness",
+        "fake_providers",
+        include_external_packages=False,
+        exclude_type_checking_imports=True,
+    )
+    for judge in ("stories", "clients", "coverage"):
+        for judged in ("harness.api", "harness.engine", "harness.runtime", "harness.store"):
+            chain = graph.find_shortest_chain(
+                importer=f"harness.checks.faces.{judge}", imported=judged
+            )
+            assert chain is None, chain

@@ -18,11 +18,13 @@ import hashlib
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fake_providers import Behaviour, BehaviourName
 from harness.checks.faces.clients import FaceClient, Received, received, sdk_client
-from harness.checks.faces.stage import FaceStage
+
+if TYPE_CHECKING:  # the judge never imports the gateway it judges: the stage is handed in
+    from harness.checks.faces.stage import FaceStage
 
 SETTLE_BOUND = 10.0
 """Seconds a story waits for a state the run must reach (an attempt becoming unknown, a
