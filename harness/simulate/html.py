@@ -1,10 +1,11 @@
 """`harness simulate --html F`: one self-contained page a person acts on.
 
 At the top the verdict and the counts, then the index of every violation (each a link),
-then the seeds, failing ones first: each violation with its witness, the shrunk scenario
-file, the command that replays it and its timeline (drawn by check's renderer,
-`harness/scenarios/svg.py`, from the shrunk file replayed once), then the plots of jobs by
-final state, attempts per job and virtual seconds to a result. No script, no outside
+then the seeds, failing ones first: where the seed was shrunk to, the command that
+replays it and the shrunk scenario's timeline (drawn by check's renderer,
+`harness/scenarios/svg.py`, from the shrunk file replayed once), each violation with its
+witness, the shrunk file, then the plots of jobs by final state, attempts per job and
+virtual seconds to a result. No script, no outside
 resource: the file opens anywhere.
 """
 
@@ -38,6 +39,7 @@ def html_page(
     sections, index = [], []
     for seed, run in pairs:
         blocks = _violations(seed, index)
+        shrunk, shrunk_file = _shrunk(seed, replay, timelines.get(seed["seed"]))
         sections.append(
             f'<section class="seed {"passed" if seed["passed"] else "failed"}" '
             f'id="seed-{seed["seed"]}"><h2>seed {seed["seed"]}: '
@@ -45,8 +47,9 @@ def html_page(
             f"<p>{seed['jobs']} jobs, {seed['attempts']} attempts, "
             f"{seed['billed_executions']} billed executions, {seed['waiting']} waiting, "
             f"{len(seed['violations'])} violations, {len(seed['liveness'])} liveness</p>"
+            + shrunk
             + "".join(blocks)
-            + _shrunk(seed, replay, timelines.get(seed["seed"]))
+            + shrunk_file
             + _plots(seed, run)
             + "</section>"
         )
@@ -92,10 +95,15 @@ def _violations(seed: Mapping[str, Any], index: list[str]) -> list[str]:
     return blocks
 
 
-def _shrunk(seed: Mapping[str, Any], replay: str | None, history: Mapping[str, Any] | None) -> str:
+def _shrunk(
+    seed: Mapping[str, Any], replay: str | None, history: Mapping[str, Any] | None
+) -> tuple[str, str]:
+    """What to act on first (where the seed was shrunk to, the command that replays it,
+    the shrunk scenario's timeline), and the shrunk file itself (shown after the
+    violations' witnesses)."""
     shrunk = seed.get("shrunk")
     if not shrunk:
-        return ""
+        return "", ""
     try:
         text = Path(shrunk["file"]).read_text(encoding="utf-8")
     except OSError as exc:
@@ -103,17 +111,20 @@ def _shrunk(seed: Mapping[str, Any], replay: str | None, history: Mapping[str, A
     command = replay or f"harness scenarios run {shrunk['file']} --seed {seed['seed']}"
     drawn = (
         f'<div class="shrunk-timeline" id="shrunk-timeline-{seed["seed"]}">'
-        f"<h4>the shrunk scenario, replayed</h4>{svg_timeline(history)}{legend_svg()}</div>"
+        f"{svg_timeline(history)}{legend_svg()}</div>"
         if history is not None
         else ""
     )
-    return (
+    head = (
         f'<div class="shrunk"><h3>shrunk to {esc(shrunk["file"])}: {shrunk["steps"]} steps '
         f"(from {shrunk['steps_before']}), {shrunk['replays']} replays</h3>"
-        f'<p class="replay">replay: <code>{esc(command)}</code></p>'
-        f"{drawn}"
+        f'<p class="replay">replay: <code>{esc(command)}</code></p>{drawn}</div>'
+    )
+    file = (
+        f'<div class="shrunk-file"><h4>{esc(shrunk["file"])}</h4>'
         f'<pre class="shrunk-file">{esc(text)}</pre></div>'
     )
+    return head, file
 
 
 def _plots(seed: Mapping[str, Any], run: SeedRun) -> str:
