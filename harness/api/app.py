@@ -146,7 +146,7 @@ def _openapi(
             paths[path][method]["requestBody"] = body
         _links(paths)
         if hasattr(app.state, "gateway"):
-            gateway.document(document)
+            gateway.document(document, app.state.gateway)
         app.openapi_schema = document
     return app.openapi_schema
 

@@ -10,7 +10,7 @@ the last one (docs/gateway.md).
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any
 
 from fastapi.responses import StreamingResponse
@@ -57,3 +57,160 @@ def sse_response(
         media_type="text/event-stream",
         headers={**headers, "Cache-Control": "no-cache"},
     )
+
+
+# What the streams carry, for the OpenAPI document -------------------------------------
+#
+# OpenAPI describes a `text/event-stream` answer by `itemSchema`, one event's schema
+# (`event`, `data`, `id`, `retry`; a JSON `data` by `contentMediaType` and
+# `contentSchema`), as FastAPI's own event streams do and schemathesis validates. The
+# schemas below are the official APIs' events as far as the faces send them (text and
+# function calls); each refers to the documented objects by `$ref`.
+
+_INT = {"type": "integer", "minimum": 0}
+_STR = {"type": "string"}
+_OBJ = {"type": "object"}
+
+
+def _object(required: dict[str, Any], **optional: Any) -> dict[str, Any]:
+    """An object schema with these members required (and others optional)."""
+    return {"type": "object", "required": list(required), "properties": {**required, **optional}}
+
+
+def _json(schema: dict[str, Any]) -> dict[str, Any]:
+    """A `data` field carrying JSON of `schema`."""
+    return {"type": "string", "contentMediaType": "application/json", "contentSchema": schema}
+
+
+def named_item(events: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """One event of a stream of named events (Responses, Messages): `event: NAME` and
+    `data` of that name's schema."""
+    return {
+        "oneOf": [
+            _object({"event": {"const": name}, "data": _json(schema)})
+            for name, schema in events.items()
+        ]
+    }
+
+
+def _typed(name: str, required: dict[str, Any], **optional: Any) -> dict[str, Any]:
+    """An event's data whose `type` names it."""
+    return _object({"type": {"const": name}, **required}, **optional)
+
+
+def chat_event_schemas(ref: Callable[[str], dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The Chat Completions stream's components: each `data` is a chunk, an error, or
+    the literal `[DONE]`. `ref(name)` refers to a documented component."""
+    call = _object(
+        {"index": _INT},
+        id=_STR,
+        type={"const": "function"},
+        function=_object({}, name=_STR, arguments=_STR),
+    )
+    delta = _object(
+        {},
+        role={"const": "assistant"},
+        content={"type": ["string", "null"]},
+        refusal={"type": ["string", "null"]},
+        tool_calls={"type": "array", "items": call},
+    )
+    choice = _object(
+        {"index": _INT, "delta": delta, "finish_reason": {"type": ["string", "null"]}},
+        logprobs={"type": ["object", "null"]},
+    )
+    chunk = _object(
+        {
+            "id": _STR,
+            "object": {"const": "chat.completion.chunk"},
+            "created": {"type": "integer"},
+            "model": _STR,
+            "choices": {"type": "array", "items": choice},
+        },
+        system_fingerprint={"type": ["string", "null"]},
+        usage={"anyOf": [ref("CompletionUsage"), {"type": "null"}]},
+    )
+    return {
+        "ChatCompletionChunk": chunk,
+        "ChatCompletionStreamError": _object({"error": ref("OpenAIErrorDetail")}),
+    }
+
+
+CHAT_ITEM = _object(
+    {
+        "data": {
+            "anyOf": [
+                {"const": "[DONE]"},
+                _json(
+                    {
+                        "oneOf": [
+                            {"$ref": "#/components/schemas/ChatCompletionChunk"},
+                            {"$ref": "#/components/schemas/ChatCompletionStreamError"},
+                        ]
+                    }
+                ),
+            ]
+        }
+    }
+)
+"""One event of a Chat Completions stream (no `event:` names: the data says)."""
+
+
+def responses_events(ref: Callable[[str], dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Each event a Responses stream may carry, by name: its data's schema."""
+    seq = {"sequence_number": _INT}
+    item = {"item_id": _STR, "output_index": _INT}
+    part = {**item, "content_index": _INT}
+    whole = {"response": ref("ResponseObject"), **seq}
+    # the response before it has finished (no usage yet: `null`)
+    begun = _object({"id": _STR, "object": {"const": "response"}, "status": _STR})
+    started = {"response": begun, **seq}
+    return {
+        "response.created": _typed("response.created", started),
+        "response.in_progress": _typed("response.in_progress", started),
+        "response.output_item.added": _typed(
+            "response.output_item.added", {"output_index": _INT, "item": _OBJ, **seq}
+        ),
+        "response.content_part.added": _typed(
+            "response.content_part.added", {**part, "part": _OBJ, **seq}
+        ),
+        "response.output_text.delta": _typed(
+            "response.output_text.delta", {**part, "delta": _STR, **seq}
+        ),
+        "response.output_text.done": _typed(
+            "response.output_text.done", {**part, "text": _STR, **seq}
+        ),
+        "response.content_part.done": _typed(
+            "response.content_part.done", {**part, "part": _OBJ, **seq}
+        ),
+        "response.function_call_arguments.delta": _typed(
+            "response.function_call_arguments.delta", {**item, "delta": _STR, **seq}
+        ),
+        "response.function_call_arguments.done": _typed(
+            "response.function_call_arguments.done", {**item, "arguments": _STR, **seq}
+        ),
+        "response.output_item.done": _typed(
+            "response.output_item.done", {"output_index": _INT, "item": _OBJ, **seq}
+        ),
+        "response.completed": _typed("response.completed", whole),
+        "error": _typed("error", {"message": _STR, **seq}, code={"type": ["string", "null"]}),
+    }
+
+
+def messages_events(ref: Callable[[str], dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Each event a Messages stream may carry, by name: its data's schema."""
+    index = {"index": _INT}
+    block = _object({"type": {"enum": ["text", "tool_use"]}}, text=_STR, id=_STR, name=_STR)
+    delta = _object(
+        {"type": {"enum": ["text_delta", "input_json_delta"]}}, text=_STR, partial_json=_STR
+    )
+    stop = _object({"stop_reason": {"type": ["string", "null"]}})
+    return {
+        "message_start": _typed("message_start", {"message": ref("MessageObject")}),
+        "ping": _typed("ping", {}),
+        "content_block_start": _typed("content_block_start", {**index, "content_block": block}),
+        "content_block_delta": _typed("content_block_delta", {**index, "delta": delta}),
+        "content_block_stop": _typed("content_block_stop", index),
+        "message_delta": _typed("message_delta", {"delta": stop, "usage": _OBJ}),
+        "message_stop": _typed("message_stop", {}),
+        "error": _typed("error", {"error": ref("AnthropicErrorDetail")}),
+    }
