@@ -166,3 +166,55 @@ def test_top_p_and_stop_sequences_are_said_in_each_providers_words(fakes) -> Non
     openai_body, anthropic_body = (json.loads(r.content) for r in sent)
     assert (openai_body["top_p"], openai_body["stop"]) == (0.5, ["END"])
     assert (anthropic_body["top_p"], anthropic_body["stop_sequences"]) == (0.5, ["END"])
+
+
+def test_a_jobs_neutral_input_becomes_the_completion_request() -> None:
+    """`build_request` reads what the faces write (docs/gateway.md): tools, choice,
+    parallel calls, format, parts, calls and results."""
+    from datetime import UTC, datetime
+
+    from harness.core.failover import build_request
+    from harness.core.models import Attempt, Job, Policy
+    from harness.core.states import AttemptState, JobState
+
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    given = {
+        "messages": [
+            {"role": "user", "content": "look", "parts": [{"type": "image", "url": PNG}]},
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [{"id": "call_1", "name": "get_weather", "arguments": "{}"}],
+            },
+            {"role": "tool", "content": "21 C", "tool_call_id": "call_1"},
+        ],
+        "system": "brief",
+        "top_p": 0.5,
+        "stop": ["END"],
+        "tools": [{"name": "get_weather", "parameters": WEATHER.parameters}],
+        "tool_choice": {"type": "tool", "name": "get_weather"},
+        "parallel_tool_calls": False,
+        "response_format": {"type": "json_schema", "name": "w", "schema": {"type": "object"}},
+        "request": {"ignored": "by the adapters"},
+    }
+    job = Job(
+        id=1, owner="o", idempotency_key="k", fingerprint="f", operation="op", input=given,
+        contract=None, providers=("a",), policy=Policy(), status=JobState.RUNNING, version=1,
+        attempt_count=1, completed_by=None, result=None, created_at=now, updated_at=now,
+    )  # fmt: skip
+    attempt = Attempt(
+        id=1, job_id=1, number=1, provider="a", model=None, state=AttemptState.STARTING,
+        live_slot=1, read_version=1, provider_request_id=None, started_at=now,
+        deadline_at=None, finished_at=None, outcome=None, error=None, raw_result=None,
+        token="tok",
+    )  # fmt: skip
+    request = build_request(job, attempt)
+    look, called, result = request.messages
+    assert look.parts == ({"type": "image", "url": PNG},)
+    assert called.tool_calls == (ToolCall(id="call_1", name="get_weather", arguments="{}"),)
+    assert (result.role, result.tool_call_id, result.content) == ("tool", "call_1", "21 C")
+    assert request.tools == (Tool(name="get_weather", parameters=WEATHER.parameters),)
+    assert request.tool_choice == ToolChoice(type="tool", name="get_weather")
+    assert (request.parallel_tool_calls, request.top_p, request.stop) == (False, 0.5, ("END",))
+    assert (request.json_schema, request.schema_name) == ({"type": "object"}, "w")
+    assert request.attempt_id == "tok" and request.system == "brief"
