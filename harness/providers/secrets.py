@@ -56,12 +56,15 @@ class Secret:
             return text
         if len(self._value) >= MIN_RUN:
             text = text.replace(self._value, MASK)
-        return _WORD.sub(lambda word: MASK if self._echoed(word.group()) else word.group(), text)
+        public = len(vendor_prefix(self._value))
+        return _WORD.sub(
+            lambda word: MASK if self._echoed(word.group(), public) else word.group(), text
+        )
 
-    def _echoed(self, word: str) -> bool:
-        """Whether `word` shows the key or part of it (see the module)."""
+    def _echoed(self, word: str, public: int) -> bool:
+        """Whether `word` shows the key or part of it beyond its first `public`
+        characters, the vendor's prefix (see the module)."""
         key = self._value
-        public = len(vendor_prefix(key))
         pieces = [piece for piece in _MARK.split(word) if piece]
         marked = pieces != [word]
         for piece in pieces:
