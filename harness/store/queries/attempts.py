@@ -141,17 +141,17 @@ def run_attempt(
     started_after: datetime,
     provider_request_id: str | None = None,
 ) -> Attempt | None:
-    """Starting → running, only while its deadline is ahead of `now` and it started after
-    `started_after` (now less the provider's maximum runtime): the guard and the move in
-    one statement, so no sweep can find the attempt expired between the two. None if it
-    did not move (not starting, or too late to send)."""
+    """Move an attempt by RUN (starting → running) only while its deadline is ahead of
+    `now` and it started after `started_after` (now less the provider's maximum runtime):
+    the guard and the move in one statement, so no sweep can find the attempt expired
+    between the two. None if it did not move (not starting, or too late to send)."""
     sources = attempt_sources(AttemptEvent.RUN)
     target = attempt_next(min(sources, key=lambda state: state.value), AttemptEvent.RUN)
     given = {
         "attempt_id": attempt_id,
         "now": now,
         "started_after": started_after,
-        "provider_request_id": provider_request_id,
+        "v_provider_request_id": provider_request_id,
     }
     found = conn.execute(_run_statement(sources, target), given).mappings().first()
     return _attempt(found) if found is not None else None
@@ -159,25 +159,14 @@ def run_attempt(
 
 @cache
 def _run_statement(sources: frozenset[AttemptState], target: AttemptState) -> Any:
-    """Keyed on what the state table says, as `_transition_statement` is."""
-    return (
-        sa.update(attempts)
-        .where(
-            attempts.c.id == sa.bindparam("attempt_id"),
-            among(attempts.c.state, sources),
-            sa.or_(
-                attempts.c.deadline_at.is_(None),
-                attempts.c.deadline_at > sa.bindparam("now", type_=attempts.c.deadline_at.type),
-            ),
-            attempts.c.started_at > sa.bindparam("started_after", type_=attempts.c.started_at.type),
-        )
-        .values(
-            state=target.value,
-            provider_request_id=sa.bindparam(
-                "provider_request_id", type_=attempts.c.provider_request_id.type
-            ),
-        )
-        .returning(*attempts.c)
+    """`_transition_statement`'s move (keyed on what the state table says), in time only."""
+    moved = _transition_statement(sources, target, ("provider_request_id",))
+    return moved.where(
+        sa.or_(
+            attempts.c.deadline_at.is_(None),
+            attempts.c.deadline_at > sa.bindparam("now", type_=attempts.c.deadline_at.type),
+        ),
+        attempts.c.started_at > sa.bindparam("started_after", type_=attempts.c.started_at.type),
     )
 
 
