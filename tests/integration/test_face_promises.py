@@ -153,6 +153,13 @@ def test_two_content_types_on_a_face_are_415_in_its_shape_and_make_no_job(
     assert job_count(db) == 1
 
 
+@pytest.mark.parametrize("path", sorted(FACE_BODIES))
+def test_a_caller_without_a_token_hears_401_first(client: TestClient, path: str) -> None:
+    twice = [("content-type", "application/json")] * 2
+    response = client.post(path, content=b"{}", headers=twice)
+    assert response.status_code == 401, response.text
+
+
 def test_two_content_types_are_415_on_the_job_api_too(client: TestClient) -> None:
     headers = [*AUTH.items(), ("idempotency-key", "k")]
     headers += [("content-type", "application/json")] * 2

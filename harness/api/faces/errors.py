@@ -11,7 +11,7 @@ reused key or a failed job answers the same every time. Every server error (5xx)
 table does not name is `api_error`, the type both APIs document for it.
 
 A face route refuses a request with two `Content-Type` headers (415, as the job API
-does: which one is meant?) before it reads anything; routing errors under a face's
+does: which one is meant?) once its token is known, before it reads the body; routing errors under a face's
 path (an unknown path, a wrong method) are rendered by `routing_error` in the shape of
 the face that owns the path.
 """
@@ -28,6 +28,7 @@ from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 from pydantic import BaseModel, ValidationError
 
+from harness.api.deps import authorise, bearer_token
 from harness.api.problems import (
     INVALID_BODY,
     METHOD_NOT_ALLOWED,
@@ -91,11 +92,9 @@ class Face:
                 handler = super().get_route_handler()
 
                 async def handle(request: Request) -> Response:
-                    if len(request.headers.getlist("content-type")) > 1:
-                        return face.render(
-                            HttpProblem(UNSUPPORTED_MEDIA_TYPE, REPEATED_CONTENT_TYPE)
-                        )
                     try:
+                        if len(request.headers.getlist("content-type")) > 1:
+                            repeated_content_type(request)
                         return await handler(request)
                     except HttpProblem as problem:
                         return face.render(problem)
@@ -110,6 +109,15 @@ class Face:
                 return handle
 
         return FaceRoute
+
+
+def repeated_content_type(request: Request) -> None:
+    """Refuse a face request with two `Content-Type` headers (415), after its token
+    (401 first, as on every route), before anything of its body is read."""
+    state = request.app.state.gateway.state
+    token = bearer_token(request.headers.get("authorization"))
+    authorise(state, token if token is not None else request.headers.get("x-api-key"))
+    raise HttpProblem(UNSUPPORTED_MEDIA_TYPE, REPEATED_CONTENT_TYPE)
 
 
 def routing_error(
