@@ -138,14 +138,14 @@ def simulate(
     quiet: bool,
 ) -> None:
     """Simulate many clients, workers and faults; judge every invariant; shrink a failure."""
-    from harness.checks.mutants import mutant_named
+    # The first line is printed before the engine and the runner are imported (seconds
+    # on a busy machine): a CI log shows at once what is being played.
     from harness.simulate.console import Out
-    from harness.simulate.run import Settings
     from harness.simulate.swarm import parse_faults
 
     with exit_on_error():
         rates = parse_faults(faults) if faults is not None else None
-        broken = mutant_named(mutant) if mutant else None
+        broken = _mutant(mutant)
         prepare_reports(shrink_to, json_path, html_path, summary_md_path)
     out = Out(quiet=quiet)
     if processes is not None:
@@ -153,21 +153,26 @@ def simulate(
         run = {"processes": processes, "clients": clients, "duration": duration, "seed": seed}
         _processes(out, database_url, run, rates, faults, json_path, span)
         return
-    settings = Settings(
-        jobs=jobs, clients=clients, duration=duration, per_episode=per_episode, faults=rates
-    )
     order = list(range(seed, seed + (seeds or 1)))
     source = click.get_current_context().get_parameter_source("database_url")
     explicit = source is not ParameterSource.DEFAULT
+    parallel = 1 if explicit else parallel
+    out.line(
+        _header(jobs, per_episode, order, database_url if explicit else None, parallel, mutant)
+    )
+    from harness.simulate.run import Settings
+
+    settings = Settings(
+        jobs=jobs, clients=clients, duration=duration, per_episode=per_episode, faults=rates
+    )
     play = Play(
         database_url if explicit else None,
         settings,
         broken,
         shrink_to,
-        parallel=1 if explicit else parallel,
+        parallel=parallel,
         budget=shrink_budget,
     )
-    out.line(_header(play, order))
     with exit_on_error():
         report, runs, wall = _virtual(out, play, order)
     reports = {"json": json_path, "html": html_path, "summary_md": summary_md_path}
@@ -189,20 +194,45 @@ class Play:
     timelines: dict[int, Any] = field(default_factory=dict)
 
 
-def _header(play: Play, order: list[int]) -> str:
+def _mutant(name: str | None) -> Any:
+    if name is None:
+        return None
+    from harness.checks.mutants import mutant_named
+
+    return mutant_named(name)
+
+
+def _backend(url: str) -> str:
+    """The database's kind (`postgresql`, `sqlite`), or the URL unread: a URL that cannot
+    be parsed is refused where the database is opened, with its own message."""
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        return make_url(url).get_backend_name()
+    except ArgumentError:
+        return "an unparsed URL"
+
+
+def _header(
+    jobs: int,
+    per_episode: int,
+    order: list[int],
+    database_url: str | None,
+    parallel: int,
+    mutant: str | None,
+) -> str:
     """The first line: what is played, and where (never the database URL: it may hold a
     password)."""
-    settings = play.settings
-    sizes = settings.episodes()
+    episodes = -(-jobs // per_episode)
     where = (
-        f"on {make_url(play.database_url).get_backend_name()} (--db), one process"
-        if play.database_url
-        else f"on {play.parallel} process(es), each with a throwaway SQLite database"
+        f"on {_backend(database_url)} (--db), one process"
+        if database_url
+        else f"on {parallel} process(es), each with a throwaway SQLite database"
     )
-    against = f" against mutant {play.broken.name}" if play.broken else ""
+    against = f" against mutant {mutant}" if mutant else ""
     return (
-        f"harness simulate: {len(order)} seed(s) from {order[0]}, {settings.jobs} jobs each "
-        f"in {len(sizes)} episode(s) of up to {settings.per_episode}, {where}{against}"
+        f"harness simulate: {len(order)} seed(s) from {order[0]}, {jobs} jobs each "
+        f"in {episodes} episode(s) of up to {per_episode}, {where}{against}"
     )
 
 
@@ -399,6 +429,13 @@ def _processes(out: Out, database_url, run, rates, faults, json_path, ports) -> 
     lines, the recap of its failures, the verdict line; the JSON only into `--json F`."""
     import json
 
+    fault_rate = max(rates.values(), default=0.0) if rates is not None else 0.1
+    if _backend(database_url) == "postgresql":  # else refused below, before anything runs
+        out.line(
+            f"harness simulate: {run['processes']} API and {run['processes']} worker "
+            f"processes, {run['clients']} clients, {run['duration']:g} s of chaos, seed "
+            f"{run['seed']}, on PostgreSQL (--db)"
+        )
     from harness.simulate.processes import run_processes
     from harness.simulate.report import (
         processes_broken,
@@ -407,12 +444,6 @@ def _processes(out: Out, database_url, run, rates, faults, json_path, ports) -> 
         processes_verdict,
     )
 
-    fault_rate = max(rates.values(), default=0.0) if rates is not None else 0.1
-    out.line(
-        f"harness simulate: {run['processes']} API and {run['processes']} worker processes, "
-        f"{run['clients']} clients, {run['duration']:g} s of chaos, seed {run['seed']}, on "
-        "PostgreSQL (--db)"
-    )
     with exit_on_error():
         result = run_processes(
             database_url,
