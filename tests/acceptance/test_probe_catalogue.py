@@ -10,14 +10,18 @@ until each table says what each target should get.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Mapping
 
 import pytest
+from click.testing import CliRunner
 
 from fake_providers import FakeServer
+from harness.cli.main import main
 from harness.probe.fakes import provider_urls
 from harness.probe.files import load_probe, probe_files
 from harness.probe.judge import judge, verdict_of
+from tests.support.live import service_config, start_serve, stop
 from tests.support.probing import Careful, Upstreams, careful_app, naive_app, play_probe
 
 SCALE = 0.5
@@ -72,7 +76,31 @@ NAIVE = {
 """Retries every error and timeout (three times, 1 s of fault time each), fails over on
 everything, ignores Retry-After and keys, closes a broken stream as if it had ended."""
 
-TABLES = {"careful": CAREFUL, "naive": NAIVE}
+ENGINE = {
+    **CAREFUL,
+    # the breaker keeps the recovered primary skipped for its 10 s cool-down
+    "back-on-primary": "fail",
+    # a stalled stream leaves its caller waiting past the bound (and calls on for it)
+    "stream-stall": "fail",
+}
+"""The engine behind its gateway face (`harness serve`, route primary -> fallback, the
+default policy), its providers given the fakes' lookup."""
+
+ENGINE_WITHOUT_LOOKUP = {
+    **ENGINE,
+    # the work was done and its answer lost: with no lookup to learn so, the unknown
+    # attempt holds the job past the caller's bound
+    "accept-then-drop": "fail",
+}
+"""The same without a lookup (as with most real providers): an unknown attempt waits for
+provider evidence it can never get."""
+
+TABLES = {
+    "careful": CAREFUL,
+    "naive": NAIVE,
+    "engine": ENGINE,
+    "engine without lookup": ENGINE_WITHOUT_LOOKUP,
+}
 
 
 def _names() -> list[str]:
@@ -129,3 +157,42 @@ def test_the_careful_gateway_is_rescued_by_the_whole_catalogue(fakes_url) -> Non
 def test_the_naive_gateway_gets_its_expected_verdict_on_every_probe(fakes_url) -> None:
     found = _verdicts(fakes_url, lambda: naive_app(_urls(fakes_url)))
     assert not _compare(NAIVE, found), _compare(NAIVE, found)
+
+
+def _engine_verdicts(tmp_path, *, lookup: bool) -> dict[str, tuple[str, dict[str, str]]]:
+    out = tmp_path / "card.json"
+    with FakeServer() as fakes:
+        config = service_config(fakes.url, tokens={"probe-token": "alice"})
+        config["providers"][0]["base_url"] = provider_urls(fakes.url, "primary")["openai"]
+        config["providers"][1]["base_url"] = provider_urls(fakes.url, "fallback")["anthropic"]
+        if not lookup:
+            for provider in config["providers"]:
+                provider.pop("lookup_url", None)
+        config["routes"] = {"probe": ["primary", "fallback"]}
+        url, process = start_serve(config, f"sqlite:///{tmp_path}/engine.db", tmp_path)
+        try:
+            result = CliRunner(env={"HARNESS_PROBE_TOKEN": "probe-token"}).invoke(
+                main,
+                ["probe", "--gateway", url, "--fakes", fakes.url, "--time-scale", f"{SCALE:g}",
+                 "--quiet-window", f"{QUIET:g}", "--json", str(out)],
+            )  # fmt: skip
+        finally:
+            stop(process)
+    assert result.exit_code in (0, 1), result.output
+    card = json.loads(out.read_text())
+    found = {}
+    for probe in card["probes"]:
+        judged = probe["plays"][0]["properties"]
+        findings = {j["name"]: j["verdict"] for j in judged if j["verdict"] not in ("pass", "n/a")}
+        found[probe["name"]] = (probe["verdict"], findings)
+    return found
+
+
+@pytest.mark.long
+@pytest.mark.parametrize("lookup", [True, False], ids=["with-lookup", "without-lookup"])
+def test_the_engine_behind_its_face_gets_its_expected_verdict_on_every_probe(
+    tmp_path, lookup
+) -> None:
+    expected = ENGINE if lookup else ENGINE_WITHOUT_LOOKUP
+    found = _engine_verdicts(tmp_path, lookup=lookup)
+    assert not _compare(expected, found), _compare(expected, found)
