@@ -9,7 +9,6 @@ rows still locked), held by an event; time passes on the virtual clock while it 
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -33,7 +32,8 @@ from tests.support.scripted import ScriptedProvider, Step
 ATTEMPT_TIMEOUT = 10.0
 MAX_RUNTIME = 12.0
 PAUSE = 35.0  # the pause the report measured: past the deadline and the maximum runtime
-LOCK_BOUND = 0.5  # seconds a claim may hold its rows on PostgreSQL, in these tests
+LOCK_BOUND = 0.5  # seconds a claim may hold its rows on PostgreSQL, in the bound's test
+HELD_BOUND = 120.0  # elsewhere: longer than any real time a test holds a claim
 REAL_LIMIT = 30.0  # seconds of real time any wait below may take before the test fails
 
 
@@ -75,7 +75,7 @@ class Pair:
 
 
 @contextmanager
-def two_workers(url: str) -> Iterator[Pair]:
+def two_workers(url: str, *, paused_bound: float) -> Iterator[Pair]:
     scheduler = ManualScheduler(VirtualClock())
     primary = ScriptedProvider("primary")
     fallback = ScriptedProvider("fallback", kind="anthropic")
@@ -86,7 +86,8 @@ def two_workers(url: str) -> Iterator[Pair]:
     workers = []
     for name, database in zip(("paused", "other"), databases, strict=True):
         engine = Engine(database, gate=AllowAllGate(), clock=scheduler.clock)
-        settings = WorkerSettings(name=name, max_runtime=runtime, claim_lock_bound=LOCK_BOUND)
+        bound = paused_bound if name == "paused" else HELD_BOUND
+        settings = WorkerSettings(name=name, max_runtime=runtime, claim_lock_bound=bound)
         workers.append(Worker(engine, providers, scheduler, settings))
 
     def pause() -> None:
@@ -105,7 +106,7 @@ def two_workers(url: str) -> Iterator[Pair]:
 
 @pytest.fixture
 def pair(db_url: str) -> Iterator[Pair]:
-    with two_workers(db_url) as made:
+    with two_workers(db_url, paused_bound=HELD_BOUND) as made:
         yield made
 
 
@@ -114,7 +115,7 @@ def postgres_pair(postgres_url: str) -> Iterator[Pair]:
     database = Database(postgres_url)
     empty_tables(database)
     database.dispose()
-    with two_workers(postgres_url) as made:
+    with two_workers(postgres_url, paused_bound=LOCK_BOUND) as made:
         yield made
 
 
@@ -183,14 +184,11 @@ def test_a_claim_holds_its_jobs_no_longer_than_its_bound_on_postgres(
     pair = postgres_pair
     job_id = pair.job_id()
     thread, errors = pair.claim_in_background()
-    assert pair.other.claim() == 0  # the row is locked: skipped, not waited for
-    paused_at = time.monotonic()
-    wait_until(
+    wait_until(  # while the claimer is still stopped: its session ended, its rows freed
         pair.other.claim,
         timeout=REAL_LIMIT,
         what="the other worker to claim the job the stopped claim held",
     )
-    held = time.monotonic() - paused_at
     pair.resume.set()
     thread.join(REAL_LIMIT)
     assert not thread.is_alive()
@@ -199,4 +197,3 @@ def test_a_claim_holds_its_jobs_no_longer_than_its_bound_on_postgres(
     job = pair.other.engine.get_job(job_id)
     assert [a.provider for a in job.attempts] == ["primary"]
     assert job.status is JobState.SUCCEEDED and len(pair.primary.calls) == 1
-    assert held >= LOCK_BOUND - 0.05, held  # not before the bound (the server's timer)
