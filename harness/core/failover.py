@@ -281,6 +281,7 @@ def _tools(raw: object) -> tuple[Tool, ...]:
             parameters=dict(t["parameters"])
             if isinstance(t.get("parameters"), dict)
             else {"type": "object", "properties": {}},
+            strict=t["strict"] if isinstance(t.get("strict"), bool) else None,
         )
         for t in raw
         if isinstance(t, dict) and isinstance(t.get("name"), str)

@@ -43,6 +43,7 @@ class Tool:
     name: str
     description: str | None = None
     parameters: dict[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
+    strict: bool | None = None  # the arguments follow the schema exactly (None: unsaid)
 
 
 @dataclass(frozen=True, kw_only=True)

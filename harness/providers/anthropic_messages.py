@@ -302,6 +302,7 @@ def anthropic_tools(request: CompletionRequest) -> dict[str, Any]:
                 "name": t.name,
                 **({"description": t.description} if t.description else {}),
                 "input_schema": t.parameters,
+                **({"strict": t.strict} if t.strict is not None else {}),
             }
             for t in request.tools
         ]

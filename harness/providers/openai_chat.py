@@ -289,6 +289,7 @@ def chat_tools(request: CompletionRequest) -> dict[str, Any]:
                     "name": t.name,
                     **({"description": t.description} if t.description else {}),
                     "parameters": t.parameters,
+                    **({"strict": t.strict} if t.strict is not None else {}),
                 },
             }
             for t in request.tools

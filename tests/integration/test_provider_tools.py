@@ -146,6 +146,17 @@ def test_image_parts_pass_through_as_the_providers_parts(fakes, kind: str) -> No
         }
 
 
+def test_a_strict_tool_stays_strict_on_both_kinds(fakes) -> None:
+    sent: list[httpx.Request] = []
+    strict = Tool(name="get_weather", parameters=WEATHER.parameters, strict=True)
+    request = CompletionRequest(**{**ASK.__dict__, "tools": (strict,)})
+    adapter("openai", fakes, sent).complete(request, timeout=5)
+    adapter("anthropic", fakes, sent).complete(request, timeout=5)
+    openai_body, anthropic_body = (json.loads(r.content) for r in sent)
+    assert openai_body["tools"][0]["function"]["strict"] is True
+    assert anthropic_body["tools"][0]["strict"] is True
+
+
 def test_no_parallel_calls_is_said_in_each_providers_words(fakes) -> None:
     sent: list[httpx.Request] = []
     request = CompletionRequest(**{**ASK.__dict__, "parallel_tool_calls": False})

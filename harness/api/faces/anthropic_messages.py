@@ -275,9 +275,8 @@ def _tools(request: MessagesRequest) -> dict[str, Any]:
     for i, spec in enumerate(listed(request.tools, "tools")):
         if not isinstance(spec, dict) or spec.get("type") not in (None, "custom"):
             raise refuse(f"tools[{i}]", "only custom (function) tools are supported")
-        tools.append(
-            tool(spec.get("name"), spec.get("description"), spec.get("input_schema"), f"tools[{i}]")
-        )
+        name, schema, strict = spec.get("name"), spec.get("input_schema"), spec.get("strict")
+        tools.append(tool(name, spec.get("description"), schema, f"tools[{i}]", strict))
     if tools:
         found["tools"] = tools
     choice = request.tool_choice

@@ -96,8 +96,11 @@ def user_message(text: str, parts: list[dict[str, Any]]) -> dict[str, Any]:
     return message
 
 
-def tool(name: object, description: object, parameters: object, where: str) -> dict[str, Any]:
-    """One neutral tool (a function with a JSON Schema for its arguments)."""
+def tool(
+    name: object, description: object, parameters: object, where: str, strict: object = None
+) -> dict[str, Any]:
+    """One neutral tool (a function with a JSON Schema for its arguments, and whether
+    the arguments must follow it exactly)."""
     if not isinstance(name, str) or not name:
         raise invalid(f"{where}.name", "a function tool needs a name")
     if parameters is None:
@@ -107,6 +110,8 @@ def tool(name: object, description: object, parameters: object, where: str) -> d
     found: dict[str, Any] = {"name": name, "parameters": parameters}
     if isinstance(description, str) and description:
         found["description"] = description
+    if isinstance(strict, bool):
+        found["strict"] = strict
     return found
 
 

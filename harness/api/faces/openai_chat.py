@@ -342,7 +342,11 @@ def _tools(request: ChatCompletionRequest) -> dict[str, Any]:
         where = f"tools[{i}].function"
         tools.append(
             tool(
-                function.get("name"), function.get("description"), function.get("parameters"), where
+                function.get("name"),
+                function.get("description"),
+                function.get("parameters"),
+                where,
+                function.get("strict"),
             )
         )
     if tools:

@@ -237,7 +237,8 @@ def _tools(request: ResponsesRequest) -> dict[str, Any]:
         if not isinstance(spec, dict) or spec.get("type") != "function":
             raise refuse(f"tools[{i}].type", "only function tools are supported")
         name, description = spec.get("name"), spec.get("description")
-        tools.append(tool(name, description, spec.get("parameters"), f"tools[{i}]"))
+        where = f"tools[{i}]"
+        tools.append(tool(name, description, spec.get("parameters"), where, spec.get("strict")))
     if tools:
         found["tools"] = tools
     choice = openai_choice(request.tool_choice, "tool_choice", flat=True)
