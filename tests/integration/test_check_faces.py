@@ -148,3 +148,9 @@ def test_the_stories_hold_on_postgres(postgres_url: str) -> None:
         database.dispose()
     assert [r.database for r in results] == ["postgres"] * 6
     assert all(r.passed for r in results), [r.problems() for r in results]
+
+
+def test_a_face_mutant_is_named_like_the_engines() -> None:
+    result = CliRunner().invoke(main, ["serve", "--mutant", "face_nope"])
+    assert result.exit_code == 2
+    assert "face_key_header_ignored" in result.output and "check_then_insert" in result.output
