@@ -32,3 +32,20 @@ def test_the_probe_reaches_no_engine_adapter_or_decision_table() -> None:
     for forbidden in ("harness.engine", "harness.providers", "harness.core.failover"):
         chain = graph.find_shortest_chain(importer="harness.probe.judge", imported=forbidden)
         assert chain is None, chain
+
+
+def test_the_registry_the_probe_schema_and_the_docs_name_the_same_properties() -> None:
+    """`PROPERTIES` is the one place a property is named; the file format and the docs'
+    table follow it, so a property cannot be added to one and forgotten in another."""
+    import re
+
+    from harness.probe.files import schema
+    from harness.probe.judge import PROPERTIES
+
+    check = schema("probe")["$defs"]["check"]["oneOf"]
+    assert set(check[0]["enum"]) == set(PROPERTIES)
+    assert set(check[1]["properties"]) == set(PROPERTIES)
+    docs = Path("docs/probe.md").read_text()
+    table = docs[docs.index("## The properties") : docs.index("## Reference targets")]
+    documented = re.findall(r"^\| `([a-z_]+)` \|", table, re.M)
+    assert set(documented) == set(PROPERTIES)
