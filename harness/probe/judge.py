@@ -307,7 +307,17 @@ def retry_after_honoured(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
             )
     if not any(e.get("behaviour") == "rate_limit" for e in calls):
         return _j(name, Verdict.NA, f"{provider} never answered 429 with Retry-After")
-    return _j(name, Verdict.PASS, f"{provider} was left alone for Retry-After ({wait:g} s)")
+    # Only a wait covering the caller's tells a gateway that ignores Retry-After from one
+    # that honours it whatever the machine's load; a shorter one is said to be weaker.
+    covers = (
+        ""
+        if wait >= ev.run.bound
+        else (
+            f"; shorter than the caller's {ev.run.bound:.2f} s wait, a slow gateway's early call "
+            "could pass"
+        )
+    )
+    return _j(name, Verdict.PASS, f"{provider} was left alone for Retry-After ({wait:g} s){covers}")
 
 
 def _retry_after(run: ProbeRun, provider: str) -> float:
