@@ -4,9 +4,9 @@ on a terminal only, never when `NO_COLOR` is set (and when `FORCE_COLOR` is, alw
 Lines are never wrapped or cut (`soft_wrap`), whatever width a CI log claims, and each
 is written out as soon as it is printed, so a log follows the run line by line.
 
-Progress: on a terminal a transient bar (rich `Progress`, the report printed above it);
-elsewhere a line now and then (`harness.simulate.progress`), on stderr; nothing with
-`--quiet`.
+Progress: when stdout and stderr are both a terminal, a transient bar (rich `Progress`,
+the report printed above it); elsewhere a line now and then
+(`harness.simulate.progress`), on stderr; nothing with `--quiet`.
 """
 
 from __future__ import annotations
@@ -74,7 +74,9 @@ class Out:
         if self.quiet:
             yield ProgressLines(total, per_seed, lambda line: None, pacer)
             return
-        if not self.err.is_terminal:
+        if not (self.err.is_terminal and self.out.is_terminal):
+            # The bar needs both: while it shows, rich sends stdout's lines through its
+            # own console (stderr), which would take them out of a pipe (`| cat`).
             yield ProgressLines(total, per_seed, lambda line: self.err.print(Text(line)), pacer)
             return
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn

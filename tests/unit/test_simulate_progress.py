@@ -5,6 +5,7 @@ parsed as markup; `--quiet` keeps the failures and the verdict."""
 from __future__ import annotations
 
 import pytest
+from rich.console import Console
 
 from harness.simulate.console import Out, styled
 from harness.simulate.progress import DEFAULT_EVERY, Pacer, ProgressLines
@@ -104,3 +105,19 @@ def test_colour_only_where_rich_says_a_terminal_and_never_under_no_color(
     assert ("\x1b[1;32m" in printed) is colour, repr(printed)
     if not env:
         assert "\x1b" not in printed
+
+
+def test_a_piped_report_keeps_its_lines_on_stdout_while_stderr_is_a_terminal(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`harness simulate | cat` in a terminal: no bar (rich would send stdout's lines
+    through the bar's console, stderr, out of the pipe); paced lines on stderr instead."""
+    out = Out()
+    out.err = Console(stderr=True, force_terminal=True, no_color=True)
+    with out.progress(20, 20, Pacer(every=5, clock=Clock())) as progress:
+        progress.start_seed(0)
+        out.line("PASS  seed 0")
+        progress.advance(20)
+    captured = capsys.readouterr()
+    assert captured.out == "PASS  seed 0\n"
+    assert "played 20 of 20 jobs (seed 0: 20 of 20)" in captured.err
