@@ -11,9 +11,9 @@ reused key or a failed job answers the same every time. Every server error (5xx)
 table does not name is `api_error`, the type both APIs document for it.
 
 A face route refuses a request with two `Content-Type` headers (415, as the job API
-does: which one is meant?) once its token is known, before it reads the body; routing errors under a face's
-path (an unknown path, a wrong method) are rendered by `routing_error` in the shape of
-the face that owns the path.
+does: which one is meant?) once its token is known, before it reads the body; routing
+errors under a face's path (an unknown path, a wrong method) are rendered by
+`routing_error` in the shape of the face that owns the path.
 """
 
 from __future__ import annotations
