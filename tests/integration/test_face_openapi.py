@@ -45,7 +45,7 @@ BROKEN = {
     "/v1/responses": ('"delta":', '"delta_text":'),
     "/v1/messages": ("event: content_block_delta", "event: content_block_change"),
 }
-FUZZED_EXAMPLES = 30
+FUZZED_EXAMPLES = 15
 
 
 @pytest.fixture
