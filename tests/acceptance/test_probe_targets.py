@@ -34,7 +34,7 @@ judge_module = import_module("harness.probe.judge")  # the package re-exports `j
 class Target:
     """A property, the flaw that must fail it, and the bundled probe it fails on (None:
     the first bundled probe that asks for the property). `also` names properties the
-    same flaw cannot help failing there: a duplicate execution or a hedge is also billed
+    same flaw cannot help failing there: a duplicate execution is also billed
     waste; a caller given an error, or left waiting, was not answered."""
 
     prop: str
@@ -71,7 +71,7 @@ TARGETS = (
     Target("caller_left_waiting", "hangs_cut_streams", "stream-cut", frozenset({"answered"})),
     Target("back_on_primary", "sticky_fallback"),
     Target("usage_reported", "drops_usage"),
-    Target("hedge_cost", "hedges", also=frozenset({"billed_vs_kept"})),
+    Target("hedge_cost", "hedges"),
     Target(
         "key_binds_intent",
         "ignores_body",
