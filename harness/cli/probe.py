@@ -56,7 +56,9 @@ SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
     default=1.0,
     show_default=True,
     type=click.FloatRange(min=0.05, max=20),
-    help="Multiply every time in the probes (latencies, timeouts, windows) by this.",
+    help="Multiply the fault timings in the probes (latencies, windows, a step's own "
+    "timeout, a bound's fault seconds) by this; never Retry-After nor the gateway's own "
+    "timeouts, so verdicts do not move with it.",
 )
 @click.option(
     "--gateway-timeout",
