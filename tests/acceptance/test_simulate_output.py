@@ -98,3 +98,16 @@ def test_a_red_run_ends_with_a_recap_of_each_failure_and_its_replay(
         assert not [line for line in lines if line.startswith(("harness simulate:", "what the"))]
     else:
         assert lines[0].startswith("harness simulate: 1 seed(s) from 0, 10 jobs each")
+
+
+def test_a_replay_command_never_shows_the_database_password() -> None:
+    from harness.cli.simulate import _replays
+
+    settings = {"jobs": 40, "clients": 20, "duration": 60.0, "per_episode": 10}
+    failing = {"seed": 3, "passed": False, "shrunk": None}
+    report = {"settings": settings, "seeds": [failing, {"seed": 4, "passed": True}]}
+    replays = _replays(report, "postgresql://sim:s3cret@db.example/sim", None, "hang=0.2")
+    assert replays == {
+        3: "harness simulate --seed 3 --jobs 40 --clients 20 --duration 60 --per-episode 10 "
+        "--faults hang=0.2 --db 'postgresql://sim:***@db.example/sim'"
+    }
