@@ -159,7 +159,7 @@ def outcome(run: ProbeRun) -> tuple[str, frozenset[str]]:
 
 @pytest.mark.long
 def test_a_lenient_rule_for_any_property_flips_a_reference_targets_verdict(
-    played, monkeypatch
+    played, monkeypatch, record_property
 ) -> None:
     """As the checker's oracle test does for the decision tables: each property's rule,
     made to pass whatever it sees, changes at least one reference target's verdict (the
@@ -179,6 +179,7 @@ def test_a_lenient_rule_for_any_property_flips_a_reference_targets_verdict(
         f"{len(judge_module.PROPERTIES)} properties, {len(played)} reference targets; "
         f"{len(named_only)} flip only the findings named: {named_only}"
     )
+    record_property("mutation_counts", counts)
     assert not unmoved, f"{counts}; a lenient rule moved no verdict for: {unmoved}"
 
 
