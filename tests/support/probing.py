@@ -2,7 +2,9 @@
 gateways written in the tests for it to judge: a deliberately naive one
 (retries every error and timeout, fails over on everything, ignores Retry-After and
 idempotency keys, closes a broken stream as if it had ended), a flaky one (honours keys
-on every other double request), and a toy `POST /summarise` service of a team's own.
+on every other double request), a toy `POST /summarise` service of a team's own, and a
+careful one that the whole catalogue passes, played with one named flaw (`FLAWS`) so each
+of the judge's properties has a target that fails it.
 
 Each is a small Starlette app served on loopback in a thread; its upstreams are the
 named fake providers' OpenAI base URLs, set once the fakes are up.
