@@ -103,3 +103,18 @@ def test_failing_over_instead_of_calling_the_limited_provider_again_passes(scale
     for after in (0.03, _caller_wait(scale) - 0.1):
         run = _run(scale, ("fallback", after))
         assert _verdict(run, "retry_after_honoured") == "pass", (scale, after)
+
+
+def test_a_gateway_that_no_longer_answers_fails_alive_with_its_witness() -> None:
+    """Every failing property names what it saw: here the plain request that went
+    unanswered after the fault."""
+    run = _run(1.0, ("fallback", 0.03))
+    assert run.alive is not None
+    run.alive = ClientRecord(
+        seq=2, step=None, intent="(alive)", nonce=NONCE, key=None, stream=False, retry=False,
+        sent_at=run.alive.sent_at, ended_at=run.alive.sent_at + 0.01, outcome="error",
+        status=503, detail="down since a provider failed",
+    )  # fmt: skip
+    alive = next(j for j in judge(run) if j.name == "alive")
+    assert alive.verdict.value == "fail"
+    assert [w["kind"] for w in alive.witness] == ["client"], alive
