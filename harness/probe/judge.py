@@ -224,7 +224,10 @@ def alive(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
     if record is not None and record.success:
         return _j("alive", Verdict.PASS, f"answered a plain request in {record.seconds:.2f} s")
     detail = "no request" if record is None else f"{record.outcome}: {record.detail}"
-    return _j("alive", Verdict.FAIL, f"the gateway no longer answers after the fault ({detail})")
+    witness = [] if record is None else [ev.client(record, "the plain request after the fault")]
+    return _j(
+        "alive", Verdict.FAIL, f"the gateway no longer answers after the fault ({detail})", witness
+    )
 
 
 def refusal_not_retried(ev: Evidence, params: Mapping[str, Any]) -> Judgement:

@@ -451,3 +451,13 @@ def test_an_earlier_probes_late_call_is_reported_not_money_nobody_accounts_for()
     run.earlier_nonces = frozenset({"hxn-earlierearlierea"})
     found = _judged(run)["attributed"]
     assert found.verdict.value == "pass" and "1 late call(s) of earlier probes" in found.summary
+
+
+def test_a_gateway_dead_after_the_fault_fails_alive_with_its_plain_request_as_witness() -> None:
+    run = _play(STREAM_CUT, [(0.1, "primary", "success")], [(0.0, 0.5, "answer")])
+    run.alive = ClientRecord(seq=99, step=None, intent="(alive)", nonce="x", key=None,
+                             stream=False, retry=False, sent_at=30.0, ended_at=30.1,
+                             outcome="error", status=503, detail="down")  # fmt: skip
+    found = _judged(run)["alive"]
+    assert found.verdict.value == "fail"
+    assert [w["kind"] for w in found.witness] == ["client"] and found.witness[0]["status"] == 503
