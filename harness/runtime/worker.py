@@ -98,15 +98,16 @@ class WorkerSettings:
 
 
 def result_of(outcome: Outcome) -> dict[str, Any]:
-    """What an executed outcome stores as the attempt's (and maybe the job's) result."""
-    return {
-        "provider": outcome.provider,
-        "model": outcome.model,
-        "text": outcome.text,
-        "finish_reason": outcome.finish_reason,
-        "usage": dict(outcome.usage),
-        "request_id": outcome.request_id,
-    }
+    """What an executed outcome stores as the attempt's (and maybe the job's) result; its
+    tool calls only when there are some (a text answer's result is unchanged)."""
+    result: dict[str, Any] = {"provider": outcome.provider, "model": outcome.model}
+    result |= {"text": outcome.text, "finish_reason": outcome.finish_reason}
+    result |= {"usage": dict(outcome.usage), "request_id": outcome.request_id}
+    if outcome.tool_calls:
+        result["tool_calls"] = [
+            {"id": c.id, "name": c.name, "arguments": c.arguments} for c in outcome.tool_calls
+        ]
+    return result
 
 
 def _abort_reason(job: Job, attempt: Attempt) -> AbortReason:

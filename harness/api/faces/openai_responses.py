@@ -377,7 +377,7 @@ def error_event(problem: HttpProblem) -> str:
     """A failed stream's last event: the Responses `error` event."""
     _, kind = ERRORS.of(problem)
     error = openai_error(kind, problem.detail, problem.kind.slug.replace("-", "_"), None)
-    return sse.event({"type": "error", "sequence_number": 0, **error["error"], **error}, "error")
+    return sse.event({**error["error"], **error, "type": "error", "sequence_number": 0}, "error")
 
 
 router = APIRouter(tags=["gateway"], route_class=ERRORS.route_class())
