@@ -237,3 +237,12 @@ def _write_histories(path: Path, results: list[RunResult]) -> None:
     else:
         text = json.dumps([h.to_dict() for h in histories], indent=1, sort_keys=True) + "\n"
     path.write_text(text, encoding="utf-8")
+
+
+def _register_capture() -> None:
+    from harness.cli.capture import capture
+
+    scenarios.add_command(capture)
+
+
+_register_capture()

@@ -30,7 +30,7 @@ from harness.core.states import AttemptState, EventKind, OutcomeKind
 SCENARIO_NAMES = ("primary", "fallback")
 """The providers a scenario can script: an OpenAI-kind primary and an Anthropic-kind fallback."""
 
-WORKER_ACTOR = re.compile(r"^(w\d+|worker|engine|reconciler|sweep)([:\-].*)?$")
+WORKER_ACTOR = re.compile(r"^(w\d+|[\w.-]*worker[\w.-]*|engine|reconciler|sweep)(:.*)?$")
 """How a worker's own actions are signed (a worker name, maybe with its duty)."""
 FILLER = "captured input "
 KEPT_WORDS = frozenset({"role", "type"})  # structure, not content: kept as they are
