@@ -8,7 +8,7 @@ loaded wherever the project is installed).
     ``fake_providers.time.sleep(s)`` moves the clock (for ``window``/``flap`` faults).
 ``fake_provider_server``
     The fakes served over HTTP on a free loopback port (`fake_providers.FakeServer`,
-    one per session, reset for each test): ``.openai_base_url``,
+    one per test run, reset for each test): ``.openai_base_url``,
     ``.anthropic_base_url``, ``.control_url``, ``.url`` and ``.fakes``.
 ``harness_clock``
     A `harness.VirtualClock` (moves only when told: ``.advance(seconds)``).
@@ -112,8 +112,8 @@ def fake_providers(request: pytest.FixtureRequest) -> Iterator[FakeProviders]:
 
 
 @pytest.fixture(scope="session")
-def fake_provider_server_session() -> Iterator[FakeServer]:
-    """The one fake-provider server of the session; tests take `fake_provider_server`."""
+def fake_provider_server_shared() -> Iterator[FakeServer]:
+    """The one fake-provider server of the test run; tests take `fake_provider_server`."""
     from fake_providers import FakeServer
 
     with FakeServer() as server:
@@ -122,12 +122,12 @@ def fake_provider_server_session() -> Iterator[FakeServer]:
 
 @pytest.fixture
 def fake_provider_server(
-    request: pytest.FixtureRequest, fake_provider_server_session: FakeServer
+    request: pytest.FixtureRequest, fake_provider_server_shared: FakeServer
 ) -> Iterator[FakeServer]:
     """The fake providers on a loopback port, reset for this test: scripts, ledger and
     hangs start empty."""
     options = _options(request)
-    server = fake_provider_server_session
+    server = fake_provider_server_shared
     server.fakes.reset()
     yield server
     server.fakes.release()

@@ -43,7 +43,8 @@ KEEPS_STATE = frozenset(
     }
 )
 """The commands whose database must outlive them: jobs served and worked on (and read back
-by ``scenarios capture``), the schema itself, and verdicts (recorded by ``verify``, read by ``gate``, exported by ``verdicts``).
+by ``scenarios capture``), the schema itself, and verdicts (recorded by ``verify``, read
+by ``gate``, exported by ``verdicts``).
 ``check`` joins them when given a configuration: its gate reads the recorded verdicts."""
 CHOOSES_ITS_OWN = frozenset({"scenarios run", "simulate"})
 """Commands without state that make their own throwaway database when ``--db`` was not

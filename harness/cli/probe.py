@@ -114,14 +114,14 @@ def probe(
     from harness.probe.fakes import fakes_at, provider_urls
     from harness.probe.files import probe_files
     from harness.probe.profiles import load_profile
-    from harness.probe.scorecard import print_table
-    from harness.probe.session import (
+    from harness.probe.run import (
         load_probes,
         play_all,
         providers_of,
         wait_for_gateway,
         write_outputs,
     )
+    from harness.probe.scorecard import print_table
 
     console = Console(stderr=False, soft_wrap=True)
     with exit_on_error():

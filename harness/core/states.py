@@ -221,7 +221,7 @@ class DiscardReason(enum.StrEnum):
 
 class AbortReason(enum.StrEnum):
     """Why the worker aborted an attempt's in-flight provider call: its attempt lost, so
-    whatever the call returns can only be discarded (issue 18, 4)."""
+    whatever the call returns can only be discarded."""
 
     JOB_COMPLETED = "job_completed"  # another attempt won the job
     JOB_CANCELLED = "job_cancelled"  # the job was cancelled

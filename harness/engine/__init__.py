@@ -5,7 +5,7 @@ constraint, a partial unique index, a conditional UPDATE), never by a read follo
 a write in Python. Decisions come from `harness.core.states`; time comes from the
 injected clock; races are forced at the named `harness.core.faults` points.
 
-    units.py     the shared ground: parts, input checks, locking and fencing helpers
+    units.py     the shared ground: parts, input checks, locking and fencing steps
     jobs.py      create, read, cancel, fail, defer, notes
     attempts.py  start (live slot, gate), claim, complete (CAS), cancel one attempt
     outcomes.py  unknown with its cause, failures with evidence, resolutions

@@ -216,7 +216,7 @@ class AttemptUnits(BaseUnits):
         unstarted, for the caller to start elsewhere through the gate.
 
         The claim holds its rows no longer than `lock_bound` seconds on PostgreSQL: a
-        claimer that stops inside it (paused, swapped out) loses its session and its
+        claimer that stops inside it (paused, swapped out) loses its connection and its
         claim, and another worker takes the jobs (`queries.bound_transaction`). Should it
         wake before that, its attempts are already past their time and `mark_running`
         refuses to send them."""

@@ -1,5 +1,5 @@
 """The engine's shared ground: its parts (database, gate, clock, fault points, attempt
-tokens), the checks of its inputs, and the helpers every unit of work uses."""
+tokens), the checks of its inputs, and the steps every unit of work shares."""
 
 from __future__ import annotations
 
@@ -84,7 +84,7 @@ class BaseUnits:
         with self.db.read() as conn:
             return q.expired_attempts(conn, now=now, limit=limit)
 
-    # -- helpers -------------------------------------------------------------------------
+    # -- shared steps --------------------------------------------------------------------
 
     def _fence_live(
         self, conn: Connection, job_id: int, *, reason: DiscardReason, now: datetime

@@ -14,7 +14,7 @@ a client would, and the judge reads the fakes' ledger and the client's answers.
     judge.py      the registry of named properties (the rest of them here), and `judge`
     scorecard.py  verdicts per probe and repeat: terminal table, JSON, JUnit, Markdown
     html.py       the scorecard as HTML with a timeline per probe
-    session.py    fakes, gateway, every probe N times, outputs
+    run.py        fakes, gateway, every probe N times, outputs
 """
 
 from harness.probe.driver import ClientRecord, Driver, ProbeRun
@@ -22,8 +22,8 @@ from harness.probe.files import load_probe, parse_probe, probe_files
 from harness.probe.judge import PROPERTIES, Judgement, judge
 from harness.probe.model import Probe, Verdict
 from harness.probe.profiles import Profile, load_profile
+from harness.probe.run import play_all
 from harness.probe.scorecard import Play, Scorecard, score
-from harness.probe.session import play_all
 
 __all__ = [
     "PROPERTIES",

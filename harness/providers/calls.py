@@ -1,4 +1,4 @@
-"""Cancelling one in-flight provider call from another thread (issue 18, 4).
+"""Cancelling one in-flight provider call from another thread.
 
 A call whose attempt has lost (another attempt won the job, the job or the attempt was
 cancelled, an operator resolved it) can only produce a result that is discarded, so it

@@ -3,7 +3,7 @@ collects becomes one test, played in-process on virtual time (`run_scenario`).
 
 Loaded by the ``harness`` pytest11 plugin (`harness.pytest_plugin`), so a project that
 installs the harness runs its own scenario files with plain ``pytest``. By default each
-session plays them on one throwaway SQLite database (every run under owners of its own);
+test run plays them on one throwaway SQLite database (every run under owners of its own);
 ``--scenario-db URL`` plays them on another (a PostgreSQL, say) and ``--scenario-seed N``
 picks the seed. A file that does not load is a collection error naming ``file:line`` and
 the field; a scenario that does not hold fails with its problems (each broken invariant
@@ -38,7 +38,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="URL",
         default=None,
         help="database the collected *.scenario.yaml files play on (default: a "
-        "throwaway SQLite file for the session)",
+        "throwaway SQLite file for the test run)",
     )
     group.addoption(
         "--scenario-seed",
@@ -87,7 +87,7 @@ class ScenarioFailed(ScenarioError):
 
 
 class ScenarioItem(pytest.Item):
-    """One scenario, played once on the session's scenario database."""
+    """One scenario, played once on the test run's scenario database."""
 
     def __init__(self, *, scenario: Scenario, **kwargs: Any) -> None:
         super().__init__(**kwargs)

@@ -1,7 +1,7 @@
 """A deployment of separate OS processes for the multi-process simulation.
 
 One `harness fake-providers serve`, N `harness serve` and M `harness worker`, each
-`python -m harness ...` in a session (process group) of its own, writing its output to a
+`python -m harness ...` in a process group of its own, writing its output to a
 log file in the run's directory, all on one PostgreSQL database and one configuration
 file that points both providers at the fake server. `Deployment` starts them, SIGKILLs
 and restarts workers, and stops everything it started (SIGTERM, then SIGKILL) however
@@ -196,7 +196,7 @@ class Process:
         if self.popen is None:
             return
         try:
-            os.killpg(self.popen.pid, signum)  # its own session: the group id is its pid
+            os.killpg(self.popen.pid, signum)  # its own group: the group id is its pid
         except ProcessLookupError:
             pass
 

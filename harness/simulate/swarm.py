@@ -33,7 +33,7 @@ PROVIDER_FAULTS: Mapping[str, Any] = {
     "content_filter": "content_filter",
     "slow": {"behaviour": "success", "latency": 45},  # past the attempt timeout
     # Within the attempt timeout but after every hedge_after (5/10/15 s): with hedging the
-    # hedge wins first, and this call, still in flight, is aborted (issue 18, 4).
+    # hedge wins first, and this call, still in flight, is aborted.
     "outrun_by_hedge": {"behaviour": "success", "latency": 20},
 }
 """Provider faults: what one scripted call answers when the fault strikes."""

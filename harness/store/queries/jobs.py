@@ -247,7 +247,7 @@ def bound_transaction(conn: Connection, *, seconds: float) -> None:
     """Bound how long the caller's transaction may hold its row locks, on PostgreSQL: a
     statement or a lock wait longer than `seconds` fails, and if the client stops
     between two statements (a paused process, a debugger, a swap storm) the server ends
-    its session after `seconds` idle, rolling the transaction back and giving its rows
+    its connection after `seconds` idle, rolling the transaction back and giving its rows
     to the other workers. (SQLite has no such bound: its write lock is the file's.)"""
     if conn.dialect.name != "postgresql":
         return

@@ -1,4 +1,4 @@
-"""A probe session: the fakes up, the gateway answering, every probe played N times and
+"""A probe run: the fakes up, the gateway answering, every probe played N times and
 judged into one scorecard, and the scorecard written wherever it was asked for.
 """
 
