@@ -10,6 +10,7 @@ errors never carry them (they travel in a header only).
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -149,6 +150,10 @@ class TargetClient:
         """One API request as `owner` (`json`, `headers`, `params` as httpx takes them)."""
         url = f"{self.target.api_url}{path}"
         headers = {**kwargs.pop("headers", {}), **self.target.tokens.header(owner)}
+        if "json" in kwargs:  # as Python writes it: NaN and Infinity reach the server, which
+            # must refuse them (httpx's own encoder refuses to send them at all)
+            kwargs["content"] = json.dumps(kwargs.pop("json")).encode()
+            headers.setdefault("Content-Type", "application/json")
         with mapped(f"{method} {url}"):
             response = self._http.request(method, url, headers=headers, **kwargs)
             body = response.json() if response.content else None
