@@ -149,7 +149,7 @@ class AnthropicDialect:
     endpoint = "messages"
 
     def parse(self, headers: Mapping[str, str], body: bytes, *, counting: bool) -> ParsedRequest:
-        # Each helper raises the error the real API gives first, so the order is the API's.
+        # Each field reader raises the error the real API gives first, so the order is the API's.
         if not headers.get(VERSION_HEADER):
             raise _invalid(f"{VERSION_HEADER}: header is required")
         data = _body_object(body, counting=counting)

@@ -153,7 +153,7 @@ class OpenAIDialect:
     endpoint = "chat.completions"
 
     def parse(self, headers: Mapping[str, str], body: bytes, *, counting: bool) -> ParsedRequest:
-        # Each helper raises the error the real API gives first, so the order is the API's.
+        # Each field reader raises the error the real API gives first, so the order is the API's.
         data = body_object(body)
         model = model_of(data)
         messages = _messages(data)

@@ -1,4 +1,4 @@
-"""Issue 17: the command line's surface, walked command by command: every option has
+"""The command line's surface, walked command by command: every option has
 help and reads the environment variable its --help names (one rule: `environment_name`),
 every command's help states its exit codes, and a variable set really is used."""
 

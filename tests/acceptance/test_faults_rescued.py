@@ -1,4 +1,4 @@
-"""Issue 18, end to end as a user runs it: `harness serve` (and `harness worker`) and
+"""Faults rescued, end to end as a user runs it: `harness serve` (and `harness worker`) and
 `harness fake-providers serve` as separate processes on loopback, a primary (OpenAI-style)
 and a healthy fallback (Anthropic-style), faults scripted through the fakes' control API.
 

@@ -1,4 +1,4 @@
-"""Issue 20's acceptance through a real `harness serve` subprocess with a real `harness
+"""The gateway's faces through a real `harness serve` subprocess with a real `harness
 fake-providers serve` behind it, on SQLite and PostgreSQL: the official SDKs (and
 litellm, langchain-openai) unchanged but for base_url, api_key and an Idempotency-Key;
 a hung primary under the SDK's own timeout and retry; 200 concurrent calls with one

@@ -1,4 +1,4 @@
-"""Issue 17, acceptance 2 and 3: every JUnit file the CLI writes (`check`, `check
+"""Every JUnit file the CLI writes (`check`, `check
 --mutants`, `contracts verify --junit`, `contracts gate --junit`) validates against
 Jenkins' own `junit-10.xsd` (vendored from jenkinsci/xunit-plugin in tests/data) with
 xmlschema, and junitparser reads it back with the same counts; every testcase that did

@@ -1,4 +1,4 @@
-"""Unknowns that resolve (issue 9), end to end as a user runs it: `harness serve` and
+"""Unknowns that resolve, end to end as a user runs it: `harness serve` and
 `harness fake-providers serve` as separate processes talking real HTTP over loopback, on
 SQLite and PostgreSQL, faults scripted through the fakes' control API.
 

@@ -1,4 +1,4 @@
-"""The scenario runner's HTTP target, end to end (issue 12, acceptance line 4): the four
+"""The scenario runner's HTTP target, end to end: the four
 seed breakpoints pass against a live `harness serve` whose providers are a live
 `harness fake-providers serve`, and each fails against a live server running the mutant
 that breaks it; on SQLite and PostgreSQL.

@@ -1,4 +1,4 @@
-"""Issue 12, acceptance 5 (the JUnit half: test_junit.py, on Jenkins' junit-10.xsd):
+"""HTML reports (the JUnit half: test_junit.py, on Jenkins' junit-10.xsd):
 `--html F` renders in headless Chromium to a screenshot that is not blank and shows the
 timelines' colours (skipped, with the reason, where Debian's `chromium` is not
 installed; CI installs it)."""
@@ -58,7 +58,7 @@ def test_the_html_report_renders_in_headless_chromium(tmp_path) -> None:
     assert WON in colours and FAILED in colours  # the timelines' bars were drawn
 
 
-# -- what a person sees: content, not only pixels (issue 17, acceptance line 6) ----------
+# -- what a person sees: content, not only pixels --------------------------------------
 
 VIEWPORT = (1200, 900)
 PROBE = """

@@ -1,4 +1,4 @@
-"""Scenario files with mistakes (issue 17, acceptance line 4): one run of the CLI names
+"""Scenario files with mistakes: one run of the CLI names
 every mistake of every file, each at its line and field, with a did-you-mean, before
 anything plays; exit 2 and nothing played."""
 

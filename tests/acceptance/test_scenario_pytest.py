@@ -1,4 +1,4 @@
-"""Issue 12, acceptance 6: a user project's own `*.scenario.yaml` files run as pytest
+"""A user project's own `*.scenario.yaml` files run as pytest
 items through the `harness` plugin (pytester: a fresh pytest run in a project of its
 own). A scenario that holds passes; one that does not fails with its problems (a broken
 invariant with its minimal witness) and its timeline; a malformed file is a collection

@@ -159,7 +159,7 @@ def test_timeout_blocks_fallback_until_resolved(service: Service) -> None:
         json={"outcome": "failed", "reason": "provider support: lost"},
     )
     assert resolve.status_code == 200 and resolve.json()["state"] == "failed"
-    # the resolution moves the job on by itself (issue 9): the fallback starts, no click
+    # the resolution moves the job on by itself: the fallback starts, no click
     job = service.wait_for(job_id, lambda j: j["status"] == "succeeded")
     assert job["waiting_on"] is None and job["attempts"][1]["number"] == 2
     click = service.client.post(f"/v1/jobs/{job_id}/attempts", headers=ALICE)

@@ -1,4 +1,4 @@
-"""Issue 4's acceptance over real loopback HTTP with the real fake providers and their
+"""The jobs API over real loopback HTTP with the real fake providers and their
 ledger: double-click, timeout → unknown, hedged reverse order, kill -9 of a worker."""
 
 from __future__ import annotations
@@ -108,7 +108,7 @@ def test_hang_past_the_timeout_is_unknown_until_resolved(live: Live) -> None:
         json={"outcome": "failed", "reason": "provider: never ran"},
     )
     assert resolve.status_code == 200
-    # the resolution moves the job on to the fallback by itself (issue 9), no click
+    # the resolution moves the job on to the fallback by itself, no click
     done = live.wait_for(job["id"], lambda j: j["status"] == "succeeded")
     assert done["attempts"][1]["provider"] == "fallback"
     assert [a["state"] for a in done["attempts"]] == ["failed", "succeeded"]

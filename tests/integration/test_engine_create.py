@@ -43,7 +43,7 @@ def test_double_click_from_50_threads(engine: Engine, db: Database) -> None:
     assert sum(r.created for r in results) == 1
     assert count(db, jobs) == 1
     assert kinds(db).count("created") == 1
-    # Replays are counted on the job, with one `replayed` event per burst (issue 10): on
+    # Replays are counted on the job, with one `replayed` event per burst: on
     # PostgreSQL concurrent replays may each see no earlier replay event, never more.
     assert 1 <= kinds(db).count("replayed") <= callers - 1
     assert engine.get_job(results[0].job.id).replays == callers - 1

@@ -1,4 +1,4 @@
-"""Bounded history (issue 10): replays and refused clicks are counted on the job, not
+"""Bounded history: replays and refused clicks are counted on the job, not
 stored one row each, and a job's events are read a page at a time."""
 
 from __future__ import annotations

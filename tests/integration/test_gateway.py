@@ -1,4 +1,4 @@
-"""The gateway's faces (issue 20) with the official SDKs as clients, over loopback, on
+"""The gateway's faces with the official SDKs as clients, over loopback, on
 the built-in fakes in this process, on SQLite and PostgreSQL: answers in each API's
 shapes, keys and replays, errors as the SDKs' own exception classes, the wait bound,
 streams of the winner only, and a hung primary under the SDK's own timeout and retry.

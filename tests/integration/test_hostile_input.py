@@ -1,4 +1,4 @@
-"""Hand-made hostile input (issue 18, 6): each refused with a clear 4xx, nothing written.
+"""Hand-made hostile input: each refused with a clear 4xx, nothing written.
 
 Over a real loopback socket (uvicorn in this process), so headers arrive as a client
 sends them and an upload can stall or be cut."""

@@ -1,4 +1,4 @@
-"""The HTML timeline draws what happened, not only attempts (issue 17): the clients'
+"""The HTML timeline draws what happened, not only attempts: the clients'
 operations (the double click, the conflict), the job's events (provider skipped, the
 breaker opening), the hedge and the late result, each in the legend; and witnesses
 print as text, identical violations once with a count."""

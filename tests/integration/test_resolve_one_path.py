@@ -1,6 +1,6 @@
-"""One code path decides a resolution, whichever process serves the API (issue 18, 5),
+"""One code path decides a resolution, whichever process serves the API,
 and a resolution of an attempt that is not unknown is refused before any provider is
-asked (issue 18, 6): the app without a worker, as `harness serve --no-worker` builds it."""
+asked: the app without a worker, as `harness serve --no-worker` builds it."""
 
 from __future__ import annotations
 

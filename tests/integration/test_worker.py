@@ -381,7 +381,7 @@ def test_reconciler_waits_when_the_evidence_is_unreadable(worker, scheduler, pri
     assert worker.engine.get_job(job_id).status is JobState.BLOCKED_UNKNOWN
 
 
-# -- issue 9: every job ends, or says why not ---------------------------------------------
+# -- every job ends, or says why not ---------------------------------------------------
 
 
 def test_the_fallback_button_on_a_finished_job_says_job_finished(worker, scheduler) -> None:

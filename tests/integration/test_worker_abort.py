@@ -1,4 +1,4 @@
-"""A lost attempt's in-flight call is aborted, and said so (issue 18, 4).
+"""A lost attempt's in-flight call is aborted, and said so.
 
 The primary never answers (the fake holds the connection open until it is released, its
 own end); the hedge answers and wins. The primary's connection must then be closed by

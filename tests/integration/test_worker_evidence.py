@@ -1,4 +1,4 @@
-"""Every observation of an unknown attempt is kept (issue 18, 3): the first cause with its
+"""Every observation of an unknown attempt is kept: the first cause with its
 error text, and what the adapter said after the deadline had already made it unknown."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A hedging policy covers an attempt that is already unknown (issue 18, 2): hedged at
+"""A hedging policy covers an attempt that is already unknown: hedged at
 max(now, its start + hedge_after), recorded in the job's events; a policy that does not
 hedge still blocks on it. Virtual time: the scheduler's clock moves only when told."""
 

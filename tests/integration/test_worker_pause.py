@@ -177,14 +177,14 @@ def test_a_call_in_time_is_sent_whatever_the_claim_took(pair: Pair) -> None:
 def test_a_claim_holds_its_jobs_no_longer_than_its_bound_on_postgres(
     postgres_pair: Pair,
 ) -> None:
-    """PostgreSQL ends the session of a claimer stopped inside its transaction after the
+    """PostgreSQL ends the connection of a claimer stopped inside its transaction after the
     claim's lock bound: its claim is rolled back and the other worker takes the job;
     when it wakes, its commit fails and it sends nothing. (SQLite's write lock belongs
     to the file: no server can end its holder, and every writer waits for it.)"""
     pair = postgres_pair
     job_id = pair.job_id()
     thread, errors = pair.claim_in_background()
-    wait_until(  # while the claimer is still stopped: its session ended, its rows freed
+    wait_until(  # while the claimer is still stopped: its connection ended, its rows freed
         pair.other.claim,
         timeout=REAL_LIMIT,
         what="the other worker to claim the job the stopped claim held",
@@ -192,7 +192,7 @@ def test_a_claim_holds_its_jobs_no_longer_than_its_bound_on_postgres(
     pair.resume.set()
     thread.join(REAL_LIMIT)
     assert not thread.is_alive()
-    assert [type(e) for e in errors] == [StoreError]  # its session was ended
+    assert [type(e) for e in errors] == [StoreError]  # its connection was ended
     pair.scheduler.wait_idle()
     job = pair.other.engine.get_job(job_id)
     assert [a.provider for a in job.attempts] == ["primary"]

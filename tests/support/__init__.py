@@ -1,1 +1,1 @@
-"""Fixtures and helpers shared by the suite; no tests here."""
+"""Fixtures and modules shared by the suite; no tests here."""

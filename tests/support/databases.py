@@ -31,7 +31,7 @@ def postgres_server_url() -> str:
 
 @pytest.fixture(scope="session")
 def postgres_url() -> Iterator[str]:
-    """A database of this test session's own on the PostgreSQL server, migrated: named by
+    """A database of this test run's own on the PostgreSQL server, migrated: named by
     the process id, so each pytest-xdist worker has its own."""
     server = sa.create_engine(postgres_server_url(), isolation_level="AUTOCOMMIT")
     try:

@@ -1,6 +1,6 @@
 """Fixtures for the fake providers and the adapters: in-process and over loopback.
 
-One uvicorn server serves the whole session (starting one costs ~0.1 s); each test that
+One uvicorn server serves the whole test run (starting one costs ~0.1 s); each test that
 uses it gets it reset, and at teardown hung requests are released and every scripted
 behaviour must have been used (a script nobody consumed means the test did not
 exercise what it meant to).
@@ -49,7 +49,7 @@ def fake_server() -> Iterator[FakeServer]:
 
 @pytest.fixture
 def live(fake_server: FakeServer) -> Iterator[FakeServer]:
-    """The session's real HTTP server, reset for this test."""
+    """The test run's real HTTP server, reset for this test."""
     fake_server.fakes.reset()
     yield fake_server
     fake_server.fakes.release()

@@ -1,4 +1,4 @@
-"""The suite's polling helper: returns what held, and fails loudly when nothing did."""
+"""The suite's polling function: returns what held, and fails loudly when nothing did."""
 
 from __future__ import annotations
 

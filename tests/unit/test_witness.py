@@ -1,4 +1,4 @@
-"""Witnesses and violations as text a person reads (issue 17): no Python reprs, one
+"""Witnesses and violations as text a person reads: no Python reprs, one
 line per history entry, and violations that say the same thing grouped with a count."""
 
 from __future__ import annotations

@@ -97,7 +97,7 @@ def test_required_tool_call_streamed(client) -> None:
     assert chunks[-1].choices[0].finish_reason == "tool_calls"
 
 
-def test_required_tool_call_through_the_stream_helper(client) -> None:
+def test_required_tool_call_through_the_stream_api(client) -> None:
     with client.chat.completions.stream(
         model="gpt-4o-mini", messages=PROMPT, tools=TOOLS, tool_choice="required"
     ) as stream:

@@ -1,4 +1,4 @@
-"""Round two of the interop matrix (issue 19), every cell with a real client, unchanged,
+"""The interop matrix, every cell with a real client, unchanged,
 against the served fakes (and in-process through `intercept`, no ``http_client``):
 
     cell                           OA   OA-async  AN   litellm  langchain  pydantic-ai  instr.
