@@ -231,7 +231,8 @@ def test_an_unusable_database_exits_2_before_verifying(env, tmp_path: Path, run)
 
 
 def test_offline_verification_gives_the_online_verdict(env, script, tmp_path: Path, run) -> None:
-    """Acceptance 4 through the CLI, in-memory provider (over HTTP: test_contract_fakes)."""
+    """Online and offline give one verdict through the CLI, in-memory provider (over HTTP:
+    test_contract_fakes)."""
     replies = mini_replies(mini_contract(), two={"ref": "r1", "label": "bad", "score": 0.1})
     script("fallback", replies)
     capture = tmp_path / "fallback.captures.json"

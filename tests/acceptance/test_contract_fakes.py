@@ -1,10 +1,10 @@
-"""Acceptance 1 and 4 against the real fake providers and the real adapters.
+"""Contract verification against the real fake providers and the real adapters.
 
-1. A well-behaved model passes; a model that adds a top-level key, answers in prose,
+- A well-behaved model passes; a model that adds a top-level key, answers in prose,
    returns wrong types, breaks a business rule, differs across repeats at temperature 0,
    is truncated by ``length``, or gets a prompt over the token budget fails, naming the
    check. In-process (FakeTransport) for both wire formats, and over HTTP via the CLI.
-4. ``harness contracts verify`` over HTTP and offline on the captured file give the same
+- ``harness contracts verify`` over HTTP and offline on the captured file give the same
    verdict.
 
 `fake-fit` (tests/contracts/data) is built so the fakes' default answer keeps it, so each

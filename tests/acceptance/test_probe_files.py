@@ -1,5 +1,5 @@
-"""Probe and profile files: the bundled catalogue loads and covers every fault class the
-issue lists; a mistake names file:line and field; the CLI exits 2 with one line for a bad
+"""Probe and profile files: the bundled catalogue loads and covers every fault class in
+`FAULTS` below; a mistake names file:line and field; the CLI exits 2 with one line for a bad
 profile and for a gateway that is not up."""
 
 from __future__ import annotations

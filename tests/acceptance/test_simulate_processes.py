@@ -147,7 +147,7 @@ def _simulate(*args: str):
 def test_a_run_whose_chaos_did_not_run_exits_1_naming_why(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The issue's run: no chaos phase, 1.2e9 jobs/s, and yet "passed"; now exit 1."""
+    """A run with no chaos phase, 1.2e9 jobs/s, and yet "passed" must exit 1."""
     from harness.simulate.verdict import incomplete
 
     summary = _processes_summary(chaos_seconds=0.0, duration=60.0, jobs=1200, requests=1300)

@@ -1,5 +1,5 @@
-"""The control API (over loopback and in-process) and scripting semantics; acceptance 5
-for the control API: malformed input gets a 400 naming the field, and serving goes on."""
+"""The control API (over loopback and in-process) and scripting semantics; bad input
+to the control API: malformed input gets a 400 naming the field, and serving goes on."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Acceptance 1 and 3: the official SDKs, unchanged, against the fake server over loopback.
+"""The official SDKs, unchanged, against the fake server over loopback.
 
 Retries and timeouts are set explicitly on every client. Where the SDK would back off
 before a retry, `sdk_sleeps` records the delay it chose instead of sleeping, so a test
@@ -193,7 +193,7 @@ def test_sdks_see_validation_errors_in_the_real_shape(live: FakeServer) -> None:
     assert caught.value.param == "messages"
 
 
-# -- acceptance 3: the ledger counts what the SDK hides --------------------------------
+# -- the ledger counts what the SDK hides ----------------------------------------------
 
 
 def test_sdk_retries_show_as_three_executions_for_one_call(

@@ -1,6 +1,6 @@
 """VerdictGate over a real, migrated database on SQLite and PostgreSQL, with verdicts
-written by real verifications: its decisions (acceptance 2, the gate's half) and contract
-changes (acceptance 3). The pure rule it applies: tests/unit/test_gate_decision.py."""
+written by real verifications: its decisions and the contract
+changes that void a verdict. The pure rule it applies: tests/unit/test_gate_decision.py."""
 
 from __future__ import annotations
 
@@ -69,7 +69,7 @@ def test_gate_refuses_then_allows_after_passing_verification(
 def test_changing_one_character_invalidates_verdicts(
     write_contract, db: Database, clock: VirtualClock
 ) -> None:
-    """Acceptance 3, through files: edit one character, reload, and the verdict is void."""
+    """A contract change, through files: edit one character, reload, and the verdict is void."""
     path: Path = write_contract(MINI)
     registry = ContractRegistry.from_directory(path.parent)
     verify_and_record(db, registry["mini"], clock, replies=mini_replies(registry["mini"]))

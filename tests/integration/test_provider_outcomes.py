@@ -1,4 +1,4 @@
-"""Acceptance 2: every behaviour, through every adapter, in-process and over loopback,
+"""Every behaviour, through every adapter, in-process and over loopback,
 maps to the right outcome kind (the tables themselves: tests/unit/test_provider_tables.py).
 
 The expected kinds are written here independently of the adapters' tables. A behaviour

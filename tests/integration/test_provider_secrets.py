@@ -1,4 +1,4 @@
-"""Acceptance 4: with a real-looking API key in the environment, run every behaviour
+"""Secrets never leak: with a real-looking API key in the environment, run every behaviour
 through every adapter (in-process and over loopback) and through both SDKs, and find
 the key in no log record, exception message, repr, outcome or ledger entry.
 

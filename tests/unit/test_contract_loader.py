@@ -1,4 +1,4 @@
-"""Acceptance 5: a malformed contract names file and field; a rule that refers to a missing
+"""A malformed contract names file and field; a rule that refers to a missing
 path is reported at load time. Also: the bundled contracts load, and the hash."""
 
 from __future__ import annotations

@@ -133,7 +133,7 @@ def test_the_model_recorded_is_the_configured_one(mini: Contract) -> None:
 
 
 def test_online_and_offline_agree_on_the_same_outputs(mini: Contract, tmp_path: Path) -> None:
-    """Acceptance 4 at the library level, with a mix of good and bad outputs."""
+    """Online and offline give one verdict at the library level, good and bad outputs mixed."""
     replies = mini_replies(mini, two={"ref": "r2", "label": "bad", "score": 3, "x": 1})
     replies[1] = executed("memory", "not json", finish_reason="length")
     online = verify_online(

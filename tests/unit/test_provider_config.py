@@ -1,4 +1,4 @@
-"""Provider configuration files: both formats, both shapes, and acceptance 5 for config:
+"""Provider configuration files: both formats, both shapes, and bad input:
 every malformed input is refused with an error naming the field."""
 
 from __future__ import annotations

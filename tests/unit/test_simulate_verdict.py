@@ -82,7 +82,7 @@ def test_what_the_watcher_saw_is_added_once_and_marked() -> None:
 def test_a_run_that_did_not_do_its_work_is_incomplete_naming_why() -> None:
     done = {"duration": 60, "chaos_seconds": 60.2, "jobs": 900, "requests": 4000}
     assert incomplete({**done, "max_jobs": 6000, "dead": []}) == []
-    # The run: no chaos phase, and 1.2e9 jobs/s from dividing by nothing.
+    # A run with no chaos phase, and 1.2e9 jobs/s from dividing by nothing.
     no_chaos = incomplete({**done, "chaos_seconds": 0.0})
     assert no_chaos == ["the chaos phase ran 0 s of the 60 s asked"]
     assert incomplete({**done, "jobs": 0}) == ["no job was created"]

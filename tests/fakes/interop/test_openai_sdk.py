@@ -64,7 +64,7 @@ def assert_valid_calls(calls) -> None:
         jsonschema.validate(json.loads(call.function.arguments), SCHEMAS[call.function.name])
 
 
-# -- acceptance 1: tool calls ---------------------------------------------------------
+# -- tool calls -----------------------------------------------------------------------
 
 
 def test_required_tool_call_whole(client) -> None:
@@ -186,7 +186,7 @@ def test_a_stream_cut_mid_arguments(client, fake_provider_server) -> None:
     assert partial and not _parses(partial)
 
 
-# -- acceptance 2: Responses, models, n ---------------------------------------------
+# -- Responses, models, n -----------------------------------------------------------
 
 
 def test_responses_create_whole(client) -> None:

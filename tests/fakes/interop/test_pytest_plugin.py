@@ -1,4 +1,4 @@
-"""Acceptance 5: the pytest plugin as a user meets it, in a fresh pytest run (pytester):
+"""The pytest plugin as a user meets it, in a fresh pytest run (pytester):
 `fake_provider_server` with the openai SDK passes; a test that scripts a behaviour it
 never triggers fails at teardown; the marker and the ini option opt out."""
 
