@@ -1,7 +1,7 @@
 """Anthropic Messages on the wire: validation, bodies, named SSE events, error bodies.
 
 Shapes follow the anthropic-sdk-python types and Anthropic's documented errors
-(/work/shared/reference/wire-formats.md, "Anthropic Messages").
+(https://docs.anthropic.com/en/api/messages, https://docs.anthropic.com/en/api/errors).
 """
 
 from __future__ import annotations

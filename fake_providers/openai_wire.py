@@ -1,7 +1,7 @@
 """OpenAI Chat Completions on the wire: validation, bodies, SSE chunks and error bodies.
 
 Shapes follow the openai-python SDK types and OpenAI's documented errors
-(/work/shared/reference/wire-formats.md, "OpenAI Chat Completions"): tool calls (whole and
+(https://platform.openai.com/docs/api-reference/chat): tool calls (whole and
 as ``tool_calls`` deltas), ``n`` choices, ``store`` + ``metadata``.
 """
 
