@@ -7,7 +7,7 @@
 - ``harness contracts verify`` over HTTP and offline on the captured file give the same
    verdict.
 
-`fake-fit` (tests/contracts/data) is built so the fakes' default answer keeps it, so each
+`fake-fit` (tests/data/fake-fit.yaml) is built so the fakes' default answer keeps it, so each
 fault behaviour's failures are its own.
 """
 
