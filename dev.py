@@ -94,11 +94,12 @@ def complexity() -> int:
 
 
 def lint() -> int:
-    """ruff, the layer contracts (import-linter) and the complexity bound."""
+    """ruff, the layer contracts (import-linter), the types (mypy) and the complexity bound."""
     checks = {
         "ruff check": lambda: run(str(BIN / "ruff"), "check", "."),
         "ruff format": lambda: run(str(BIN / "ruff"), "format", "--check", "."),
         "lint-imports": lambda: run(str(BIN / "lint-imports")),
+        "mypy": lambda: run(str(BIN / "python"), "-m", "mypy"),  # its settings: pyproject.toml
         "radon cc": complexity,
     }
     for name, check in checks.items():

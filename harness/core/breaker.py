@@ -85,7 +85,7 @@ def availability(health: Health, now: datetime, settings: BreakerSettings) -> Av
         return Availability.RETRY_AFTER
     if health.state is BreakerState.CLOSED:
         return Availability.AVAILABLE
-    if health.state is not BreakerState.CLOSED and _cooled(health, now, settings):
+    if _cooled(health, now, settings):  # not closed (returned above)
         # Open and cooled down: one probe may go. Half-open for a whole cool-down: the
         # probe never reported (its worker died with it), so another may go, or the
         # provider would be skipped for ever.

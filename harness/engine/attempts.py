@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.engine import Connection
 
@@ -41,6 +41,10 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)  # "no maximum runtime": every start i
 class AttemptUnits(BaseUnits):
     """Attempts: started only where the live-slot index and the gate allow, completed by
     one compare-and-swap; a loser's or a fenced attempt's answer is kept, never written."""
+
+    if TYPE_CHECKING:  # supplied by JobUnits in the engine these units are mixed into
+
+        def get_job(self, job_id: int, *, owner: str | None = None) -> Job: ...
 
     def start_attempt(
         self,

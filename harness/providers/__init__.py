@@ -10,6 +10,7 @@ With no config at all, `harness.runtime.builtin.builtin_fake_providers()` gives
 
 from __future__ import annotations
 
+from harness.core.signals import Signal
 from harness.providers.anthropic_messages import AnthropicMessagesProvider
 from harness.providers.base import (
     ATTEMPT_HEADER,
@@ -28,7 +29,7 @@ from harness.providers.build import (
 from harness.providers.config import ProviderConfig, ProviderKind, load_providers, parse_providers
 from harness.providers.http_provider import BaseHttpProvider
 from harness.providers.openai_chat import OpenAIChatProvider
-from harness.providers.outcomes import OUTCOME_TABLES, Signal
+from harness.providers.outcomes import OUTCOME_TABLES
 from harness.providers.secrets import Secret
 
 __all__ = [

@@ -18,11 +18,11 @@ from typing import Any, ClassVar
 import httpx
 
 from harness.core.models import ToolChoice
+from harness.core.signals import Signal
 from harness.errors import ProviderError
 from harness.providers.base import CompletionRequest, Message, ToolCall
 from harness.providers.exchange import CallFailed
 from harness.providers.http_provider import Answer, BaseHttpProvider, BaseStreamReader
-from harness.providers.outcomes import Signal
 from harness.providers.sse import Event
 
 API_VERSION = "2023-06-01"
@@ -46,9 +46,8 @@ def _usage(raw: object) -> dict[str, int]:
 
 def _message(body: object) -> str | None:
     error = body.get("error") if isinstance(body, dict) else None
-    if isinstance(error, dict) and isinstance(error.get("message"), str):
-        return error["message"]
-    return None
+    message = error.get("message") if isinstance(error, dict) else None
+    return message if isinstance(message, str) else None
 
 
 class AnthropicMessagesProvider(BaseHttpProvider):
@@ -169,7 +168,7 @@ class _EventReader(BaseStreamReader):
         kind = data.get("type", event.event)
         if kind == "error":
             raise CallFailed(self.error_signal(), f"error event in the stream: {_message(data)}")
-        step = self._steps.get(kind)
+        step = self._steps.get(kind) if isinstance(kind, str) else None
         if step is not None:
             step(self, data)
 
@@ -253,8 +252,8 @@ def anthropic_messages(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
                 out.append({"role": "user", "content": [result], "tool_results": True})
             continue
         out.append({"role": message.role, "content": _content(message)})
-    for message in out:
-        message.pop("tool_results", None)
+    for entry in out:
+        entry.pop("tool_results", None)
     return out
 
 

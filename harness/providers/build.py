@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from typing import Any
 
 import httpx
 
@@ -64,7 +65,7 @@ def build_provider(
                 provider=config.name,
             )
         key = Secret(value)
-    common = {
+    common: dict[str, Any] = {
         "name": config.name,
         "base_url": config.base_url,
         "model": config.model,

@@ -170,7 +170,9 @@ class _TrackedStream(httpcore.NetworkStream):
     def close(self) -> None:
         self._inner.close()
 
-    def start_tls(self, ssl_context: Any, server_hostname: str | None = None, timeout=None):  # type: ignore[no-untyped-def]
+    def start_tls(
+        self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None
+    ) -> _TrackedStream:
         return _TrackedStream(self._inner.start_tls(ssl_context, server_hostname, timeout))
 
     def get_extra_info(self, info: str) -> Any:
@@ -212,5 +214,5 @@ def tracked_transport(**kwargs: Any) -> httpx.HTTPTransport:
     pool = transport._pool
     # httpx takes no network backend; its pool does (httpcore's public parameter), and
     # the pool hands its backend to every connection it opens.
-    pool._network_backend = _TrackedBackend(pool._network_backend)  # type: ignore[attr-defined]
+    pool._network_backend = _TrackedBackend(pool._network_backend)
     return transport

@@ -17,8 +17,8 @@ from contextlib import contextmanager
 
 import httpx
 
+from harness.core.signals import Signal
 from harness.errors import ProviderError
-from harness.providers.outcomes import Signal
 
 
 class ExchangeStage(enum.Enum):

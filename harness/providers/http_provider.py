@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 
 import httpx
 
+from harness.core.signals import Signal
 from harness.errors import ProviderError
 from harness.providers.base import (
     ATTEMPT_HEADER,
@@ -37,7 +38,6 @@ from harness.providers.exchange import (
 from harness.providers.outcomes import (
     OUTCOME_TABLES,
     PROVIDER_BODY_STATUSES,
-    Signal,
     status_signal,
 )
 from harness.providers.secrets import Secret
@@ -472,4 +472,5 @@ def _with_abort(evidence: dict[str, Any], handle: CallHandle | None) -> dict[str
 
 
 def _is_event_stream(response: httpx.Response) -> bool:
-    return response.headers.get("content-type", "").startswith("text/event-stream")
+    content_type: str = response.headers.get("content-type", "")
+    return content_type.startswith("text/event-stream")

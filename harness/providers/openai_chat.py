@@ -14,11 +14,11 @@ from typing import Any
 
 import httpx
 
+from harness.core.signals import Signal
 from harness.errors import ProviderError
 from harness.providers.base import CompletionRequest, LookupResult, Message, ToolCall
 from harness.providers.exchange import CallFailed
 from harness.providers.http_provider import Answer, BaseHttpProvider, BaseStreamReader
-from harness.providers.outcomes import Signal
 from harness.providers.sse import Event
 
 FINISH_REASONS: Mapping[str, str] = {
@@ -174,9 +174,8 @@ class OpenAIChatProvider(BaseHttpProvider):
 
 def _message(body: Mapping[str, Any]) -> str | None:
     error = body.get("error")
-    if isinstance(error, dict) and isinstance(error.get("message"), str):
-        return error["message"]
-    return None
+    message = error.get("message") if isinstance(error, dict) else None
+    return message if isinstance(message, str) else None
 
 
 class _ChunkReader(BaseStreamReader):

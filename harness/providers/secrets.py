@@ -83,7 +83,7 @@ class Secret:
 
     __str__ = __repr__
 
-    def __reduce__(self) -> object:
+    def __reduce__(self) -> str:  # never returns: raises
         raise TypeError("a Secret is not serialisable")
 
 

@@ -142,7 +142,11 @@ _GIVEN = (
     "policy",
     "now",
 )
-_PG = _Compiled(_create_or_replay_postgresql(), psycopg.dialect(), given=_GIVEN)
+_PG = _Compiled(
+    _create_or_replay_postgresql(),
+    psycopg.dialect(),  # type: ignore[no-untyped-call]  # SQLAlchemy leaves it unannotated
+    given=_GIVEN,
+)
 _NAMED = sqlite.dialect(paramstyle="named")
 _SQLITE_UPSERT = _Compiled(_upsert(sqlite), _NAMED, given=_GIVEN)
 _SQLITE_EVENT = _Compiled(

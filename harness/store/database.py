@@ -166,7 +166,7 @@ class Database:
         with self._writer, translate_errors():
             with wrap_driver_errors(dialect):  # a refused connect escapes the pool raw
                 pooled = self.engine.raw_connection()
-            raw = pooled.driver_connection
+            raw: Any = pooled.driver_connection  # never None on a live pooled connection
             try:
                 with wrap_driver_errors(dialect, pooled):
                     if self.dialect == "sqlite":

@@ -20,7 +20,7 @@ from harness.core.models import Attempt, Event, Job, Policy, Verdict
 from harness.core.states import AttemptState, EventKind, JobState, OutcomeKind, Resolution
 from harness.store.tables import attempts, jobs
 
-Row = Mapping[str, Any]
+Row = Mapping[Any, Any]  # a RowMapping is keyed by name or column
 
 
 def attempt_of(row: Row) -> Attempt:
@@ -102,7 +102,7 @@ def job_with_attempts(rows: Sequence[Row]) -> JobRecord | None:
     if not rows:
         return None
     found = [
-        attempt_of({name: row[PREFIX + name] for name in ATTEMPT_COLUMNS})  # type: ignore[arg-type]
+        attempt_of({name: row[PREFIX + name] for name in ATTEMPT_COLUMNS})
         for row in rows
         if row[PREFIX + "id"] is not None
     ]
@@ -162,9 +162,8 @@ def sqlite_time(value: datetime) -> str:
 def _time(value: Any) -> datetime | None:
     if value is None:
         return None
-    if isinstance(value, str):
-        value = datetime.fromisoformat(value)
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    moment: datetime = datetime.fromisoformat(value) if isinstance(value, str) else value
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
 def _loaded(value: Any, *, text: bool) -> Any:

@@ -121,7 +121,7 @@ def snapshot(conn: Connection) -> tuple[list[Job], list[Event]]:
     by_job: dict[int, list[Attempt]] = {}
     for row in conn.execute(sa.select(attempts).order_by(attempts.c.id)).mappings():
         by_job.setdefault(row["job_id"], []).append(_attempt(row))
-    job_list = [
+    job_list: list[Job] = [
         _job(row, sorted(by_job.get(row["id"], []), key=lambda a: a.number))
         for row in conn.execute(sa.select(jobs).order_by(jobs.c.id)).mappings()
     ]
