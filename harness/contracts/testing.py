@@ -50,6 +50,7 @@ class MemoryProvider:
         self.name = name
         self.kind = kind
         self.model = model
+        self.stream = False  # answers whole: a script has no stream to cut
         self.replies = list(replies)
         self.default = default
         self.token_count = token_count

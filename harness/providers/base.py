@@ -66,6 +66,16 @@ class BaseProvider(Protocol):
     name: str
     kind: str  # "openai" | "anthropic" | "openai_compatible"
 
+    @property
+    def model(self) -> str | None:
+        """The model asked for; None: the provider's default."""
+        ...
+
+    @property
+    def stream(self) -> bool:
+        """Whether the worker asks this provider for a streamed answer."""
+        ...
+
     def complete(self, request: CompletionRequest, *, timeout: float) -> Outcome:
         """Run one call. Never raises for provider behaviour: every failure is an Outcome."""
         ...
