@@ -101,7 +101,7 @@ def _job(
 
 def _events(*specs: str, job: int = 1) -> tuple[Event, ...]:
     """Each `kind`, `kind N` (of attempt N) or either with `@T`, in the order written."""
-    events = []
+    events: list[Event] = []
     for spec in specs:
         head, _, at = spec.partition("@")
         kind, _, number = head.strip().partition(" ")

@@ -48,7 +48,7 @@ def judge(scenario: Scenario, history: Mapping[str, Any], *, late: float = 0.0) 
     gives, never before: a live server's own poll and request handling take real time
     (0 in-process, where the clock is virtual and every instant exact)."""
     expect = scenario.expect
-    found = []
+    found: list[str] = []
     for alias, wanted in (expect.get("jobs") or {}).items():
         found.extend(f"job {alias}: {m}" for m in _job(alias, wanted, history, late))
     found.extend(_ledger(expect.get("ledger") or {}, history))

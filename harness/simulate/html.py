@@ -36,7 +36,8 @@ def html_page(
     timelines = timelines or {}
     pairs = list(zip(report["seeds"], runs, strict=True))
     pairs.sort(key=lambda pair: pair[0]["passed"])  # stable: failing seeds first, in order
-    sections, index = [], []
+    sections: list[str] = []
+    index: list[str] = []
     for seed, run in pairs:
         blocks = _violations(seed, index)
         shrunk, shrunk_file = _shrunk(seed, replay, timelines.get(seed["seed"]))

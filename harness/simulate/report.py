@@ -164,7 +164,7 @@ def verdict_line(report: Mapping[str, Any], *, wall_seconds: float) -> str:
 
 def _what_broke(seeds: Iterable[Mapping[str, Any]]) -> str:
     failing = [seed for seed in seeds if not seed["passed"]]
-    found = Counter()
+    found: Counter[str] = Counter()
     for seed in failing:
         found.update(
             {
