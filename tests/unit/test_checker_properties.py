@@ -6,65 +6,12 @@ that keeps it is not, and one that lacks the data it needs says nothing."""
 
 from __future__ import annotations
 
-import hashlib
-import json
 from typing import Any
 
-from harness.scenarios.checker import Finding, check_history
+from harness.scenarios.checker import Finding
 from harness.scenarios.checker.observers import DOCUMENTED_POLICY
 from harness.scenarios.history import History
-
-
-def ev(t: float, kind: str, attempt: str | None = None, actor: Any = None, **detail: Any) -> dict:
-    """An event; one a call's answer caused keeps that call's request id, as the engine's
-    do (*evidence kept*), unless the detail says otherwise."""
-    job = attempt.split("#")[0] if attempt else detail.pop("job", "a")
-    if kind == "observed" or (kind == "became_unknown" and detail.get("cause") != "deadline"):
-        detail.setdefault("request_id", None)
-    return {"t": t, "job": job, "kind": kind, "attempt": attempt, "actor": actor, "detail": detail}
-
-
-def call(i: int, t: float, attempt: str, type_: str = "ok", **fields: Any) -> dict:
-    kinds = {"ok": "executed", "fail": "not_executed", "unknown": "unknown"}
-    entry = {"t": t, "i": i, "process": fields.pop("process", "w1"), "type": type_, "op": "call"}
-    entry.update(attempt=attempt, provider=fields.pop("provider", "primary"))
-    if type_ != "invoke":
-        entry["kind"] = fields.pop("kind", kinds.get(type_))
-    return {**entry, **fields}
-
-
-def op(i: int, t: float, process: str, type_: str, name: str, **fields: Any) -> dict:
-    return {"t": t, "i": i, "process": process, "type": type_, "op": name, **fields}
-
-
-def attempt(label: str, provider: str, state: str, started: float = 0.0) -> dict:
-    return {"attempt": label, "provider": provider, "state": state, "started_at": started}
-
-
-def job(status: str, winner: str | None, *attempts: dict, **extra: Any) -> dict:
-    return {
-        "owner": "alice",
-        "status": status,
-        "winner": winner,
-        "chain": ["primary", "fallback"],
-        "max_live_attempts": 1,
-        "next_attempt_at": None,
-        "result_provider": None,
-        "attempts": list(attempts),
-        **extra,
-    }
-
-
-def history(events: list, jobs: dict | None = None, operations: list | None = None, **top: Any):
-    return {
-        "operations": operations or [],
-        "events": events,
-        "ledger": [],
-        "jobs": jobs if jobs is not None else {},
-        "gate": "allow_all",
-        **top,
-    }
-
+from tests.support.histories import attempt, call, ev, found, history, job, op, sent
 
 CONFIG = {
     "workers": ["w1", "w2"],
@@ -72,10 +19,6 @@ CONFIG = {
     "max_runtime": {"primary": 60.0, "fallback": 60.0},
 }
 POLICY = {"attempt_timeout": 30.0, "retry_backoff": 0.5, "max_retry_after": 5}
-
-
-def found(data: dict, invariant: str | None = None) -> list[Finding]:
-    return [f for f in check_history(data) if invariant is None or f.invariant == invariant]
 
 
 # -- I2, I10: conflicts and owners -------------------------------------------------------
@@ -1233,23 +1176,6 @@ def test_a_provider_list_within_the_failures_since_the_last_answer_says_nothing(
 # -- I8: prompt sent, the whole conversation ----------------------------------------------
 
 
-def sent(intent_input: Any, received: list[str] | None, operation: str = "summarise") -> dict:
-    """Job a created with this input; its one execution's ledger entry keeps the digest
-    of the texts `received` (None: a view without the field)."""
-    intent = {"operation": operation, "input": intent_input, "providers": ["primary"]}
-    ops = [
-        op(0, 0, "client:alice", "invoke", "create", client=0, key="a", job="a", intent=intent),
-        op(1, 0, "client:alice", "ok", "create", client=0, answer="created", job="a"),
-    ]
-    data = history([], {}, ops)
-    entry = {"t": 0, "attempt": "a#1", "behaviour": "success", "status": 200}
-    if received is not None:
-        text = json.dumps(received, ensure_ascii=False, separators=(",", ":"))
-        entry["prompt"] = hashlib.sha256(text.encode("utf-8")).hexdigest()
-    data["ledger"] = [entry]
-    return data
-
-
 def test_a_conversation_other_than_the_documented_one_is_i8() -> None:
     for intent_input, received in (
         ({"prompt": "hi"}, ["operation: summarise", "hello"]),  # another message
@@ -1394,14 +1320,14 @@ DEFAULTS = DOCUMENTED_POLICY  # the checker's own statement of README's defaults
 
 
 def test_a_policy_shown_otherwise_than_sent_or_defaulted_is_i11() -> None:
-    for sent, shown in (
+    for given, shown in (
         ({}, {**DEFAULTS, "max_retry_after": 6.0}),  # another default
         ({"attempt_timeout": 60}, DEFAULTS),  # what was sent, lost
         ({}, {k: v for k, v in DEFAULTS.items() if k != "abort_lost_calls"}),
     ):
-        data = shown_policy(sent, shown)
+        data = shown_policy(given, shown)
         (finding,) = found(data, "I11")
-        assert finding.job == "a" and "policy shown" in finding.message, (sent, shown)
+        assert finding.job == "a" and "policy shown" in finding.message, (given, shown)
         assert finding.witness == tuple(data["operations"])
 
 

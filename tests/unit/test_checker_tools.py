@@ -8,7 +8,7 @@ import hashlib
 import json
 
 from harness.scenarios.checker.intents import documented_request, documented_response_format
-from tests.unit.test_checker_properties import found, sent
+from tests.support.histories import found, sent
 
 TOOLS = [{"name": "get_weather", "parameters": {"type": "object"}}, {"name": "book"}]
 SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
