@@ -21,6 +21,7 @@ from typing import Any
 
 from harness.core.breaker import Availability
 from harness.core.models import (
+    TOOL_CHOICES,
     Attempt,
     CompletionRequest,
     Job,
@@ -289,7 +290,7 @@ def _tools(raw: object) -> tuple[Tool, ...]:
 
 
 def _tool_choice(raw: object) -> ToolChoice | None:
-    if not isinstance(raw, dict) or raw.get("type") not in ("auto", "none", "required", "tool"):
+    if not isinstance(raw, dict) or raw.get("type") not in TOOL_CHOICES:
         return None
     name = raw.get("name")
     return ToolChoice(type=raw["type"], name=name if isinstance(name, str) else None)

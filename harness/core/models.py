@@ -46,12 +46,16 @@ class Tool:
     strict: bool | None = None  # the arguments follow the schema exactly (None: unsaid)
 
 
+TOOL_CHOICES = ("auto", "none", "required", "tool")
+"""The ways a request may let the model use its tools (ToolChoice.type)."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class ToolChoice:
     """How the model may use the tools: `auto`, `none`, `required` (at least one), or
     `tool` (exactly the one named)."""
 
-    type: str  # "auto" | "none" | "required" | "tool"
+    type: str  # one of TOOL_CHOICES
     name: str | None = None
 
 
