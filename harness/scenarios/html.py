@@ -59,15 +59,22 @@ def replay_command(result: RunResult) -> str:
     return shlex.join(args)
 
 
-def _summary(results: Sequence[RunResult], mutants: Sequence[Mapping[str, Any]] | None) -> str:
+def _summary(
+    results: Sequence[RunResult],
+    mutants: Sequence[Mapping[str, Any]] | None,
+    faces: Sequence[Mapping[str, Any]],
+) -> str:
     counts = {s: sum(_status(r) == s for r in results) for s in ("passed", "failed", "skipped")}
     missed = [m for m in mutants or () if not m["caught_by"]]
-    failed = counts["failed"] or missed
+    broken = [f for f in faces if not f["passed"]]
+    failed = counts["failed"] or missed or broken
     seconds = sum(r.seconds for r in results)
     rows = [
         ("scenarios", f"{counts['passed']} passed, {counts['failed']} failed, "
                       f"{counts['skipped']} skipped ({len(results)} runs, {seconds:.1f} s)"),
     ]  # fmt: skip
+    if faces:
+        rows.append(("face stories", f"{len(faces) - len(broken)} passed, {len(broken)} failed"))
     if mutants is not None:
         rows.append(("mutants", f"{len(mutants) - len(missed)} caught, {len(missed)} missed"))
     verdict = "failed" if failed else "passed"
@@ -79,7 +86,9 @@ def _summary(results: Sequence[RunResult], mutants: Sequence[Mapping[str, Any]] 
 
 
 def _failures_index(
-    results: Sequence[RunResult], mutants: Sequence[Mapping[str, Any]] | None
+    results: Sequence[RunResult],
+    mutants: Sequence[Mapping[str, Any]] | None,
+    faces: Sequence[Mapping[str, Any]],
 ) -> str:
     items = []
     for result in results:
@@ -95,6 +104,13 @@ def _failures_index(
                 f'<li><a href="#mutant-{escape(mutant["name"])}">mutant '
                 f"{escape(mutant['name'])}</a>: no scenario caught it "
                 f"({escape(mutant['breaks'])})</li>"
+            )
+    for face in faces:
+        if not face["passed"]:
+            first = (_face_problems(face) or ["failed"])[0]
+            items.append(
+                f'<li><a href="#{_face_anchor(face)}">face story {escape(face["story"])} '
+                f"({escape(face['face'])})</a>: {escape(first)}</li>"
             )
     body = f"<ol>{''.join(items)}</ol>" if items else "<p>No failures.</p>"
     return f'<nav id="failures"><h2>Failures ({len(items)})</h2>{body}</nav>'
@@ -146,17 +162,25 @@ def _scenario(result: RunResult) -> str:
     return "".join(parts)
 
 
+def _face_anchor(face: Mapping[str, Any]) -> str:
+    return f"face-{face['face']}-{face['story']}".replace(".", "-")
+
+
+def _face_problems(face: Mapping[str, Any]) -> list[str]:
+    return [*face["failures"], *(v["message"] for v in face["violations"])]
+
+
 def _faces_table(faces: Sequence[Mapping[str, Any]]) -> str:
-    """`harness check`'s face stories (each a `FaceResult.to_dict()`): one row each, its
-    problems shown when it failed."""
+    """`harness check`'s face stories (each a `FaceResult.to_dict()`): one row each, failed
+    first, with their problems."""
     rows = []
     for f in sorted(faces, key=lambda f: f["passed"]):
         verdict = "passed" if f["passed"] else "failed"
-        problems = [*f["failures"], *(v["message"] for v in f["violations"])]
         rows.append(
-            f'<tr class="{verdict}"><td>{escape(f["face"])}</td><td>{escape(f["story"])}</td>'
-            f"<td>{verdict}</td><td>{f['seconds'] * 1000:.0f} ms</td>"
-            f"<td>{escape('; '.join(problems))}</td></tr>"
+            f'<tr class="{verdict}" id="{_face_anchor(f)}"><td>{escape(f["face"])}</td>'
+            f"<td>{escape(f['story'])}</td><td>{verdict}</td>"
+            f"<td>{f['seconds'] * 1000:.0f} ms</td>"
+            f"<td>{escape('; '.join(_face_problems(f)))}</td></tr>"
         )
     return (
         '<section id="faces-section"><h2>Gateway faces</h2><table id="faces">'
@@ -187,15 +211,15 @@ def html_report(
     results = list(results)
     order = {"failed": 0, "passed": 1, "skipped": 2}
     ordered = sorted(results, key=lambda r: order[_status(r)])
-    body = [_summary(results, mutants), _failures_index(results, mutants)]
+    body = [_summary(results, mutants, faces), _failures_index(results, mutants, faces)]
     if mutants is not None:
         anchors = {r.name: anchor(r) for r in reversed(results)}  # the first run of each
         body.append(_mutants_table(mutants, anchors))
-    if faces:
-        body.append(_faces_table(faces))
     body.append(f'<section id="legend"><h2>Legend</h2>{legend_svg()}</section>')
     body.append("<h2>Scenarios</h2>")
     body.extend(_scenario(r) for r in ordered)
+    if faces:  # after the timelines: a failed story is listed, and linked, among the failures
+        body.append(_faces_table(faces))
     return page(title, "".join(body))
 
 

@@ -180,3 +180,26 @@ def test_the_simulate_page_shows_each_violation_with_its_witness(tmp_path) -> No
     assert visible(witness), witness
     assert re.search(r"witness t=[\d.]+ client:\S+ ok create answer=created", witness["text"])
     assert "None" not in page.read_text() and "{'" not in page.read_text()  # no reprs
+
+
+def test_a_failed_face_story_fails_the_page_and_is_indexed_first() -> None:
+    """Face stories are judged beside the scenarios: one that failed turns the page's
+    verdict red, is listed among the failures with a link to its row, and its problem is
+    shown; a passing one is counted in the summary only."""
+    from harness.scenarios.html import html_report
+
+    def story(name: str, *, passed: bool) -> dict:
+        failures = [] if passed else ["two jobs for one Idempotency-Key"]
+        return {"face": "openai.chat", "story": name, "passed": passed, "seconds": 0.05,
+                "failures": failures, "violations": []}  # fmt: skip
+
+    green = html_report([], title="t", faces=[story("sdk-retry", passed=True)])
+    assert 'class="verdict passed"' in green and "1 passed, 0 failed" in green
+    red = html_report(
+        [], title="t", faces=[story("sdk-retry", passed=True), story("double-click", passed=False)]
+    )
+    assert 'class="verdict failed"' in red and "1 passed, 1 failed" in red
+    index = red[red.index('<nav id="failures">') : red.index("</nav>")]
+    assert "Failures (1)" in index and 'href="#face-openai-chat-double-click"' in index
+    assert "two jobs for one Idempotency-Key" in index
+    assert 'id="face-openai-chat-double-click"' in red
