@@ -425,6 +425,7 @@ def check(
     from harness.scenarios.suite import scenario_database
 
     run_id = f"check-{uuid.uuid4().hex[:8]}"
+    given_db = _given(click.get_current_context(), "database_url", database_url)
     with exit_on_error():
         prepare_reports(junit_path, json_path, html_path, summary_md_path)
         settings = wiring.settings(config_path) if config_path else None
@@ -436,7 +437,7 @@ def check(
                 click.echo("\n".join(result_lines(result, timeline=True)))
             play_faces = not only if play_faces is None else play_faces
             faces = _check_faces(database) if play_faces else []
-            swarm = _check_swarm(database, database_url, swarm_seeds, swarm_seed)
+            swarm = _check_swarm(database, given_db, swarm_seeds, swarm_seed)
             found = None
             if mutants:
                 found = _check_mutants(loaded, database, faces=play_faces)
@@ -448,7 +449,6 @@ def check(
         report = check_report(run_id, results, found, links, faces=faces)
         if show_coverage:
             report["coverage"] = _check_coverage(results, found, faces)
-        given_db = _given(click.get_current_context(), "database_url", database_url)
         write_outputs(
             report,
             results=results,
@@ -538,17 +538,18 @@ def _check_mutants(loaded: list[Any], database: Database, *, faces: bool) -> lis
     return found
 
 
-def _check_swarm(database: Database, database_url: str, seeds: int, first: int | None) -> Any:
-    """`harness check`'s short swarm (harness/cli/check_swarm.py), printed as it ends."""
+def _check_swarm(database: Database, given_db: str | None, seeds: int, first: int | None) -> Any:
+    """`harness check`'s short swarm (harness/cli/check_swarm.py), printed as it ends; its
+    replay line names the database only when the user gave one (else check's own is a
+    throwaway file, gone when the replay runs)."""
     if seeds == 0:
         return None
     from harness.cli.check_swarm import SWARM_JOBS, date_seed, play_swarm, swarm_lines
-    from harness.store.database import DEFAULT_DATABASE_URL
 
     with progress_bar(seeds * SWARM_JOBS, "swarm jobs") as step:
         start = date_seed() if first is None else first
         swarm = play_swarm(database, start, seeds=seeds, step=step)
-    on_db = ["--db", database_url] if database_url != DEFAULT_DATABASE_URL else []
+    on_db = ["--db", given_db] if given_db else []
     click.echo("\n".join(swarm_lines(swarm, on_db)))
     return swarm
 
