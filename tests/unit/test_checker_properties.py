@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.scenarios.checker import Finding
+from harness.scenarios.checker import REAL_TIME, Finding
 from harness.scenarios.checker.observers import DOCUMENTED_POLICY
 from harness.scenarios.history import History
 from tests.support.histories import attempt, call, ev, found, history, job, op, sent
@@ -760,6 +760,19 @@ def test_failures_that_reach_the_threshold_without_opening_the_breaker_are_i11()
 
 def test_a_breaker_that_opens_at_the_threshold_is_right() -> None:
     assert found(outage(ev(1, "breaker_opened", None, "w1", job="b", provider="primary"))) == []
+
+
+def test_on_real_time_the_breaker_opens_after_its_failure_before_the_next_start() -> None:
+    """A history read from a live service (real time): no two writes share an instant, so
+    the opening is judged by order: after the failure, before anything else starts on the
+    provider; on one virtual clock, a late opening is still a finding."""
+    late = ev(1.006, "breaker_opened", None, "w1", job="b", provider="primary")
+    assert found({**outage(late), "database": REAL_TIME}) == []
+    assert [f.invariant for f in found(outage(late))] == ["I11"]  # virtual time: too late
+    start = ev(1.003, "attempt_started", "c#1", "w1", provider="primary")
+    messages = [f.message for f in found({**outage(start, late), "database": REAL_TIME})]
+    assert any("yet its breaker did not open" in m for m in messages), messages
+    assert found({**outage(), "database": REAL_TIME})  # it never opens: still a finding
 
 
 def test_failures_out_of_the_window_or_told_apart_by_a_success_do_not_open_it() -> None:

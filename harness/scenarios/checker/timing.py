@@ -14,6 +14,7 @@ from harness.scenarios.checker.history import (
     _LEAVES_RUNNING,
     _LEAVES_UNKNOWN,
     EPSILON,
+    REAL_TIME,
     Entry,
     Finding,
     _config,
@@ -136,9 +137,10 @@ class _Breaker:
     judged; where a feed is uncertain the replay waits for the next success or event to
     know the breaker's state again."""
 
-    def __init__(self, provider: str, settings: _BreakerSettings) -> None:
+    def __init__(self, provider: str, settings: _BreakerSettings, *, exact: bool = True) -> None:
         self.provider = provider
         self.settings = settings
+        self.exact = exact  # one clock for every event (else real time: see _opens_next)
         self.counted: list[Entry] = []  # the failures of the current window
         self.window_start: float | None = None
         self.sure = True
@@ -222,6 +224,7 @@ def _breaker_judged(history: Mapping[str, Any]) -> Iterator[Finding]:
     strangers = _strangers(history)
     providers = _providers(history)
     breakers: dict[str, _Breaker] = {}
+    exact = history.get("database") != REAL_TIME  # one clock for everything
     live = _Live()
     events = list(history.get("events", ()))
     previous: dict[str, Entry] = {}  # each attempt's event before this one
@@ -229,11 +232,28 @@ def _breaker_judged(history: Mapping[str, Any]) -> Iterator[Finding]:
         attempt = event.get("attempt")
         provider = event["detail"].get("provider") or providers.get(attempt)
         if provider is not None and provider not in strangers:
-            state = breakers.setdefault(provider, _Breaker(provider, settings))
+            state = breakers.setdefault(provider, _Breaker(provider, settings, exact=exact))
             yield from _breaker_step(state, events, k, previous.get(attempt), workers, live)
         live.see(event)
         if attempt is not None:
             previous[attempt] = event
+
+
+def _opens_next(events: list[Entry], k: int, provider: str, *, exact: bool) -> bool:
+    """Whether the breaker of `provider` opens for the failure `events[k]`: at its instant
+    on one (virtual) clock; on real time, where no two writes share an instant, before
+    anything else starts on the provider."""
+    for e in events[k + 1 :]:
+        if e["kind"] == EventKind.BREAKER_OPENED and e["detail"].get("provider") == provider:
+            if not exact or abs(_t(e) - _t(events[k])) <= EPSILON:
+                return True
+        elif (
+            not exact
+            and e["kind"] == EventKind.ATTEMPT_STARTED
+            and e["detail"].get("provider") == provider
+        ):
+            return False
+    return False
 
 
 def _breaker_step(
@@ -274,12 +294,7 @@ def _breaker_step(
     elif _definite_failure(event) is None:
         state.sure = False  # a resolution by an answer the engine's words do not tell
     elif _definite_failure(event) and state.failure(event):
-        if not any(
-            e["kind"] == EventKind.BREAKER_OPENED
-            and e["detail"].get("provider") == provider
-            and abs(_t(e) - _t(event)) <= EPSILON
-            for e in events[k + 1 :]
-        ):
+        if not _opens_next(events, k, provider, exact=state.exact):
             yield Finding(
                 "I11",
                 event["job"],
