@@ -43,7 +43,7 @@ def test_every_story_holds_through_every_face(checked: dict) -> None:
     assert result.exit_code == 0, result.output
     lines = [line for line in result.output.splitlines() if line.startswith("PASS  face ")]
     played = len(STORIES) * len(FACES)
-    assert len(lines) == played == 33
+    assert len(lines) == played == 36
     for face in FACES:
         for story in STORIES:
             assert any(f"face {face.name}: {story.name} " in line for line in lines)
@@ -77,7 +77,7 @@ def test_the_html_report_lists_the_face_stories(tmp_path: Path) -> None:
     assert result.exit_code == 1, result.output
     assert "FAIL  face openai.chat: double-click-with-key" in result.output
     html = (tmp_path / "r.html").read_text()
-    assert '<table id="faces">' in html and html.count('<tr class="failed">') >= 3
+    assert '<table id="faces">' in html and html.count('<tr class="failed" id="face-') >= 3
     cases = valid_cases(tmp_path / "j")
     failed = [c for c in cases if "failure" in c]
     assert {c["@name"].split(":")[1].split(" (")[0].strip() for c in failed} >= {

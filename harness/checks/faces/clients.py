@@ -12,6 +12,7 @@ purpose when a story asks (the SDK then retries as it would over a dropped conne
 from __future__ import annotations
 
 import inspect
+import json
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -81,6 +82,7 @@ class Received:
     text: str | None = None
     error: str | None = None  # the SDK exception's class name
     body: Any = None  # the error's (or the 202's) JSON body
+    tools: tuple[tuple[str, Any], ...] = ()  # each tool call: its name, its arguments read
 
     @property
     def replayed(self) -> bool:
@@ -132,11 +134,32 @@ async def _chat(
     if pending is not None:
         return pending
     answer = await _parsed(raw)
+    calls: dict[int, list[str]] = {}  # index -> [name, arguments so far]
     if stream:
-        got = "".join([c.choices[0].delta.content or "" async for c in answer if c.choices])
+        parts = []
+        async for chunk in answer:
+            delta = chunk.choices[0].delta if chunk.choices else None
+            parts.append((delta and delta.content) or "")
+            for call in (delta and delta.tool_calls) or ():
+                named = calls.setdefault(call.index, ["", ""])
+                named[0] += (call.function and call.function.name) or ""
+                named[1] += (call.function and call.function.arguments) or ""
+        got = "".join(parts)
     else:
-        got = answer.choices[0].message.content or ""
-    return Received(status=raw.status_code, headers=_headers(raw), text=got)
+        message = answer.choices[0].message
+        got = message.content or ""
+        for i, call in enumerate(message.tool_calls or ()):
+            calls[i] = [call.function.name, call.function.arguments]
+    tools = tuple((name, _arguments(args)) for name, args in calls.values())
+    return Received(status=raw.status_code, headers=_headers(raw), text=got, tools=tools)
+
+
+def _arguments(raw: str) -> Any:
+    """A tool call's arguments as the client reads them: JSON, or the text when it is not."""
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw
 
 
 async def _responses(
@@ -150,10 +173,19 @@ async def _responses(
         return pending
     answer = await _parsed(raw)
     if stream:
-        got = "".join([e.delta async for e in answer if e.type == "response.output_text.delta"])
+        parts, items = [], []
+        async for event in answer:
+            if event.type == "response.output_text.delta":
+                parts.append(event.delta)
+            elif event.type == "response.output_item.done":
+                items.append(event.item)
+        got = "".join(parts)
     else:
-        got = answer.output_text
-    return Received(status=raw.status_code, headers=_headers(raw), text=got)
+        got, items = answer.output_text, list(answer.output)
+    tools = tuple(
+        (item.name, _arguments(item.arguments)) for item in items if item.type == "function_call"
+    )
+    return Received(status=raw.status_code, headers=_headers(raw), text=got, tools=tools)
 
 
 async def _messages(
@@ -171,17 +203,20 @@ async def _messages(
     if pending is not None:
         return pending
     answer = await _parsed(raw)
-    if stream:
-        got = "".join(
-            [
-                e.delta.text
-                async for e in answer
-                if e.type == "content_block_delta" and e.delta.type == "text_delta"
-            ]
-        )
-    else:
+    if not stream:
         got = "".join(b.text for b in answer.content if b.type == "text")
-    return Received(status=raw.status_code, headers=_headers(raw), text=got)
+        tools = tuple((b.name, b.input) for b in answer.content if b.type == "tool_use")
+        return Received(status=raw.status_code, headers=_headers(raw), text=got, tools=tools)
+    parts, uses = [], {}  # uses: block index -> [name, input JSON so far]
+    async for event in answer:
+        if event.type == "content_block_start" and event.content_block.type == "tool_use":
+            uses[event.index] = [event.content_block.name, ""]
+        elif event.type == "content_block_delta" and event.delta.type == "text_delta":
+            parts.append(event.delta.text)
+        elif event.type == "content_block_delta" and event.delta.type == "input_json_delta":
+            uses.setdefault(event.index, ["", ""])[1] += event.delta.partial_json
+    tools = tuple((name, _arguments(args or "{}")) for name, args in uses.values())
+    return Received(status=raw.status_code, headers=_headers(raw), text="".join(parts), tools=tools)
 
 
 FACES: tuple[FaceClient, ...] = (

@@ -3,10 +3,11 @@
 Each breaks the face the way a real gateway does (a key header read by the wrong name, a
 conflict answered from the first job, members dropped from the fingerprint, a stream
 begun before a winner exists, an SDK's retry not recognised, a timeout at the bound
-answered as an error, errors in another API's shape). The scenario suite never calls a
-face, so none of these can be caught by it; `harness check --mutants` plays the face
-stories against each (`run_face_mutants`), and a face mutant no story catches is a
-blind spot. They are `harness.checks.mutants.Mutant`s: `--mutant NAME` applies them too.
+answered as an error, tool calls left out of the answer, errors in another API's shape).
+The scenario suite never calls a face, so none of these can be caught by it; `harness
+check --mutants` plays the face stories against each (`run_face_mutants`), and a face
+mutant no story catches is a blind spot. They are `harness.checks.mutants.Mutant`s:
+`--mutant NAME` applies them too.
 """
 
 from __future__ import annotations
@@ -98,6 +99,19 @@ def _timeout_at_the_bound() -> Patches:
     return {(face_gateway, "pending"): pending}
 
 
+def _tool_calls_dropped() -> Patches:
+    """The winner's tool calls are not rendered: the client gets an empty text answer
+    (and a stop reason) where the model asked for a tool."""
+
+    def calls_of(result: Any) -> list[dict[str, str]]:
+        return []
+
+    return {
+        (module, "calls_of"): calls_of
+        for module in (openai_chat, openai_responses, anthropic_messages)
+    }
+
+
 def _errors_as_problem_details() -> Patches:
     """The faces answer errors in the job API's problem details: the SDKs find no error
     of their API's shape, and no `x-should-retry: false` stops their retries."""
@@ -151,6 +165,12 @@ FACE_MUTANTS: tuple[Mutant, ...] = (
         _timeout_at_the_bound,
     ),
     Mutant(
+        "face_tool_calls_dropped",
+        "I5",
+        "the winner's tool calls are not rendered: the client reads an empty answer",
+        _tool_calls_dropped,
+    ),
+    Mutant(
         "face_errors_as_problem_details",
         "I2",
         "the faces answer errors as problem details, not in their API's error shape",
@@ -165,6 +185,7 @@ LIKELIEST = {
     "face_streams_before_the_winner": "cut-stream",
     "face_sdk_retry_unrecognised": "sdk-retry",
     "face_timeout_at_the_bound": "wait-bound",
+    "face_tool_calls_dropped": "tool-call",
     "face_errors_as_problem_details": "refusals",
 }
 """The story that states the promise each face mutant breaks: played first, so that a

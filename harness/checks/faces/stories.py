@@ -382,6 +382,61 @@ async def structured_output(p: Play) -> None:
     p.expect(p.executions("anthropic") == 1, "the schema's call did not fail over once")
 
 
+TOOL_FORMAT = {
+    "openai.chat": lambda: {
+        "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": CITY}}],
+        "tool_choice": {"type": "function", "function": {"name": "get_weather"}},
+    },
+    "openai.responses": lambda: {
+        "tools": [{"type": "function", "name": "get_weather", "parameters": CITY}],
+        "tool_choice": {"type": "function", "name": "get_weather"},
+    },
+    "anthropic.messages": lambda: {
+        "tools": [{"name": "get_weather", "input_schema": CITY}],
+        "tool_choice": {"type": "tool", "name": "get_weather"},
+    },
+}
+"""How each face's request offers one tool (its arguments: `CITY`) and makes the model
+call it (docs/gateway.md, its SDK's shape)."""
+
+
+async def tool_call(p: Play) -> None:
+    for stream in (False, True):
+        what = f"the {'streamed' if stream else 'whole'} call with a tool"
+        p.stage.fakes.script("server_error", api="openai", then="server_error")  # an outage
+        got = await p.call(
+            "what is the weather?",
+            key=f"tool-{stream}",
+            stream=stream,
+            extra=TOOL_FORMAT[p.face.name](),
+        )
+        p.expect(got.status == 200, f"{what}: status {got.status} ({got.error}), not 200")
+        names = [name for name, _ in got.tools]
+        p.expect(names == ["get_weather"], f"{what}: the client read the tool calls {names}")
+        p.expect(
+            all(_conforms(json.dumps(args)) for _, args in got.tools),
+            f"{what}: arguments that do not keep the tool's schema: {got.tools!r:.120}",
+        )
+        job_id = _job_id(got)
+        stored = next((j.result for j in p.stage.jobs() if j.id == job_id), None) or {}
+        kept = [(c.get("name"), _loaded(c.get("arguments"))) for c in stored.get("tool_calls", [])]
+        p.expect(
+            kept == list(got.tools),
+            f"{what}: the client read {got.tools!r:.80}, the job's result holds {kept!r:.80}",
+        )
+    p.expect(p.executions("anthropic") == 2, "each tool call did not fail over exactly once")
+    # the first call's two failures and the second's one open the primary's breaker (3):
+    # the second call's retry skips it
+    p.counts(jobs=2, executions=5)
+
+
+def _loaded(arguments: Any) -> Any:
+    try:
+        return json.loads(arguments)
+    except (TypeError, ValueError):
+        return arguments
+
+
 async def refusals(p: Play) -> None:
     denied = await p.call(token="not-a-token", key="r1")
     p.refused(denied, 401, "AuthenticationError", "an unknown token")
@@ -422,6 +477,11 @@ STORIES: tuple[Story, ...] = (
         "structured-output",
         "a JSON schema kept across a failover to another provider kind",
         structured_output,
+    ),
+    Story(
+        "tool-call",
+        "a forced tool call, whole and streamed, kept across a failover to another kind",
+        tool_call,
     ),
     Story("refusals", "401, 404, 400 in the face's shape, no job; the routes listed", refusals),
 )
