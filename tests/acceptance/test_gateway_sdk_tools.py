@@ -17,8 +17,6 @@ import pydantic
 import pytest
 
 from fake_providers.control_client import FakeControlClient
-from harness.providers.base import Outcome, OutcomeKind, ToolCall
-from harness.runtime.worker import result_of
 from harness.store.database import Database
 from tests.support.databases import BACKENDS, empty_tables, migrated_sqlite_url
 from tests.support.live import fake_server, service_config, start_serve, stop
@@ -53,18 +51,6 @@ class City(pydantic.BaseModel):
     name: str
     population: int
     coastal: bool
-
-
-def _results_carry_tool_calls() -> bool:
-    call = ToolCall(id="call_1", name="f", arguments="{}")
-    executed = Outcome(kind=OutcomeKind.EXECUTED, provider="p", reason="ok", tool_calls=(call,))
-    return "tool_calls" in result_of(executed)
-
-
-needs_stored_calls = pytest.mark.skipif(
-    not _results_carry_tool_calls(),
-    reason="harness.runtime.worker.result_of does not store Outcome.tool_calls in the result",
-)
 
 
 @pytest.fixture(scope="module")
@@ -176,7 +162,6 @@ def test_a_failover_to_the_anthropic_kind_keeps_the_schema(
     assert kinds == ["openai", "anthropic"]
 
 
-@needs_stored_calls
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
 def test_openai_tools_round_trip(gateway: str, stream: bool) -> None:
     client = oa(gateway, f"tools-{stream}")
@@ -205,7 +190,6 @@ def test_openai_tools_round_trip(gateway: str, stream: bool) -> None:
     assert done.choices[0].finish_reason == "stop" and done.choices[0].message.content
 
 
-@needs_stored_calls
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
 def test_anthropic_tools(gateway: str, stream: bool) -> None:
     client = an(gateway, f"claude-tools-{stream}")
@@ -225,7 +209,6 @@ def test_anthropic_tools(gateway: str, stream: bool) -> None:
     assert use.name == "get_weather" and set(use.input) == {"city"}
 
 
-@needs_stored_calls
 def test_instructor_and_pydantic_ai_tool_modes(gateway: str) -> None:
     import instructor
     from pydantic_ai import Agent
@@ -243,7 +226,6 @@ def test_instructor_and_pydantic_ai_tool_modes(gateway: str) -> None:
     assert isinstance(Agent(model, output_type=City).run_sync("Name a city.").output, City)
 
 
-@needs_stored_calls
 def test_a_failover_to_the_anthropic_kind_keeps_the_tool_call(
     gateway: str, control: FakeControlClient
 ) -> None:
