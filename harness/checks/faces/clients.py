@@ -150,15 +150,15 @@ async def _chat(
         got = message.content or ""
         for i, call in enumerate(message.tool_calls or ()):
             calls[i] = [call.function.name, call.function.arguments]
-    tools = tuple((name, _arguments(args)) for name, args in calls.values())
+    tools = tuple((name, read_arguments(args)) for name, args in calls.values())
     return Received(status=raw.status_code, headers=_headers(raw), text=got, tools=tools)
 
 
-def _arguments(raw: str) -> Any:
-    """A tool call's arguments as the client reads them: JSON, or the text when it is not."""
+def read_arguments(raw: Any) -> Any:
+    """A tool call's arguments as the client reads them: JSON, or as given when not."""
     try:
         return json.loads(raw)
-    except ValueError:
+    except (TypeError, ValueError):
         return raw
 
 
@@ -183,7 +183,9 @@ async def _responses(
     else:
         got, items = answer.output_text, list(answer.output)
     tools = tuple(
-        (item.name, _arguments(item.arguments)) for item in items if item.type == "function_call"
+        (item.name, read_arguments(item.arguments))
+        for item in items
+        if item.type == "function_call"
     )
     return Received(status=raw.status_code, headers=_headers(raw), text=got, tools=tools)
 
@@ -215,7 +217,7 @@ async def _messages(
             parts.append(event.delta.text)
         elif event.type == "content_block_delta" and event.delta.type == "input_json_delta":
             uses.setdefault(event.index, ["", ""])[1] += event.delta.partial_json
-    tools = tuple((name, _arguments(args or "{}")) for name, args in uses.values())
+    tools = tuple((name, read_arguments(args or "{}")) for name, args in uses.values())
     return Received(status=raw.status_code, headers=_headers(raw), text="".join(parts), tools=tools)
 
 

@@ -21,7 +21,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from fake_providers import Behaviour, BehaviourName
-from harness.checks.faces.clients import FaceClient, Received, received, sdk_client
+from harness.checks.faces.clients import (
+    FaceClient,
+    Received,
+    read_arguments,
+    received,
+    sdk_client,
+)
 
 if TYPE_CHECKING:  # the judge never imports the gateway it judges: the stage is handed in
     from harness.checks.faces.stage import FaceStage
@@ -419,7 +425,10 @@ async def tool_call(p: Play) -> None:
         )
         job_id = _job_id(got)
         stored = next((j.result for j in p.stage.jobs() if j.id == job_id), None) or {}
-        kept = [(c.get("name"), _loaded(c.get("arguments"))) for c in stored.get("tool_calls", [])]
+        kept = [
+            (c.get("name"), read_arguments(c.get("arguments")))
+            for c in stored.get("tool_calls", [])
+        ]
         p.expect(
             kept == list(got.tools),
             f"{what}: the client read {got.tools!r:.80}, the job's result holds {kept!r:.80}",
@@ -428,13 +437,6 @@ async def tool_call(p: Play) -> None:
     # the first call's two failures and the second's one open the primary's breaker (3):
     # the second call's retry skips it
     p.counts(jobs=2, executions=5)
-
-
-def _loaded(arguments: Any) -> Any:
-    try:
-        return json.loads(arguments)
-    except (TypeError, ValueError):
-        return arguments
 
 
 async def refusals(p: Play) -> None:
