@@ -22,6 +22,10 @@ returns at once) and later connections of the call are refused, so the call ends
 transport error, which the adapter classifies as usual (a call aborted after it was sent
 stays a *possible execution*: unknown before the head, executed-unusable after it).
 
+At its attempt's deadline the worker cuts short a call whose answer has begun
+(`cut_short(DEADLINE)`), so a stalled stream ends as what it is, executed and unusable,
+the moment the deadline passes, instead of waiting for its read timeout.
+
 A transport that is no socket at all (the in-process fakes) cannot be interrupted: the
 abort is then recorded as not interrupting, and the call ends when its transport returns.
 """
@@ -39,6 +43,11 @@ import httpcore
 import httpx
 
 from harness.errors import ProviderError
+
+DEADLINE = "deadline"
+"""The reason of a call cut short at its attempt's deadline (`CallHandle.cut_short`): an
+answer that began and had not ended by then (a stalled or trickling stream) is executed
+and unusable (its adapter says so), never an unknown."""
 
 _current: ContextVar[CallHandle | None] = ContextVar("harness_provider_call", default=None)
 
@@ -62,6 +71,7 @@ class CallHandle:
         self._released = False
         self.reason: str | None = None
         self.interrupted = False  # a socket of the call was shut down by the abort
+        self.answering = False  # the response head came: the provider has begun answering
 
     @property
     def aborted(self) -> bool:
@@ -100,6 +110,25 @@ class CallHandle:
             for stream in self._streams:
                 self.interrupted = _shut(stream) or self.interrupted
             return True
+
+    def head_arrived(self) -> None:
+        """The response head has come: from now on the call reads an answer that began."""
+        with self._lock:
+            self.answering = True
+
+    def cut_short(self, reason: str) -> bool:
+        """Abort an answer that has begun, when a socket of it can be shut: True when it
+        was (the call ends at once and its adapter says what it got); False, and nothing
+        done, before the head, after the call, or with nothing to shut."""
+        with self._lock:
+            if self.reason is not None or self._released or not self.answering:
+                return False
+            if not self._streams:
+                return False
+            self.reason = reason
+            for stream in self._streams:
+                self.interrupted = _shut(stream) or self.interrupted
+            return self.interrupted
 
     def release(self) -> None:
         """The call is over: its sockets are no longer its own."""

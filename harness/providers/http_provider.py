@@ -28,7 +28,7 @@ from harness.providers.base import (
     OutcomeKind,
     ToolCall,
 )
-from harness.providers.calls import CallHandle, current_call, tracked_transport
+from harness.providers.calls import DEADLINE, CallHandle, current_call, tracked_transport
 from harness.providers.exchange import (
     CallFailed,
     ExchangeStage,
@@ -217,6 +217,13 @@ class BaseHttpProvider(abc.ABC):
             answer, request_id = self._exchange(request, timeout, meter, handle)
         except CallFailed as failure:
             if handle is not None and handle.aborted:
+                if handle.reason == DEADLINE and failure.signal is Signal.STREAM_CUT:
+                    # the answer was cut by us, at the deadline: it did not finish in time
+                    failure = CallFailed(
+                        Signal.DEADLINE_EXCEEDED,
+                        "the answer did not finish within the attempt's timeout",
+                        request_id=failure.request_id,
+                    )
                 failure.detail = f"aborted by the harness ({handle.reason}): {failure.detail}"
             outcome = self._failed(failure, _with_abort(meter.evidence(self._monotonic), handle))
         else:
@@ -302,6 +309,7 @@ class BaseHttpProvider(abc.ABC):
             response = self._client.send(http_request, stream=True)
         if handle is not None:
             handle.adopt(response.extensions.get("network_stream"))
+            handle.head_arrived()
         meter.head = self._monotonic() - meter.started
         request_id = response.headers.get(self.request_id_header)
         streamed = request.stream and _is_event_stream(response)

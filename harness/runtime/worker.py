@@ -63,7 +63,7 @@ from harness.errors import (
     NotFound,
 )
 from harness.providers.base import BaseProvider, LookupResult, Outcome
-from harness.providers.calls import CallHandle, calling
+from harness.providers.calls import DEADLINE, CallHandle, calling
 from harness.providers.outcomes import DEFINITE_PROVIDER_FAILURES
 from harness.runtime.resolution import Resolver
 from harness.runtime.scheduler import BaseScheduler, Timer
@@ -511,6 +511,17 @@ class Worker:
     # -- timers ----------------------------------------------------------------------------
 
     def _on_deadline(self, attempt_id: int) -> None:
+        with self._calls_lock:
+            call = self._calls.get(attempt_id)
+        if call is not None and call[1].cut_short(DEADLINE):
+            # Its answer began and has not ended (a stalled or trickling stream): executed
+            # and unusable, which its adapter records as the cut call ends. Should the call
+            # not end, the deadline makes it unknown a slack later.
+            self.scheduler.call_later(TIMEOUT_SLACK, lambda: self._time_out(attempt_id))
+            return
+        self._time_out(attempt_id)
+
+    def _time_out(self, attempt_id: int) -> None:
         try:
             attempt = self.engine.record_timeout(attempt_id, actor=self.settings.name)
         except (InvalidTransition, NotFound):
@@ -558,6 +569,9 @@ class Worker:
         on every job a crash or a wait left pending with nothing live."""
         count = 0
         for attempt in self.engine.expired_attempts():
+            with self._calls_lock:
+                if attempt.id in self._calls:
+                    continue  # its call runs here: its own deadline timer covers it
             try:
                 moved = self.engine.record_unknown(
                     attempt.id,

@@ -200,3 +200,35 @@ def test_a_policy_may_keep_lost_calls_running(worker, scheduler, live) -> None:
     assert EventKind.ATTEMPT_CALL_ABORTED not in kinds
     (primary,) = live.fakes.ledger.entries(provider_kind="openai")
     assert primary.hung_up_at is None  # the fake ended it, not the caller
+
+
+def test_a_stream_stalled_at_its_deadline_is_cut_and_fails_over(worker, scheduler, live) -> None:
+    """An answer that began and stalled is executed and unusable (DESIGN: outcome kinds),
+    not unknown: at the attempt's deadline its read is cut, the adapter says so, and the
+    job fails over at once, with no lookup to wait for (none is configured here)."""
+    live.fakes.scripts.add(["stream_stall"], api="openai")
+    job_id = submit(worker, Policy(attempt_timeout=30))
+    wait_until(
+        lambda: [handle.answering for _, handle in worker._calls.values()],
+        holds=lambda answering: answering == [True],
+        timeout=20,
+        what="the stalled stream's head to reach the worker",
+    )
+    scheduler.advance(30)  # the deadline, while the stream stalls
+    wait_until(
+        lambda: worker.engine.get_job(job_id).status,
+        holds=lambda s: s is JobState.SUCCEEDED,
+        timeout=20,
+        what="the fallback to answer",
+    )
+    scheduler.wait_idle()
+
+    job = worker.engine.get_job(job_id)
+    stalled, rescue = job.attempts
+    assert (stalled.state.value, rescue.provider) == ("failed", "fallback")
+    assert stalled.outcome is OutcomeKind.EXECUTED_UNUSABLE
+    assert stalled.cause == "deadline_exceeded"
+    assert stalled.billed is True
+    kinds = [e.kind for e in worker.engine.events(job_id)]
+    assert EventKind.BECAME_UNKNOWN not in kinds
+    hung_up(live, "openai")  # the cut closed the connection the fake still held open
