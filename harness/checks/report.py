@@ -137,6 +137,52 @@ def summary_line(summary: dict[str, Any]) -> str:
     return f"{summary['passed']} passed, {summary['failed']} failed, {summary['skipped']} skipped"
 
 
+RECAP_WIDTH = 160
+"""A recap line's reason is cut here (the whole story is above it, and in the reports)."""
+
+
+def recap_lines(
+    results: list[RunResult],
+    faces: list[Any],
+    mutants: list[MutantResult] | None,
+    links: list[Link],
+    *,
+    database_url: str | None = None,
+    config_file: str | None = None,
+) -> list[str]:
+    """The end of a red run: each failure in one line with its first reason, and under
+    it the command that replays it (the database named only when the user gave one)."""
+    on_db = [] if database_url is None else ["--db", redact(database_url)]
+    lines: list[str] = []
+
+    def add(what: str, problems: list[str], replay: list[str] | str) -> None:
+        reason = next((p.splitlines()[0] for p in problems if p.strip()), "")
+        head = f"{what}: {reason}" if reason else what
+        if len(head) > RECAP_WIDTH:
+            head = head[: RECAP_WIDTH - 3] + "..."
+        command = replay if isinstance(replay, str) else shlex.join(replay)
+        lines.extend([head, f"    replay: {command}"])
+
+    for result in results:
+        if result.skipped is None and not result.passed:
+            replay = replay_command(result, database_url=database_url)
+            add(f"FAIL  {result.name}", result.problems(), replay)
+    for face in faces:
+        if not face.passed:
+            replay = ["harness", "check", "--only", face.story.name, "--swarm", "0", *on_db]
+            add(f"FAIL  face {face.name}", face.problems(), replay)
+    for found in mutants or []:
+        if not found.caught_by:
+            add(f"MISSED mutant {found.mutant.name}", [found.mutant.breaks], "harness check --mutants")
+    gate = ["harness", "contracts", "gate", "--all"]
+    gate += [] if config_file is None else ["--config", config_file]
+    for link in links:
+        if not link.allowed:
+            reason = [f"{link.check.decision.reason}: {link.check.decision.detail}"]
+            add(f"REFUSE {link.primary} -> {link.provider}", reason, [*gate, *on_db])
+    return lines
+
+
 def replay_command(result: RunResult, *, database_url: str | None = None) -> str:
     """The command that plays one scenario run again, on the same seed (and database, when
     one was given: shown with any password hidden)."""

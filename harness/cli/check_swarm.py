@@ -72,22 +72,28 @@ def play_swarm(
     return SwarmResult(order, jobs=jobs)
 
 
+def _replay(result: SwarmResult, database_args: list[str]) -> str:
+    assert result.shrunk is not None and result.failed is not None
+    command = ["harness", "scenarios", "run", str(result.shrunk), "--seed", str(result.failed)]
+    return shlex.join([*command, *database_args])
+
+
+def swarm_recap(result: SwarmResult | None, database_args: list[str]) -> list[str]:
+    """The swarm's lines in a red run's recap: its failing seed and how to replay it."""
+    if result is None or result.failed is None:
+        return []
+    return [
+        f"FAIL  swarm seed {result.failed}: {result.signature}",
+        f"    replay: {_replay(result, database_args)}",
+    ]
+
+
 def swarm_lines(result: SwarmResult, database_args: list[str]) -> list[str]:
     seeds = f"{result.seeds[0]}..{result.seeds[-1]}"
     if result.failed is None:
         return [f"swarm seeds {seeds} ({SWARM_JOBS} jobs each): held, no violations"]
     assert result.shrunk is not None
-    replay = shlex.join(
-        [
-            "harness",
-            "scenarios",
-            "run",
-            str(result.shrunk),
-            "--seed",
-            str(result.failed),
-            *database_args,
-        ]
-    )
+    replay = _replay(result, database_args)
     lines = [
         f"swarm seed {result.failed} FAILED ({result.signature}); shrunk to {result.shrunk}:",
         *("    " + line for line in result.shrunk.read_text(encoding="utf-8").splitlines()),

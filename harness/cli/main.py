@@ -328,7 +328,16 @@ def worker(
     type=click.Path(exists=True, path_type=Path),
     help="Also play the scenario files here (repeatable; default: ./scenarios when present).",
 )
-@click.option("--only", multiple=True, help="Play only this scenario (repeatable).")
+@click.option(
+    "--only",
+    multiple=True,
+    help="Play only this scenario, or this face story on every face (repeatable).",
+)
+@click.option(
+    "--quiet",
+    is_flag=True,
+    help="Print only failures (each with its replay command) and the summary line.",
+)
 @click.option(
     "--mutants",
     is_flag=True,
@@ -391,6 +400,7 @@ def check(
     contracts_dir: Path,
     scenario_dirs: tuple[Path, ...],
     only: tuple[str, ...],
+    quiet: bool,
     mutants: bool,
     play_faces: bool | None,
     swarm_seeds: int,
@@ -416,11 +426,13 @@ def check(
         check_report,
         gate_line,
         publish_check,
+        recap_lines,
         result_lines,
         summary_line,
         write_outputs,
     )
     from harness.checks.suite import run_suite
+    from harness.cli.check_swarm import swarm_recap
     from harness.runtime.service import failover_links, load_contracts
     from harness.scenarios.suite import scenario_database
 
@@ -429,23 +441,27 @@ def check(
     with exit_on_error():
         prepare_reports(junit_path, json_path, html_path, summary_md_path)
         settings = wiring.settings(config_path) if config_path else None
-        loaded = _check_scenarios(scenario_dirs, only)
+        loaded, stories = _check_scenarios(scenario_dirs, only)
+        show = _Shown(quiet)
+
+        def ended(result: Any) -> None:
+            step()
+            show(result_lines(result, timeline=True), passed=result.passed)
+
         with scenario_database(database_url) as database:
             with progress_bar(len(loaded), "scenarios") as step:
-                results = run_suite(loaded, database, on_result=lambda r: step())
-            for result in results:
-                click.echo("\n".join(result_lines(result, timeline=True)))
-            play_faces = not only if play_faces is None else play_faces
-            faces = _check_faces(database) if play_faces else []
-            swarm = _check_swarm(database, given_db, swarm_seeds, swarm_seed)
+                results = run_suite(loaded, database, on_result=ended)
+            play_faces = bool(stories) if play_faces is None else play_faces
+            faces = _check_faces(database, stories, show) if play_faces else []
+            swarm = _check_swarm(database, given_db, swarm_seeds, swarm_seed, show)
             found = None
             if mutants:
-                found = _check_mutants(loaded, database, faces=play_faces)
+                found = _check_mutants(loaded, database, show, faces=play_faces)
             links, asked = [], time.perf_counter()
             if settings is not None:
                 links = failover_links(settings, database, load_contracts(contracts_dir))
             for link in links:
-                click.echo(gate_line(link))
+                show([gate_line(link)], passed=link.allowed)
         report = check_report(run_id, results, found, links, faces=faces)
         if show_coverage:
             report["coverage"] = _check_coverage(results, found, faces)
@@ -465,8 +481,31 @@ def check(
             report, results, summary_md_path, wiring.environ, database_url=given_db, faces=faces
         ):
             click.echo(line)  # GitHub annotations, on GitHub Actions only
+        recap = recap_lines(
+            results,
+            faces,
+            found,
+            links,
+            database_url=given_db,
+            config_file=str(config_path) if config_path else None,
+        )
+        recap += swarm_recap(swarm, ["--db", given_db] if given_db else [])
+        if recap:
+            click.echo(f"\n{len(recap) // 2} failed, each with the command that replays it:")
+            click.echo("\n".join(recap))
     click.echo(summary_line(report["summary"]))
     exit_with(report["summary"]["failed"] > 0 or (swarm is not None and swarm.failed is not None))
+
+
+class _Shown:
+    """Prints what `check` finds as it ends: everything, or (`--quiet`) failures only."""
+
+    def __init__(self, quiet: bool) -> None:
+        self.quiet = quiet
+
+    def __call__(self, lines: list[str], *, passed: bool) -> None:
+        if not (passed and self.quiet):
+            click.echo("\n".join(lines))
 
 
 def _given(ctx: click.Context, name: str, value: str) -> str | None:
@@ -476,19 +515,25 @@ def _given(ctx: click.Context, name: str, value: str) -> str | None:
     return None if ctx.get_parameter_source(name) is ParameterSource.DEFAULT else value
 
 
-def _check_scenarios(scenario_dirs: tuple[Path, ...], only: tuple[str, ...]) -> list[Any]:
-    """The scenarios `check` plays: the bundled suite and the user's, or those `only`
-    names (a name no file has is a usage error)."""
+def _check_scenarios(
+    scenario_dirs: tuple[Path, ...], only: tuple[str, ...]
+) -> tuple[list[Any], list[Any]]:
+    """The scenarios and face stories `check` plays: the bundled suite, the user's and
+    every story, or those `only` names (a name neither has is a usage error)."""
+    from harness.checks.faces.stories import STORIES
     from harness.errors import ConfigError
     from harness.scenarios.suite import USER_DIR, load_all, suite_files
 
     extra = scenario_dirs or ((USER_DIR,) if USER_DIR.is_dir() else ())
     loaded = load_all(suite_files(extra))
     only = tuple(name.replace("_", "-") for name in only)  # the stories' old names
-    unknown = sorted(set(only) - {s.name for s in loaded})
+    unknown = sorted(set(only) - {s.name for s in loaded} - {s.name for s in STORIES})
     if unknown:
-        raise ConfigError(f"unknown scenario {unknown[0]!r}; see `harness scenarios list`")
-    return [s for s in loaded if not only or s.name in only]
+        raise ConfigError(
+            f"unknown scenario or face story {unknown[0]!r}; see `harness scenarios list`"
+        )
+    scenarios = [s for s in loaded if not only or s.name in only]
+    return scenarios, [s for s in STORIES if not only or s.name in only]
 
 
 def _check_coverage(results: list[Any], found: list[Any] | None, faces: list[Any]) -> Any:
@@ -506,20 +551,22 @@ def _check_coverage(results: list[Any], found: list[Any] | None, faces: list[Any
     return coverage
 
 
-def _check_faces(database: Database) -> list[Any]:
+def _check_faces(database: Database, stories: list[Any], show: _Shown) -> list[Any]:
     """`harness check`'s face stories (harness/checks/faces/), each printed as it ends."""
     from harness.checks.faces.clients import FACES
     from harness.checks.faces.run import face_line, run_face_stories
-    from harness.checks.faces.stories import STORIES
 
-    with progress_bar(len(FACES) * len(STORIES), "face stories") as step:
-        faces = run_face_stories(database, on_result=lambda r: step())
-    for result in faces:
-        click.echo("\n".join(face_line(result)))
-    return faces
+    def ended(result: Any) -> None:
+        step()
+        show(face_line(result), passed=result.passed)
+
+    with progress_bar(len(FACES) * len(stories), "face stories") as step:
+        return run_face_stories(database, stories=stories, on_result=ended)
 
 
-def _check_mutants(loaded: list[Any], database: Database, *, faces: bool) -> list[Any]:
+def _check_mutants(
+    loaded: list[Any], database: Database, show: _Shown, *, faces: bool
+) -> list[Any]:
     """Every mutant of the engine against the scenarios and, with the faces, every face
     mutant against the face stories; each printed as it ends."""
     from harness.checks.mutants import MUTANTS
@@ -534,11 +581,13 @@ def _check_mutants(loaded: list[Any], database: Database, *, faces: bool) -> lis
         with progress_bar(len(FACE_MUTANTS), "face mutants") as step:
             found += run_face_mutants(database, on_result=lambda m: step())
     for mutant in found:
-        click.echo(mutant_line(mutant))
+        show([mutant_line(mutant)], passed=bool(mutant.caught_by))
     return found
 
 
-def _check_swarm(database: Database, given_db: str | None, seeds: int, first: int | None) -> Any:
+def _check_swarm(
+    database: Database, given_db: str | None, seeds: int, first: int | None, show: _Shown
+) -> Any:
     """`harness check`'s short swarm (harness/cli/check_swarm.py), printed as it ends; its
     replay line names the database only when the user gave one (else check's own is a
     throwaway file, gone when the replay runs)."""
@@ -550,7 +599,7 @@ def _check_swarm(database: Database, given_db: str | None, seeds: int, first: in
         start = date_seed() if first is None else first
         swarm = play_swarm(database, start, seeds=seeds, step=step)
     on_db = ["--db", given_db] if given_db else []
-    click.echo("\n".join(swarm_lines(swarm, on_db)))
+    show(swarm_lines(swarm, on_db), passed=swarm.failed is None)
     return swarm
 
 

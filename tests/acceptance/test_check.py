@@ -4,6 +4,7 @@ mutants, the reports and the exit codes."""
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +15,7 @@ from click.testing import CliRunner
 
 from harness.bundled import bundled_dir
 from harness.checks.faces.clients import FACES
-from harness.checks.faces.mutants import FACE_MUTANTS
+from harness.checks.faces.mutants import FACE_MUTANTS, any_mutant_named
 from harness.checks.faces.stories import STORIES
 from harness.checks.mutants import MUTANTS, applied, mutant_named
 from harness.checks.report import report_schema
@@ -157,6 +158,47 @@ def test_a_broken_engine_only_the_swarm_catches_fails_the_main_job() -> None:
     assert "swarm seed 7 FAILED (I10)" in result.output
 
 
+def test_a_green_quiet_check_prints_its_summary_line_alone() -> None:
+    result = CliRunner().invoke(main, ["check", "--quiet"])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert len(lines) <= 5 and lines[-1].endswith("0 failed, 1 skipped"), lines
+
+
+def _replays(output: str) -> dict[str, list[str]]:
+    """The recap at the end of a red run: each failure's line and its replay command."""
+    recap = output[output.index("each with the command that replays it:") :].splitlines()
+    return {
+        head: shlex.split(replay.removeprefix("    replay: "))
+        for head, replay in zip(recap[1:-1:2], recap[2:-1:2], strict=True)
+    }
+
+
+def test_a_red_run_ends_with_each_failure_and_the_command_that_replays_it(
+    check_database_url,
+) -> None:
+    """Quiet, a broken engine and a broken face: only the failures, then the recap, whose
+    every replay command fails again the same way."""
+    broken = (mutant_named("no_live_slot_guard"), any_mutant_named("face_tool_calls_dropped"))
+    with applied(broken[0]), applied(broken[1]):
+        result = CliRunner().invoke(
+            main,
+            ["check", "--quiet", "--swarm", "0", "--db", check_database_url,
+             "--only", "double-fallback-click", "--only", "tool-call", "--only", "two-owners"],
+        )  # fmt: skip
+        assert result.exit_code == 1, result.output
+        assert "PASS" not in result.output  # quiet: two-owners held and is not shown
+        replays = _replays(result.output)
+        heads = [head.split(":")[0] for head in replays]
+        assert heads[0] == "FAIL  double-fallback-click", replays
+        assert {f"FAIL  face {face.name}" for face in FACES} == set(heads[1:]), replays
+        assert result.output.splitlines()[-1] == "1 passed, 4 failed, 0 skipped"
+        for command in replays.values():
+            assert command[0] == "harness" and command[-2:] == ["--db", check_database_url]
+            again = CliRunner().invoke(main, command[1:])
+            assert again.exit_code == 1, (command, again.output)
+
+
 @pytest.mark.long
 def test_check_mutants_catches_every_mutant(tmp_path) -> None:
     result = CliRunner().invoke(main, ["check", "--mutants", "--json", "m.json"])
@@ -214,6 +256,8 @@ def test_gate_links_from_the_configuration(tmp_path) -> None:
     )
     assert result.exit_code == 1, result.output
     assert "REFUSE primary -> fallback (ticket-triage): no_verdict" in result.output
+    (replay,) = _replays(result.output).values()
+    assert replay[:5] == ["harness", "contracts", "gate", "--all", "--config"]
     report = json.loads((tmp_path / "r.json").read_text())
     jsonschema.validate(report, report_schema())
     assert report["summary"] == {"passed": 1, "failed": 1, "skipped": 0}
