@@ -451,7 +451,7 @@ def check(
         with scenario_database(database_url) as database:
             with progress_bar(len(loaded), "scenarios") as step:
                 results = run_suite(loaded, database, on_result=ended)
-            play_faces = bool(stories) if play_faces is None else play_faces
+            play_faces = stories != () if play_faces is None else play_faces
             faces = _check_faces(database, stories, show) if play_faces else []
             swarm = _check_swarm(database, given_db, swarm_seeds, swarm_seed, show)
             found = None
@@ -517,23 +517,26 @@ def _given(ctx: click.Context, name: str, value: str) -> str | None:
 
 def _check_scenarios(
     scenario_dirs: tuple[Path, ...], only: tuple[str, ...]
-) -> tuple[list[Any], list[Any]]:
-    """The scenarios and face stories `check` plays: the bundled suite, the user's and
-    every story, or those `only` names (a name neither has is a usage error)."""
-    from harness.checks.faces.stories import STORIES
+) -> tuple[list[Any], tuple[str, ...] | None]:
+    """The scenarios `check` plays (the bundled suite and the user's, or those `only`
+    names) and the face stories it names (None: every one); a name that is neither a
+    scenario nor a face story is a usage error."""
     from harness.errors import ConfigError
     from harness.scenarios.suite import USER_DIR, load_all, suite_files
 
     extra = scenario_dirs or ((USER_DIR,) if USER_DIR.is_dir() else ())
     loaded = load_all(suite_files(extra))
+    if not only:
+        return loaded, None
+    from harness.checks.faces.stories import STORIES  # the SDKs: only when asked
+
     only = tuple(name.replace("_", "-") for name in only)  # the stories' old names
     unknown = sorted(set(only) - {s.name for s in loaded} - {s.name for s in STORIES})
     if unknown:
         raise ConfigError(
             f"unknown scenario or face story {unknown[0]!r}; see `harness scenarios list`"
         )
-    scenarios = [s for s in loaded if not only or s.name in only]
-    return scenarios, [s for s in STORIES if not only or s.name in only]
+    return [s for s in loaded if s.name in only], tuple(s.name for s in STORIES if s.name in only)
 
 
 def _check_coverage(results: list[Any], found: list[Any] | None, faces: list[Any]) -> Any:
@@ -551,10 +554,14 @@ def _check_coverage(results: list[Any], found: list[Any] | None, faces: list[Any
     return coverage
 
 
-def _check_faces(database: Database, stories: list[Any], show: _Shown) -> list[Any]:
-    """`harness check`'s face stories (harness/checks/faces/), each printed as it ends."""
+def _check_faces(database: Database, names: tuple[str, ...] | None, show: _Shown) -> list[Any]:
+    """`harness check`'s face stories (harness/checks/faces/; `names`, else all), each
+    printed as it ends."""
     from harness.checks.faces.clients import FACES
     from harness.checks.faces.run import face_line, run_face_stories
+    from harness.checks.faces.stories import STORIES
+
+    stories = [s for s in STORIES if names is None or s.name in names]
 
     def ended(result: Any) -> None:
         step()
