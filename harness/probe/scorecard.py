@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
@@ -210,27 +211,62 @@ def _flagged(score: ProbeScore) -> list[Judgement]:
     return sorted(found, key=lambda j: -j.verdict.rank)
 
 
-def print_table(card: Scorecard, console: Console) -> None:
-    """The terminal scorecard: one row per probe, then totals and what failed, why."""
-    table = Table(title=f"harness probe {card.gateway} ({card.profile})")
-    for column in ("probe", "verdict", "requests", "billed/kept $", "answer s", "finding"):
-        table.add_column(column)
+@dataclass(frozen=True)
+class Row:
+    """One probe's line of the terminal scorecard, and what did not hold (its finding)."""
+
+    name: str
+    verdict: str
+    requests: str
+    money: str
+    answer: str
+    finding: str
+
+
+def rows(card: Scorecard) -> list[Row]:
+    found = []
     for s in card.scores:
         billed = sum(p.money()[0] for p in s.plays)
         kept = sum(p.money()[1] for p in s.plays)
         times = [t for p in s.plays if (t := p.time_to_answer()) is not None]
-        verdict = s.verdict.value + (" (flaky)" if s.flaky else "")
         flagged = _flagged(s)
-        finding = f"{flagged[0].name}: {flagged[0].summary}" if flagged else ""
-        table.add_row(
-            s.name,
-            f"[{_STYLE.get(s.verdict.value, '')}]{verdict}[/]",
-            _requests(s),
-            f"{billed:.5f}/{kept:.5f}",
-            f"{max(times):.2f}" if times else "-",
-            finding[:90],
+        found.append(
+            Row(
+                name=s.name,
+                verdict=s.verdict.value + ("\n(flaky)" if s.flaky else ""),
+                requests=_requests(s),
+                money=f"{billed:.5f}/{kept:.5f}",
+                answer=f"{max(times):.2f}" if times else "-",
+                finding=f"{flagged[0].name}: {flagged[0].summary}" if flagged else "",
+            )
         )
-    console.print(table)
+    return found
+
+
+def print_rows(title: str, found: Sequence[Row], console: Console) -> None:
+    """The table, names and verdicts never cut at any width down to 80 columns (the
+    requests wrap at their spaces), and each finding whole under it, wrapped to the
+    console's width."""
+    table = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False)
+    longest = max((len(r.name) for r in found), default=5)
+    table.add_column("probe", no_wrap=True, min_width=longest)
+    table.add_column("verdict", no_wrap=True)
+    tokens = [len(token) for r in found for token in r.requests.split()]
+    table.add_column("requests", min_width=max(tokens, default=8))
+    table.add_column("billed/kept $", no_wrap=True)
+    table.add_column("answer s", no_wrap=True, justify="right")
+    for row in found:
+        style = _STYLE.get(row.verdict.split()[0], "")
+        table.add_row(row.name, f"[{style}]{row.verdict}[/]", row.requests, row.money, row.answer)
+    console.print(table, soft_wrap=False)
+    for row in found:
+        if row.finding:
+            console.print(f"{row.name}: {row.finding}", soft_wrap=False, highlight=False)
+
+
+def print_table(card: Scorecard, console: Console) -> None:
+    """The terminal scorecard: one row per probe, what did not hold, then totals."""
+    print_rows(f"harness probe {card.gateway} ({card.profile})", rows(card), console)
     billed, kept = card.money()
     counts = ", ".join(f"{n} {v}" for v, n in card.counts().items() if n)
     console.print(f"{len(card.scores)} probes: {counts}; billed ${billed:.6f}, kept ${kept:.6f}")
