@@ -10,7 +10,7 @@ import json
 from typing import Any
 
 from harness.probe.evidence import cost, provider_of
-from harness.probe.scorecard import LEVELS, Play, Scorecard
+from harness.probe.scorecard import LEVELS, Play, Scorecard, rows
 
 _COLOURS = {
     "answer": "#2e7d32",
@@ -121,16 +121,23 @@ def render(card: Scorecard) -> str:
         + ", ".join(f"{n} {v}" for v, n in card.counts().items() if n)
         + f"); billed ${billed:.6f}, kept ${kept:.6f}.</p>",
         f"<p>Levels: {html.escape(LEVELS)}.</p>",
-        "<table><tr><th>probe</th><th>verdict</th><th>summary</th></tr>",
+        "<table><tr><th>probe</th><th>verdict</th><th>finding</th><th>requests</th>"
+        "<th>billed/kept $</th><th>answer s</th></tr>",
     ]
-    for s in card.scores:
+    # the worst first (fail, safe, partial, then pass), each in the catalogue's order
+    order = sorted(range(len(card.scores)), key=lambda i: -card.scores[i].verdict.rank)
+    found = rows(card)
+    for i in order:
+        s, row = card.scores[i], found[i]
         flaky = " (flaky)" if s.flaky else ""
         head.append(
             f"<tr><td><a href='#{s.name}'>{html.escape(s.name)}</a></td>"
-            f"<td>{_badge(s.verdict.value)}{flaky}</td><td>{html.escape(s.summary)}</td></tr>"
+            f"<td>{_badge(s.verdict.value)}{flaky}</td>"
+            f"<td>{html.escape(row.finding or s.summary)}</td><td>{html.escape(row.requests)}</td>"
+            f"<td>{row.money}</td><td>{row.answer}</td></tr>"
         )
     head.append("</table>")
-    for s in card.scores:
+    for s in (card.scores[i] for i in order):
         head.append(
             f"<section id='{s.name}'><h2>{html.escape(s.name)} {_badge(s.verdict.value)}</h2>"
         )

@@ -142,10 +142,19 @@ def test_an_http_profile_drives_a_toy_summarise_service_end_to_end(tmp_path, mon
     assert by_name["retry-after-client-timeout"]["verdict"] == "fail"
     assert result.exit_code == 1
     assert "| retry-after-client-timeout | fail |" in md.read_text()
+    # The HTML puts the failure first (though played second), its finding and money
+    # in the top table, and its section before the pass's.
+    page = (tmp_path / "r.html").read_text()
+    top = page[page.index("<table>") : page.index("</table>")]
+    assert top.index("#retry-after-client-timeout") < top.index("#server-error-500")
+    failed = top[top.index("#retry-after-client-timeout") : top.index("#server-error-500")]
+    assert "executions_per_intent" in failed and "0.000" in failed, failed  # why; money
+    assert page.index("<section id='retry-after") < page.index("<section id='server-error")
     if CHROMIUM is not None:  # the HTML report, timelines and all, renders
         colours = screenshot_colours(tmp_path / "r.html", tmp_path)
         assert len(colours) > 50, f"a nearly blank screenshot: {len(colours)} colours"
         assert bytes.fromhex("2e7d32") in colours  # a green bar or badge was drawn
+        assert bytes.fromhex("c62828") in colours  # and the failure's red badge
 
 
 ENGINE_PROBES = (
