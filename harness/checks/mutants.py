@@ -622,3 +622,40 @@ def applied(mutant: Mutant) -> Iterator[None]:
     finally:
         for (owner, name), original in saved.items():
             setattr(owner, name, original)
+
+
+STORY = {
+    "ignore_idempotency_key": "double-click",
+    "check_then_insert": "double-click",
+    "fingerprint_ignores_input": "key-binds-intent",
+    "non_canonical_fingerprint": "reordered-keys-same-intent",
+    "policy_in_fingerprint": "policy-outside-intent",
+    "key_scoped_globally": "two-owners",
+    "read_ignores_owner": "two-owners",
+    "events_ignore_owner": "two-owners",
+    "events_page_skips_one": "discarded-results-logged",
+    "no_live_slot_guard": "double-fallback-click",
+    "python_live_check": "free-slot-race",
+    "timeout_marks_failed": "timeout-is-unknown",
+    "unknown_not_blocking": "timeout-is-unknown",
+    "resolve_any_attempt": "resolve-refused-not-unknown",
+    "provider_5xx_blocks": "provider-500-fails-over",
+    "unusable_accepted": "stream-cut-never-success",
+    "last_writer_wins": "fencing",
+    "no_fence_on_win": "hedge-loser-aborted",
+    "cancel_does_not_fence": "cancel-job-running-or-unknown",
+    "dropped_race_event": "discarded-results-logged",
+    "retry_unknown_blindly": "crash-recovery",
+    "failover_without_gate": "contract-gate",
+    "retry_after_ignored": "retry-after-holds-every-job",
+    "breaker_never_opens": "breaker-outage",
+    "resolution_strands_job": "resolve-continues-chain",
+    "exhausted_chain_left_pending": "chain-exhausted",
+    "max_runtime_ignored": "max-runtime-abandons",
+    "sweep_misses_expired": "worker-killed-mid-attempt",
+}
+"""Each mutant's story: the bundled scenario that tells the race or duty the mutant
+breaks (its name and its steps are that bug's story), chosen by hand among the scenarios
+that catch it in the whole kill matrix (`run_mutants(..., full=True)`). It is played
+first, reports name it, and a test shows that each story alone catches its mutant; when
+another scenario is named first, the story did not run first (a user's --only)."""

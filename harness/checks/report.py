@@ -68,8 +68,11 @@ def result_lines(result: RunResult, *, timeline: bool = False) -> list[str]:
 
 def mutant_line(found: MutantResult) -> str:
     name, by = found.mutant.name, found.caught_by
-    return f"{'CAUGHT' if by else 'MISSED'} mutant {name:<30} ({found.mutant.breaks})" + (
-        f" by {', '.join(by)}" if by else " by no scenario"
+    story = f"; its story: {found.story}" if found.story else ""
+    return (
+        f"{'CAUGHT' if by else 'MISSED'} mutant {name:<30} ({found.mutant.breaks})"
+        + (f" by {', '.join(by)}" if by else " by no scenario")
+        + story
     )
 
 
@@ -112,6 +115,7 @@ def check_report(
                 "breaks": m.mutant.breaks,
                 "summary": m.mutant.summary,
                 "caught_by": list(m.caught_by),
+                "story": m.story,
                 "seconds": round(m.seconds, 4),
             }
             for m in mutants
@@ -173,7 +177,11 @@ def recap_lines(
             add(f"FAIL  face {face.name}", face.problems(), replay)
     for found in mutants or []:
         if not found.caught_by:
-            add(f"MISSED mutant {found.mutant.name}", [found.mutant.breaks], "harness check --mutants")
+            add(
+                f"MISSED mutant {found.mutant.name}",
+                [found.mutant.breaks],
+                "harness check --mutants",
+            )
     gate = ["harness", "contracts", "gate", "--all"]
     gate += [] if config_file is None else ["--config", config_file]
     for link in links:

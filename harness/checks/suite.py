@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from harness.checks.exhibits import judge_problems
-from harness.checks.mutants import MUTANTS, Mutant, applied
+from harness.checks.mutants import MUTANTS, STORY, Mutant, applied
 from harness.core import invariants
 from harness.errors import CheckFailed
 from harness.scenarios.model import Scenario
@@ -35,6 +35,7 @@ class MutantResult:
     caught_by: tuple[str, ...]
     seconds: float = 0.0  # real time the mutant was played for
     results: tuple[RunResult, ...] = ()  # the catching runs (their histories: coverage)
+    story: str | None = None  # the scenario (or face story) that tells its race
 
 
 def run_suite(
@@ -90,7 +91,9 @@ def run_mutants(
                         catchers = [scenario, *(c for c in catchers if c is not scenario)]
                         break
         names = tuple(r.name for r in caught)
-        found.append(MutantResult(mutant, names, time.perf_counter() - started, tuple(caught)))
+        seconds = time.perf_counter() - started
+        story = STORY.get(mutant.name)
+        found.append(MutantResult(mutant, names, seconds, tuple(caught), story=story))
         if on_result is not None:
             on_result(found[-1])
     return found
@@ -99,11 +102,12 @@ def run_mutants(
 def _likeliest_first(
     mutant: Mutant, scenarios: list[Scenario], catchers: list[Scenario]
 ) -> list[Scenario]:
-    """The scenarios that state the guarantee the mutant breaks, then those that caught
-    earlier mutants (the latest first), then the rest in order: a run that stops at the
-    first catch plays a handful, not the suite. Whether a mutant is caught does not
-    depend on the order (every scenario is played until one catches it); which one is
-    named first does."""
-    first = [s for s in scenarios if mutant.breaks in s.guarantees]
-    first += [c for c in catchers if not any(c is s for s in first)]
-    return [*first, *(s for s in scenarios if not any(s is f for f in first))]
+    """The mutant's story (`STORY`), the scenarios that state the guarantee it breaks,
+    then those that caught earlier mutants (the latest first), then the rest in order: a
+    run that stops at the first catch plays a handful, not the suite. Whether a mutant
+    is caught does not depend on the order (every scenario is played until one catches
+    it); which one is named first does."""
+    first = [s for s in scenarios if s.name == STORY.get(mutant.name)]
+    first += [s for s in scenarios if mutant.breaks in s.guarantees and s not in first]
+    first += [c for c in catchers if c not in first]
+    return [*first, *(s for s in scenarios if s not in first)]

@@ -122,10 +122,12 @@ def check_markdown(
         lines += [f"| {_cell(s['name'])} | {_cell(s['skipped'])} |" for s in skipped]
         lines.append("")
     if report.get("mutants") is not None:
-        lines += ["### Mutants", "", "| mutant | breaks | caught by |", "|---|---|---|"]
+        lines += ["### Mutants", "", "| mutant | breaks | caught by | its story |"]
+        lines.append("|---|---|---|---|")
         for m in report["mutants"]:
             by = ", ".join(m["caught_by"]) or "**no scenario**"
-            lines.append(f"| {_cell(m['name'])} | {m['breaks']} | {_cell(by)} |")
+            story = _cell(m.get("story") or "")
+            lines.append(f"| {_cell(m['name'])} | {m['breaks']} | {_cell(by)} | {story} |")
         lines.append("")
     lines += gate_rows(report.get("gate") or [])
     return "\n".join(lines) + "\n"

@@ -451,8 +451,8 @@ def check(
         with scenario_database(database_url) as database:
             with progress_bar(len(loaded), "scenarios") as step:
                 results = run_suite(loaded, database, on_result=ended)
-            play_faces = stories != () if play_faces is None else play_faces
-            faces = _check_faces(database, stories, show) if play_faces else []
+            play_faces = (not only or bool(stories)) if play_faces is None else play_faces
+            faces = _check_faces(database, stories or None, show) if play_faces else []
             swarm = _check_swarm(database, given_db, swarm_seeds, swarm_seed, show)
             found = None
             if mutants:
@@ -517,17 +517,17 @@ def _given(ctx: click.Context, name: str, value: str) -> str | None:
 
 def _check_scenarios(
     scenario_dirs: tuple[Path, ...], only: tuple[str, ...]
-) -> tuple[list[Any], tuple[str, ...] | None]:
+) -> tuple[list[Any], tuple[str, ...]]:
     """The scenarios `check` plays (the bundled suite and the user's, or those `only`
-    names) and the face stories it names (None: every one); a name that is neither a
-    scenario nor a face story is a usage error."""
+    names) and the face stories `only` names; a name that is neither a scenario nor a
+    face story is a usage error."""
     from harness.errors import ConfigError
     from harness.scenarios.suite import USER_DIR, load_all, suite_files
 
     extra = scenario_dirs or ((USER_DIR,) if USER_DIR.is_dir() else ())
     loaded = load_all(suite_files(extra))
     if not only:
-        return loaded, None
+        return loaded, ()
     from harness.checks.faces.stories import STORIES  # the SDKs: only when asked
 
     only = tuple(name.replace("_", "-") for name in only)  # the stories' old names

@@ -130,12 +130,15 @@ def _mutants_table(mutants: Sequence[Mapping[str, Any]], anchors: Mapping[str, s
         rows.append(
             f'<tr id="mutant-{escape(m["name"])}"><td>{escape(m["name"])}</td>'
             f"<td>{escape(m['breaks'])}</td><td>{escape(m.get('summary') or '')}</td>"
-            f"<td>{verdict}</td><td>{links or 'no scenario'}</td></tr>"
+            f"<td>{verdict}</td><td>{links or 'no scenario'}</td>"
+            f"<td>{escape(m.get('story') or '')}</td></tr>"
         )
     return (
         '<section id="mutants-section"><h2>Mutants</h2><table id="mutants">'
         "<tr><th>mutant</th><th>breaks</th><th>what it does</th><th>verdict</th>"
-        "<th>caught by (scenario)</th></tr>" + "".join(rows) + "</table></section>"
+        "<th>caught by (scenario)</th><th>its story (played first)</th></tr>"
+        + "".join(rows)
+        + "</table></section>"
     )
 
 

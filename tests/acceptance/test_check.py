@@ -17,7 +17,7 @@ from harness.bundled import bundled_dir
 from harness.checks.faces.clients import FACES
 from harness.checks.faces.mutants import FACE_MUTANTS, any_mutant_named
 from harness.checks.faces.stories import STORIES
-from harness.checks.mutants import MUTANTS, applied, mutant_named
+from harness.checks.mutants import MUTANTS, STORY, applied, mutant_named
 from harness.checks.report import report_schema
 from harness.cli.main import main
 from harness.scenarios.suite import BUNDLED_DIR, bundled_files
@@ -114,35 +114,36 @@ def test_unknown_scenario_and_unknown_mutant_are_usage_errors() -> None:
 
 # One mutant per invariant it breaks: each invariant's failure reaches the exit code.
 # That the whole suite catches every mutant is `check --mutants`'s own test, below; so
-# here the first mutant plays the main job whole, and each other one only a scenario
-# that `check --mutants` names as catching it (the same exit path at a tenth of the cost:
+# here the first mutant plays the main job whole, and each other one only its story
+# (`STORY`, which the next test shows catches it: the same exit path at a tenth of the cost:
 # each whole run took about 5 s). Without the swarm: its seeds rotate by date, and on a
 # day whose seed finds the mutant it shrinks what it found; a failing swarm's own way to
 # the exit code is the next test's.
 ONE_PER_INVARIANT = list({m.breaks: m for m in reversed(MUTANTS)}.values())
-CAUGHT_BY = {
-    "ignore_idempotency_key": "bad-intent-refused",
-    "fingerprint_ignores_input": "bad-intent-refused",
-    "key_scoped_globally": "two-owners",
-    "events_page_skips_one": "broken-answers-fail-over",
-    "no_live_slot_guard": "double-fallback-click",
-    "timeout_marks_failed": "crash-recovery",
-    "provider_5xx_blocks": "breaker-defaults",
-    "cancel_does_not_fence": "cancel-attempt-late-result",
-    "retry_unknown_blindly": "crash-recovery",
-    "failover_without_gate": "contract-gate",
-}
 
 
 @pytest.mark.parametrize("mutant", ONE_PER_INVARIANT, ids=lambda m: m.name)
 def test_a_broken_engine_fails_the_main_job(mutant) -> None:
     whole = mutant is ONE_PER_INVARIANT[0]
-    assert whole or mutant.name in CAUGHT_BY, f"name a scenario catching {mutant.name}"
-    only = [] if whole else ["--only", CAUGHT_BY[mutant.name]]
+    only = [] if whole else ["--only", STORY[mutant.name]]
     with applied(mutant):
         result = CliRunner().invoke(main, ["check", "--swarm", "0", *only])
     assert result.exit_code == 1, result.output
     assert "FAIL" in result.output
+
+
+def test_every_mutant_has_a_story_and_its_story_alone_catches_it(check_database_url) -> None:
+    from harness.checks.suite import run_mutants
+    from harness.scenarios.suite import load_all, scenario_database
+
+    assert set(STORY) == {m.name for m in MUTANTS}
+    by_name = {s.name: s for s in load_all(bundled_files())}
+    with scenario_database(check_database_url) as database:
+        for mutant in MUTANTS:
+            story = by_name[STORY[mutant.name]]
+            (found,) = run_mutants([story], database, mutants=[mutant])
+            assert found.caught_by == (story.name,), mutant.name
+            assert found.story == story.name
 
 
 def test_a_broken_engine_only_the_swarm_catches_fails_the_main_job() -> None:

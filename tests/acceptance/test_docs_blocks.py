@@ -71,7 +71,7 @@ PROVIDER_EXAMPLES = (
     "fakes.script(Behaviour(",
     'fakes.script("server_error"',
 )
-"""docs/providers.md's blocks run in one session, in the page's order."""
+"""docs/providers.md's blocks, run one after another in one namespace, in the page's order."""
 
 RUN = {
     ("README.md", "from harness import AllowAllGate"),  # test_the_engine_example_runs
@@ -220,7 +220,7 @@ def test_the_plugin_example_is_a_passing_test(tmp_path) -> None:
 
 def test_the_python_examples_run(tmp_path, monkeypatch) -> None:
     """docs/providers.md's blocks in the page's order, in one namespace as a reader's
-    session would hold them; the fragments that use `fakes` and `Behaviour` get them."""
+    interpreter would hold them; the fragments that use `fakes` and `Behaviour` get them."""
     from fake_providers import Behaviour, FakeProviders
 
     monkeypatch.chdir(tmp_path)

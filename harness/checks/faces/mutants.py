@@ -216,7 +216,8 @@ def run_face_mutants(
                 caught = _first_catch(story, FACES, database, play_story)
                 if caught:
                     break
-        found.append(MutantResult(mutant, caught, time.perf_counter() - started))
+        seconds = time.perf_counter() - started
+        found.append(MutantResult(mutant, caught, seconds, story=f"face story {first}"))
         if on_result is not None:
             on_result(found[-1])
     return found
