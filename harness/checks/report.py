@@ -169,12 +169,15 @@ def recap_lines(
 
     for result in results:
         if result.skipped is None and not result.passed:
-            replay = replay_command(result, database_url=database_url)
-            add(f"FAIL  {result.name}", result.problems(), replay)
+            add(
+                f"FAIL  {result.name}",
+                result.problems(),
+                replay_command(result, database_url=database_url),
+            )
     for face in faces:
         if not face.passed:
-            replay = ["harness", "check", "--only", face.story.name, "--swarm", "0", *on_db]
-            add(f"FAIL  face {face.name}", face.problems(), replay)
+            again = ["harness", "check", "--only", face.story.name, "--swarm", "0", *on_db]
+            add(f"FAIL  face {face.name}", face.problems(), again)
     for found in mutants or []:
         if not found.caught_by:
             add(
