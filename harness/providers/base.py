@@ -48,6 +48,18 @@ class Outcome:
     def executed(self) -> bool:
         return self.kind is OutcomeKind.EXECUTED
 
+    def result(self) -> dict[str, Any]:
+        """What an executed outcome stores as the attempt's (and maybe the job's) result;
+        its tool calls only when there are some (a text answer's result is unchanged)."""
+        result: dict[str, Any] = {"provider": self.provider, "model": self.model}
+        result |= {"text": self.text, "finish_reason": self.finish_reason}
+        result |= {"usage": dict(self.usage), "request_id": self.request_id}
+        if self.tool_calls:
+            result["tool_calls"] = [
+                {"id": c.id, "name": c.name, "arguments": c.arguments} for c in self.tool_calls
+            ]
+        return result
+
 
 @dataclass(frozen=True, kw_only=True)
 class LookupResult:

@@ -97,19 +97,6 @@ class WorkerSettings:
         return (self.max_runtime or {}).get(provider, DEFAULT_MAX_RUNTIME)
 
 
-def result_of(outcome: Outcome) -> dict[str, Any]:
-    """What an executed outcome stores as the attempt's (and maybe the job's) result; its
-    tool calls only when there are some (a text answer's result is unchanged)."""
-    result: dict[str, Any] = {"provider": outcome.provider, "model": outcome.model}
-    result |= {"text": outcome.text, "finish_reason": outcome.finish_reason}
-    result |= {"usage": dict(outcome.usage), "request_id": outcome.request_id}
-    if outcome.tool_calls:
-        result["tool_calls"] = [
-            {"id": c.id, "name": c.name, "arguments": c.arguments} for c in outcome.tool_calls
-        ]
-    return result
-
-
 def _abort_reason(job: Job, attempt: Attempt) -> AbortReason:
     """Why a no-longer-live attempt lost, for the event that aborts its call."""
     if job.status is JobState.CANCELLED:
@@ -304,7 +291,7 @@ class Worker:
         try:
             if outcome.kind is OutcomeKind.EXECUTED:
                 after = self.engine.complete_attempt(
-                    attempt.id, result_of(outcome), provider_request_id=outcome.request_id
+                    attempt.id, outcome.result(), provider_request_id=outcome.request_id
                 ).job
                 self._healthy(attempt)
             elif outcome.kind is OutcomeKind.UNKNOWN:
@@ -641,7 +628,7 @@ class Worker:
             self.engine.resolve_unknown(
                 attempt.id,
                 resolution=Resolution.SUCCEEDED,
-                result=result_of(found),
+                result=found.result(),
                 actor=actor,
                 reason="provider lookup: finished with a result",
             )

@@ -19,10 +19,9 @@ from harness.api.app import create_app
 from harness.config import Route, ServiceConfig
 from harness.core.gate import AllowAllGate
 from harness.engine import Engine
-from harness.providers.base import Outcome, OutcomeKind, ToolCall
 from harness.runtime.builtin import builtin_fake_providers
 from harness.runtime.scheduler import ThreadScheduler
-from harness.runtime.worker import Worker, result_of
+from harness.runtime.worker import Worker
 from harness.store.database import Database
 from tests.support.live import serve
 
@@ -57,18 +56,6 @@ class Colour(pydantic.BaseModel):
     model_config = pydantic.ConfigDict(extra="forbid")
     name: str
     hex: str
-
-
-def _results_carry_tool_calls() -> bool:
-    call = ToolCall(id="call_1", name="f", arguments="{}")
-    executed = Outcome(kind=OutcomeKind.EXECUTED, provider="p", reason="ok", tool_calls=(call,))
-    return "tool_calls" in result_of(executed)
-
-
-needs_stored_calls = pytest.mark.skipif(
-    not _results_carry_tool_calls(),
-    reason="harness.runtime.worker.result_of does not store Outcome.tool_calls in the result",
-)
 
 
 @dataclass
@@ -195,7 +182,6 @@ def test_an_image_part_reaches_both_kinds_of_provider(gateway: Gateway) -> None:
     assert message.content[0].text
 
 
-@needs_stored_calls
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
 def test_openai_tools_round_trip_with_a_tool_result(gateway: Gateway, stream: bool) -> None:
     client = gateway.openai(f"tools-{stream}")
@@ -226,7 +212,6 @@ def test_openai_tools_round_trip_with_a_tool_result(gateway: Gateway, stream: bo
     assert auto.choices[0].finish_reason == "stop" and auto.choices[0].message.content
 
 
-@needs_stored_calls
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
 def test_anthropic_tools_come_back_as_tool_use_blocks(gateway: Gateway, stream: bool) -> None:
     client = gateway.anthropic(f"claude-tools-{stream}")
@@ -259,7 +244,6 @@ def test_anthropic_tools_come_back_as_tool_use_blocks(gateway: Gateway, stream: 
     assert done.stop_reason == "end_turn" and done.content[0].text
 
 
-@needs_stored_calls
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
 def test_responses_tools_come_back_as_function_call_items(gateway: Gateway, stream: bool) -> None:
     client = gateway.openai(f"resp-tools-{stream}")
@@ -282,7 +266,6 @@ def test_responses_tools_come_back_as_function_call_items(gateway: Gateway, stre
     assert done.output_text
 
 
-@needs_stored_calls
 def test_a_failover_to_the_anthropic_kind_answers_the_tool_call_in_openais_shape(
     gateway: Gateway,
 ) -> None:
