@@ -19,6 +19,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from harness.checks.exhibits import judge_problems
+from harness.checks.history_exhibits import CHECKER_MUTANTS, checker_problems
+from harness.checks.history_exhibits import STORY as EXHIBIT_OF
 from harness.checks.mutants import MUTANTS, STORY, Mutant, applied
 from harness.core import invariants
 from harness.errors import CheckFailed
@@ -45,12 +47,15 @@ def run_suite(
     seed: int = 0,
     on_result: Callable[[RunResult], None] | None = None,
 ) -> list[RunResult]:
-    problems = judge_problems(invariants)
-    if problems:
-        raise CheckFailed(
-            "the store judge answers known exhibits wrongly, so no run it judges would "
-            "mean anything:\n  " + "\n  ".join(problems)
-        )
+    for judge, problems in (
+        ("store judge", judge_problems(invariants)),
+        ("history checker", checker_problems()),
+    ):
+        if problems:
+            raise CheckFailed(
+                f"the {judge} answers known exhibits wrongly, so no run it judges would "
+                "mean anything:\n  " + "\n  ".join(problems)
+            )
     results = []
     for scenario in scenarios:
         result = run_scenario(scenario, database, seed=seed)
@@ -94,6 +99,25 @@ def run_mutants(
         seconds = time.perf_counter() - started
         story = STORY.get(mutant.name)
         found.append(MutantResult(mutant, names, seconds, tuple(caught), story=story))
+        if on_result is not None:
+            on_result(found[-1])
+    return found
+
+
+def run_checker_mutants(
+    mutants: Iterable[Mutant] = CHECKER_MUTANTS,
+    on_result: Callable[[MutantResult], None] | None = None,
+) -> list[MutantResult]:
+    """For each broken history checker, the exhibits that caught it: shown before any
+    scenario plays, as the store judge's are."""
+    found = []
+    for mutant in mutants:
+        started = time.perf_counter()
+        with applied(mutant):
+            problems = checker_problems()
+        caught = tuple(f"exhibit {problem.split(':')[0]}" for problem in problems)
+        seconds = time.perf_counter() - started
+        found.append(MutantResult(mutant, caught, seconds, story=EXHIBIT_OF.get(mutant.name)))
         if on_result is not None:
             on_result(found[-1])
     return found

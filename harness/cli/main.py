@@ -574,14 +574,17 @@ def _check_faces(database: Database, names: tuple[str, ...] | None, show: _Shown
 def _check_mutants(
     loaded: list[Any], database: Database, show: _Shown, *, faces: bool
 ) -> list[Any]:
-    """Every mutant of the engine against the scenarios and, with the faces, every face
+    """Every broken history checker against its exhibits (before any scenario plays),
+    every mutant of the engine against the scenarios and, with the faces, every face
     mutant against the face stories; each printed as it ends."""
+    from harness.checks.history_exhibits import CHECKER_MUTANTS
     from harness.checks.mutants import MUTANTS
     from harness.checks.report import mutant_line
-    from harness.checks.suite import run_mutants
+    from harness.checks.suite import run_checker_mutants, run_mutants
 
-    with progress_bar(len(MUTANTS), "mutants") as step:
-        found = run_mutants(loaded, database, on_result=lambda m: step())
+    with progress_bar(len(CHECKER_MUTANTS) + len(MUTANTS), "mutants") as step:
+        found = run_checker_mutants(on_result=lambda m: step())
+        found += run_mutants(loaded, database, on_result=lambda m: step())
     if faces:
         from harness.checks.faces.mutants import FACE_MUTANTS, run_face_mutants
 

@@ -17,6 +17,7 @@ from harness.bundled import bundled_dir
 from harness.checks.faces.clients import FACES
 from harness.checks.faces.mutants import FACE_MUTANTS, any_mutant_named
 from harness.checks.faces.stories import STORIES
+from harness.checks.history_exhibits import CHECKER_MUTANTS
 from harness.checks.mutants import MUTANTS, STORY, applied, mutant_named
 from harness.checks.report import report_schema
 from harness.cli.main import main
@@ -206,7 +207,8 @@ def test_check_mutants_catches_every_mutant(tmp_path) -> None:
     assert result.exit_code == 0, result.output
     report = json.loads((tmp_path / "m.json").read_text())
     jsonschema.validate(report, report_schema())
-    assert len(report["mutants"]) == len(MUTANTS) + len(FACE_MUTANTS) >= 27
+    assert len(report["mutants"]) == len(CHECKER_MUTANTS) + len(MUTANTS) + len(FACE_MUTANTS)
+    assert len(report["mutants"]) >= 42
     assert all(m["caught_by"] for m in report["mutants"])
     faces = {m["name"]: m["caught_by"] for m in report["mutants"] if m["name"].startswith("face_")}
     assert all(by[0].startswith("face ") for by in faces.values())  # only a story sees a face

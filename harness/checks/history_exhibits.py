@@ -1,0 +1,230 @@
+"""Exhibits for the history checker: small hand-made histories, each broken in one stated
+way (or known to be sound), that `harness check` shows the checker before it trusts any
+verdict of it, as `exhibits.py` does for the store judge.
+
+A checker rule made lenient passes every run it judges; only a history known to be broken
+shows it. Each exhibit names the checker's property family it shows (one of `FAMILIES`,
+the modules of `harness.scenarios.checker`) and the invariants a sound checker names for
+it, stated here and not by the checker. `CHECKER_MUTANTS` drop one rule per family;
+`harness check --mutants` shows that the exhibits catch each before any scenario plays.
+
+The builders (`ev`, `call`, `op`, `attempt`, `job`, `history`) write histories in the
+checker's shape (`History.to_dict()`); the checker's own property tests use them too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from harness.checks.mutants import Mutant, Patches
+
+FAMILIES = ("keys", "outcomes", "winners", "timing", "liveness", "observers")
+"""The checker's property families that exhibits show (`intents` is judged through the
+documented fingerprint's own table, `history` holds no property)."""
+
+
+def ev(t: float, kind: str, attempt: str | None = None, actor: Any = None, **detail: Any) -> dict:
+    """An event; one a call's answer caused keeps that call's request id, as the engine's
+    do (*evidence kept*), unless the detail says otherwise."""
+    job = attempt.split("#")[0] if attempt else detail.pop("job", "a")
+    if kind == "observed" or (kind == "became_unknown" and detail.get("cause") != "deadline"):
+        detail.setdefault("request_id", None)
+    return {"t": t, "job": job, "kind": kind, "attempt": attempt, "actor": actor, "detail": detail}
+
+
+def call(i: int, t: float, attempt: str, type_: str = "ok", **fields: Any) -> dict:
+    """A provider call's answer in the history's operations."""
+    kinds = {"ok": "executed", "fail": "not_executed", "unknown": "unknown"}
+    entry = {"t": t, "i": i, "process": fields.pop("process", "w1"), "type": type_, "op": "call"}
+    entry.update(attempt=attempt, provider=fields.pop("provider", "primary"))
+    if type_ != "invoke":
+        entry["kind"] = fields.pop("kind", kinds.get(type_))
+    return {**entry, **fields}
+
+
+def op(i: int, t: float, process: str, type_: str, name: str, **fields: Any) -> dict:
+    return {"t": t, "i": i, "process": process, "type": type_, "op": name, **fields}
+
+
+def attempt(label: str, provider: str, state: str, started: float = 0.0) -> dict:
+    return {"attempt": label, "provider": provider, "state": state, "started_at": started}
+
+
+def job(status: str, winner: str | None, *attempts: dict, **extra: Any) -> dict:
+    return {
+        "owner": "alice",
+        "status": status,
+        "winner": winner,
+        "chain": ["primary", "fallback"],
+        "max_live_attempts": 1,
+        "next_attempt_at": None,
+        "result_provider": None,
+        "attempts": list(attempts),
+        **extra,
+    }
+
+
+def history(events: list, jobs: dict | None = None, operations: list | None = None, **top: Any):
+    return {
+        "operations": operations or [],
+        "events": events,
+        "ledger": [],
+        "jobs": jobs if jobs is not None else {},
+        "gate": "allow_all",
+        **top,
+    }
+
+
+@dataclass(frozen=True)
+class HistoryExhibit:
+    """One history, the checker family it shows, and the invariants a sound checker
+    names for it (none for a sound history)."""
+
+    name: str
+    family: str | None
+    expect: tuple[str, ...]
+    history: Mapping[str, Any]
+
+
+_CONFIG = {"workers": ["w1"], "breaker": {"failures": 2, "window": 30, "cool_down": 20}}
+_ASKS_2S = {"retry_after": 2.0}
+_POLICY = {"attempt_timeout": 30.0, "retry_backoff": 0.5, "max_retry_after": 5}
+
+
+def _won_once() -> dict:
+    events = [ev(0, "attempt_started", "a#1", provider="primary"), ev(1, "won", "a#1")]
+    jobs = {"a": job("succeeded", "a#1", attempt("a#1", "primary", "succeeded"))}
+    return history(events, jobs, [call(0, 1, "a#1")])
+
+
+def _conflict_out_of_nowhere() -> dict:
+    ops = [
+        op(0, 0, "client:bob", "invoke", "create", client=0, key="k", job="k", fingerprint="f2"),
+        op(1, 0, "client:bob", "fail", "create", client=0, answer="conflict", job=None),
+    ]
+    return history([], operations=ops)
+
+
+def _unknown_for_a_503() -> dict:
+    events = [
+        ev(0, "attempt_started", "a#1", provider="primary"),
+        ev(0, "became_unknown", "a#1", cause="unavailable", status=503),
+    ]
+    jobs = {"a": job("blocked_unknown", None, attempt("a#1", "primary", "unknown"))}
+    answer = call(1, 0, "a#1", "fail", reason="unavailable", status=503)
+    return history(events, jobs, [answer])
+
+
+def _two_winners() -> dict:
+    events = [
+        ev(0, "attempt_started", "a#1", provider="primary"),
+        ev(1, "won", "a#1"),
+        ev(2, "attempt_started", "a#2", provider="fallback"),
+        ev(3, "won", "a#2"),
+    ]
+    attempts = (attempt("a#1", "primary", "succeeded"), attempt("a#2", "fallback", "succeeded", 2))
+    jobs = {"a": job("succeeded", "a#2", *attempts)}
+    return history(events, jobs, [call(0, 1, "a#1"), call(1, 3, "a#2")])
+
+
+def _retry_inside_retry_after() -> dict:
+    events = [
+        ev(0, "attempt_started", "a#1", "w1", provider="primary"),
+        ev(
+            0, "attempt_failed", "a#1", "w1", cause="rate_limited", status_code=429, retry_after=2.0
+        ),
+        ev(0, "waiting", None, "w1", provider="primary"),
+        ev(0.5, "attempt_started", "a#2", "w1", provider="primary"),
+        ev(0.5, "won", "a#2"),
+    ]
+    attempts = (attempt("a#1", "primary", "failed"), attempt("a#2", "primary", "succeeded", 0.5))
+    jobs = {"a": job("succeeded", "a#2", *attempts, policy=_POLICY)}
+    return history(events, jobs, [call(0, 0.5, "a#2")], config=_CONFIG)
+
+
+def _left_with_nothing_to_move_it() -> dict:
+    events = [
+        ev(0, "attempt_started", "a#1", provider="primary"),
+        ev(1, "attempt_failed", "a#1", cause="server_error", status_code=500),
+    ]
+    jobs = {"a": job("running", None, attempt("a#1", "primary", "failed"))}
+    return history(events, jobs, [call(0, 1, "a#1", "fail", reason="server_error", status=500)])
+
+
+def _api_shows_another_status() -> dict:
+    data = _won_once()
+    view = {"read": 200, "events_read": 200, "status": "running", "winner": "a#1"}
+    view |= {"attempts": data["jobs"]["a"]["attempts"], "events": list(data["events"])}
+    return {**data, "api": {"jobs": {"a": view}}}
+
+
+EXHIBITS: tuple[HistoryExhibit, ...] = (
+    HistoryExhibit("one job won once", None, (), _won_once()),
+    HistoryExhibit("a conflict with no other intent", "keys", ("I2",), _conflict_out_of_nowhere()),
+    HistoryExhibit("unknown for a provider's own 503", "outcomes", ("I4",), _unknown_for_a_503()),
+    HistoryExhibit("a job won twice", "winners", ("I5", "I5", "I11"), _two_winners()),
+    HistoryExhibit(
+        "a retry 0.5 s into a 2 s Retry-After", "timing", ("I8",), _retry_inside_retry_after()
+    ),
+    HistoryExhibit(
+        "an open job nothing moves", "liveness", ("I11",), _left_with_nothing_to_move_it()
+    ),
+    HistoryExhibit(
+        "the API shows another status", "observers", ("I5",), _api_shows_another_status()
+    ),
+)
+
+
+def checker_problems(exhibits: Iterable[HistoryExhibit] = EXHIBITS) -> list[str]:
+    """Every exhibit the history checker answers with other invariants than a sound
+    checker names (in any order), one line each; empty when it answers all as stated.
+    The checker is looked up when called, so a patched one is the one judged."""
+    from harness.scenarios import checker
+
+    problems = []
+    for exhibit in exhibits:
+        try:
+            named = sorted(f.invariant for f in checker.check_history(exhibit.history))
+        except Exception as exc:  # a broken checker may fail in any way: said, not raised
+            problems.append(f"{exhibit.name}: the checker raised {type(exc).__name__}: {exc}")
+            continue
+        if named != sorted(exhibit.expect):
+            problems.append(
+                f"{exhibit.name}: named {', '.join(named) or 'nothing'}; a sound checker "
+                f"names {', '.join(sorted(exhibit.expect)) or 'nothing'}"
+            )
+    return problems
+
+
+def _without(rule: str) -> Callable[[], Patches]:
+    """The checker with one rule dropped from the checks it runs."""
+
+    def patch() -> Patches:
+        from harness.scenarios import checker
+
+        kept = tuple(c for c in checker.HISTORY_CHECKS if c.__name__ != rule)
+        return {(checker, "HISTORY_CHECKS"): kept}
+
+    return patch
+
+
+CHECKER_MUTANTS: tuple[Mutant, ...] = tuple(
+    Mutant(f"checker_{family}_lenient", breaks, summary, _without(rule))
+    for family, breaks, rule, summary in (
+        ("keys", "I2", "_conflict_grounds", "a conflict is never questioned"),
+        ("outcomes", "I4", "_definite_never_unknown", "unknown for any signal is accepted"),
+        ("winners", "I5", "_one_winner", "more than one win is accepted"),
+        ("timing", "I8", "_retry_waits", "a retry inside Retry-After is accepted"),
+        ("liveness", "I11", "_moves_on_at_once", "an open job nothing moves is accepted"),
+        ("observers", "I5", "_api_agrees", "the API's view is never compared"),
+    )
+)
+"""One broken checker per family: its rule that the family's exhibit shows, dropped."""
+
+STORY = {
+    mutant.name: f"exhibit {exhibit.name}"
+    for mutant, exhibit in zip(CHECKER_MUTANTS, EXHIBITS[1:], strict=True)
+}
+"""Each checker mutant's story: its family's exhibit."""
