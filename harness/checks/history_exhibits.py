@@ -14,15 +14,16 @@ checker's shape (`History.to_dict()`); the checker's own property tests use them
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from harness.checks.mutants import Mutant, Patches
 
-FAMILIES = ("keys", "outcomes", "winners", "timing", "liveness", "observers")
-"""The checker's property families that exhibits show (`intents` is judged through the
-documented fingerprint's own table, `history` holds no property)."""
+FAMILIES = ("keys", "outcomes", "winners", "intents", "timing", "liveness", "observers")
+"""The checker's property families (its modules but `history`, which holds no property)."""
 
 
 def ev(t: float, kind: str, attempt: str | None = None, actor: Any = None, **detail: Any) -> dict:
@@ -75,6 +76,23 @@ def history(events: list, jobs: dict | None = None, operations: list | None = No
         "gate": "allow_all",
         **top,
     }
+
+
+def sent(intent_input: Any, received: list[str] | None, operation: str = "summarise") -> dict:
+    """Job a created with this input; its one execution's ledger entry keeps the digest
+    of the texts `received` (None: a view without the field)."""
+    intent = {"operation": operation, "input": intent_input, "providers": ["primary"]}
+    ops = [
+        op(0, 0, "client:alice", "invoke", "create", client=0, key="a", job="a", intent=intent),
+        op(1, 0, "client:alice", "ok", "create", client=0, answer="created", job="a"),
+    ]
+    data = history([], {}, ops)
+    entry = {"t": 0, "attempt": "a#1", "behaviour": "success", "status": 200}
+    if received is not None:
+        text = json.dumps(received, ensure_ascii=False, separators=(",", ":"))
+        entry["prompt"] = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    data["ledger"] = [entry]
+    return data
 
 
 @dataclass(frozen=True)
@@ -165,6 +183,7 @@ EXHIBITS: tuple[HistoryExhibit, ...] = (
     HistoryExhibit("a conflict with no other intent", "keys", ("I2",), _conflict_out_of_nowhere()),
     HistoryExhibit("unknown for a provider's own 503", "outcomes", ("I4",), _unknown_for_a_503()),
     HistoryExhibit("a job won twice", "winners", ("I5", "I5", "I11"), _two_winners()),
+    HistoryExhibit("the system prompt dropped", "intents", ("I8",), sent({"prompt": "hi"}, ["hi"])),
     HistoryExhibit(
         "a retry 0.5 s into a 2 s Retry-After", "timing", ("I8",), _retry_inside_retry_after()
     ),
@@ -216,6 +235,7 @@ CHECKER_MUTANTS: tuple[Mutant, ...] = tuple(
         ("keys", "I2", "_conflict_grounds", "a conflict is never questioned"),
         ("outcomes", "I4", "_definite_never_unknown", "unknown for any signal is accepted"),
         ("winners", "I5", "_one_winner", "more than one win is accepted"),
+        ("intents", "I8", "_prompt_sent", "the prompt sent is never compared"),
         ("timing", "I8", "_retry_waits", "a retry inside Retry-After is accepted"),
         ("liveness", "I11", "_moves_on_at_once", "an open job nothing moves is accepted"),
         ("observers", "I5", "_api_agrees", "the API's view is never compared"),
