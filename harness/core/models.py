@@ -11,6 +11,7 @@ from typing import Any
 from harness.core.fingerprint import fingerprint
 from harness.core.limits import MAX_LIVE_ATTEMPTS, MAX_NAME_LENGTH, MAX_POLICY_SECONDS
 from harness.core.states import (
+    AbortReason,
     AttemptState,
     DiscardReason,
     EventKind,
@@ -293,6 +294,18 @@ class Job:
     updated_at: datetime
     attempts: tuple[Attempt, ...] = ()
     next_attempt_at: datetime | None = None  # a retry or a wait is due then
+
+    def why_lost(self, attempt: Attempt) -> AbortReason:
+        """Why `attempt`, no longer live, lost: the reason its in-flight call is aborted."""
+        if self.status is JobState.CANCELLED:
+            return AbortReason.JOB_CANCELLED
+        if self.completed_by is not None and self.completed_by != attempt.id:
+            return AbortReason.JOB_COMPLETED
+        if attempt.state is AttemptState.CANCELLED:
+            return AbortReason.ATTEMPT_CANCELLED
+        if attempt.state in (AttemptState.SUCCEEDED, AttemptState.FAILED):
+            return AbortReason.RESOLVED
+        return AbortReason.JOB_FINISHED
 
 
 @dataclass(frozen=True, kw_only=True)

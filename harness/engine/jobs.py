@@ -172,6 +172,11 @@ class JobUnits(BaseUnits):
             )
         return until
 
+    def work_waiting(self) -> bool:
+        """Whether any job or attempt is open for a worker round to look at."""
+        with self.db.read() as conn:
+            return q.work_waiting(conn)
+
     def stranded_jobs(self, *, limit: int = 100) -> list[Job]:
         """Started jobs with nothing live whose next step is due (a crash between two
         steps, a wait that is over): the sweep moves each on."""

@@ -45,7 +45,6 @@ from harness.core.models import Attempt, Job
 from harness.core.states import (
     FINISHED_JOB_STATES,
     LIVE_ATTEMPT_STATES,
-    AbortReason,
     AttemptState,
     EventKind,
     JobState,
@@ -95,19 +94,6 @@ class WorkerSettings:
 
     def runtime_of(self, provider: str) -> float:
         return (self.max_runtime or {}).get(provider, DEFAULT_MAX_RUNTIME)
-
-
-def _abort_reason(job: Job, attempt: Attempt) -> AbortReason:
-    """Why a no-longer-live attempt lost, for the event that aborts its call."""
-    if job.status is JobState.CANCELLED:
-        return AbortReason.JOB_CANCELLED
-    if job.completed_by is not None and job.completed_by != attempt.id:
-        return AbortReason.JOB_COMPLETED
-    if attempt.state is AttemptState.CANCELLED:
-        return AbortReason.ATTEMPT_CANCELLED
-    if attempt.state in (AttemptState.SUCCEEDED, AttemptState.FAILED):
-        return AbortReason.RESOLVED
-    return AbortReason.JOB_FINISHED
 
 
 def _evidence(outcome: Outcome) -> dict[str, Any]:
@@ -359,7 +345,7 @@ class Worker:
                     or not job.policy.abort_lost_calls
                 ):
                     continue
-                reason = _abort_reason(job, attempt)
+                reason = job.why_lost(attempt)
                 if not handle.abort(reason):
                     continue  # it ended on its own meanwhile (or was aborted already)
                 aborted += 1
@@ -665,8 +651,18 @@ class Worker:
         each duty that ran counted (None: it failed).
 
         Each duty runs on its own: one that fails is logged and retried next round, and
-        never keeps the others (or other owners' jobs) from running."""
+        never keeps the others (or other owners' jobs) from running. With no call in
+        flight and nothing open in the database, a round is that one question."""
+        with self._calls_lock:
+            idle = not self._calls
+        try:
+            idle = idle and not self.engine.work_waiting()
+        except Exception:  # the duties say what failed, each on its own
+            idle = False
         now = self.engine.clock.now()
+        if idle:  # nothing to reconcile either: the interval counts from here
+            self._last_reconcile = now
+            return {}
         duties = [self.claim, self.sweep, self.abort_lost_calls]
         if self._last_reconcile is None or (
             (now - self._last_reconcile).total_seconds() >= self.settings.reconcile_interval

@@ -42,6 +42,7 @@ OPERATIONS: dict[str, Callable[[Engine], object]] = {
     "fail_job": lambda e: e.fail_job(1, reason="broken"),
     "defer": lambda e: e.defer(1, delay=1.0, reason="busy", actor="worker", detail={}),
     "stranded_jobs": lambda e: e.stranded_jobs(),
+    "work_waiting": lambda e: e.work_waiting(),
     "note": lambda e: e.note(1, EventKind.BREAKER_OPENED, actor="worker", detail={}),
     "claim_new_jobs": lambda e: e.claim_new_jobs(limit=1, actor="worker"),
     "start_attempt": lambda e: e.start_attempt(1, "primary"),

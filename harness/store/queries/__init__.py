@@ -53,6 +53,7 @@ from harness.store.queries.jobs import (
     new_job_ids,
     set_open_job_status,
     stranded_job_ids,
+    work_waiting,
 )
 from harness.store.queries.verdicts import (
     insert_verdict,
@@ -100,4 +101,5 @@ __all__ = [
     "transition_attempt",
     "unknown_attempts",
     "used_live_slots",
+    "work_waiting",
 ]

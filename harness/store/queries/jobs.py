@@ -219,6 +219,13 @@ def stranded_job_ids(conn: Connection, *, now: datetime, limit: int) -> list[int
     return [r[0] for r in rows]
 
 
+def work_waiting(conn: Connection) -> bool:
+    """Whether a worker round has anything to look at: a job never started or stranded
+    (the partial indexes), or an attempt starting, running or unknown (its state index).
+    One statement, so an idle round costs one query."""
+    return bool(conn.execute(_WORK_WAITING).scalar())
+
+
 # The predicates of the partial indexes, as literal SQL: a planner proves that a query may
 # use a partial index only from constants (a bound parameter proves nothing, on SQLite
 # always, on PostgreSQL once a generic plan is cached). A test reads the plans.
@@ -280,3 +287,12 @@ def latest_job_id_with_key_prefix(conn: Connection, *, owner: str, prefix: str) 
         .limit(1)
     )
     return conn.execute(query).scalar()
+
+
+_WORK_WAITING = sa.select(
+    sa.or_(
+        sa.exists(sa.select(jobs.c.id).where(UNSTARTED)),
+        sa.exists(sa.select(jobs.c.id).where(STRANDED)),
+        sa.exists(sa.select(attempts.c.id).where(among(attempts.c.state, LIVE_ATTEMPT_STATES))),
+    )
+)
