@@ -371,27 +371,35 @@ def _waits_unless(stuck: frozenset[int]) -> Callable[[Job], object]:
     return lambda job: None if job.id in stuck else "a wait"
 
 
+def answered(
+    name: str, ask: Callable[[], Iterable[Any]], expect: Iterable[str], judge: str
+) -> str | None:
+    """How a judge's answer to one exhibit differs from a sound judge's, in one line (None:
+    it does not): the invariants it names, in any order, or what it raised."""
+    try:
+        named = sorted(finding.invariant for finding in ask())
+    except Exception as exc:  # a broken judge may fail in any way: said, not raised
+        return f"{name}: the {judge} raised {type(exc).__name__}: {exc}"
+    if named == sorted(expect):
+        return None
+    return (
+        f"{name}: named {', '.join(named) or 'nothing'}; a sound {judge} "
+        f"names {', '.join(sorted(expect)) or 'nothing'}"
+    )
+
+
+def _asked(judge: ModuleType, exhibit: Exhibit) -> Callable[[], Iterable[Any]]:
+    jobs, executions, stuck = list(exhibit.jobs), exhibit.executions, exhibit.stuck
+    if executions is not None:
+        return lambda: judge.check_executions(jobs, list(executions))
+    if stuck is not None:
+        return lambda: judge.check_liveness(jobs, waiting=_waits_unless(stuck))
+    return lambda: judge.check_invariants(jobs, list(exhibit.events))
+
+
 def judge_problems(judge: ModuleType, exhibits: Iterable[Exhibit] = EXHIBITS) -> list[str]:
     """Every exhibit the judge (a module with `check_invariants`, `check_executions` and
     `check_liveness`) answers with other invariants than a sound judge names (in any
     order), said in one line each; empty when it answers all as stated."""
-    problems = []
-    for exhibit in exhibits:
-        jobs = list(exhibit.jobs)
-        try:
-            if exhibit.executions is not None:
-                found = judge.check_executions(jobs, list(exhibit.executions))
-            elif exhibit.stuck is not None:
-                found = judge.check_liveness(jobs, waiting=_waits_unless(exhibit.stuck))
-            else:
-                found = judge.check_invariants(jobs, list(exhibit.events))
-            named = sorted(v.invariant for v in found)
-        except Exception as exc:  # a broken judge may fail in any way: said, not raised
-            problems.append(f"{exhibit.name}: the judge raised {type(exc).__name__}: {exc}")
-            continue
-        if named != sorted(exhibit.expect):
-            problems.append(
-                f"{exhibit.name}: named {', '.join(named) or 'nothing'}; a sound judge "
-                f"names {', '.join(sorted(exhibit.expect)) or 'nothing'}"
-            )
-    return problems
+    found = (answered(e.name, _asked(judge, e), e.expect, "judge") for e in exhibits)
+    return [problem for problem in found if problem is not None]

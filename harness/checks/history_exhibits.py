@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from harness.checks.exhibits import answered
 from harness.checks.mutants import Mutant, Patches
 
 FAMILIES = ("keys", "outcomes", "winners", "intents", "timing", "liveness", "observers")
@@ -202,19 +203,11 @@ def checker_problems(exhibits: Iterable[HistoryExhibit] = EXHIBITS) -> list[str]
     The checker is looked up when called, so a patched one is the one judged."""
     from harness.scenarios import checker
 
-    problems = []
-    for exhibit in exhibits:
-        try:
-            named = sorted(f.invariant for f in checker.check_history(exhibit.history))
-        except Exception as exc:  # a broken checker may fail in any way: said, not raised
-            problems.append(f"{exhibit.name}: the checker raised {type(exc).__name__}: {exc}")
-            continue
-        if named != sorted(exhibit.expect):
-            problems.append(
-                f"{exhibit.name}: named {', '.join(named) or 'nothing'}; a sound checker "
-                f"names {', '.join(sorted(exhibit.expect)) or 'nothing'}"
-            )
-    return problems
+    def asked(exhibit: HistoryExhibit) -> Callable[[], Iterable[Any]]:
+        return lambda: checker.check_history(exhibit.history)
+
+    found = (answered(e.name, asked(e), e.expect, "checker") for e in exhibits)
+    return [problem for problem in found if problem is not None]
 
 
 def _without(rule: str) -> Callable[[], Patches]:
