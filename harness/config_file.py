@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 
 from harness.errors import ConfigError
+from harness.formats import yaml_text
 
 CONFIG_SUFFIXES = (".yaml", ".yml", ".toml")
 
@@ -49,7 +50,7 @@ def _parse_toml(path: Path, text: str) -> Any:
 
 def _parse_yaml(path: Path, text: str) -> Any:
     try:
-        return yaml.safe_load(text)
+        return yaml_text.load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""

@@ -25,6 +25,7 @@ from fake_providers import InvalidInput
 from fake_providers.scripts import ScriptBook
 from harness.cli.exits import fail
 from harness.errors import HarnessError
+from harness.formats import yaml_text
 
 DEFAULT_FAKES = "http://127.0.0.1:8765"
 _KINDS = {"openai": "openai", "openai_compatible": "openai", "anthropic": "anthropic"}
@@ -46,14 +47,14 @@ def behaviour_argument(text: str) -> Any:
         key, equals, value = pair.partition("=")
         if not equals or not key.strip():
             raise click.BadParameter(f"{pair!r} in {text!r} is not KEY=VALUE")
-        behaviour[key.strip()] = yaml.safe_load(value)
+        behaviour[key.strip()] = yaml_text.load(value)
     return behaviour
 
 
 def scripts_from_file(path: Path) -> list[dict[str, Any]]:
     """The scripts a YAML or JSON file holds (one, a list, or ``{scripts: [...]}``)."""
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yaml_text.load(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise click.BadParameter(f"{path}: {exc.strerror}", param_hint="--file") from None
     except yaml.YAMLError as exc:

@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 from harness.errors import ContractLoadError
+from harness.formats import yaml_text
 
 
 @dataclass(frozen=True)
@@ -47,47 +48,6 @@ def load_error(problems: list[FileProblem]) -> ContractLoadError:
     error = ContractLoadError(message, problems=problems)
     error.problems = problems  # type: ignore[attr-defined]
     return error
-
-
-class _Loader(yaml.SafeLoader):
-    """Safe YAML with JSON-like scalars: no timestamps, only true/false are booleans."""
-
-
-_Loader.yaml_implicit_resolvers = {
-    first: [
-        (tag, regexp)
-        for tag, regexp in resolvers
-        if tag not in ("tag:yaml.org,2002:timestamp", "tag:yaml.org,2002:bool")
-    ]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
-_Loader.add_implicit_resolver(
-    "tag:yaml.org,2002:bool",
-    re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
-    list("tTfF"),
-)
-
-
-def _construct_mapping(loader: _Loader, node: yaml.MappingNode, deep: bool = False) -> Any:
-    seen: dict[Any, yaml.Node] = {}
-    for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=deep)
-        try:
-            duplicate = key in seen
-        except TypeError:
-            duplicate = False
-        if duplicate:
-            raise yaml.constructor.ConstructorError(
-                "while constructing a mapping",
-                node.start_mark,
-                f"found duplicate key {key!r} (first at line {seen[key].start_mark.line + 1})",
-                key_node.start_mark,
-            )
-        seen[key] = key_node
-    return loader.construct_mapping(node, deep=deep)
-
-
-_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 
 @dataclass
@@ -123,10 +83,8 @@ def parse_source(text: str, file: str, suffix: str) -> ParsedSource:
             ) from None
         except ValueError as exc:
             raise load_error([FileProblem(file, "", f"invalid JSON: {exc}")]) from None
-    loader = _Loader(text)
     try:
-        node = loader.get_single_node()
-        data = loader.construct_document(node) if node is not None else None
+        data, node = yaml_text.parse(text)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else None
@@ -134,8 +92,6 @@ def parse_source(text: str, file: str, suffix: str) -> ParsedSource:
         raise load_error([FileProblem(file, "", f"invalid YAML: {problem}", line)]) from None
     except yaml.YAMLError as exc:
         raise load_error([FileProblem(file, "", f"invalid YAML: {exc}")]) from None
-    finally:
-        loader.dispose()
     return ParsedSource(data, node)
 
 

@@ -19,6 +19,7 @@ import yaml
 from fake_providers import Behaviour, InvalidInput
 from harness.bundled import bundled_dir
 from harness.errors import ProbeFileError
+from harness.formats import yaml_text
 from harness.probe.model import (
     PROBE_SUFFIX,
     STEPS,
@@ -35,7 +36,6 @@ from harness.scenarios.places import YamlLines, explain, field_name
 
 Where = tuple[Any, ...]
 Fail = Callable[[Where, str], ProbeFileError]
-_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @cache
@@ -65,8 +65,7 @@ def read_yaml(path: str | Path, schema_name: str) -> tuple[Any, Fail]:
 
 def parse_yaml(text: str, file: str, schema_name: str) -> tuple[Any, Fail]:
     try:
-        node = yaml.compose(text, Loader=_SAFE_LOADER)
-        data = yaml.load(text, Loader=_SAFE_LOADER)
+        data, node = yaml_text.parse(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None

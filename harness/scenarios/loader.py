@@ -21,6 +21,7 @@ from harness.core.gate import GateReason
 from harness.core.problems import Problems, did_you_mean, unknown
 from harness.core.states import RefusalReason
 from harness.errors import ScenarioFileError
+from harness.formats import yaml_text
 from harness.scenarios.actions import http_status
 from harness.scenarios.model import (
     ACTIONS,
@@ -82,7 +83,6 @@ def scenario_error(problems: Problems) -> ScenarioFileError:
     return ScenarioFileError.of(problems.sorted(), problems.summary("scenario file"))
 
 
-_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when installed
 _SAFE_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
@@ -96,8 +96,7 @@ def parse_scenario(text: str, *, file: str = "<string>") -> Scenario:
 
 def _parsed(text: str, file: str, problems: Problems) -> Scenario | None:
     try:
-        node = yaml.compose(text, Loader=_SAFE_LOADER)
-        data = yaml.load(text, Loader=_SAFE_LOADER)  # a safe loader (libyaml when present)
+        data, node = yaml_text.parse(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None

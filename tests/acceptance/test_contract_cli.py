@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import textwrap
 import xml.etree.ElementTree as ET
@@ -211,7 +212,8 @@ def test_malformed_contract_directory_exits_2(env, write_contract, run) -> None:
     write_contract("name: [", "broken.yaml")
     result = run("verify", "mini", "--provider", "fallback")
     assert result.exit_code == 2
-    assert "broken.yaml:1: invalid YAML" in result.output
+    # the unclosed flow at the end of the text: line 1 (PyYAML) or 2, the end (libyaml)
+    assert re.search(r"broken\.yaml:[12]: invalid YAML", result.output), result.output
 
 
 def test_verify_migrates_an_empty_database_first(env, tmp_path: Path, script, run) -> None:

@@ -1,0 +1,1 @@
+"""Readers of the file formats every layer reads (one reader per format)."""
