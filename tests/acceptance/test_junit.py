@@ -14,6 +14,7 @@ import xmlschema
 from click.testing import CliRunner
 
 from harness.bundled import bundled_dir
+from harness.checks.history_exhibits import CHECKER_MUTANTS
 from harness.checks.junit import Case, Suite, junit_xml
 from harness.checks.mutants import MUTANTS, applied
 from harness.cli.main import main
@@ -74,7 +75,7 @@ def test_check_mutants_junit_is_valid_with_timed_mutant_cases(tmp_path) -> None:
     assert result.exit_code in (0, 1), result.output  # two scenarios miss some mutants
     cases = valid_cases(tmp_path / "m.xml")
     mutants = [c for c in cases if c["@classname"] == "harness.checks.mutants"]
-    assert {c["@name"] for c in mutants} == {m.name for m in MUTANTS}
+    assert {c["@name"] for c in mutants} == {m.name for m in (*CHECKER_MUTANTS, *MUTANTS)}
     assert all(float(c["@time"]) > 0 for c in mutants)
     missed = [c for c in mutants if "failure" in c]
     assert all("replay:" in c["failure"][0]["$"] for c in missed)
