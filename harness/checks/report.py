@@ -153,19 +153,19 @@ def recap_lines(
     *,
     database_url: str | None = None,
     config_file: str | None = None,
-) -> list[str]:
-    """The end of a red run: each failure in one line with its first reason, and under
-    it the command that replays it (the database named only when the user gave one)."""
+) -> list[tuple[str, str]]:
+    """The end of a red run: each failure in one line with its first reason, and the
+    command that replays it (the database named only when the user gave one, its
+    password hidden)."""
     on_db = [] if database_url is None else ["--db", redact(database_url)]
-    lines: list[str] = []
+    lines: list[tuple[str, str]] = []
 
     def add(what: str, problems: list[str], replay: list[str] | str) -> None:
         reason = next((p.splitlines()[0] for p in problems if p.strip()), "")
         head = f"{what}: {reason}" if reason else what
         if len(head) > RECAP_WIDTH:
             head = head[: RECAP_WIDTH - 3] + "..."
-        command = replay if isinstance(replay, str) else shlex.join(replay)
-        lines.extend([head, f"    replay: {command}"])
+        lines.append((head, replay if isinstance(replay, str) else shlex.join(replay)))
 
     for result in results:
         if result.skipped is None and not result.passed:

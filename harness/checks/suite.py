@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from harness.checks.exhibits import judge_problems
-from harness.checks.history_exhibits import CHECKER_MUTANTS, checker_problems
+from harness.checks.history_exhibits import CHECKER_MUTANTS, checker_problems, wrong_answers
 from harness.checks.history_exhibits import STORY as EXHIBIT_OF
 from harness.checks.mutants import MUTANTS, STORY, Mutant, applied
 from harness.core import invariants
@@ -114,8 +114,7 @@ def run_checker_mutants(
     for mutant in mutants:
         started = time.perf_counter()
         with applied(mutant):
-            problems = checker_problems()
-        caught = tuple(f"exhibit {problem.split(':')[0]}" for problem in problems)
+            caught = tuple(f"exhibit {exhibit.name}" for exhibit, _ in wrong_answers())
         seconds = time.perf_counter() - started
         found.append(MutantResult(mutant, caught, seconds, story=EXHIBIT_OF.get(mutant.name)))
         if on_result is not None:

@@ -78,13 +78,12 @@ def _replay(result: SwarmResult, database_args: list[str]) -> str:
     return shlex.join([*command, *database_args])
 
 
-def swarm_recap(result: SwarmResult | None, database_args: list[str]) -> list[str]:
-    """The swarm's lines in a red run's recap: its failing seed and how to replay it."""
+def swarm_recap(result: SwarmResult | None, database_args: list[str]) -> list[tuple[str, str]]:
+    """The swarm's entry in a red run's recap: its failing seed and how to replay it."""
     if result is None or result.failed is None:
         return []
     return [
-        f"FAIL  swarm seed {result.failed}: {result.signature}",
-        f"    replay: {_replay(result, database_args)}",
+        (f"FAIL  swarm seed {result.failed}: {result.signature}", _replay(result, database_args))
     ]
 
 

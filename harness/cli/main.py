@@ -489,12 +489,19 @@ def check(
             database_url=given_db,
             config_file=str(config_path) if config_path else None,
         )
-        recap += swarm_recap(swarm, ["--db", given_db] if given_db else [])
+        recap += swarm_recap(swarm, _db_args(given_db))
         if recap:
-            click.echo(f"\n{len(recap) // 2} failed, each with the command that replays it:")
-            click.echo("\n".join(recap))
+            click.echo(f"\n{len(recap)} failed, each with the command that replays it:")
+            click.echo("\n".join(f"{head}\n    replay: {replay}" for head, replay in recap))
     click.echo(summary_line(report["summary"]))
     exit_with(report["summary"]["failed"] > 0 or (swarm is not None and swarm.failed is not None))
+
+
+def _db_args(given_db: str | None) -> list[str]:
+    """`--db URL` for a replay command when the user gave one (its password hidden)."""
+    from harness.store.database import redact
+
+    return ["--db", redact(given_db)] if given_db else []
 
 
 class _Shown:
@@ -608,8 +615,7 @@ def _check_swarm(
     with progress_bar(seeds * SWARM_JOBS, "swarm jobs") as step:
         start = date_seed() if first is None else first
         swarm = play_swarm(database, start, seeds=seeds, step=step)
-    on_db = ["--db", given_db] if given_db else []
-    show(swarm_lines(swarm, on_db), passed=swarm.failed is None)
+    show(swarm_lines(swarm, _db_args(given_db)), passed=swarm.failed is None)
     return swarm
 
 

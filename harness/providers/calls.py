@@ -117,18 +117,13 @@ class CallHandle:
             self.answering = True
 
     def cut_short(self, reason: str) -> bool:
-        """Abort an answer that has begun, when a socket of it can be shut: True when it
-        was (the call ends at once and its adapter says what it got); False, and nothing
-        done, before the head, after the call, or with nothing to shut."""
+        """Abort an answer that has begun, when the call holds a socket to shut: True when
+        a socket was shut (the call ends at once and its adapter says what it got); False
+        before the head, after the call, or with nothing shut."""
         with self._lock:
-            if self.reason is not None or self._released or not self.answering:
+            if not (self.answering and self._streams):
                 return False
-            if not self._streams:
-                return False
-            self.reason = reason
-            for stream in self._streams:
-                self.interrupted = _shut(stream) or self.interrupted
-            return self.interrupted
+        return self.abort(reason) and self.interrupted
 
     def release(self) -> None:
         """The call is over: its sockets are no longer its own."""

@@ -264,3 +264,10 @@ def test_gate_links_from_the_configuration(tmp_path) -> None:
     report = json.loads((tmp_path / "r.json").read_text())
     jsonschema.validate(report, report_schema())
     assert report["summary"] == {"passed": 1, "failed": 1, "skipped": 0}
+
+
+def test_a_replay_command_never_shows_the_databases_password() -> None:
+    from harness.cli.main import _db_args
+
+    assert _db_args("postgresql://u:secret@h/db") == ["--db", "postgresql://u:***@h/db"]
+    assert _db_args(None) == []
