@@ -280,6 +280,13 @@ def serve(
     help="Seconds between rounds of claiming new jobs and sweeping deadlines.",
 )
 @reconcile_interval_option
+@click.option(
+    "--metrics-port",
+    default=None,
+    type=click.IntRange(1, 65535),
+    help="Serve Prometheus /metrics on 127.0.0.1:PORT (needs the [metrics] extra); "
+    "the counts come from the database, so any one process of a deployment tells all.",
+)
 @mutant_option
 @pass_wiring
 def worker(
@@ -290,6 +297,7 @@ def worker(
     name: str | None,
     poll_interval: float,
     reconcile_interval: float,
+    metrics_port: int | None,
 ) -> None:
     """Run attempts for jobs in the database until interrupted (SIGINT/SIGTERM)."""
     import os
@@ -309,6 +317,14 @@ def worker(
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
+    if metrics_port is not None:
+        from harness.observe.metrics import serve_metrics
+
+        try:
+            serve_metrics(service.database, service.engine.clock.now, metrics_port, "127.0.0.1")
+        except OSError as exc:
+            service.close()
+            raise click.UsageError(f"--metrics-port {metrics_port}: {exc.strerror}") from None
     service.worker.start_background()
     click.echo(
         f"{service.worker.settings.name} running against {redact(service.database.url)}", err=True

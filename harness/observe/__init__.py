@@ -1,0 +1,1 @@
+"""What an operator watches: the deployment's metrics, counted in its database."""
