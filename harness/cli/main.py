@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from harness.cli.exits import EXIT_FAILED, exit_on_error, exit_with
+from harness.cli.logs import log_options
 from harness.cli.options import (
     CONTEXT_SETTINGS,
     config_option,
@@ -30,6 +31,7 @@ from harness.cli.options import (
 )
 from harness.cli.progress import progress_bar
 from harness.cli.wiring import Wiring, pass_wiring
+from harness.observe.logs import configure as configure_logs
 from harness.store.database import Database, redact
 
 if TYPE_CHECKING:
@@ -212,6 +214,7 @@ def _service(
     help="Run attempts in this process (or leave them to `harness worker`).",
 )
 @reconcile_interval_option
+@log_options
 @mutant_option
 @pass_wiring
 def serve(
@@ -223,6 +226,8 @@ def serve(
     port: int,
     worker: bool,
     reconcile_interval: float,
+    log_format: str,
+    log_level: str,
 ) -> None:
     """Serve the HTTP API (POST /v1/jobs with Idempotency-Key, ...)."""
     import secrets
@@ -230,6 +235,8 @@ def serve(
     import uvicorn
 
     from harness.api.app import create_app
+
+    configure_logs(log_format, log_level)
 
     service = _service(wiring, config_path, database_url, contracts_dir, worker_name="api-worker")
     service.worker.settings = replace(
@@ -287,6 +294,7 @@ def serve(
     help="Serve Prometheus /metrics on 127.0.0.1:PORT (needs the [metrics] extra); "
     "the counts come from the database, so any one process of a deployment tells all.",
 )
+@log_options
 @mutant_option
 @pass_wiring
 def worker(
@@ -298,11 +306,15 @@ def worker(
     poll_interval: float,
     reconcile_interval: float,
     metrics_port: int | None,
+    log_format: str,
+    log_level: str,
 ) -> None:
     """Run attempts for jobs in the database until interrupted (SIGINT/SIGTERM)."""
     import os
     import signal
     import threading
+
+    configure_logs(log_format, log_level)
 
     service = _service(
         wiring,

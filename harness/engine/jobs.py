@@ -20,6 +20,7 @@ from harness.errors import (
     InvalidTransition,
     NotFound,
 )
+from harness.store import journal
 from harness.store import queries as q
 
 
@@ -44,6 +45,9 @@ class JobUnits(BaseUnits):
                 conn, owner=owner, key=key, intent=intent, fingerprint=fingerprint, now=now
             )
         if job is not None:
+            if journal.wanted():
+                action = EventKind.CREATED if job.replays == 0 else EventKind.REPLAYED
+                journal.say({"action": action.value, "job_id": job.id, "actor": owner})
             return Created(job=job, created=job.replays == 0)
         with self.db.write() as conn:
             existing = q.get_job_by_key(conn, owner=owner, key=key)

@@ -20,6 +20,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine, make_url
 
 from harness.errors import ConfigError, StoreError
+from harness.store import journal
 from harness.store.boundary import translate_errors, wrap_driver_errors
 from harness.store.tables import metadata
 
@@ -138,9 +139,12 @@ class Database:
 
     @contextmanager
     def write(self) -> Iterator[Connection]:
-        """One write transaction: committed on success, rolled back on any error."""
+        """One write transaction: committed on success, rolled back on any error; the
+        events it recorded are logged once it has committed (`harness.store.journal`)."""
         with self._writer, translate_errors(), self.engine.begin() as conn:
+            recorded = journal.begin(conn)
             yield conn
+        journal.committed(recorded)
 
     @contextmanager
     def single(self, *, write: bool = True) -> Iterator[Connection]:

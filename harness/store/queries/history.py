@@ -11,7 +11,7 @@ from sqlalchemy.engine import Connection
 
 from harness.core.models import Attempt, Event, Job
 from harness.core.states import EventKind
-from harness.store import rows
+from harness.store import journal, rows
 from harness.store.tables import attempts, events, jobs
 
 # Rows to models (harness.store.rows), by the short names used below.
@@ -59,9 +59,24 @@ def insert_event(
             "at": now,
         },
     )
+    if journal.wanted():
+        provider = (detail or {}).get("provider")
+        if provider is None and attempt_id is not None:
+            provider = conn.execute(_PROVIDER_OF, {"id": attempt_id}).scalar()
+        journal.note(
+            conn,
+            {
+                "action": kind.value,
+                "job_id": job_id,
+                "attempt_id": attempt_id,
+                "provider": provider,
+                "actor": actor,
+            },
+        )
 
 
 _INSERT_EVENT = sa.insert(events)
+_PROVIDER_OF = sa.select(attempts.c.provider).where(attempts.c.id == sa.bindparam("id"))
 _NEWEST_EVENT = (
     sa.select(events.c.kind, events.c.attempt_id, events.c.actor, events.c.detail)
     .where(events.c.job_id == sa.bindparam("job_id"))

@@ -1,5 +1,5 @@
 """Every metric the Grafana dashboard queries, and every label it selects on, is one the
-scrape serves; every metric served is listed on docs/operations.md."""
+scrape serves; every metric served and every action logged is listed on docs/operations.md."""
 
 from __future__ import annotations
 
@@ -50,4 +50,16 @@ def test_every_served_metric_is_documented() -> None:
     page = (ROOT / "docs" / "operations.md").read_text()
     for name, kind, _, labels in METRICS:
         shown = name + SUFFIXES[kind][0] if kind == "counter" else name
-        assert f"`{shown}`" in page, name
+        rows = [line for line in page.splitlines() if line.startswith(f"| `{shown}` |")]
+        assert len(rows) == 1, name
+        assert f"| {kind} |" in rows[0], name
+        for label in labels:
+            assert f"`{label}`" in rows[0], (name, label)
+
+
+def test_every_action_of_a_history_is_documented() -> None:
+    from harness.core.states import EventKind
+
+    page = (ROOT / "docs" / "operations.md").read_text()
+    for kind in EventKind:
+        assert f"`{kind.value}`" in page, kind
