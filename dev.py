@@ -52,7 +52,7 @@ def ensure_environment(*, tests: bool) -> None:
         STAMP.write_text(f"{digest} product")
         return
     print("dev.py: installing the project and its test dependencies", flush=True)
-    subprocess.run([*install, "-e", f"{ROOT}[test,clients,probe,metrics]"], check=True)
+    subprocess.run([*install, "-e", f"{ROOT}[test,clients,probe,metrics,otel]"], check=True)
     # instructor (an interop client) declares jiter<0.15 and rich<15, which would take
     # openai back to 3.3; it runs on today's, so it comes without its pins (docs/providers.md)
     subprocess.run([*install, "typer"], check=True)

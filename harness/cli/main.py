@@ -195,6 +195,15 @@ def _service(
         return build_service(settings, database_url, contracts_dir=contracts_dir, **kw)
 
 
+def _traces(service: Service) -> None:
+    """Traces of jobs when the standard OTEL_* variables ask for them (docs/operations.md)."""
+    from harness.observe import traces
+
+    if traces.configured():
+        with exit_on_error():
+            traces.enable(provider_kinds={n: p.kind for n, p in service.providers.items()})
+
+
 @main.command()
 @db_option
 @config_option
@@ -239,6 +248,7 @@ def serve(
     configure_logs(log_format, log_level)
 
     service = _service(wiring, config_path, database_url, contracts_dir, worker_name="api-worker")
+    _traces(service)
     service.worker.settings = replace(
         service.worker.settings, reconcile_interval=reconcile_interval
     )
@@ -323,6 +333,7 @@ def worker(
         contracts_dir,
         worker_name=name or f"worker-{os.getpid()}",
     )
+    _traces(service)
     service.worker.settings = replace(
         service.worker.settings, poll_interval=poll_interval, reconcile_interval=reconcile_interval
     )

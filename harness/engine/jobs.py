@@ -28,13 +28,17 @@ class JobUnits(BaseUnits):
     """Jobs: created once per `(owner, key)` and intent (I1, I2), cancelled with every live
     attempt fenced (I6), failed only with nothing live, deferred durably."""
 
-    def create_job(self, owner: str, key: str, intent: Intent) -> Created:
+    def create_job(
+        self, owner: str, key: str, intent: Intent, *, trace_parent: str | None = None
+    ) -> Created:
         """The job for `(owner, key)`: created now, or the earlier one replayed (I1, I2).
 
         One statement on PostgreSQL (`queries.insert_job`, on the driver connection): a
         creation and its event, or a replay counted on the job (an event once per burst
         of replays) and returned with its attempts. Only a conflict takes a second
-        transaction, to record it."""
+        transaction, to record it. `trace_parent` (a W3C `traceparent` the caller sent,
+        checked by `harness.core.tracing`) is kept in the `created` event, so the job's
+        trace continues the caller's whichever process finishes it."""
         check_owner(owner)
         check_key(key)
         fingerprint = intent.fingerprint
@@ -42,7 +46,13 @@ class JobUnits(BaseUnits):
         now = self.clock.now()
         with self.db.driver() as conn:
             job = q.insert_job(
-                conn, owner=owner, key=key, intent=intent, fingerprint=fingerprint, now=now
+                conn,
+                owner=owner,
+                key=key,
+                intent=intent,
+                fingerprint=fingerprint,
+                now=now,
+                trace_parent=trace_parent,
             )
         if job is not None:
             if journal.wanted():

@@ -94,7 +94,17 @@ def _create_or_replay_postgresql() -> Any:
                 sa.case((new, EventKind.CREATED.value), else_=EventKind.REPLAYED.value),
                 sa.bindparam("owner", type_=events.c.actor.type),
                 sa.case(
-                    (new, sa.func.jsonb_build_object("fingerprint", up.c.fingerprint)),
+                    (
+                        new,
+                        sa.func.jsonb_strip_nulls(
+                            sa.func.jsonb_build_object(
+                                "fingerprint",
+                                up.c.fingerprint,
+                                "trace_parent",
+                                sa.cast(sa.bindparam("trace_parent", type_=sa.String), sa.Text),
+                            )
+                        ),
+                    ),
                     else_=sa.cast(sa.literal("{}"), postgresql.JSONB),
                 ),
                 sa.bindparam("now", type_=events.c.at.type),
@@ -145,7 +155,7 @@ _GIVEN = (
 _PG = _Compiled(
     _create_or_replay_postgresql(),
     psycopg.dialect(),  # type: ignore[no-untyped-call]  # SQLAlchemy leaves it unannotated
-    given=_GIVEN,
+    given=(*_GIVEN, "trace_parent"),
 )
 _NAMED = sqlite.dialect(paramstyle="named")
 _SQLITE_UPSERT = _Compiled(_upsert(sqlite), _NAMED, given=_GIVEN)
@@ -174,7 +184,14 @@ _WIDTH = len(JOB_COLUMNS)
 
 
 def insert_job(
-    conn: Any, *, owner: str, key: str, intent: Intent, fingerprint: str, now: datetime
+    conn: Any,
+    *,
+    owner: str,
+    key: str,
+    intent: Intent,
+    fingerprint: str,
+    now: datetime,
+    trace_parent: str | None = None,
 ) -> JobRecord | None:
     """Insert the job unless `(owner, key)` exists; if it exists with the same
     fingerprint, count the replay and return that job with its attempts (`replays` > 0
@@ -194,8 +211,8 @@ def insert_job(
         "policy": json.dumps(intent.policy.to_dict()),
     }
     if isinstance(conn, sqlite3.Connection):
-        return _sqlite(conn, given, intent=intent, now=now)
-    rows = conn.execute(_PG.sql, _PG.params(**given, now=now)).fetchall()
+        return _sqlite(conn, given, intent=intent, now=now, trace_parent=trace_parent)
+    rows = conn.execute(_PG.sql, _PG.params(**given, now=now, trace_parent=trace_parent)).fetchall()
     if not rows:
         return None
     if rows[0][JOB_COLUMNS.index("replays")] == 0:
@@ -211,14 +228,17 @@ def insert_job(
 _ATTEMPTS = tuple(c.name for c in attempts.c)
 
 
-def _sqlite(conn: Any, given: dict[str, Any], *, intent: Intent, now: datetime) -> JobRecord | None:
+def _sqlite(
+    conn: Any, given: dict[str, Any], *, intent: Intent, now: datetime, trace_parent: str | None
+) -> JobRecord | None:
     stamp = sqlite_time(now)
     row = conn.execute(_SQLITE_UPSERT.sql, _SQLITE_UPSERT.params(**given, now=stamp)).fetchone()
     if row is None:
         return None
     job_id, replays = row[0], row[JOB_COLUMNS.index("replays")]
     if replays == 0:
-        detail = json.dumps({"fingerprint": given["fingerprint"]})
+        traced = {"trace_parent": trace_parent} if trace_parent else {}
+        detail = json.dumps({"fingerprint": given["fingerprint"], **traced})
         conn.execute(
             _SQLITE_EVENT.sql,
             _SQLITE_EVENT.params(

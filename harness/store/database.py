@@ -144,7 +144,7 @@ class Database:
         with self._writer, translate_errors(), self.engine.begin() as conn:
             recorded = journal.begin(conn)
             yield conn
-        journal.committed(recorded)
+        journal.committed(recorded, self)
 
     @contextmanager
     def single(self, *, write: bool = True) -> Iterator[Connection]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Response
+from fastapi import APIRouter, Header, Query, Response
 from starlette.concurrency import run_in_threadpool
 
 from harness.api import problems as p
@@ -37,6 +37,7 @@ from harness.api.schemas import (
     event_json,
     request_body,
 )
+from harness.core.tracing import trace_parent
 from harness.errors import NotFound
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
@@ -84,14 +85,26 @@ _CREATE_RESPONSES = {
         "security": [{"HTTPBearer": []}],
     },
 )
-async def create_job(call: Create) -> Response:
+async def create_job(
+    call: Create,
+    traceparent: Annotated[
+        str | None,
+        Header(description="W3C Trace Context: the job's trace continues the caller's"),
+    ] = None,
+) -> Response:
     """The job for `(owner, key)`: 201 when this request created it (its first attempt
     starts at once when this server runs a worker), 200 when it replays the job the same
     key and intent created before (counted on the job); 409 when the key was used with
     another intent. (Checked by one dependency, `deps.create_call`; the engine's call
     runs on the thread pool, the one thread hop of the request.)"""
     state, worker = call.state, call.state.worker
-    created = await run_in_threadpool(state.engine.create_job, call.owner, call.key, call.intent)
+    created = await run_in_threadpool(
+        state.engine.create_job,
+        call.owner,
+        call.key,
+        call.intent,
+        trace_parent=trace_parent(traceparent),
+    )
     job = created.job
     if created.created and worker is not None:
         worker.scheduler.spawn(lambda: worker.start_job(job.id, job=job))
