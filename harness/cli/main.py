@@ -11,6 +11,7 @@ do the work, and map errors to exit codes; nothing else.
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -137,11 +138,15 @@ def current_revision(database_url: str) -> None:
         sys.exit(EXIT_FAILED)
 
 
+MUTANT_META = "harness.mutant"
+
+
 def _apply_mutant(ctx: click.Context, param: click.Parameter, name: str | None) -> str | None:
     """Patch the mutant `name` in for as long as the command runs (the context's life),
     warning loudly on stderr; an unknown name is a usage error (exit 2) listing them."""
     if name is None:
         return None
+    ctx.meta[MUTANT_META] = name
     from harness.checks.faces.mutants import any_mutant_named
     from harness.checks.mutants import applied
     from harness.errors import ConfigError
@@ -222,6 +227,15 @@ def _traces(service: Service) -> None:
     show_default=True,
     help="Run attempts in this process (or leave them to `harness worker`).",
 )
+@click.option(
+    "--workers",
+    "processes",
+    default=1,
+    show_default=True,
+    type=click.IntRange(1, 64),
+    help="API processes on this one socket, each with its own worker unless --no-worker "
+    "(PostgreSQL; docs/operations.md).",
+)
 @reconcile_interval_option
 @log_options
 @mutant_option
@@ -234,6 +248,7 @@ def serve(
     host: str,
     port: int,
     worker: bool,
+    processes: int,
     reconcile_interval: float,
     log_format: str,
     log_level: str,
@@ -243,41 +258,55 @@ def serve(
 
     import uvicorn
 
-    from harness.api.app import create_app
+    from harness.cli.serving import Served, build
 
     configure_logs(log_format, log_level)
-
-    service = _service(wiring, config_path, database_url, contracts_dir, worker_name="api-worker")
-    _traces(service)
-    service.worker.settings = replace(
-        service.worker.settings, reconcile_interval=reconcile_interval
-    )
-    config = service.config
-    if not config.tokens:
+    if processes > 1 and click.get_current_context().meta.get(MUTANT_META):
+        raise click.UsageError("--mutant runs in one process: leave out --workers")
+    with exit_on_error():
+        settings = wiring.settings(config_path)
+    token = None
+    if not settings.tokens:
         token = secrets.token_urlsafe(24)
-        config = replace(config, tokens={token: "local"})
         click.echo(
             f"no API tokens configured; for this run use: Authorization: Bearer {token}", err=True
         )
+    served = Served(
+        database_url=database_url,
+        config_path=str(config_path) if config_path else None,
+        contracts_dir=str(contracts_dir),
+        worker=worker,
+        reconcile_interval=reconcile_interval,
+        token=token,
+        log_format=log_format,
+        log_level=log_level,
+    )
+    with exit_on_error():  # a bad configuration fails here, once, before any process starts
+        app, service = build(served, wiring, worker_name="api-worker", start=processes == 1)
     if service.fakes is not None:
         click.echo(
             "no providers configured: running on the built-in fakes "
             f"({', '.join(sorted(service.providers))})",
             err=True,
         )
-    with exit_on_error():  # e.g. a route naming an unconfigured provider
-        app = create_app(
-            service.engine,
-            service.worker if worker else None,
-            config,
-            provider_names=lambda: set(service.providers),
-            contract_names=lambda: set(service.registry),
-            resolver=service.worker.resolver,
-            faces=True,
+    click.echo(
+        f"serving on http://{host}:{port} with {redact(service.database.url)}"
+        + (f" in {processes} processes" if processes > 1 else ""),
+        err=True,
+    )
+    if processes > 1:
+        service.close()
+        os.environ.update(served.handed_down())
+        uvicorn.run(
+            "harness.cli.serving:app_from_environment",
+            factory=True,
+            workers=processes,
+            host=host,
+            port=port,
+            log_level="warning",
+            backlog=2048,
         )
-    if worker:
-        service.worker.start_background()
-    click.echo(f"serving on http://{host}:{port} with {redact(service.database.url)}", err=True)
+        return
     try:
         uvicorn.run(app, host=host, port=port, log_level="warning", backlog=2048)
     finally:

@@ -1,0 +1,96 @@
+"""`harness serve`'s app, built the same way in one process or in each of `--workers N`.
+
+With N > 1, uvicorn's supervisor binds the socket once and starts N processes, each of
+which imports `app_from_environment` and builds its own service (engine, worker, providers,
+pool) from the description the parent checked and handed down in `HARNESS_SERVE_PROCESS`.
+Nothing is shared between them but the database: the idempotency key is held by its
+unique constraint and jobs are claimed with row locks, so any process may answer any
+request and run any job.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+
+    from harness.cli.wiring import Wiring
+    from harness.runtime.service import Service
+
+SPEC = "HARNESS_SERVE_PROCESS"
+
+
+@dataclass(frozen=True)
+class Served:
+    """What every API process of one `harness serve` is built from."""
+
+    database_url: str
+    config_path: str | None
+    contracts_dir: str
+    worker: bool
+    reconcile_interval: float
+    token: str | None = None  # the run's generated token, when none is configured
+    log_format: str = "text"
+    log_level: str = "warning"
+
+    def handed_down(self) -> dict[str, str]:
+        return {SPEC: json.dumps(asdict(self))}
+
+
+def build(
+    served: Served, wiring: Wiring, *, worker_name: str, start: bool = True
+) -> tuple[FastAPI, Service]:
+    """The service and the app over it, its worker started when it runs here and `start`
+    (the parent of N processes only checks that everything builds)."""
+    from harness.api.app import create_app
+    from harness.observe import traces
+    from harness.runtime.service import build_service
+
+    settings = wiring.settings(Path(served.config_path) if served.config_path else None)
+    service = build_service(
+        settings,
+        served.database_url,
+        contracts_dir=Path(served.contracts_dir),
+        worker_name=worker_name,
+    )
+    try:
+        if traces.configured():
+            traces.enable(provider_kinds={n: p.kind for n, p in service.providers.items()})
+        service.worker.settings = replace(
+            service.worker.settings, reconcile_interval=served.reconcile_interval
+        )
+        config = service.config
+        if served.token is not None:
+            config = replace(config, tokens={served.token: "local"})
+        app = create_app(
+            service.engine,
+            service.worker if served.worker else None,
+            config,
+            provider_names=lambda: set(service.providers),
+            contract_names=lambda: set(service.registry),
+            resolver=service.worker.resolver,
+            faces=True,
+        )
+    except BaseException:
+        service.close()
+        raise
+    if served.worker and start:
+        service.worker.start_background()
+    return app, service
+
+
+def app_from_environment() -> FastAPI:
+    """uvicorn's factory in each process of `harness serve --workers N`."""
+    from harness.cli.wiring import Wiring
+    from harness.observe.logs import configure
+
+    served = Served(**json.loads(os.environ[SPEC]))
+    configure(served.log_format, served.log_level)
+    app, service = build(served, Wiring(), worker_name=f"api-worker-{os.getpid()}")
+    app.router.add_event_handler("shutdown", service.close)
+    return app
