@@ -1,10 +1,12 @@
 """The kill rate of `harness check` alone (not the test suite) against an external
-mutation tool's mutants of harness/core, harness/engine and harness/store/queries.
+mutation tool's mutants of harness/core, harness/engine and harness/store/queries (or the
+rooms `--targets` names: harness/runtime, harness/providers, harness/api/faces ...),
+reported per room.
 
 The mutants are cosmic-ray's (`pip install cosmic-ray`): every operator of its core set
 at every position it applies to in those modules. Playing each one costs a whole
 `harness check`, so they are drawn in a seeded random order until `--sample N` have been
-played and judged (all: `--sample 0`), each in a copy of the source tree (the working
+played and judged in each room (all: `--sample 0`), each in a copy of the source tree (the working
 tree is never touched), by `python -m harness check` with that copy first on the path:
 the bundled suite and check's short swarm (its default 3 seeds), the swarm's seeds fixed
 (`--swarm-seed`; a user's check rotates them by date) so a draw replays. A mutant is
@@ -20,6 +22,8 @@ script sits in, and a file met mid-edit counts as a kill.
 
     git clone . /tmp/mb && cd /tmp/mb && python3 dev.py setup && .venv/bin/pip install cosmic-ray
     .venv/bin/python bench/mutation.py --sample 60 --seed 31 [--swarm 3] [--json [PATH]]
+    .venv/bin/python bench/mutation.py --sample 10 \
+        --targets harness/runtime,harness/providers,harness/api/faces
 
 `--json` alone writes bench/results/mutation.json (the counts and every mutant played).
 """
@@ -45,21 +49,21 @@ TIMEOUT = 600.0  # seconds one check may take before the mutant counts as killed
 SWARM_SEED = 20261205  # the swarm's first seed in every draw (check's own rotates by date)
 
 
-def modules() -> list[Path]:
+def modules(targets: tuple[str, ...] = TARGETS) -> list[Path]:
     found: list[Path] = []
-    for target in TARGETS:
+    for target in targets:
         path = ROOT / target
         found += sorted(path.rglob("*.py")) if path.is_dir() else [path]
     return [p for p in found if p.name != "__init__.py"]
 
 
-def mutations() -> list[tuple[str, str, int]]:
+def mutations(target: str) -> list[tuple[str, str, int]]:
     """(module, operator, occurrence) for every position each core operator applies to."""
     import cosmic_ray.plugins as plugins
     from cosmic_ray.ast import ast_nodes, get_ast_from_path
 
     found = []
-    for path in modules():
+    for path in modules((target,)):
         tree = get_ast_from_path(path)
         for name in plugins.operator_names():
             operator_class = plugins.get_operator(name)
@@ -160,25 +164,59 @@ def _failed_parts(output: str) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sample", type=int, default=20, help="mutants to play (0: all)")
+    parser.add_argument("--sample", type=int, default=20, help="mutants to play a room (0: all)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--swarm", type=int, default=3, help="check's swarm seeds (0: none)")
     parser.add_argument("--swarm-seed", type=int, default=SWARM_SEED)
     parser.add_argument(
+        "--targets",
+        type=lambda text: tuple(t.strip().rstrip("/") for t in text.split(",") if t.strip()),
+        default=TARGETS,
+        help="rooms (folders or modules) to mutate, comma-separated; reported one by one",
+    )
+    parser.add_argument(
         "--json", type=Path, nargs="?", const=ROOT / "bench" / "results" / "mutation.json"
     )
     args = parser.parse_args()
+    for target in args.targets:
+        if not (ROOT / target).exists():
+            parser.error(f"--targets: no {target} in {ROOT}")
     swarm = ["--swarm", str(args.swarm), "--seed", str(args.swarm_seed)]
-    baseline = play(str(modules()[0].relative_to(ROOT)), None, 0, swarm)
+    baseline = play(str(modules(args.targets)[0].relative_to(ROOT)), None, 0, swarm)
     if baseline["result"] != "survived":
         sys.exit(f"harness check fails on the unmutated copy: {baseline}")
     print(f"baseline: harness check holds on the copy in {baseline['seconds']} s", flush=True)
-    every = mutations()
+    rooms = {target: _draw(target, args, swarm) for target in args.targets}
+    print("\nroom                        generated  killed  survived  apart  kill rate")
+    for target, (generated, played) in rooms.items():
+        counts, rate = _counts(played)
+        apart = counts["equivalent"] + counts["incompetent"] + counts["no-op"]
+        print(
+            f"{target:<28}{generated:>9}{counts['killed']:>8}{counts['survived']:>10}"
+            f"{apart:>7}{rate:>10.1f}%"
+        )
+    played = [p for _, room in rooms.values() for p in room]
+    counts, rate = _counts(played)
+    by = {b: sum(1 for p in played if p.get("by") == b) for b in ("suite", "swarm", "both")}
+    generated = sum(g for g, _ in rooms.values())
+    print(f"generated {generated}, drawn {len(played)}: {counts}; kill rate {rate:.1f}%")
+    parts = f"the suite alone {by['suite']}, the swarm alone {by['swarm']}, both {by['both']}"
+    print(f"killed by {parts}")
+    if args.json is not None:
+        summary = {"generated": generated, "counts": counts, "kill_rate": rate, "by": by}
+        summary["rooms"] = {t: _counts(room)[0] for t, (_, room) in rooms.items()}
+        summary["swarm"] = {"seeds": args.swarm, "first": args.swarm_seed}
+        args.json.write_text(json.dumps({**summary, "mutants": played}, indent=1) + "\n")
+
+
+def _draw(target: str, args: argparse.Namespace, swarm: list[str]) -> tuple[int, list[dict]]:
+    """Play `args.sample` judged mutants of one room, in the seeded order."""
+    every = mutations(target)
     order = list(every)
     random.Random(args.seed).shuffle(order)
     wanted = len(order) if args.sample == 0 else args.sample
-    print(f"{len(every)} mutants generated; playing {wanted} in a seeded order", flush=True)
-    played = []
+    print(f"{target}: {len(every)} mutants generated; playing {wanted}", flush=True)
+    played: list[dict] = []
     for module, operator, at in order:
         if sum(1 for p in played if p["result"] in ("killed", "survived")) >= wanted:
             break
@@ -188,19 +226,14 @@ def main() -> None:
         print(f"{record['result']:<12} {module} {operator} #{at}{by}", flush=True)
         if record["result"] == "survived":
             print(record["diff"], flush=True)
-    counts = {r: sum(1 for p in played if p["result"] == r) for r in ("killed", "survived")}
-    apart = ("equivalent", "incompetent", "no-op")
-    counts |= {r: sum(1 for p in played if p["result"] == r) for r in apart}
+    return len(every), played
+
+
+def _counts(played: list[dict]) -> tuple[dict[str, int], float]:
+    names = ("killed", "survived", "equivalent", "incompetent", "no-op")
+    counts = {r: sum(1 for p in played if p["result"] == r) for r in names}
     judged = counts["killed"] + counts["survived"]
-    rate = 100.0 * counts["killed"] / judged if judged else 0.0
-    by = {b: sum(1 for p in played if p.get("by") == b) for b in ("suite", "swarm", "both")}
-    print(f"generated {len(every)}, drawn {len(played)}: {counts}; kill rate {rate:.1f}%")
-    parts = f"the suite alone {by['suite']}, the swarm alone {by['swarm']}, both {by['both']}"
-    print(f"killed by {parts}")
-    if args.json is not None:
-        summary = {"generated": len(every), "counts": counts, "kill_rate": rate, "by": by}
-        summary["swarm"] = {"seeds": args.swarm, "first": args.swarm_seed}
-        args.json.write_text(json.dumps({**summary, "mutants": played}, indent=1) + "\n")
+    return counts, (100.0 * counts["killed"] / judged if judged else 0.0)
 
 
 if __name__ == "__main__":
