@@ -258,7 +258,7 @@ def serve(
 
     import uvicorn
 
-    from harness.cli.serving import Served, build
+    from harness.cli.serving import Served, build, run
 
     configure_logs(log_format, log_level)
     if processes > 1 and click.get_current_context().meta.get(MUTANT_META):
@@ -308,7 +308,7 @@ def serve(
         )
         return
     try:
-        uvicorn.run(app, host=host, port=port, log_level="warning", backlog=2048)
+        run(app, host=host, port=port)
     finally:
         service.close()
 
