@@ -141,8 +141,8 @@ def _apply_mutant(ctx: click.Context, param: click.Parameter, name: str | None) 
     if name is None:
         return None
     from harness.checks.faces.mutants import any_mutant_named
-    from harness.checks.mutants import applied
     from harness.errors import ConfigError
+    from harness.mutants import applied
 
     try:
         mutant = any_mutant_named(name)
@@ -168,7 +168,7 @@ mutant_option = click.option(
     callback=_apply_mutant,
     allow_from_autoenv=False,  # a broken engine is asked for on the command line, never inherited
     help="For testing the harness itself: run a deliberately broken engine "
-    "(harness/checks/mutants.py), to see a scenario suite catch it. Never for real work.",
+    "(harness/mutants.py), to see a scenario suite catch it. Never for real work.",
 )
 
 
@@ -585,9 +585,9 @@ def _check_mutants(
     every mutant of the engine against the scenarios and, with the faces, every face
     mutant against the face stories; each printed as it ends."""
     from harness.checks.history_exhibits import CHECKER_MUTANTS
-    from harness.checks.mutants import MUTANTS
     from harness.checks.report import mutant_line
     from harness.checks.suite import run_checker_mutants, run_mutants
+    from harness.mutants import MUTANTS
 
     with progress_bar(len(CHECKER_MUTANTS) + len(MUTANTS), "mutants") as step:
         found = run_checker_mutants(on_result=lambda m: step())

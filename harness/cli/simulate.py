@@ -197,7 +197,7 @@ class Play:
 def _mutant(name: str | None) -> Any:
     if name is None:
         return None
-    from harness.checks.mutants import mutant_named
+    from harness.mutants import mutant_named
 
     return mutant_named(name)
 
@@ -241,7 +241,7 @@ def _virtual(out: Out, play: Play, order: list[int]):
     wall-clock seconds."""
     from contextlib import nullcontext
 
-    from harness.checks.mutants import applied
+    from harness.mutants import applied
     from harness.scenarios.runner import dialect_of
     from harness.scenarios.suite import scenario_database
     from harness.simulate.pool import EpisodePool
@@ -302,7 +302,7 @@ def _shrink(out: Out, run: Any, database: Any, play: Play) -> dict[str, Any]:
     scenario's history (played once more, as found) for the HTML timeline."""
     from contextlib import nullcontext
 
-    from harness.checks.mutants import applied
+    from harness.mutants import applied
     from harness.simulate.run import fails_like
     from harness.simulate.run import play as play_scenario
     from harness.simulate.shrink import shrink, write_scenario

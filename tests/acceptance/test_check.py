@@ -18,9 +18,9 @@ from harness.checks.faces.clients import FACES
 from harness.checks.faces.mutants import FACE_MUTANTS, any_mutant_named
 from harness.checks.faces.stories import STORIES
 from harness.checks.history_exhibits import CHECKER_MUTANTS
-from harness.checks.mutants import MUTANTS, STORY, applied, mutant_named
 from harness.checks.report import report_schema
 from harness.cli.main import main
+from harness.mutants import MUTANTS, STORY, applied, mutant_named
 from harness.scenarios.suite import BUNDLED_DIR, bundled_files
 from tests.support.junit import valid_cases, worked
 
