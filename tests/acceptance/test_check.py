@@ -267,7 +267,7 @@ def test_gate_links_from_the_configuration(tmp_path) -> None:
 
 
 def test_a_replay_command_never_shows_the_databases_password() -> None:
-    from harness.cli.main import _db_args
+    from harness.checks.swarm import database_args
 
-    assert _db_args("postgresql://u:secret@h/db") == ["--db", "postgresql://u:***@h/db"]
-    assert _db_args(None) == []
+    assert database_args("postgresql://u:secret@h/db") == ["--db", "postgresql://u:***@h/db"]
+    assert database_args(None) == []
