@@ -18,14 +18,20 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from harness.checks.swarm import SWARM_SEEDS
 from harness.cli.exits import EXIT_FAILED, exit_on_error, exit_with
 from harness.cli.options import (
     CONTEXT_SETTINGS,
     config_option,
     contracts_option,
+    count_option,
     db_option,
     document_commands,
+    file_option,
+    host_option,
+    port_option,
     prepare_reports,
+    seconds_option,
     summary_md_option,
 )
 from harness.cli.progress import progress_bar
@@ -172,11 +178,11 @@ mutant_option = click.option(
 )
 
 
-reconcile_interval_option = click.option(
+reconcile_interval_option = seconds_option(
     "--reconcile-interval",
     default=5.0,
-    show_default=True,
-    type=click.FloatRange(0.01, 3600),
+    low=0.01,
+    high=3600,
     help="Seconds between reconciliations of unknown attempts (asking each provider's "
     "lookup what became of them). An attempt past its provider's maximum runtime is "
     "reconciled then, whatever this says.",
@@ -197,14 +203,8 @@ def _service(
 @db_option
 @config_option
 @contracts_option
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
-@click.option(
-    "--port",
-    default=8080,
-    show_default=True,
-    type=click.IntRange(0, 65535),
-    help="Port to listen on (0: any free port).",
-)
+@host_option
+@port_option(8080)
 @click.option(
     "--worker/--no-worker",
     default=True,
@@ -272,11 +272,11 @@ def serve(
 @config_option
 @contracts_option
 @click.option("--name", default=None, help="Worker name recorded in events (default: worker-PID).")
-@click.option(
+@seconds_option(
     "--poll-interval",
     default=0.5,
-    show_default=True,
-    type=click.FloatRange(0.01, 60),
+    low=0.01,
+    high=60,
     help="Seconds between rounds of claiming new jobs and sweeping deadlines.",
 )
 @reconcile_interval_option
@@ -351,12 +351,12 @@ def worker(
     help="Also play the gateway faces' stories through the official SDKs, in process "
     "(default: yes, unless --only names scenarios).",
 )
-@click.option(
+@count_option(
     "--swarm",
     "swarm_seeds",
-    default=3,
-    show_default=True,
-    type=click.IntRange(0, 100),
+    default=SWARM_SEEDS,
+    low=0,
+    high=100,
     help="Also play this many seeds of a short simulated swarm (0: none).",
 )
 @click.option(
@@ -373,23 +373,14 @@ def worker(
     help="Also report which transitions, outcome rows, fake behaviours and fault points "
     "the scenarios reached (in the --json report too).",
 )
-@click.option(
-    "--junit",
-    "junit_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Write JUnit XML here.",
-)
-@click.option(
+@file_option("--junit", "junit_path", help="Write JUnit XML here.")
+@file_option(
     "--json",
     "json_path",
-    type=click.Path(dir_okay=False, path_type=Path),
     help="Write a JSON report here (schema: harness/schemas/check-report.json).",
 )
-@click.option(
-    "--html",
-    "html_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Write an HTML report with one SVG timeline per scenario here.",
+@file_option(
+    "--html", "html_path", help="Write an HTML report with one SVG timeline per scenario here."
 )
 @summary_md_option
 @pass_wiring
