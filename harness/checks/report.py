@@ -10,7 +10,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from harness.checks.junit import Case, Suite, gate_suite, write_junit
+from harness.checks.junit import gate_suite
 from harness.checks.suite import MutantResult
 from harness.checks.summary_md import (
     STEP_SUMMARY_ENV,
@@ -20,6 +20,7 @@ from harness.checks.summary_md import (
     publish,
 )
 from harness.contracts.chains import Link
+from harness.formats.junit import Case, Suite, write_junit
 from harness.scenarios.runner import RunResult
 from harness.scenarios.timeline import timeline_lines
 from harness.store.database import redact

@@ -15,8 +15,8 @@ from click.testing import CliRunner
 
 from harness.bundled import bundled_dir
 from harness.checks.history_exhibits import CHECKER_MUTANTS
-from harness.checks.junit import Case, Suite, junit_xml
 from harness.cli.main import main
+from harness.formats.junit import Case, Suite, junit_xml
 from harness.mutants import MUTANTS, applied
 from tests.support.junit import XSD, jenkins_schema, valid_cases, worked
 
