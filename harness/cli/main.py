@@ -28,6 +28,7 @@ from harness.cli.options import (
     db_option,
     document_commands,
     file_option,
+    given_database,
     host_option,
     port_option,
     prepare_reports,
@@ -416,7 +417,7 @@ def check(
         prepare_reports(junit_path, json_path, html_path, summary_md_path)
         request = CheckRequest(
             database_url=database_url,
-            given_database=_given(click.get_current_context(), "database_url", database_url),
+            given_database=given_database(database_url),
             settings=wiring.settings(config_path) if config_path else None,
             config_path=config_path,
             contracts_dir=contracts_dir,
@@ -435,13 +436,6 @@ def check(
         )
         failed = run_check(request, Console(click.echo, progress_bar, quiet=quiet))
     exit_with(failed)
-
-
-def _given(ctx: click.Context, name: str, value: str) -> str | None:
-    """An option's value when the user gave it (command line or environment), else None."""
-    from click.core import ParameterSource
-
-    return None if ctx.get_parameter_source(name) is ParameterSource.DEFAULT else value
 
 
 document_commands(main)

@@ -113,6 +113,14 @@ def database_url(ctx: click.Context, param: click.Parameter, value: str) -> str:
     return f"sqlite:///{Path(folder) / USER_DATABASE_FILE}"
 
 
+def given_database(database_url: str) -> str | None:
+    """The running command's database when the user named it (``--db`` or
+    ``HARNESS_DATABASE_URL``), else None: a replay command names only that one, and a
+    command that chooses its own (`CHOOSES_ITS_OWN`) makes its own without it."""
+    source = click.get_current_context().get_parameter_source("database_url")
+    return None if source is ParameterSource.DEFAULT else database_url
+
+
 DATABASE_DEFAULT_HELP = "per-user if kept, else throwaway"
 """How ``--help`` shows the default of ``--db`` (`database_url` decides it)."""
 

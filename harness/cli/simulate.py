@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
-from click.core import ParameterSource
 from sqlalchemy.engine import make_url
 
 from harness.cli.exits import exit_on_error, exit_with
@@ -25,6 +24,7 @@ from harness.cli.options import (
     count_option,
     db_option,
     file_option,
+    given_database,
     prepare_reports,
     seconds_option,
     summary_md_option,
@@ -158,19 +158,16 @@ def simulate(
         _processes(out, database_url, run, rates, faults, json_path, span)
         return
     order = list(range(seed, seed + (seeds or 1)))
-    source = click.get_current_context().get_parameter_source("database_url")
-    explicit = source is not ParameterSource.DEFAULT
-    parallel = 1 if explicit else parallel
-    out.line(
-        _header(jobs, per_episode, order, database_url if explicit else None, parallel, mutant)
-    )
+    given = given_database(database_url)
+    parallel = 1 if given is not None else parallel
+    out.line(_header(jobs, per_episode, order, given, parallel, mutant))
     from harness.simulate.run import Settings
 
     settings = Settings(
         jobs=jobs, clients=clients, duration=duration, per_episode=per_episode, faults=rates
     )
     play = Play(
-        database_url if explicit else None,
+        given,
         settings,
         broken,
         shrink_to,
