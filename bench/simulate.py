@@ -28,11 +28,11 @@ import _common as c
 ROOT = c.use_root(sys.argv)
 JSON = c.results_path(sys.argv, "simulate")
 
-from harness.checks.mutants import MUTANTS, applied  # noqa: E402
 from harness.core.clock import SystemClock  # noqa: E402
 from harness.core.gate import AllowAllGate  # noqa: E402
 from harness.core.models import Intent  # noqa: E402
 from harness.engine import Engine  # noqa: E402
+from harness.mutants import MUTANTS, applied  # noqa: E402
 from harness.simulate.pool import EpisodePool  # noqa: E402
 from harness.simulate.run import Settings, fails_like, run_seed  # noqa: E402
 from harness.simulate.shrink import shrink  # noqa: E402

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.checks.exhibits import answered
-from harness.checks.mutants import Mutant, Patches
+from harness.mutants import Mutant, Patches
 
 FAMILIES = ("keys", "outcomes", "winners", "intents", "timing", "liveness", "observers")
 """The checker's property families (its modules but `history`, which holds no property)."""

@@ -7,7 +7,7 @@ pass broken runs, so the suite refuses to play on it.
 
 Every scenario runs in-process on virtual time (`harness.scenarios.runner`), so the
 suite takes about a second, whatever the machine's load. `--mutants` plays the suite
-against each deliberately broken engine (`harness.checks.mutants`) and stops a mutant's
+against each deliberately broken engine (`harness.mutants`) and stops a mutant's
 run at the first scenario that catches it (trying first the ones that state the
 guarantee it breaks); a mutant nobody catches is a blind spot.
 """
@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from harness.checks.exhibits import judge_problems
 from harness.checks.history_exhibits import CHECKER_MUTANTS, checker_problems, wrong_answers
 from harness.checks.history_exhibits import STORY as EXHIBIT_OF
-from harness.checks.mutants import MUTANTS, STORY, Mutant, applied
 from harness.core import invariants
 from harness.errors import CheckFailed
+from harness.mutants import MUTANTS, STORY, Mutant, applied
 from harness.scenarios.model import Scenario
 from harness.scenarios.runner import RunResult, run_scenario
 from harness.store.database import Database

@@ -32,7 +32,7 @@ from typing import Any
 
 import click
 
-from harness.checks.junit import gate_suite, verification_suite, write_junit
+from harness.checks.junit import gate_suite, verification_suite
 from harness.cli.exits import EXIT_FAILED, exit_on_error, exit_with, fail
 from harness.cli.options import (
     config_option,
@@ -68,6 +68,7 @@ from harness.contracts.verification import (
 from harness.contracts.verifier import Verification, verify_offline, verify_online
 from harness.core.clock import SystemClock
 from harness.errors import HarnessError
+from harness.formats.junit import write_junit
 from harness.providers.base import BaseProvider
 from harness.runtime.service import choose_providers, failover_links, load_contracts
 

@@ -24,6 +24,7 @@ import yaml
 from fake_providers import InvalidInput
 from fake_providers.scripts import ScriptBook
 from harness.cli.exits import fail
+from harness.cli.options import file_option
 from harness.errors import HarnessError
 from harness.formats import yaml_text
 
@@ -123,18 +124,13 @@ def post(fakes: str, scripts: list[dict[str, Any]], *, reset: bool) -> list[dict
     show_default=True,
     help="Base URL of the running `harness fake-providers serve`.",
 )
-@click.option(
-    "--file",
-    "files",
-    multiple=True,
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="A YAML/JSON file of scripts to post (repeatable).",
+@file_option(
+    "--file", "files", multiple=True, help="A YAML/JSON file of scripts to post (repeatable)."
 )
-@click.option(
+@file_option(
     "--from-capture",
     "captures",
     multiple=True,
-    type=click.Path(dir_okay=False, path_type=Path),
     help="A capture file to replay: one success with each recorded text.",
 )
 @click.option(
@@ -152,11 +148,7 @@ def post(fakes: str, scripts: list[dict[str, Any]], *, reset: bool) -> list[dict
     help="What to answer once the script is used up (default: success).",
 )
 @click.option("--reset", is_flag=True, help="Reset the fakes (scripts, ledger, hangs) first.")
-@click.option(
-    "--out",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Write the scripts here (YAML) instead of posting them.",
-)
+@file_option("--out", "out", help="Write the scripts here (YAML) instead of posting them.")
 def script(
     behaviours: tuple[Any, ...],
     fakes_url: str,

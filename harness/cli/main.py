@@ -19,15 +19,22 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from harness.checks.swarm import SWARM_SEEDS
 from harness.cli.exits import EXIT_FAILED, exit_on_error, exit_with
 from harness.cli.logs import log_options
 from harness.cli.options import (
     CONTEXT_SETTINGS,
     config_option,
     contracts_option,
+    count_option,
     db_option,
     document_commands,
+    file_option,
+    given_database,
+    host_option,
+    port_option,
     prepare_reports,
+    seconds_option,
     summary_md_option,
 )
 from harness.cli.progress import progress_bar
@@ -148,8 +155,8 @@ def _apply_mutant(ctx: click.Context, param: click.Parameter, name: str | None) 
         return None
     ctx.meta[MUTANT_META] = name
     from harness.checks.faces.mutants import any_mutant_named
-    from harness.checks.mutants import applied
     from harness.errors import ConfigError
+    from harness.mutants import applied
 
     try:
         mutant = any_mutant_named(name)
@@ -175,15 +182,15 @@ mutant_option = click.option(
     callback=_apply_mutant,
     allow_from_autoenv=False,  # a broken engine is asked for on the command line, never inherited
     help="For testing the harness itself: run a deliberately broken engine "
-    "(harness/checks/mutants.py), to see a scenario suite catch it. Never for real work.",
+    "(harness/mutants.py), to see a scenario suite catch it. Never for real work.",
 )
 
 
-reconcile_interval_option = click.option(
+reconcile_interval_option = seconds_option(
     "--reconcile-interval",
     default=5.0,
-    show_default=True,
-    type=click.FloatRange(0.01, 3600),
+    low=0.01,
+    high=3600,
     help="Seconds between reconciliations of unknown attempts (asking each provider's "
     "lookup what became of them). An attempt past its provider's maximum runtime is "
     "reconciled then, whatever this says.",
@@ -213,14 +220,8 @@ def _traces(service: Service) -> None:
 @db_option
 @config_option
 @contracts_option
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
-@click.option(
-    "--port",
-    default=8080,
-    show_default=True,
-    type=click.IntRange(0, 65535),
-    help="Port to listen on (0: any free port).",
-)
+@host_option
+@port_option(8080)
 @click.option(
     "--worker/--no-worker",
     default=True,
@@ -318,11 +319,11 @@ def serve(
 @config_option
 @contracts_option
 @click.option("--name", default=None, help="Worker name recorded in events (default: worker-PID).")
-@click.option(
+@seconds_option(
     "--poll-interval",
     default=0.5,
-    show_default=True,
-    type=click.FloatRange(0.01, 60),
+    low=0.01,
+    high=60,
     help="Seconds between rounds of claiming new jobs and sweeping deadlines.",
 )
 @reconcile_interval_option
@@ -419,12 +420,12 @@ def worker(
     help="Also play the gateway faces' stories through the official SDKs, in process "
     "(default: yes, unless --only names scenarios).",
 )
-@click.option(
+@count_option(
     "--swarm",
     "swarm_seeds",
-    default=3,
-    show_default=True,
-    type=click.IntRange(0, 100),
+    default=SWARM_SEEDS,
+    low=0,
+    high=100,
     help="Also play this many seeds of a short simulated swarm (0: none).",
 )
 @click.option(
@@ -441,23 +442,14 @@ def worker(
     help="Also report which transitions, outcome rows, fake behaviours and fault points "
     "the scenarios reached (in the --json report too).",
 )
-@click.option(
-    "--junit",
-    "junit_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Write JUnit XML here.",
-)
-@click.option(
+@file_option("--junit", "junit_path", help="Write JUnit XML here.")
+@file_option(
     "--json",
     "json_path",
-    type=click.Path(dir_okay=False, path_type=Path),
     help="Write a JSON report here (schema: harness/schemas/check-report.json).",
 )
-@click.option(
-    "--html",
-    "html_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Write an HTML report with one SVG timeline per scenario here.",
+@file_option(
+    "--html", "html_path", help="Write an HTML report with one SVG timeline per scenario here."
 )
 @summary_md_option
 @pass_wiring
@@ -487,204 +479,31 @@ def check(
     Anthropic messages) play their stories through the official SDKs, in process. Given
     a configuration file, the failover gate is also asked about every chain in it, from
     the verdicts in that database (a refused link fails the run)."""
-    import time
-    import uuid
+    from harness.checks.run import CheckRequest, Console, run_check
 
-    from harness.checks.report import (
-        check_report,
-        gate_line,
-        publish_check,
-        recap_lines,
-        result_lines,
-        summary_line,
-        write_outputs,
-    )
-    from harness.checks.suite import run_suite
-    from harness.cli.check_swarm import swarm_recap
-    from harness.runtime.service import failover_links, load_contracts
-    from harness.scenarios.suite import scenario_database
-
-    run_id = f"check-{uuid.uuid4().hex[:8]}"
-    given_db = _given(click.get_current_context(), "database_url", database_url)
     with exit_on_error():
         prepare_reports(junit_path, json_path, html_path, summary_md_path)
-        settings = wiring.settings(config_path) if config_path else None
-        loaded, stories = _check_scenarios(scenario_dirs, only)
-        show = _Shown(quiet)
-
-        def ended(result: Any) -> None:
-            step()
-            show(result_lines(result, timeline=True), passed=result.passed)
-
-        with scenario_database(database_url) as database:
-            with progress_bar(len(loaded), "scenarios") as step:
-                results = run_suite(loaded, database, on_result=ended)
-            play_faces = (not only or bool(stories)) if play_faces is None else play_faces
-            faces = _check_faces(database, stories or None, show) if play_faces else []
-            swarm = _check_swarm(database, given_db, swarm_seeds, swarm_seed, show)
-            found = None
-            if mutants:
-                found = _check_mutants(loaded, database, show, faces=play_faces)
-            links, asked = [], time.perf_counter()
-            if settings is not None:
-                links = failover_links(settings, database, load_contracts(contracts_dir))
-            for link in links:
-                show([gate_line(link)], passed=link.allowed)
-        report = check_report(run_id, results, found, links, faces=faces)
-        if show_coverage:
-            report["coverage"] = _check_coverage(results, found, faces)
-        write_outputs(
-            report,
-            results=results,
-            links=links,
-            faces=faces,
+        request = CheckRequest(
+            database_url=database_url,
+            given_database=given_database(database_url),
+            settings=wiring.settings(config_path) if config_path else None,
+            config_path=config_path,
+            contracts_dir=contracts_dir,
+            scenario_dirs=scenario_dirs,
+            only=only,
+            mutants=mutants,
+            play_faces=play_faces,
+            swarm_seeds=swarm_seeds,
+            swarm_seed=swarm_seed,
+            coverage=show_coverage,
             junit_path=junit_path,
             json_path=json_path,
             html_path=html_path,
-            database_url=given_db,
-            config_file=str(config_path) if config_path else None,
-            gate_seconds=time.perf_counter() - asked,
+            summary_md_path=summary_md_path,
+            environ=wiring.environ,
         )
-        for line in publish_check(
-            report, results, summary_md_path, wiring.environ, database_url=given_db, faces=faces
-        ):
-            click.echo(line)  # GitHub annotations, on GitHub Actions only
-        recap = recap_lines(
-            results,
-            faces,
-            found,
-            links,
-            database_url=given_db,
-            config_file=str(config_path) if config_path else None,
-        )
-        recap += swarm_recap(swarm, _db_args(given_db))
-        if recap:
-            click.echo(f"\n{len(recap)} failed, each with the command that replays it:")
-            click.echo("\n".join(f"{head}\n    replay: {replay}" for head, replay in recap))
-    click.echo(summary_line(report["summary"]))
-    exit_with(report["summary"]["failed"] > 0 or (swarm is not None and swarm.failed is not None))
-
-
-def _db_args(given_db: str | None) -> list[str]:
-    """`--db URL` for a replay command when the user gave one (its password hidden)."""
-    from harness.store.database import redact
-
-    return ["--db", redact(given_db)] if given_db else []
-
-
-class _Shown:
-    """Prints what `check` finds as it ends: everything, or (`--quiet`) failures only."""
-
-    def __init__(self, quiet: bool) -> None:
-        self.quiet = quiet
-
-    def __call__(self, lines: list[str], *, passed: bool) -> None:
-        if not (passed and self.quiet):
-            click.echo("\n".join(lines))
-
-
-def _given(ctx: click.Context, name: str, value: str) -> str | None:
-    """An option's value when the user gave it (command line or environment), else None."""
-    from click.core import ParameterSource
-
-    return None if ctx.get_parameter_source(name) is ParameterSource.DEFAULT else value
-
-
-def _check_scenarios(
-    scenario_dirs: tuple[Path, ...], only: tuple[str, ...]
-) -> tuple[list[Any], tuple[str, ...]]:
-    """The scenarios `check` plays (the bundled suite and the user's, or those `only`
-    names) and the face stories `only` names; a name that is neither a scenario nor a
-    face story is a usage error."""
-    from harness.errors import ConfigError
-    from harness.scenarios.suite import USER_DIR, load_all, suite_files
-
-    extra = scenario_dirs or ((USER_DIR,) if USER_DIR.is_dir() else ())
-    loaded = load_all(suite_files(extra))
-    if not only:
-        return loaded, ()
-    from harness.checks.faces.stories import STORIES  # the SDKs: only when asked
-
-    only = tuple(name.replace("_", "-") for name in only)  # the stories' old names
-    unknown = sorted(set(only) - {s.name for s in loaded} - {s.name for s in STORIES})
-    if unknown:
-        raise ConfigError(
-            f"unknown scenario or face story {unknown[0]!r}; see `harness scenarios list`"
-        )
-    return [s for s in loaded if s.name in only], tuple(s.name for s in STORIES if s.name in only)
-
-
-def _check_coverage(results: list[Any], found: list[Any] | None, faces: list[Any]) -> Any:
-    """`--coverage`: the scenarios' sections, the checker's properties and, when face
-    stories played, the faces' routes x outcomes; printed, and returned for the report."""
-    from harness.checks.coverage import coverage_lines, property_coverage, suite_coverage
-
-    coverage = suite_coverage(results)
-    coverage["properties"] = property_coverage(results, found)
-    if faces:
-        from harness.checks.faces.coverage import ROUTES_SECTION, face_coverage
-
-        coverage[ROUTES_SECTION] = face_coverage(faces)
-    click.echo("\n".join(coverage_lines(coverage)))
-    return coverage
-
-
-def _check_faces(database: Database, names: tuple[str, ...] | None, show: _Shown) -> list[Any]:
-    """`harness check`'s face stories (harness/checks/faces/; `names`, else all), each
-    printed as it ends."""
-    from harness.checks.faces.clients import FACES
-    from harness.checks.faces.run import face_line, run_face_stories
-    from harness.checks.faces.stories import STORIES
-
-    stories = [s for s in STORIES if names is None or s.name in names]
-
-    def ended(result: Any) -> None:
-        step()
-        show(face_line(result), passed=result.passed)
-
-    with progress_bar(len(FACES) * len(stories), "face stories") as step:
-        return run_face_stories(database, stories=stories, on_result=ended)
-
-
-def _check_mutants(
-    loaded: list[Any], database: Database, show: _Shown, *, faces: bool
-) -> list[Any]:
-    """Every broken history checker against its exhibits (before any scenario plays),
-    every mutant of the engine against the scenarios and, with the faces, every face
-    mutant against the face stories; each printed as it ends."""
-    from harness.checks.history_exhibits import CHECKER_MUTANTS
-    from harness.checks.mutants import MUTANTS
-    from harness.checks.report import mutant_line
-    from harness.checks.suite import run_checker_mutants, run_mutants
-
-    with progress_bar(len(CHECKER_MUTANTS) + len(MUTANTS), "mutants") as step:
-        found = run_checker_mutants(on_result=lambda m: step())
-        found += run_mutants(loaded, database, on_result=lambda m: step())
-    if faces:
-        from harness.checks.faces.mutants import FACE_MUTANTS, run_face_mutants
-
-        with progress_bar(len(FACE_MUTANTS), "face mutants") as step:
-            found += run_face_mutants(database, on_result=lambda m: step())
-    for mutant in found:
-        show([mutant_line(mutant)], passed=bool(mutant.caught_by))
-    return found
-
-
-def _check_swarm(
-    database: Database, given_db: str | None, seeds: int, first: int | None, show: _Shown
-) -> Any:
-    """`harness check`'s short swarm (harness/cli/check_swarm.py), printed as it ends; its
-    replay line names the database only when the user gave one (else check's own is a
-    throwaway file, gone when the replay runs)."""
-    if seeds == 0:
-        return None
-    from harness.cli.check_swarm import SWARM_JOBS, date_seed, play_swarm, swarm_lines
-
-    with progress_bar(seeds * SWARM_JOBS, "swarm jobs") as step:
-        start = date_seed() if first is None else first
-        swarm = play_swarm(database, start, seeds=seeds, step=step)
-    show(swarm_lines(swarm, _db_args(given_db)), passed=swarm.failed is None)
-    return swarm
+        failed = run_check(request, Console(click.echo, progress_bar, quiet=quiet))
+    exit_with(failed)
 
 
 document_commands(main)

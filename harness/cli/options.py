@@ -15,13 +15,17 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 import click
 from click.core import ParameterSource
 
 from harness.contracts.registry import CONTRACTS_DIR_ENV, DEFAULT_CONTRACTS_DIR
 from harness.store.database import DEFAULT_DATABASE_URL
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 ENVVAR_PREFIX = "HARNESS"
 DATABASE_URL_ENV = "HARNESS_DATABASE_URL"
@@ -109,6 +113,14 @@ def database_url(ctx: click.Context, param: click.Parameter, value: str) -> str:
     return f"sqlite:///{Path(folder) / USER_DATABASE_FILE}"
 
 
+def given_database(database_url: str) -> str | None:
+    """The running command's database when the user named it (``--db`` or
+    ``HARNESS_DATABASE_URL``), else None: a replay command names only that one, and a
+    command that chooses its own (`CHOOSES_ITS_OWN`) makes its own without it."""
+    source = click.get_current_context().get_parameter_source("database_url")
+    return None if source is ParameterSource.DEFAULT else database_url
+
+
 DATABASE_DEFAULT_HELP = "per-user if kept, else throwaway"
 """How ``--help`` shows the default of ``--db`` (`database_url` decides it)."""
 
@@ -165,6 +177,41 @@ def prepare_reports(*paths: Path | str | None) -> None:
             raise ConfigError(f"{path}: cannot create its folder: {exc.strerror}") from None
         if not os.access(path.parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
             raise ConfigError(f"{path}: not writable")
+
+
+def file_option(
+    flag: str, name: str, *, help: str, exists: bool = False, multiple: bool = False
+) -> Callable[[F], F]:
+    """An option naming one file (a folder is refused), given as a `Path`: a report to
+    write or, `exists`, a file to read."""
+    kind = click.Path(exists=exists, dir_okay=False, path_type=Path)
+    return click.option(flag, name, type=kind, multiple=multiple, help=help)
+
+
+def count_option(*names: str, low: int, high: int, **given: Any) -> Callable[[F], F]:
+    """A whole number from `low` to `high` (`given`: click's help, default, ...); its
+    default, when it has one, in ``--help``."""
+    return click.option(*names, type=click.IntRange(low, high), show_default=True, **given)
+
+
+def seconds_option(
+    flag: str, *, low: float = 0, high: float | None = None, above: bool = False, **given: Any
+) -> Callable[[F], F]:
+    """Seconds from `low` (`above`: more than `low`) up to `high`; the default shown."""
+    kind = click.FloatRange(low, high, min_open=above)
+    return click.option(flag, type=kind, show_default=True, **given)
+
+
+host_option = click.option(
+    "--host", default="127.0.0.1", show_default=True, help="Address to listen on."
+)
+
+
+def port_option(default: int) -> Callable[[F], F]:
+    """The port a server listens on (0: any free one)."""
+    return count_option(
+        "--port", low=0, high=65535, default=default, help="Port to listen on (0: any free port)."
+    )
 
 
 summary_md_option = click.option(

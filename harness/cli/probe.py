@@ -13,6 +13,7 @@ from pathlib import Path
 import click
 
 from harness.cli.exits import exit_on_error, exit_with
+from harness.cli.options import count_option, file_option, seconds_option
 
 SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
 
@@ -36,17 +37,10 @@ SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
     help="A running `harness fake-providers serve`; default: start one on a free port.",
 )
 @click.option("--only", multiple=True, metavar="NAME", help="Only this probe (repeatable).")
-@click.option(
-    "--repeat",
-    default=1,
-    show_default=True,
-    type=click.IntRange(1, 100),
-    help="Play each probe this many times.",
-)
-@click.option(
+@count_option("--repeat", default=1, low=1, high=100, help="Play each probe this many times.")
+@seconds_option(
     "--quiet-window",
-    default=None,
-    type=click.FloatRange(min=0, min_open=True),
+    above=True,
     metavar="S",
     help="Seconds a gateway may go on calling for a caller who gave up (as given; default "
     "the probe's or 2, times --time-scale); calls after it fail `quiet_after_abandon`.",
@@ -60,25 +54,22 @@ SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
     "timeout, a bound's fault seconds) by this; never Retry-After nor the gateway's own "
     "timeouts, so verdicts do not move with it.",
 )
-@click.option(
+@seconds_option(
     "--gateway-timeout",
-    default=None,
-    type=click.FloatRange(min=0, min_open=True),
+    above=True,
     metavar="S",
     help="Seconds the gateway waits for one provider call (default: the profile's, else "
     "10). Bounds on the caller's wait count in these, never scaled by --time-scale.",
 )
-@click.option(
+@seconds_option(
     "--wait",
     default=30.0,
-    show_default=True,
-    type=click.FloatRange(min=0),
     metavar="S",
     help="Seconds to wait for the gateway to answer before giving up (exit 2).",
 )
-@click.option("--json", "json_path", type=click.Path(path_type=Path), help="Scorecard as JSON.")
-@click.option("--junit", "junit_path", type=click.Path(path_type=Path), help="JUnit XML.")
-@click.option("--html", "html_path", type=click.Path(path_type=Path), help="HTML with timelines.")
+@file_option("--json", "json_path", help="Scorecard as JSON.")
+@file_option("--junit", "junit_path", help="JUnit XML.")
+@file_option("--html", "html_path", help="HTML with timelines.")
 @click.option(
     "--summary-md",
     "summary_path",

@@ -12,6 +12,7 @@ from uvicorn.config import LOGGING_CONFIG
 
 from fake_providers import FakeProviders, FakeServer, InvalidInput
 from harness.cli.fake_scripts import script
+from harness.cli.options import host_option, port_option
 
 DEFAULT_PORT = 8765
 
@@ -22,14 +23,8 @@ def fake_providers() -> None:
 
 
 @fake_providers.command()
-@click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on.")
-@click.option(
-    "--port",
-    default=DEFAULT_PORT,
-    show_default=True,
-    type=click.IntRange(0, 65535),
-    help="Port to listen on; 0 picks a free one (printed at start).",
-)
+@host_option
+@port_option(DEFAULT_PORT)
 @click.option(
     "--access-log/--no-access-log",
     default=True,

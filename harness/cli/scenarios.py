@@ -175,8 +175,8 @@ def _play_in_process(
 ) -> list[RunResult]:
     from contextlib import nullcontext
 
-    from harness.checks.mutants import applied, mutant_named
     from harness.checks.suite import run_suite
+    from harness.mutants import applied, mutant_named
     from harness.scenarios.suite import scenario_database
 
     broken = mutant_named(mutant) if mutant else None

@@ -17,41 +17,46 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
-from click.core import ParameterSource
 from sqlalchemy.engine import make_url
 
 from harness.cli.exits import exit_on_error, exit_with
-from harness.cli.options import db_option, prepare_reports, summary_md_option
+from harness.cli.options import (
+    count_option,
+    db_option,
+    file_option,
+    given_database,
+    prepare_reports,
+    seconds_option,
+    summary_md_option,
+)
 from harness.store.database import DEFAULT_DATABASE_URL
 
 if TYPE_CHECKING:
     from harness.simulate.console import Out
 
-_path = click.Path(dir_okay=False, path_type=Path)
-
 
 @click.command()
 @db_option
-@click.option(
+@count_option(
     "--jobs",
     default=200,
-    show_default=True,
-    type=click.IntRange(1, 1_000_000),
+    low=1,
+    high=1_000_000,
     help="Jobs played per seed, exactly: another owner's job made with the same key (a "
     "client habit) counts among them.",
 )
-@click.option(
+@count_option(
     "--clients",
     default=20,
-    show_default=True,
-    type=click.IntRange(1, 100_000),
+    low=1,
+    high=100_000,
     help="Simulated clients (each its own owner).",
 )
 @click.option("--seed", default=0, show_default=True, type=int, help="The run's seed.")
-@click.option(
+@count_option(
     "--seeds",
-    default=None,
-    type=click.IntRange(1, 100_000),
+    low=1,
+    high=100_000,
     help="Run K seeds from --seed on (each draws its own faults unless --faults is given).",
 )
 @click.option(
@@ -60,24 +65,24 @@ _path = click.Path(dir_okay=False, path_type=Path)
     help="Fault kinds and rates: all=0.1, hang=0.2,stream_cut=0.05, or none "
     "(default: each seed draws its own, swarm-style). Kinds: see docs/simulate.md.",
 )
-@click.option(
+@seconds_option(
     "--duration",
     default=60.0,
-    show_default=True,
-    type=click.FloatRange(1, 3600),
+    low=1,
+    high=3600,
     help="Seconds of chaos: virtual per episode; real with --processes.",
 )
-@click.option(
+@count_option(
     "--per-episode",
     default=20,
-    show_default=True,
-    type=click.IntRange(1, 1000),
+    low=1,
+    high=1000,
     help="Jobs per episode (virtual time): a violation is shrunk from its episode.",
 )
-@click.option(
+@count_option(
     "--processes",
-    default=None,
-    type=click.IntRange(1, 16),
+    low=1,
+    high=16,
     help="Real-time mode on PostgreSQL: P API and P worker processes, workers killed.",
 )
 @click.option(
@@ -86,30 +91,29 @@ _path = click.Path(dir_okay=False, path_type=Path)
     metavar="LOW-HIGH",
     help="With --processes: listen on ports from this range (default: any free port).",
 )
-@click.option(
+@count_option(
     "--parallel",
     default=min(2, os.cpu_count() or 1),
-    show_default=True,
-    type=click.IntRange(1, 64),
+    low=1,
+    high=64,
     help="Processes playing episodes (virtual time, on throwaway SQLite databases; "
     "with --db, one process on that database).",
 )
 @click.option("--mutant", default=None, help="Simulate against this built-in mutant.")
-@click.option("--shrink-to", type=_path, help="Write the shrunk failing scenario here.")
-@click.option(
+@file_option("--shrink-to", "shrink_to", help="Write the shrunk failing scenario here.")
+@count_option(
     "--shrink-budget",
     default=600,
-    show_default=True,
-    type=click.IntRange(1, 100_000),
+    low=1,
+    high=100_000,
     help="At most this many replays while shrinking.",
 )
-@click.option(
+@file_option(
     "--json",
     "json_path",
-    type=_path,
     help="Write the summary (JSON) here; the console gets lines for people only.",
 )
-@click.option("--html", "html_path", type=_path, help="Write an HTML page with plots here.")
+@file_option("--html", "html_path", help="Write an HTML page with plots here.")
 @summary_md_option
 @click.option(
     "--quiet",
@@ -154,19 +158,16 @@ def simulate(
         _processes(out, database_url, run, rates, faults, json_path, span)
         return
     order = list(range(seed, seed + (seeds or 1)))
-    source = click.get_current_context().get_parameter_source("database_url")
-    explicit = source is not ParameterSource.DEFAULT
-    parallel = 1 if explicit else parallel
-    out.line(
-        _header(jobs, per_episode, order, database_url if explicit else None, parallel, mutant)
-    )
+    given = given_database(database_url)
+    parallel = 1 if given is not None else parallel
+    out.line(_header(jobs, per_episode, order, given, parallel, mutant))
     from harness.simulate.run import Settings
 
     settings = Settings(
         jobs=jobs, clients=clients, duration=duration, per_episode=per_episode, faults=rates
     )
     play = Play(
-        database_url if explicit else None,
+        given,
         settings,
         broken,
         shrink_to,
@@ -197,7 +198,7 @@ class Play:
 def _mutant(name: str | None) -> Any:
     if name is None:
         return None
-    from harness.checks.mutants import mutant_named
+    from harness.mutants import mutant_named
 
     return mutant_named(name)
 
@@ -241,7 +242,7 @@ def _virtual(out: Out, play: Play, order: list[int]):
     wall-clock seconds."""
     from contextlib import nullcontext
 
-    from harness.checks.mutants import applied
+    from harness.mutants import applied
     from harness.scenarios.runner import dialect_of
     from harness.scenarios.suite import scenario_database
     from harness.simulate.pool import EpisodePool
@@ -302,7 +303,7 @@ def _shrink(out: Out, run: Any, database: Any, play: Play) -> dict[str, Any]:
     scenario's history (played once more, as found) for the HTML timeline."""
     from contextlib import nullcontext
 
-    from harness.checks.mutants import applied
+    from harness.mutants import applied
     from harness.simulate.run import fails_like
     from harness.simulate.run import play as play_scenario
     from harness.simulate.shrink import shrink, write_scenario

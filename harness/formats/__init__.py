@@ -1,1 +1,2 @@
-"""Readers of the file formats every layer reads (one reader per format)."""
+"""The file formats every layer shares, each read or written in one place: YAML read
+(`yaml_text`), JUnit XML written (`junit`)."""

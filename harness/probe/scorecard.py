@@ -16,7 +16,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from harness.checks.junit import Case, Suite, junit_xml
+from harness.formats.junit import Case, Suite, junit_xml
 from harness.probe.driver import ProbeRun
 from harness.probe.evidence import Evidence, cost, provider_of
 from harness.probe.judge import UNOBSERVABLE, Judgement, judge, verdict_of

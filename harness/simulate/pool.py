@@ -29,7 +29,7 @@ def _start(mutant: str | None) -> None:
     database.upgrade()
     stack.callback(database.dispose)
     if mutant is not None:
-        from harness.checks.mutants import applied, mutant_named
+        from harness.mutants import applied, mutant_named
 
         stack.enter_context(applied(mutant_named(mutant)))
     _process.update(database=database, stack=stack)

@@ -17,8 +17,8 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from harness.checks.mutants import Mutant, applied
 from harness.errors import ScenarioError
+from harness.mutants import Mutant, applied
 from harness.scenarios.checker import API_CHECKS, Finding
 from harness.scenarios.loader import scenario_from_mapping
 from harness.scenarios.runner import RunResult, run_scenario

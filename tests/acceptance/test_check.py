@@ -18,9 +18,9 @@ from harness.checks.faces.clients import FACES
 from harness.checks.faces.mutants import FACE_MUTANTS, any_mutant_named
 from harness.checks.faces.stories import STORIES
 from harness.checks.history_exhibits import CHECKER_MUTANTS
-from harness.checks.mutants import MUTANTS, STORY, applied, mutant_named
 from harness.checks.report import report_schema
 from harness.cli.main import main
+from harness.mutants import MUTANTS, STORY, applied, mutant_named
 from harness.scenarios.suite import BUNDLED_DIR, bundled_files
 from tests.support.junit import valid_cases, worked
 
@@ -267,7 +267,7 @@ def test_gate_links_from_the_configuration(tmp_path) -> None:
 
 
 def test_a_replay_command_never_shows_the_databases_password() -> None:
-    from harness.cli.main import _db_args
+    from harness.checks.swarm import database_args
 
-    assert _db_args("postgresql://u:secret@h/db") == ["--db", "postgresql://u:***@h/db"]
-    assert _db_args(None) == []
+    assert database_args("postgresql://u:secret@h/db") == ["--db", "postgresql://u:***@h/db"]
+    assert database_args(None) == []

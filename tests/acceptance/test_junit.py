@@ -15,9 +15,9 @@ from click.testing import CliRunner
 
 from harness.bundled import bundled_dir
 from harness.checks.history_exhibits import CHECKER_MUTANTS
-from harness.checks.junit import Case, Suite, junit_xml
-from harness.checks.mutants import MUTANTS, applied
 from harness.cli.main import main
+from harness.formats.junit import Case, Suite, junit_xml
+from harness.mutants import MUTANTS, applied
 from tests.support.junit import XSD, jenkins_schema, valid_cases, worked
 
 ENGINE_SCENARIOS = ("--only", "double-click", "--only", "fencing")

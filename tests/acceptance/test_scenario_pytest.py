@@ -31,7 +31,7 @@ expect:
 BROKEN_ENGINE = """
 import pytest
 
-from harness.checks.mutants import MUTANTS, applied
+from harness.mutants import MUTANTS, applied
 
 
 @pytest.hookimpl(wrapper=True)

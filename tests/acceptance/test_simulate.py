@@ -13,9 +13,9 @@ import jsonschema
 import pytest
 from click.testing import CliRunner
 
-from harness.checks.mutants import MUTANTS
 from harness.cli.main import main
 from harness.core.states import FINISHED_JOB_STATES
+from harness.mutants import MUTANTS
 from harness.scenarios.loader import scenario_from_mapping
 from harness.simulate import generate
 from harness.simulate.run import Settings, run_seed
@@ -182,7 +182,7 @@ def test_a_liveness_mutant_is_caught_by_the_recovery_phase(tmp_path: Path) -> No
     """An exhausted chain left pending breaks no safety rule: only the recovery phase's
     judgement (every job settled) names it. Seed 1: seed 0's first failing episode is
     named by the rule at every instant (nothing live, nothing scheduled), also I11."""
-    from harness.checks.mutants import applied, mutant_named
+    from harness.mutants import applied, mutant_named
 
     database = Database(f"sqlite:///{tmp_path / 'live.sqlite3'}")
     database.upgrade()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.checks.mutants import applied, mutant_named
+from harness.mutants import applied, mutant_named
 from harness.scenarios.checker import check_history
 from harness.scenarios.checker.observers import (
     _api_agrees,

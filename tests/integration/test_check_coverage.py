@@ -19,9 +19,9 @@ from harness.checks.coverage import (
     suite_coverage,
     universe,
 )
-from harness.checks.mutants import mutant_named
 from harness.checks.suite import run_mutants, run_suite
 from harness.cli.main import main
+from harness.mutants import mutant_named
 from harness.scenarios.suite import bundled_files, load_all, scenario_database
 
 # One worker for the module: its `results` fixture plays the whole suite, once per worker

@@ -17,9 +17,9 @@ from harness.checks.faces.coverage import face_coverage, universe
 from harness.checks.faces.mutants import FACE_MUTANTS, LIKELIEST, run_face_mutants
 from harness.checks.faces.run import run_face_stories
 from harness.checks.faces.stories import STORIES
-from harness.checks.mutants import applied
 from harness.checks.suite import run_suite
 from harness.cli.main import main
+from harness.mutants import applied
 from harness.scenarios.suite import bundled_files, load_all, scenario_database
 from harness.store.database import Database
 from tests.support.junit import valid_cases

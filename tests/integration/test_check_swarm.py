@@ -11,10 +11,10 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from harness.checks.mutants import applied, mutant_named
-from harness.cli import check_swarm
-from harness.cli.check_swarm import date_seed, play_swarm, swarm_lines
+from harness.checks import swarm as check_swarm
+from harness.checks.swarm import date_seed, play_swarm, swarm_lines
 from harness.cli.main import main
+from harness.mutants import applied, mutant_named
 from harness.scenarios.suite import scenario_database
 
 

@@ -159,8 +159,8 @@ def test_completion_race_has_exactly_one_winner_every_time(engine: Engine) -> No
 def test_last_writer_wins_mutant_is_caught(engine: Engine, db: Database) -> None:
     """These tests can fail: with the CAS condition removed, the engine lets both
     completions win, and the invariant checker reports I5."""
-    from harness.checks.mutants import MUTANTS, applied
     from harness.core.invariants import check_invariants
+    from harness.mutants import MUTANTS, applied
 
     mutant = next(m for m in MUTANTS if m.name == "last_writer_wins")
     job_id = new_job(engine, policy=HEDGED)

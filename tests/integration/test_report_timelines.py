@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from harness.checks.mutants import MUTANTS, applied
+from harness.mutants import MUTANTS, applied
 from harness.scenarios import load_scenario, run_scenario
 from harness.scenarios.suite import BUNDLED_DIR
 from harness.scenarios.svg import (

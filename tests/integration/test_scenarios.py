@@ -9,8 +9,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from harness.checks.mutants import MUTANTS
 from harness.checks.suite import run_mutants
+from harness.mutants import MUTANTS
 from harness.scenarios import load_scenario, parse_scenario, run_scenario
 from harness.scenarios.runner import dialect_of
 from harness.scenarios.suite import bundled_files, load_all

@@ -13,9 +13,9 @@ from harness.checks.history_exhibits import (
     STORY,
     checker_problems,
 )
-from harness.checks.mutants import applied
 from harness.checks.suite import run_checker_mutants, run_suite
 from harness.errors import CheckFailed
+from harness.mutants import applied
 
 
 def test_the_sound_checker_answers_every_exhibit_as_stated() -> None:

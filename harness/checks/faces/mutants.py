@@ -6,7 +6,7 @@ begun before a winner exists, an SDK's retry not recognised, a timeout at the bo
 answered as an error, tool calls left out of the answer, errors in another API's shape).
 The scenario suite never calls a face, so none of these can be caught by it; `harness
 check --mutants` plays the face stories against each (`run_face_mutants`), and a face
-mutant no story catches is a blind spot. They are `harness.checks.mutants.Mutant`s:
+mutant no story catches is a blind spot. They are `harness.mutants.Mutant`s:
 `--mutant NAME` applies them too.
 """
 
@@ -24,9 +24,9 @@ from harness.api.faces.errors import Face
 from harness.api.faces.gateway import Held
 from harness.api.faces.waiting import JobWatch
 from harness.api.problems import HttpProblem
-from harness.checks.mutants import Mutant, Patches, applied
 from harness.core.states import FINISHED_JOB_STATES
 from harness.errors import IdempotencyConflict
+from harness.mutants import Mutant, Patches, applied
 
 
 def _key_header_ignored() -> Patches:
@@ -235,8 +235,8 @@ def _first_catch(story: Any, faces: Iterable[Any], database: Any, play: Any) -> 
 def any_mutant_named(name: str) -> Mutant:
     """An engine mutant or a face mutant by name (`--mutant NAME`); a usage error
     listing them all when neither is."""
-    from harness.checks.mutants import MUTANTS
     from harness.errors import ConfigError
+    from harness.mutants import MUTANTS
 
     for mutant in (*MUTANTS, *FACE_MUTANTS):
         if mutant.name == name:

@@ -21,6 +21,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from harness.core import faults as fp
+from harness.core import fingerprint as fingerprints
 from harness.core import models
 from harness.core.failover import build_request
 from harness.core.models import Created
@@ -106,13 +107,14 @@ def _check_then_insert() -> Patches:
                 fingerprint=intent.fingerprint,
                 now=self.clock.now(),
             )
+        assert job is not None  # each insert has a stored key of its own: never a conflict
         return Created(job=job, created=True)
 
     return {(JobUnits, "create_job"): create}
 
 
 def _fingerprint_ignores_input() -> Patches:
-    real = models.fingerprint
+    real = fingerprints.fingerprint  # what `models.fingerprint` names, unpatched
 
     def fingerprint(*, operation: str, input: Any, contract: Any, providers: Any) -> str:
         return real(operation=operation, input=None, contract=contract, providers=providers)

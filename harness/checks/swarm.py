@@ -3,8 +3,6 @@ generator (`harness.simulate`), a few seeds of small episodes, judged by the sam
 checker. The seeds rotate by date (one day, one set, so a CI sees new worlds every day
 and a failure replays the same day) unless `--seed` fixes the first; a failure is
 shrunk, and its scenario file and the command that replays it are printed.
-
-Here, in the CLI layer, because `harness.simulate` sits above `harness.checks`.
 """
 
 from __future__ import annotations
@@ -16,6 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from harness.store.database import redact
 
 SWARM_SEEDS = 3
 SWARM_JOBS = 10  # per seed, one episode: a few seconds each
@@ -64,12 +64,19 @@ def play_swarm(
         if episode is None:
             continue
         signature = episode.signature()
+        assert signature is not None  # a failed episode fails some way
         target = Path(tempfile.mkdtemp(prefix="harness-check-")) / f"swarm-{seed}.scenario.yaml"
         fails = fails_like(signature, database, seed=seed, observe_api=episode.needs_api(signature))
         result = shrink(episode.scenario, fails, budget=SWARM_SHRINK_BUDGET)
         write_scenario(result.scenario, target, seed=seed, signature=signature, mutant=None)
         return SwarmResult(order, seed, signature, target, jobs, result.replays)
     return SwarmResult(order, jobs=jobs)
+
+
+def database_args(given: str | None) -> list[str]:
+    """`--db URL` for a replay command when the user gave a database (its password
+    hidden); none when check ran on its own throwaway file, gone when the replay runs."""
+    return ["--db", redact(given)] if given else []
 
 
 def _replay(result: SwarmResult, database_args: list[str]) -> str:
