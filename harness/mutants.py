@@ -79,7 +79,14 @@ def _check_then_insert() -> Patches:
     real = queries.insert_job
     counter = itertools.count()
 
-    def create(self: JobUnits, owner: str, key: str, intent: models.Intent) -> Created:
+    def create(
+        self: JobUnits,
+        owner: str,
+        key: str,
+        intent: models.Intent,
+        *,
+        trace_parent: str | None = None,
+    ) -> Created:
         with self.db.read() as conn:
             row = conn.execute(
                 sa.select(jobs.c.id, jobs.c.fingerprint)
@@ -106,6 +113,7 @@ def _check_then_insert() -> Patches:
                 intent=intent,
                 fingerprint=intent.fingerprint,
                 now=self.clock.now(),
+                trace_parent=trace_parent,
             )
         assert job is not None  # each insert has a stored key of its own: never a conflict
         return Created(job=job, created=True)
@@ -151,7 +159,14 @@ def _key_scoped_globally() -> Patches:
     """The key is looked up without the owner: another owner's key answers their job."""
     real = JobUnits.create_job
 
-    def create(self: JobUnits, owner: str, key: str, intent: models.Intent) -> Created:
+    def create(
+        self: JobUnits,
+        owner: str,
+        key: str,
+        intent: models.Intent,
+        *,
+        trace_parent: str | None = None,
+    ) -> Created:
         with self.db.read() as conn:
             row = conn.execute(
                 sa.select(jobs.c.id, jobs.c.fingerprint, jobs.c.owner)
@@ -159,7 +174,7 @@ def _key_scoped_globally() -> Patches:
                 .order_by(jobs.c.id)
             ).first()
         if row is None:
-            return real(self, owner, key, intent)
+            return real(self, owner, key, intent, trace_parent=trace_parent)
         if row.fingerprint != intent.fingerprint:
             raise IdempotencyConflict("key reused", key=key, job_id=row.id)
         return Created(job=self.get_job(row.id), created=False)
