@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from fake_providers.behaviours import BehaviourName
+from harness.checks import combinations
 from harness.core.faults import FAULT_POINTS
 from harness.core.states import ATTEMPT_TRANSITIONS, JOB_TRANSITIONS, EventKind
 from harness.providers.outcomes import OUTCOME_TABLES
@@ -28,7 +29,14 @@ from harness.scenarios.stage import PROVIDER_API
 FACE_SECTION = "face_routes"
 """The faces' routes x outcomes (`harness.checks.faces.coverage`), when stories played."""
 ADAPTERS = ("openai", "anthropic")  # the fakes' APIs; openai_compatible shares openai's table
-SECTIONS = ("attempt_transitions", "job_transitions", "outcome_rows", "behaviours", "faults")
+SECTIONS = (
+    "attempt_transitions",
+    "job_transitions",
+    "outcome_rows",
+    "behaviours",
+    "faults",
+    "pairs",  # duty x fault x knob, met in one job (harness.checks.combinations)
+)
 
 _STREAMED_ONLY = (
     "a streamed signal: a whole body has no events to carry it (a body that answered a "
@@ -166,6 +174,7 @@ def universe() -> dict[str, list[str]]:
         ),
         "behaviours": sorted(str(b) for b in BehaviourName),
         "faults": sorted(FAULT_POINTS),
+        "pairs": sorted(combinations.pairs()),
     }
 
 
@@ -176,6 +185,7 @@ def _reached(history: Mapping[str, Any]) -> dict[str, set[str]]:
         "outcome_rows": set(_outcome_rows(history)),
         "behaviours": {str(x.get("behaviour")) for x in history.get("ledger", ())},
         "faults": set(_faults(history)),
+        "pairs": combinations.reached(history),
     }
 
 
