@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from harness.probe.driver import ClientRecord
-from harness.probe.evidence import Evidence, provider_of
+from harness.probe.evidence import Evidence
 from harness.probe.judgement import TOLERANCE, Judgement, judged
 from harness.probe.model import Bound, Expect, Verdict
 
@@ -125,12 +125,12 @@ def quiet_after_abandon(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
         return judged(name, Verdict.NA, "no caller gave up")
     soon: list[Any] = []
     for intent, left in gone.items():
-        after = [e for e in ev.for_intent(intent) if e.get("received_at", 0) > left]
-        late = [e for e in after if e.get("received_at", 0) > left + quiet]
+        after = [e for e in ev.for_intent(intent) if e.received_at > left]
+        late = [e for e in after if e.received_at > left + quiet]
         if late:
             records = ev.records(intent)
             witness = [ev.client(records[-1], "gave up")]
-            witness += [ev.execution(e, f"{e['received_at'] - left:.2f} s after") for e in late]
+            witness += [ev.execution(e, f"{e.received_at - left:.2f} s after") for e in late]
             return judged(
                 name,
                 Verdict.FAIL,
@@ -186,7 +186,7 @@ def _outage_end(ev: Evidence, provider: str) -> float | None:
     calls = ev.on(provider)
     if not windows or not calls:
         return None
-    return calls[0].get("received_at", 0) + max(windows) * ev.run.time_scale
+    return calls[0].received_at + max(windows) * ev.run.time_scale
 
 
 def back_on_primary(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
@@ -203,7 +203,7 @@ def back_on_primary(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
     if not later:
         return judged(name, Verdict.NA, "no request came after the outage's end and the bound")
     for intent in later:
-        tried = [e for e in ev.for_intent(intent) if provider_of(e) == provider]
+        tried = [e for e in ev.for_intent(intent) if e.provider == provider]
         if not tried:
             witness = [ev.client(ev.records(intent)[0], "sent after the outage ended")]
             witness += [ev.execution(e, "not the primary") for e in ev.for_intent(intent)]

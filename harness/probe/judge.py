@@ -32,14 +32,13 @@ from harness.probe.evidence import (
     REFUSALS,
     SILENT,
     Evidence,
-    cost,
     full_text,
     model_name,
-    provider_of,
     total_cost,
 )
 from harness.probe.judgement import TOLERANCE, Judgement, Property
 from harness.probe.judgement import judged as _j
+from harness.probe.ledger import Execution
 from harness.probe.model import Check, Verdict, worst
 from harness.probe.promises import key_binds_intent, replay_after_accepted, sdk_retry_once
 
@@ -94,10 +93,10 @@ def executions_per_intent(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
     for intent in ev.run.probe.intents:
         records = ev.records(intent)
         keys = {r.key for r in records}
-        hedged = {id(e) for e in ev.hedges(intent)}
-        answered = [e for e in ev.for_intent(intent) if e.get("status_code") == 200]
-        answered = [e for e in answered if e.get("behaviour") not in BROKEN_BY_PROVIDER]
-        answered = [e for e in answered if id(e) not in hedged]
+        hedged = {e for e in ev.hedges(intent)}
+        answered = [e for e in ev.for_intent(intent) if e.status_code == 200]
+        answered = [e for e in answered if e.behaviour not in BROKEN_BY_PROVIDER]
+        answered = [e for e in answered if e not in hedged]
         if None in keys or len(keys) > 1:
             notes.append(
                 f"{intent}: {len(records)} request(s) without one shared key, "
@@ -122,16 +121,16 @@ def billed_vs_kept(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
     an intent sent without one shared key is the client's to fix: reported, not judged.
     A hedge's price is `hedge_cost`'s."""
     name = "billed_vs_kept"
-    kept_ids = ev.kept_ids()
-    lost = _lost(ev, kept_ids)
-    inherent = [e for e in lost if e.get("behaviour") in BROKEN_BY_PROVIDER]
-    waste = [e for e in lost if e.get("behaviour") not in BROKEN_BY_PROVIDER]
+    kept = ev.kept()
+    lost = _lost(ev, kept)
+    inherent = [e for e in lost if e.behaviour in BROKEN_BY_PROVIDER]
+    waste = [e for e in lost if e.behaviour not in BROKEN_BY_PROVIDER]
     keyed = {ev.run.nonces[i] for i in ev.run.probe.intents if ev.keyed(i)}
-    judged = [e for e in waste if e.get("nonce") in keyed]
-    kept = sum(cost(e) for e in ev.attributed if id(e) in kept_ids)
+    judged = [e for e in waste if e.nonce in keyed]
+    kept_usd = sum(e.cost for e in ev.attributed if e in kept)
     keyless = f", {len(waste) - len(judged)} of them on requests without a key" if waste else ""
     summary = (
-        f"billed ${total_cost(ev.attributed):.6f} for kept ${kept:.6f} (inherent "
+        f"billed ${total_cost(ev.attributed):.6f} for kept ${kept_usd:.6f} (inherent "
         f"${total_cost(inherent):.6f}, waste ${total_cost(waste):.6f} in {len(waste)} "
         f"execution(s){keyless})"
     )
@@ -139,14 +138,10 @@ def billed_vs_kept(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
     return _j(name, Verdict.PARTIAL if judged else Verdict.PASS, summary, witness)
 
 
-def _lost(ev: Evidence, kept_ids: set[int]) -> list[dict[str, Any]]:
+def _lost(ev: Evidence, kept: set[Execution]) -> list[Execution]:
     """Billed executions the client did not keep, a hedge's aside (`hedge_cost`'s)."""
-    hedged = {id(e) for i in ev.run.probe.intents for e in ev.hedge_group(i)}
-    return [
-        e
-        for e in ev.attributed
-        if e.get("billed") and id(e) not in kept_ids and id(e) not in hedged
-    ]
+    hedged = {e for i in ev.run.probe.intents for e in ev.hedge_group(i)}
+    return [e for e in ev.attributed if e.billed and e not in kept and e not in hedged]
 
 
 def no_truncated_success(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
@@ -186,21 +181,20 @@ def names_model(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
     name = "names_model"
     judged = 0
     aliases = []
-    others = {model_name(e.get("model")) for e in ev.attributed}
+    others = {model_name(e.model) for e in ev.attributed}
     for record in ev.successes():
         source = ev.source(record)
         if source is None:
             continue
         judged += 1
-        produced, named = model_name(source.get("model")), model_name(record.model)
+        produced, named = model_name(source.model), model_name(record.model)
         if named == produced:
             continue
         if named in others:
             return _j(
                 name,
                 Verdict.FAIL,
-                f"request {record.seq} names {record.model!r}, but {source.get('model')!r} "
-                "produced it",
+                f"request {record.seq} names {record.model!r}, but {source.model!r} produced it",
                 [ev.client(record), ev.execution(source)],
             )
         aliases.append(record)
@@ -234,15 +228,15 @@ def refusal_not_retried(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
     """Money and rate limits: a definite refusal (context length, content filter) is not
     sent to the same model again for the same intent: paying to be refused again."""
     name = "refusal_not_retried"
-    refusals = [e for e in ev.attributed if e.get("behaviour") in REFUSALS]
+    refusals = [e for e in ev.attributed if e.behaviour in REFUSALS]
     for refusal in refusals:
         again = [
             e
             for e in ev.attributed
-            if e.get("nonce") == refusal.get("nonce")
-            and provider_of(e) == provider_of(refusal)
-            and e.get("model") == refusal.get("model")
-            and e.get("received_at", 0) > refusal.get("received_at", 0)
+            if e.nonce == refusal.nonce
+            and e.provider == refusal.provider
+            and e.model == refusal.model
+            and e.received_at > refusal.received_at
         ]
         if again:
             witness = [
@@ -252,7 +246,7 @@ def refusal_not_retried(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
             return _j(
                 name,
                 Verdict.FAIL,
-                f"a {refusal.get('behaviour')} refusal was sent to {refusal.get('model')!r} "
+                f"a {refusal.behaviour} refusal was sent to {refusal.model!r} "
                 f"again {len(again)} time(s)",
                 witness,
             )
@@ -273,13 +267,13 @@ def refusal_answered(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
     name = "refusal_answered"
     for record in ev.successes():
         source = ev.source(record)
-        refused = [e for e in ev.for_intent(record.intent) if e.get("behaviour") in SAFETY_REFUSALS]
+        refused = [e for e in ev.for_intent(record.intent) if e.behaviour in SAFETY_REFUSALS]
         if source is not None and refused:
             return _j(
                 name,
                 Verdict.PARTIAL,
-                f"routed around a refusal: {provider_of(source)} answered what "
-                f"{provider_of(refused[0])} refused ({refused[0].get('behaviour')})",
+                f"routed around a refusal: {source.provider} answered what "
+                f"{refused[0].provider} refused ({refused[0].behaviour})",
                 [ev.execution(refused[0], "refused"), ev.execution(source, "answered")],
             )
     return _j(name, Verdict.PASS, "no request refused for safety came back as an answer")
@@ -295,9 +289,9 @@ def retry_after_honoured(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
     wait = _retry_after(ev.run, provider)
     calls = ev.on(provider)
     for before, after in itertools.pairwise(calls):
-        if before.get("behaviour") != "rate_limit":
+        if before.behaviour != "rate_limit":
             continue
-        gap = after.get("received_at", 0) - before.get("received_at", 0)
+        gap = after.received_at - before.received_at
         if gap + TOLERANCE < wait:
             return _j(
                 name,
@@ -308,7 +302,7 @@ def retry_after_honoured(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
                     ev.execution(after, f"{gap:.2f} s later"),
                 ],
             )
-    if not any(e.get("behaviour") == "rate_limit" for e in calls):
+    if not any(e.behaviour == "rate_limit" for e in calls):
         return _j(name, Verdict.NA, f"{provider} never answered 429 with Retry-After")
     # Only a wait covering the caller's tells a gateway that ignores Retry-After from one
     # that honours it whatever the machine's load; a shorter one is said to be weaker.
@@ -342,8 +336,8 @@ def no_hammering(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
     name = "no_hammering"
     provider = params.get("provider", "primary")
     limit = float(params.get("max_per_second", 2.0))
-    calls = [e for e in ev.on(provider) if e.get("behaviour") in RATE_LIMITS]
-    times = [e.get("received_at", 0) for e in calls]
+    calls = [e for e in ev.on(provider) if e.behaviour in RATE_LIMITS]
+    times = [e.received_at for e in calls]
     for i, start in enumerate(times):
         window = [t for t in times[i:] if t < start + 1.0]
         if len(window) > limit + 1e-9:
@@ -368,8 +362,8 @@ def silent_attempts(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
     provider = params.get("provider", "primary")
     bound = int(params.get("max", 2))
     for intent in ev.run.probe.intents:
-        silent = [e for e in ev.for_intent(intent) if provider_of(e) == provider]
-        silent = [e for e in silent if e.get("behaviour") in SILENT]
+        silent = [e for e in ev.for_intent(intent) if e.provider == provider]
+        silent = [e for e in silent if e.behaviour in SILENT]
         if len(silent) > bound:
             return _j(
                 name,
@@ -388,7 +382,7 @@ def usage_reported(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
     fallbacks = [
         (r, s)
         for r in ev.successes()
-        if rescued(r) and (s := ev.source(r)) is not None and provider_of(s) != primary
+        if rescued(r) and (s := ev.source(r)) is not None and s.provider != primary
     ]
     if not fallbacks:
         return _j(name, Verdict.NA, "no answer came from a fallback")
@@ -398,7 +392,7 @@ def usage_reported(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
         return _j(
             name,
             Verdict.PARTIAL,
-            f"request {record.seq}: {provider_of(source)}'s answer carries no usage",
+            f"request {record.seq}: {source.provider}'s answer carries no usage",
             [ev.client(record, "no usage"), ev.execution(source, "produced it")],
         )
     return _j(name, Verdict.PASS, f"{len(fallbacks)} fallback answer(s), each with usage")
@@ -412,9 +406,9 @@ def hedge_cost(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
     hedges = [e for i in ev.run.probe.intents for e in ev.hedges(i)]
     if not hedges:
         return _j(name, Verdict.PASS, "no execution beyond the one the caller waited for")
-    kept = ev.kept_ids()
+    kept = ev.kept()
     group = [e for i in ev.run.probe.intents for e in ev.hedge_group(i)]
-    paid = [e for e in group if id(e) not in kept and e.get("billed")]
+    paid = [e for e in group if e not in kept and e.billed]
     return _j(
         name,
         Verdict.PARTIAL,

@@ -114,7 +114,7 @@ def sdk_retry_once(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
     if not retried:
         return judged(name, Verdict.NA, "no keyless request was retried as an SDK retries")
     for record in retried:
-        done = [e for e in ev.for_intent(record.intent) if e.get("behaviour") in ANSWERS]
+        done = [e for e in ev.for_intent(record.intent) if e.behaviour in ANSWERS]
         if len(done) > 1:
             return judged(
                 name,
