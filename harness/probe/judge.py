@@ -395,22 +395,25 @@ def hedge_cost(ev: Evidence, params: Mapping[str, Any]) -> Ruling:
     )
 
 
-PROPERTIES: dict[str, Property] = registry(
+_GENERAL_RULES = (
     attributed,
     caller_left_waiting,
     executions_per_intent,
     billed_vs_kept,
     no_truncated_success,
     names_model,
+    answered,
+    quiet_after_abandon,
     alive,
+)
+PROPERTIES: dict[str, Property] = registry(
+    *_GENERAL_RULES,
     refusal_not_retried,
     refusal_answered,
     retry_after_honoured,
     no_hammering,
     silent_attempts,
-    quiet_after_abandon,
     failover_within,
-    answered,
     back_on_primary,
     usage_reported,
     hedge_cost,
@@ -420,18 +423,8 @@ PROPERTIES: dict[str, Property] = registry(
 )
 """Every property by the name of its rule: the one place that lists them, for the judge,
 the probe files (which name them in YAML) and the scorecard (a test may swap one here)."""
-GENERAL = names(
-    attributed,
-    caller_left_waiting,
-    executions_per_intent,
-    billed_vs_kept,
-    no_truncated_success,
-    names_model,
-    answered,
-    quiet_after_abandon,
-    alive,
-)
-"""The properties every probe is judged by, whatever its file asks for."""
+GENERAL = names(*_GENERAL_RULES)
+"""The properties every probe is judged by, whatever its file asks for, in this order."""
 
 
 def judge(run: ProbeRun) -> tuple[Judgement, ...]:

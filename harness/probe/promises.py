@@ -20,6 +20,25 @@ def _changed(ev: Evidence) -> list[ClientRecord]:
     return [r for r in ev.run.records if r.intent.endswith(CHANGED)]
 
 
+def _clean_error(ev: Evidence, record: ClientRecord, what: str) -> Ruling:
+    """Safe: the caller got a clean error where the promise would have answered."""
+    return ruling(
+        Verdict.SAFE, f"request {record.seq}: {what}", [ev.client(record, record.detail or "")]
+    )
+
+
+def _unmarked(
+    ev: Evidence, record: ClientRecord, header: str, value: str, what: str, why: str = ""
+) -> Ruling | None:
+    """Partial when the answer lacks the header that tells a client the promise was kept
+    (SDKs and clients act on the header, not on the body), else None."""
+    if record.headers.get(header.lower()) == value:
+        return None
+    because = f" ({why})" if why else ""
+    summary = f"request {record.seq}: {what} without {header}: {value}{because}"
+    return ruling(Verdict.PARTIAL, summary, [ev.client(record)])
+
+
 def key_binds_intent(ev: Evidence, params: Mapping[str, Any]) -> Ruling:
     """Money and correctness: another body billed under a key, or answered with the
     first body's answer. A key reused with another body is refused (409-style, with
@@ -48,19 +67,20 @@ def key_binds_intent(ev: Evidence, params: Mapping[str, Any]) -> Ruling:
             )
         status = record.status or 0
         if not 400 <= status < 500:
-            return ruling(
-                Verdict.SAFE,
-                f"request {record.seq}: another body under {first}'s key got "
-                f"{record.status or record.outcome}, not a refusal",
-                [ev.client(record, record.detail or "")],
+            got = record.status or record.outcome
+            return _clean_error(
+                ev, record, f"another body under {first}'s key got {got}, not a refusal"
             )
-        if record.headers.get("x-should-retry") != "false":
-            return ruling(
-                Verdict.PARTIAL,
-                f"request {record.seq}: refused with {status} but without "
-                "x-should-retry: false (the SDKs retry a 409)",
-                [ev.client(record)],
-            )
+        unmarked = _unmarked(
+            ev,
+            record,
+            "x-should-retry",
+            "false",
+            f"refused with {status} but",
+            "the SDKs retry a 409",
+        )
+        if unmarked is not None:
+            return unmarked
     return ruling(Verdict.PASS, f"{len(records)} key(s) reused with another body, refused")
 
 
@@ -74,18 +94,11 @@ def replay_after_accepted(ev: Evidence, params: Mapping[str, Any]) -> Ruling:
         return ruling(Verdict.NA, "unobservable: the gateway never answered 202")
     for record in records:
         if not rescued(record):
-            return ruling(
-                Verdict.SAFE,
-                f"request {record.seq}: {record.accepted} replay(s) after 202 and no answer",
-                [ev.client(record, record.detail or "")],
-            )
-        if record.headers.get("idempotent-replayed") != "true":
-            return ruling(
-                Verdict.PARTIAL,
-                f"request {record.seq}: answered after {record.accepted} 202(s) without "
-                "Idempotent-Replayed: true",
-                [ev.client(record)],
-            )
+            return _clean_error(ev, record, f"{record.accepted} replay(s) after 202 and no answer")
+        what = f"answered after {record.accepted} 202(s)"
+        unmarked = _unmarked(ev, record, "Idempotent-Replayed", "true", what)
+        if unmarked is not None:
+            return unmarked
     return ruling(
         Verdict.PASS,
         f"{len(records)} request(s) answered 202, then the finished answer on a replay, "
