@@ -6,6 +6,7 @@ a client would, and the judge reads the fakes' ledger and the client's answers.
     files.py      YAML + the shipped JSON Schemas (probes, profiles); file:line and field
     profiles.py   how to call a gateway: openai-chat, openai-responses, anthropic-messages, http
     fakes.py      the fake providers behind it, over their control API
+    ledger.py     the fakes' ledger parsed once into typed executions (a bad one refused)
     driver.py     one probe played in real time: requests, together, retry, abandon, waits
     evidence.py   a run's ledger by intent, the text each execution sent, witnesses
     judgement.py  one property's verdict and witness; the shape of a property

@@ -24,6 +24,7 @@ from typing import Any
 import httpx
 
 from harness.probe.fakes import FakesLink
+from harness.probe.ledger import Execution
 from harness.probe.model import DEFAULT_QUIET_WINDOW, KeyMode, Probe, Request
 from harness.probe.profiles import Answer, Profile
 
@@ -97,11 +98,11 @@ class ProbeRun:
     ended_at: float = 0.0
     nonces: dict[str, str] = field(default_factory=dict)
     records: list[ClientRecord] = field(default_factory=list)
-    ledger: list[dict[str, Any]] = field(default_factory=list)
+    ledger: list[Execution] = field(default_factory=list)
     abandoned_at: dict[str, float] = field(default_factory=dict)
     alive: ClientRecord | None = None
     alive_nonce: str = ""
-    late: list[dict[str, Any]] = field(default_factory=list)  # calls after the alive check
+    late: list[Execution] = field(default_factory=list)  # calls after the alive check
     earlier_nonces: frozenset[str] = frozenset()  # of the probes played before this one
 
     def scale(self, seconds: float) -> float:
@@ -194,7 +195,7 @@ class Driver:
             _sleep_until(max(r.ended_at for r in gave_up) + run.quiet_window + after)
         else:
             _sleep(SETTLE)
-        run.ledger = self.fakes.ledger()
+        run.ledger = list(self.fakes.ledger())
         run.ended_at = time.time()
         self.fakes.clear_scripts()
         self.fakes.release()
@@ -210,8 +211,8 @@ class Driver:
         # Released hangs return to the gateway now: what it does next for a caller who
         # left (a fallback call, a retry) lands within OBSERVE and is judged with this run.
         _sleep(OBSERVE if gave_up else SETTLE)
-        seen = {e.get("request_id") for e in run.ledger}
-        run.late = [e for e in self.fakes.ledger() if e.get("request_id") not in seen]
+        seen = {e.request_id for e in run.ledger}
+        run.late = [e for e in self.fakes.ledger() if e.request_id not in seen]
         self._previous = run
         return run
 
@@ -224,11 +225,9 @@ class Driver:
         if previous is None:
             return
         nonces = set(previous.nonces.values())
-        seen = {e.get("request_id") for e in (*previous.ledger, *previous.late)}
+        seen = {e.request_id for e in (*previous.ledger, *previous.late)}
         previous.late += [
-            e
-            for e in self.fakes.ledger()
-            if e.get("request_id") not in seen and e.get("nonce") in nonces
+            e for e in self.fakes.ledger() if e.request_id not in seen and e.nonce in nonces
         ]
 
     def _request_step(self, run: ProbeRun, index: int, action: str, request: Request) -> None:

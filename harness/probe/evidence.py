@@ -12,8 +12,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from harness.probe.driver import ClientRecord, ProbeRun
-
-Entry = dict[str, Any]
+from harness.probe.ledger import Execution
 
 ANSWERS = frozenset(
     {"success", "malformed_json", "hallucinated_key", "prose_instead_of_json", "wrong_types"}
@@ -51,22 +50,22 @@ class Evidence:
         nonces = set(run.nonces.values())
         # Calls that came after the alive check (hangs released by then) are judged like
         # any other: a call for a caller who gave up is the finding, whenever it lands.
-        self.late = [e for e in run.late if e.get("nonce") in nonces]
+        self.late = [e for e in run.late if e.nonce in nonces]
         both = [*run.ledger, *self.late]
-        self.entries = sorted(both, key=lambda e: (e.get("received_at", 0), e["request_id"]))
-        self.attributed = [e for e in self.entries if e.get("nonce") in nonces]
-        others = [e for e in run.ledger if e.get("nonce") not in nonces]
+        self.entries = sorted(both, key=lambda e: (e.received_at, e.request_id))
+        self.attributed = [e for e in self.entries if e.nonce in nonces]
+        others = [e for e in run.ledger if e.nonce not in nonces]
         # An earlier probe's call that landed here is that probe's (it is judged there when
         # it landed in time); here it is only reported, never money nobody accounts for.
-        self.earlier = [e for e in others if e.get("nonce") in run.earlier_nonces]
-        self.unattributed = [e for e in others if e.get("nonce") not in run.earlier_nonces]
+        self.earlier = [e for e in others if e.nonce in run.earlier_nonces]
+        self.unattributed = [e for e in others if e.nonce not in run.earlier_nonces]
 
-    def for_intent(self, intent: str) -> list[Entry]:
+    def for_intent(self, intent: str) -> list[Execution]:
         nonce = self.run.nonces[intent]
-        return [e for e in self.attributed if e.get("nonce") == nonce]
+        return [e for e in self.attributed if e.nonce == nonce]
 
-    def on(self, provider: str) -> list[Entry]:
-        return [e for e in self.attributed if provider_of(e) == provider]
+    def on(self, provider: str) -> list[Execution]:
+        return [e for e in self.attributed if e.provider == provider]
 
     def records(self, intent: str) -> list[ClientRecord]:
         return sorted((r for r in self.run.records if r.intent == intent), key=lambda r: r.seq)
@@ -74,7 +73,7 @@ class Evidence:
     def successes(self) -> list[ClientRecord]:
         return sorted((r for r in self.run.records if r.success), key=lambda r: r.seq)
 
-    def source(self, record: ClientRecord) -> Entry | None:
+    def source(self, record: ClientRecord) -> Execution | None:
         """The execution whose whole answer is the text the client got, if any: one that
         sent it whole, else one whose work finished though its response was lost or cut
         (a gateway may fetch that by the provider's own lookup)."""
@@ -95,7 +94,7 @@ class Evidence:
             return None
         return last.ended_at
 
-    def hedges(self, intent: str) -> list[Entry]:
+    def hedges(self, intent: str) -> list[Execution]:
         """Executions the gateway added on another provider while the intent's first
         execution was healthy and still working: the price of hedging a slow primary, not
         a duplicate."""
@@ -103,25 +102,24 @@ class Evidence:
         if not executions:
             return []
         first = executions[0]
-        if first.get("behaviour") not in ANSWERS:
+        if first.behaviour not in ANSWERS:
             return []
-        done = first.get("completes_at")
+        done = first.completes_at
         return [
             e
             for e in executions[1:]
-            if provider_of(e) != provider_of(first)
-            and (done is None or e.get("received_at", 0) < done)
+            if e.provider != first.provider and (done is None or e.received_at < done)
         ]
 
-    def hedge_group(self, intent: str) -> list[Entry]:
+    def hedge_group(self, intent: str) -> list[Execution]:
         """The hedged execution and its hedges, when there are hedges: one of them is kept,
         the others are the price of hedging."""
         hedges = self.hedges(intent)
         return [self.for_intent(intent)[0], *hedges] if hedges else []
 
-    def kept_ids(self) -> set[int]:
-        """The executions (by `id`) whose answers the client kept."""
-        return {id(s) for r in self.successes() if (s := self.source(r)) is not None}
+    def kept(self) -> set[Execution]:
+        """The executions whose answers the client kept."""
+        return {s for r in self.successes() if (s := self.source(r)) is not None}
 
     def keyed(self, intent: str) -> bool:
         """Every request of the intent carried one shared Idempotency-Key."""
@@ -131,18 +129,18 @@ class Evidence:
     def t(self, moment: float) -> float:
         return round(moment - self.start, 3)
 
-    def execution(self, entry: Entry, note: str = "") -> dict[str, Any]:
+    def execution(self, entry: Execution, note: str = "") -> dict[str, Any]:
         """An execution as a witness item."""
         item = {
             "kind": "execution",
-            "provider": provider_of(entry),
-            "request_id": entry.get("request_id"),
-            "behaviour": entry.get("behaviour"),
-            "status": entry.get("status_code"),
-            "model": entry.get("model"),
-            "t": self.t(entry.get("received_at", self.start)),
-            "billed": bool(entry.get("billed")),
-            "cost_usd": cost(entry),
+            "provider": entry.provider,
+            "request_id": entry.request_id,
+            "behaviour": entry.behaviour,
+            "status": entry.status_code,
+            "model": entry.model,
+            "t": self.t(entry.received_at),
+            "billed": entry.billed,
+            "cost_usd": entry.cost,
         }
         return {**item, "note": note} if note else item
 
@@ -161,29 +159,17 @@ class Evidence:
         return {**item, "note": note} if note else item
 
 
-def provider_of(entry: Entry) -> str:
-    return str(entry.get("provider") or "default")
-
-
-def cost(entry: Entry) -> float:
-    """What the execution cost (the fakes' price table); 0 when it was not billed."""
-    if not entry.get("billed"):
-        return 0.0
-    return float(entry.get("cost_usd") or 0.0)
-
-
-def whole(entry: Entry) -> bool:
+def whole(entry: Execution) -> bool:
     """The execution sent its whole answer text (a stream missing only its terminator
     sent all of its text)."""
-    if entry.get("status_code") != 200:
+    if entry.status_code != 200:
         return False
-    behaviour = entry.get("behaviour")
-    return behaviour in ANSWERS or (behaviour == "stream_no_done" and bool(entry.get("stream")))
+    return entry.behaviour in ANSWERS or (entry.behaviour == "stream_no_done" and entry.stream)
 
 
-def full_text(entry: Entry) -> str | None:
+def full_text(entry: Execution) -> str | None:
     """The answer text the execution meant to send (chat, responses or messages shape)."""
-    body = entry.get("response")
+    body = entry.response
     if not isinstance(body, dict):
         return None
     try:
@@ -207,8 +193,8 @@ def _same(a: str | None, b: str | None) -> bool:
     return a is not None and b is not None and a.strip() == b.strip()
 
 
-def total_cost(entries: Iterable[Entry]) -> float:
-    return sum(cost(e) for e in entries)
+def total_cost(entries: Iterable[Execution]) -> float:
+    return sum(e.cost for e in entries)
 
 
 def model_name(value: str | None) -> str | None:

@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 
 from harness.errors import GatewayUnreachable
+from harness.probe.ledger import Execution, parse_ledger
 
 CONTROL_TIMEOUT = 10.0
 
@@ -76,8 +77,13 @@ class FakesLink:
             body["then"] = then
         self._call("POST", "/scripts", json=body)
 
-    def ledger(self) -> list[dict[str, Any]]:
-        return list(self._call("GET", "/ledger")["entries"])
+    def ledger(self) -> tuple[Execution, ...]:
+        """Every call the fakes received, parsed once here (a malformed ledger is a
+        `ProbeError` naming the entry and field)."""
+        body = self._call("GET", "/ledger")
+        source = f"the ledger of the fakes at {self.base_url}"
+        entries = body.get("entries") if isinstance(body, dict) else None
+        return parse_ledger(entries, source)
 
     def close(self) -> None:
         self._client.close()

@@ -9,7 +9,6 @@ import html
 import json
 from typing import Any
 
-from harness.probe.evidence import cost, provider_of
 from harness.probe.scorecard import LEVELS, Play, Scorecard, rows
 
 _COLOURS = {
@@ -42,11 +41,10 @@ def timeline(play: Play) -> str:
     run = play.run
     start = run.started_at
     end = max(
-        [run.ended_at, *(r.ended_at for r in run.records)]
-        + [e.get("received_at", start) for e in run.ledger]
+        [run.ended_at, *(r.ended_at for r in run.records)] + [e.received_at for e in run.ledger]
     )
     span = max(end - start, 0.5)
-    providers = sorted({provider_of(e) for e in run.ledger} | set(run.probe.providers))
+    providers = sorted({e.provider for e in run.ledger} | set(run.probe.providers))
     lanes = ["client", *providers]
     height = _LANE * len(lanes) + 30
 
@@ -69,15 +67,12 @@ def timeline(play: Play) -> str:
             f'fill="{colour}" opacity="0.8"><title>{html.escape(tip)}</title></rect>'
         )
     for entry in run.ledger:
-        lane = lanes.index(provider_of(entry)) if provider_of(entry) in lanes else 0
+        lane = lanes.index(entry.provider) if entry.provider in lanes else 0
         y = 10 + lane * _LANE
-        px = x(entry.get("received_at", start))
-        ok = entry.get("status_code") == 200 and entry.get("behaviour") == "success"
-        colour = "#2e7d32" if ok else ("#757575" if entry.get("nonce") is None else "#c62828")
-        tip = (
-            f"{entry.get('request_id')} {entry.get('behaviour')} {entry.get('status_code')} "
-            f"${cost(entry):.6f}"
-        )
+        px = x(entry.received_at)
+        ok = entry.status_code == 200 and entry.behaviour == "success"
+        colour = "#2e7d32" if ok else ("#757575" if entry.nonce is None else "#c62828")
+        tip = f"{entry.request_id} {entry.behaviour} {entry.status_code} ${entry.cost:.6f}"
         parts.append(
             f'<circle cx="{px:.1f}" cy="{y + 10}" r="5" fill="{colour}">'
             f"<title>{html.escape(tip)}</title></circle>"

@@ -1,8 +1,10 @@
 """The probe's properties: a gateway judged from what its providers saw and what its
 client got, each a named property with a verdict and a minimal witness.
 
-`PROPERTIES` is the one registry naming every property (a plain function, its docstring
-saying what it protects in money or time); the caller's side lives in
+`PROPERTIES` is the one registry of properties, each named once: by its rule's function
+name (`harness.probe.judgement.registry`), its docstring opening with what it protects in
+money or time. Probe files name properties in YAML by those names (the probe schema lists
+them; a test keeps it and docs/probe.md in step). The caller's side lives in
 `harness.probe.caller`, what a client sees promised in `harness.probe.promises`, the rest
 here. Every probe is judged by the GENERAL properties; a probe file adds the ones its
 fault calls for. What a black box cannot see is listed as unobservable, never counted as
@@ -32,28 +34,23 @@ from harness.probe.evidence import (
     REFUSALS,
     SILENT,
     Evidence,
-    cost,
     full_text,
     model_name,
-    provider_of,
     total_cost,
 )
-from harness.probe.judgement import TOLERANCE, Judgement, Property
-from harness.probe.judgement import judged as _j
+from harness.probe.judgement import (
+    TOLERANCE,
+    Judgement,
+    Property,
+    Ruling,
+    names,
+    registry,
+    ruling,
+)
+from harness.probe.ledger import Execution
 from harness.probe.model import Check, Verdict, worst
 from harness.probe.promises import key_binds_intent, replay_after_accepted, sdk_retry_once
 
-GENERAL = (
-    "attributed",
-    "caller_left_waiting",
-    "executions_per_intent",
-    "billed_vs_kept",
-    "no_truncated_success",
-    "names_model",
-    "answered",
-    "quiet_after_abandon",
-    "alive",
-)
 UNOBSERVABLE = (
     "one live attempt per intent inside the gateway (I3): only its provider calls are seen",
     "which of two finished executions the gateway stored as the result (I5, I6)",
@@ -61,11 +58,11 @@ UNOBSERVABLE = (
 )
 
 
-def attributed(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
-    """Money nobody can account for: every execution carries a nonce of this run; what
-    does not is reported. Calls that land after the alive check (hangs released by then)
-    are attributed and judged like the others."""
-    name = "attributed"
+def attributed(ev: Evidence, params: Mapping[str, Any]) -> Ruling:
+    """Money: calls nobody can account for, billed to whoever runs the gateway. Every
+    execution carries a nonce of this run; what does not is reported. Calls that land
+    after the alive check (hangs released by then) are attributed and judged like the
+    others."""
     stray, late = ev.unattributed, ev.late
     witness = [ev.execution(e, "no probe nonce of this run") for e in stray]
     witness += [ev.execution(e, "after the alive check") for e in late]
@@ -76,28 +73,27 @@ def attributed(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
     if ev.earlier:
         summary += f"; {len(ev.earlier)} late call(s) of earlier probes (reported)"
     if stray:
-        return _j(
-            name,
+        return ruling(
             Verdict.PARTIAL,
             f"{len(stray)} execution(s) not attributable to an intent (reported); {summary}",
             witness,
         )
-    return _j(name, Verdict.PASS, summary, witness)
+    return ruling(Verdict.PASS, summary, witness)
 
 
-def executions_per_intent(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
-    """Money and side effects: a double-click or a client retry with the same key
-    executes once; without a key, the count is reported, not failed. Executions a hedge
-    added beside a healthy slow one are `hedge_cost`'s, not duplicates."""
-    name = "executions_per_intent"
+def executions_per_intent(ev: Evidence, params: Mapping[str, Any]) -> Ruling:
+    """Money and side effects: a caller billed twice for one intent. A double-click or a
+    client retry with the same key executes once; without a key, the count is reported,
+    not failed. Executions a hedge added beside a healthy slow one are `hedge_cost`'s,
+    not duplicates."""
     notes: list[str] = []
     for intent in ev.run.probe.intents:
         records = ev.records(intent)
         keys = {r.key for r in records}
-        hedged = {id(e) for e in ev.hedges(intent)}
-        answered = [e for e in ev.for_intent(intent) if e.get("status_code") == 200]
-        answered = [e for e in answered if e.get("behaviour") not in BROKEN_BY_PROVIDER]
-        answered = [e for e in answered if id(e) not in hedged]
+        hedged = {e for e in ev.hedges(intent)}
+        answered = [e for e in ev.for_intent(intent) if e.status_code == 200]
+        answered = [e for e in answered if e.behaviour not in BROKEN_BY_PROVIDER]
+        answered = [e for e in answered if e not in hedged]
         if None in keys or len(keys) > 1:
             notes.append(
                 f"{intent}: {len(records)} request(s) without one shared key, "
@@ -106,54 +102,48 @@ def executions_per_intent(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
             continue
         if len(answered) > 1:
             witness = [ev.client(r) for r in records] + [ev.execution(e) for e in answered]
-            return _j(
-                name,
+            return ruling(
                 Verdict.FAIL,
                 f"{intent}: {len(records)} request(s) with one Idempotency-Key executed "
                 f"{len(answered)} times",
                 witness,
             )
-    return _j(name, Verdict.PASS, "; ".join(notes) or "each keyed intent executed at most once")
+    return ruling(Verdict.PASS, "; ".join(notes) or "each keyed intent executed at most once")
 
 
-def billed_vs_kept(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
-    """Money: what the providers billed against what the client kept, per intent; what a
-    provider broke itself (a cut stream) is inherent, everything else is waste. Waste on
-    an intent sent without one shared key is the client's to fix: reported, not judged.
-    A hedge's price is `hedge_cost`'s."""
-    name = "billed_vs_kept"
-    kept_ids = ev.kept_ids()
-    lost = _lost(ev, kept_ids)
-    inherent = [e for e in lost if e.get("behaviour") in BROKEN_BY_PROVIDER]
-    waste = [e for e in lost if e.get("behaviour") not in BROKEN_BY_PROVIDER]
+def billed_vs_kept(ev: Evidence, params: Mapping[str, Any]) -> Ruling:
+    """Money: work billed that the caller never kept. What the providers billed against
+    what the client kept, per intent; what a provider broke itself (a cut stream) is
+    inherent, everything else is waste. Waste on an intent sent without one shared key
+    is the client's to fix: reported, not judged. A hedge's price is `hedge_cost`'s."""
+    kept = ev.kept()
+    lost = _lost(ev, kept)
+    inherent = [e for e in lost if e.behaviour in BROKEN_BY_PROVIDER]
+    waste = [e for e in lost if e.behaviour not in BROKEN_BY_PROVIDER]
     keyed = {ev.run.nonces[i] for i in ev.run.probe.intents if ev.keyed(i)}
-    judged = [e for e in waste if e.get("nonce") in keyed]
-    kept = sum(cost(e) for e in ev.attributed if id(e) in kept_ids)
+    judged = [e for e in waste if e.nonce in keyed]
+    kept_usd = sum(e.cost for e in ev.attributed if e in kept)
     keyless = f", {len(waste) - len(judged)} of them on requests without a key" if waste else ""
     summary = (
-        f"billed ${total_cost(ev.attributed):.6f} for kept ${kept:.6f} (inherent "
+        f"billed ${total_cost(ev.attributed):.6f} for kept ${kept_usd:.6f} (inherent "
         f"${total_cost(inherent):.6f}, waste ${total_cost(waste):.6f} in {len(waste)} "
         f"execution(s){keyless})"
     )
     witness = [ev.execution(e, "billed, not kept") for e in waste]
-    return _j(name, Verdict.PARTIAL if judged else Verdict.PASS, summary, witness)
+    return ruling(Verdict.PARTIAL if judged else Verdict.PASS, summary, witness)
 
 
-def _lost(ev: Evidence, kept_ids: set[int]) -> list[dict[str, Any]]:
+def _lost(ev: Evidence, kept: set[Execution]) -> list[Execution]:
     """Billed executions the client did not keep, a hedge's aside (`hedge_cost`'s)."""
-    hedged = {id(e) for i in ev.run.probe.intents for e in ev.hedge_group(i)}
-    return [
-        e
-        for e in ev.attributed
-        if e.get("billed") and id(e) not in kept_ids and id(e) not in hedged
-    ]
+    hedged = {e for i in ev.run.probe.intents for e in ev.hedge_group(i)}
+    return [e for e in ev.attributed if e.billed and e not in kept and e not in hedged]
 
 
-def no_truncated_success(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
-    """Money and correctness: an answer returned as a success is whole, compared with
-    what the fake sent. Half an answer passed on as a clean success fails; a stream cut
-    visibly (no end-of-stream) is only safe: a careful client sees it."""
-    name = "no_truncated_success"
+def no_truncated_success(ev: Evidence, params: Mapping[str, Any]) -> Ruling:
+    """Money and correctness: half an answer paid for and passed on as a success, acted
+    on as if whole. An answer returned as a success is whole, compared with what the
+    fake sent. Half an answer passed on as a clean success fails; a stream cut visibly
+    (no end-of-stream) is only safe: a careful client sees it."""
     for record in ev.successes():
         if ev.source(record) is not None:
             continue
@@ -161,8 +151,7 @@ def no_truncated_success(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
         witness = [ev.client(record, f"answer {record.text!r:.80}")]
         witness += [ev.execution(e, f"sent {full_text(e)!r:.80}") for e in broken]
         if not broken:
-            return _j(
-                name,
+            return ruling(
                 Verdict.PARTIAL,
                 f"request {record.seq}'s answer matches no execution the providers saw",
                 witness,
@@ -170,95 +159,88 @@ def no_truncated_success(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
         cut = record.stream and not record.complete
         verdict = Verdict.SAFE if cut else Verdict.FAIL
         how = "visibly cut (no end-of-stream)" if cut else "as a success"
-        return _j(
-            name,
+        return ruling(
             verdict,
             f"request {record.seq} got a truncated or garbled answer {how}",
             witness,
         )
-    return _j(name, Verdict.PASS, f"{len(ev.successes())} answer(s), each whole")
+    return ruling(Verdict.PASS, f"{len(ev.successes())} answer(s), each whole")
 
 
-def names_model(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
-    """Money and quality: an answer names the model that produced it, so cost and
-    quality are put down to the right model (another provider's model fails; a route
-    alias is partial)."""
-    name = "names_model"
+def names_model(ev: Evidence, params: Mapping[str, Any]) -> Ruling:
+    """Money and quality: spend and quality put down to the wrong model. An answer names
+    the model that produced it (another provider's model fails; a route alias is
+    partial)."""
     judged = 0
     aliases = []
-    others = {model_name(e.get("model")) for e in ev.attributed}
+    others = {model_name(e.model) for e in ev.attributed}
     for record in ev.successes():
         source = ev.source(record)
         if source is None:
             continue
         judged += 1
-        produced, named = model_name(source.get("model")), model_name(record.model)
+        produced, named = model_name(source.model), model_name(record.model)
         if named == produced:
             continue
         if named in others:
-            return _j(
-                name,
+            return ruling(
                 Verdict.FAIL,
-                f"request {record.seq} names {record.model!r}, but {source.get('model')!r} "
-                "produced it",
+                f"request {record.seq} names {record.model!r}, but {source.model!r} produced it",
                 [ev.client(record), ev.execution(source)],
             )
         aliases.append(record)
     if aliases:
         record = aliases[0]
-        return _j(
-            name,
+        return ruling(
             Verdict.PARTIAL,
             f"request {record.seq} names {record.model!r}, not the model that produced it",
             [ev.client(record)],
         )
     if not judged:
-        return _j(name, Verdict.NA, "no answer to judge")
-    return _j(name, Verdict.PASS, f"{judged} answer(s) name the model that produced them")
+        return ruling(Verdict.NA, "no answer to judge")
+    return ruling(Verdict.PASS, f"{judged} answer(s) name the model that produced them")
 
 
-def alive(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
-    """Time: the gateway still answers a plain request after the fault (an outage made
-    by the gateway costs every user)."""
+def alive(ev: Evidence, params: Mapping[str, Any]) -> Ruling:
+    """Time: an outage the gateway made itself, costing every user after the fault. The
+    gateway still answers a plain request once the fault is over."""
     record = ev.run.alive
     if record is not None and record.success:
-        return _j("alive", Verdict.PASS, f"answered a plain request in {record.seconds:.2f} s")
+        return ruling(Verdict.PASS, f"answered a plain request in {record.seconds:.2f} s")
     detail = "no request" if record is None else f"{record.outcome}: {record.detail}"
     witness = [] if record is None else [ev.client(record, "the plain request after the fault")]
-    return _j(
-        "alive", Verdict.FAIL, f"the gateway no longer answers after the fault ({detail})", witness
+    return ruling(
+        Verdict.FAIL, f"the gateway no longer answers after the fault ({detail})", witness
     )
 
 
-def refusal_not_retried(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
-    """Money and rate limits: a definite refusal (context length, content filter) is not
-    sent to the same model again for the same intent: paying to be refused again."""
-    name = "refusal_not_retried"
-    refusals = [e for e in ev.attributed if e.get("behaviour") in REFUSALS]
+def refusal_not_retried(ev: Evidence, params: Mapping[str, Any]) -> Ruling:
+    """Money and rate limits: paying to be refused again. A definite refusal (context
+    length, content filter) is not sent to the same model again for the same intent."""
+    refusals = [e for e in ev.attributed if e.behaviour in REFUSALS]
     for refusal in refusals:
         again = [
             e
             for e in ev.attributed
-            if e.get("nonce") == refusal.get("nonce")
-            and provider_of(e) == provider_of(refusal)
-            and e.get("model") == refusal.get("model")
-            and e.get("received_at", 0) > refusal.get("received_at", 0)
+            if e.nonce == refusal.nonce
+            and e.provider == refusal.provider
+            and e.model == refusal.model
+            and e.received_at > refusal.received_at
         ]
         if again:
             witness = [
                 ev.execution(refusal, "refused"),
                 *(ev.execution(e, "sent again") for e in again),
             ]
-            return _j(
-                name,
+            return ruling(
                 Verdict.FAIL,
-                f"a {refusal.get('behaviour')} refusal was sent to {refusal.get('model')!r} "
+                f"a {refusal.behaviour} refusal was sent to {refusal.model!r} "
                 f"again {len(again)} time(s)",
                 witness,
             )
     if not refusals:
-        return _j(name, Verdict.NA, "no refusal happened")
-    return _j(name, Verdict.PASS, f"{len(refusals)} refusal(s), none retried on the same model")
+        return ruling(Verdict.NA, "no refusal happened")
+    return ruling(Verdict.PASS, f"{len(refusals)} refusal(s), none retried on the same model")
 
 
 SAFETY_REFUSALS = frozenset({"content_filter"})
@@ -267,40 +249,38 @@ context-length refusal is not one (another model's window may be larger), so ans
 from another provider is routing, not a verdict."""
 
 
-def refusal_answered(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
-    """Safety: a safety refusal answered by another provider is answered with a defect
-    (partial): "routed around a refusal"."""
-    name = "refusal_answered"
+def refusal_answered(ev: Evidence, params: Mapping[str, Any]) -> Ruling:
+    """Money and safety: paying another provider for what one refused for safety,
+    routing around its decision. A safety refusal answered by another provider is
+    answered with a defect (partial): "routed around a refusal". A context-length
+    refusal answered elsewhere is routing, not this."""
     for record in ev.successes():
         source = ev.source(record)
-        refused = [e for e in ev.for_intent(record.intent) if e.get("behaviour") in SAFETY_REFUSALS]
+        refused = [e for e in ev.for_intent(record.intent) if e.behaviour in SAFETY_REFUSALS]
         if source is not None and refused:
-            return _j(
-                name,
+            return ruling(
                 Verdict.PARTIAL,
-                f"routed around a refusal: {provider_of(source)} answered what "
-                f"{provider_of(refused[0])} refused ({refused[0].get('behaviour')})",
+                f"routed around a refusal: {source.provider} answered what "
+                f"{refused[0].provider} refused ({refused[0].behaviour})",
                 [ev.execution(refused[0], "refused"), ev.execution(source, "answered")],
             )
-    return _j(name, Verdict.PASS, "no request refused for safety came back as an answer")
+    return ruling(Verdict.PASS, "no request refused for safety came back as an answer")
 
 
-def retry_after_honoured(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
-    """Time and money: a provider that answered 429 with Retry-After is not called again
-    before it (a ban, or a longer outage). Retry-After is absolute seconds at any
-    --time-scale (the driver sends it unscaled), so the gateway's own fixed timers cannot
-    pass for a wait at one scale and not at another."""
-    name = "retry_after_honoured"
+def retry_after_honoured(ev: Evidence, params: Mapping[str, Any]) -> Ruling:
+    """Time and money: a rate-limited provider called again before its Retry-After,
+    which earns a ban or a longer outage. Retry-After is absolute seconds at any --time-
+    scale (the driver sends it unscaled), so the gateway's own fixed timers cannot pass
+    for a wait at one scale and not at another."""
     provider = params.get("provider", "primary")
     wait = _retry_after(ev.run, provider)
     calls = ev.on(provider)
     for before, after in itertools.pairwise(calls):
-        if before.get("behaviour") != "rate_limit":
+        if before.behaviour != "rate_limit":
             continue
-        gap = after.get("received_at", 0) - before.get("received_at", 0)
+        gap = after.received_at - before.received_at
         if gap + TOLERANCE < wait:
-            return _j(
-                name,
+            return ruling(
                 Verdict.FAIL,
                 f"called {provider} again {gap:.2f} s after a 429 with Retry-After: {wait:g}",
                 [
@@ -308,8 +288,8 @@ def retry_after_honoured(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
                     ev.execution(after, f"{gap:.2f} s later"),
                 ],
             )
-    if not any(e.get("behaviour") == "rate_limit" for e in calls):
-        return _j(name, Verdict.NA, f"{provider} never answered 429 with Retry-After")
+    if not any(e.behaviour == "rate_limit" for e in calls):
+        return ruling(Verdict.NA, f"{provider} never answered 429 with Retry-After")
     # Only a wait covering the caller's tells a gateway that ignores Retry-After from one
     # that honours it whatever the machine's load; a shorter one is said to be weaker.
     covers = (
@@ -320,7 +300,7 @@ def retry_after_honoured(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
             "could pass"
         )
     )
-    return _j(name, Verdict.PASS, f"{provider} was left alone for Retry-After ({wait:g} s){covers}")
+    return ruling(Verdict.PASS, f"{provider} was left alone for Retry-After ({wait:g} s){covers}")
 
 
 def _retry_after(run: ProbeRun, provider: str) -> float:
@@ -336,87 +316,78 @@ def _retry_after(run: ProbeRun, provider: str) -> float:
     return min(found, default=DEFAULT_RETRY_AFTER)
 
 
-def no_hammering(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
-    """Time and money: a 429ing provider gets no more calls per second than the bound
-    (rate-limit faults are not scaled, so neither is the bound)."""
-    name = "no_hammering"
+def no_hammering(ev: Evidence, params: Mapping[str, Any]) -> Ruling:
+    """Time and money: a 429ing provider hammered, which lengthens its outage for every
+    caller. It gets no more calls per second than the bound (rate-limit faults are not
+    scaled, so neither is the bound)."""
     provider = params.get("provider", "primary")
     limit = float(params.get("max_per_second", 2.0))
-    calls = [e for e in ev.on(provider) if e.get("behaviour") in RATE_LIMITS]
-    times = [e.get("received_at", 0) for e in calls]
+    calls = [e for e in ev.on(provider) if e.behaviour in RATE_LIMITS]
+    times = [e.received_at for e in calls]
     for i, start in enumerate(times):
         window = [t for t in times[i:] if t < start + 1.0]
         if len(window) > limit + 1e-9:
             witness = [ev.execution(e) for e in calls[i : i + len(window)]]
-            return _j(
-                name,
+            return ruling(
                 Verdict.FAIL,
                 f"{len(window)} calls to a 429ing {provider} within one second (bound {limit:g})",
                 witness,
             )
     if not calls:
-        return _j(name, Verdict.NA, f"{provider} never answered 429")
-    return _j(
-        name, Verdict.PASS, f"{len(calls)} call(s) to a 429ing {provider}, at most {limit:g}/s"
-    )
+        return ruling(Verdict.NA, f"{provider} never answered 429")
+    return ruling(Verdict.PASS, f"{len(calls)} call(s) to a 429ing {provider}, at most {limit:g}/s")
 
 
-def silent_attempts(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
-    """Money and time: a provider that never answers gets at most the declared calls per
-    intent, whenever they land: hung connections and billed work pile up."""
-    name = "silent_attempts"
+def silent_attempts(ev: Evidence, params: Mapping[str, Any]) -> Ruling:
+    """Money and time: hung connections and billed work piling up on a provider that
+    never answers. It gets at most the declared calls per intent, whenever they land."""
     provider = params.get("provider", "primary")
     bound = int(params.get("max", 2))
     for intent in ev.run.probe.intents:
-        silent = [e for e in ev.for_intent(intent) if provider_of(e) == provider]
-        silent = [e for e in silent if e.get("behaviour") in SILENT]
+        silent = [e for e in ev.for_intent(intent) if e.provider == provider]
+        silent = [e for e in silent if e.behaviour in SILENT]
         if len(silent) > bound:
-            return _j(
-                name,
+            return ruling(
                 Verdict.FAIL,
                 f"{intent}: the silent {provider} got {len(silent)} calls (bound {bound})",
                 [ev.execution(e) for e in silent],
             )
-    return _j(name, Verdict.PASS, f"the silent {provider} got at most {bound} call(s) per intent")
+    return ruling(Verdict.PASS, f"the silent {provider} got at most {bound} call(s) per intent")
 
 
-def usage_reported(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
-    """Money: an answer a fallback produced carries token usage, so the spend on the
-    fallback is seen by whoever budgets it (partial without it)."""
-    name = "usage_reported"
+def usage_reported(ev: Evidence, params: Mapping[str, Any]) -> Ruling:
+    """Money: spend on a fallback that nobody budgets. An answer a fallback produced
+    carries token usage, so whoever budgets the fallback sees it (partial without it)."""
     primary = str(params.get("provider", "primary"))
     fallbacks = [
         (r, s)
         for r in ev.successes()
-        if rescued(r) and (s := ev.source(r)) is not None and provider_of(s) != primary
+        if rescued(r) and (s := ev.source(r)) is not None and s.provider != primary
     ]
     if not fallbacks:
-        return _j(name, Verdict.NA, "no answer came from a fallback")
+        return ruling(Verdict.NA, "no answer came from a fallback")
     bare = [(r, s) for r, s in fallbacks if not r.usage]
     if bare:
         record, source = bare[0]
-        return _j(
-            name,
+        return ruling(
             Verdict.PARTIAL,
-            f"request {record.seq}: {provider_of(source)}'s answer carries no usage",
+            f"request {record.seq}: {source.provider}'s answer carries no usage",
             [ev.client(record, "no usage"), ev.execution(source, "produced it")],
         )
-    return _j(name, Verdict.PASS, f"{len(fallbacks)} fallback answer(s), each with usage")
+    return ruling(Verdict.PASS, f"{len(fallbacks)} fallback answer(s), each with usage")
 
 
-def hedge_cost(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
-    """Money: executions a gateway added on another provider while a healthy primary was
-    still working are the price of hedging: named and priced here (partial), never
-    counted as duplicates."""
-    name = "hedge_cost"
+def hedge_cost(ev: Evidence, params: Mapping[str, Any]) -> Ruling:
+    """Money: the price of hedging, named and priced (partial), never counted as
+    duplicates: executions a gateway added on another provider while a healthy primary
+    was still working."""
     hedges = [e for i in ev.run.probe.intents for e in ev.hedges(i)]
     if not hedges:
-        return _j(name, Verdict.PASS, "no execution beyond the one the caller waited for")
-    kept = ev.kept_ids()
+        return ruling(Verdict.PASS, "no execution beyond the one the caller waited for")
+    kept = ev.kept()
     group = [e for i in ev.run.probe.intents for e in ev.hedge_group(i)]
-    paid = [e for e in group if id(e) not in kept and e.get("billed")]
-    return _j(
-        name,
+    paid = [e for e in group if e not in kept and e.billed]
+    return ruling(
         Verdict.PARTIAL,
         f"the price of hedging: {len(hedges)} execution(s) beside a healthy, working "
         f"primary, ${total_cost(paid):.6f} billed and not kept",
@@ -424,30 +395,36 @@ def hedge_cost(ev: Evidence, params: Mapping[str, Any]) -> Judgement:
     )
 
 
-PROPERTIES: dict[str, Property] = {
-    "attributed": attributed,
-    "caller_left_waiting": caller_left_waiting,
-    "executions_per_intent": executions_per_intent,
-    "billed_vs_kept": billed_vs_kept,
-    "no_truncated_success": no_truncated_success,
-    "names_model": names_model,
-    "alive": alive,
-    "refusal_not_retried": refusal_not_retried,
-    "refusal_answered": refusal_answered,
-    "retry_after_honoured": retry_after_honoured,
-    "no_hammering": no_hammering,
-    "silent_attempts": silent_attempts,
-    "quiet_after_abandon": quiet_after_abandon,
-    "failover_within": failover_within,
-    "answered": answered,
-    "back_on_primary": back_on_primary,
-    "usage_reported": usage_reported,
-    "hedge_cost": hedge_cost,
-    "key_binds_intent": key_binds_intent,
-    "replay_after_accepted": replay_after_accepted,
-    "sdk_retry_once": sdk_retry_once,
-}
-"""Every property by name: the one place that names them (a test may swap a rule here)."""
+_GENERAL_RULES = (
+    attributed,
+    caller_left_waiting,
+    executions_per_intent,
+    billed_vs_kept,
+    no_truncated_success,
+    names_model,
+    answered,
+    quiet_after_abandon,
+    alive,
+)
+PROPERTIES: dict[str, Property] = registry(
+    *_GENERAL_RULES,
+    refusal_not_retried,
+    refusal_answered,
+    retry_after_honoured,
+    no_hammering,
+    silent_attempts,
+    failover_within,
+    back_on_primary,
+    usage_reported,
+    hedge_cost,
+    key_binds_intent,
+    replay_after_accepted,
+    sdk_retry_once,
+)
+"""Every property by the name of its rule: the one place that lists them, for the judge,
+the probe files (which name them in YAML) and the scorecard (a test may swap one here)."""
+GENERAL = names(*_GENERAL_RULES)
+"""The properties every probe is judged by, whatever its file asks for, in this order."""
 
 
 def judge(run: ProbeRun) -> tuple[Judgement, ...]:

@@ -18,8 +18,9 @@ from rich.table import Table
 
 from harness.formats.junit import Case, Suite, junit_xml
 from harness.probe.driver import ProbeRun
-from harness.probe.evidence import Evidence, cost, provider_of
+from harness.probe.evidence import Evidence
 from harness.probe.judge import UNOBSERVABLE, Judgement, judge, verdict_of
+from harness.probe.ledger import Execution
 from harness.probe.model import Verdict, worst
 
 FORMAT = 1
@@ -40,14 +41,13 @@ class Play:
 
     def requests(self) -> dict[str, int]:
         evidence = Evidence(self.run)
-        return dict(sorted(Counter(provider_of(e) for e in evidence.attributed).items()))
+        return dict(sorted(Counter(e.provider for e in evidence.attributed).items()))
 
     def money(self) -> tuple[float, float]:
         evidence = Evidence(self.run)
-        billed = sum(cost(e) for e in evidence.attributed)
-        kept_ids = {id(s) for r in evidence.successes() if (s := evidence.source(r)) is not None}
-        kept = sum(cost(e) for e in evidence.attributed if id(e) in kept_ids)
-        return billed, kept
+        billed = sum(e.cost for e in evidence.attributed)
+        kept = evidence.kept()
+        return billed, sum(e.cost for e in evidence.attributed if e in kept)
 
     def time_to_answer(self) -> float | None:
         answers = [r for r in self.run.records if r.success]
@@ -80,17 +80,17 @@ def _relative(record: dict[str, Any], start: float) -> dict[str, Any]:
     return out
 
 
-def _execution(entry: dict[str, Any], start: float) -> dict[str, Any]:
+def _execution(entry: Execution, start: float) -> dict[str, Any]:
     return {
-        "request_id": entry.get("request_id"),
-        "provider": provider_of(entry),
-        "model": entry.get("model"),
-        "behaviour": entry.get("behaviour"),
-        "status": entry.get("status_code"),
-        "t": round(entry.get("received_at", start) - start, 3),
-        "billed": bool(entry.get("billed")),
-        "cost_usd": cost(entry),
-        "nonce": entry.get("nonce"),
+        "request_id": entry.request_id,
+        "provider": entry.provider,
+        "model": entry.model,
+        "behaviour": entry.behaviour,
+        "status": entry.status_code,
+        "t": round(entry.received_at - start, 3),
+        "billed": entry.billed,
+        "cost_usd": entry.cost,
+        "nonce": entry.nonce,
     }
 
 

@@ -12,6 +12,7 @@ from harness.probe.driver import ClientRecord, ProbeRun
 from harness.probe.files import parse_probe
 from harness.probe.html import render
 from harness.probe.judge import judge, verdict_of
+from harness.probe.ledger import Execution, parse_entry
 from harness.probe.scorecard import Play, junit, markdown, score
 from tests.support.probing import JUNIT_XSD, SCORECARD_SCHEMA
 
@@ -41,19 +42,21 @@ def _run(start: float, nonce: str, *, retried: bool, refusal: str = "content_fil
         ledger.append(("primary", refusal, 400, "gpt-p", False))
     ledger.append(("fallback", "success", 200, "gpt-f", True))
     run.ledger = [
-        {
-            "request_id": f"req_{i}",
-            "provider": provider,
-            "behaviour": behaviour,
-            "status_code": status,
-            "model": model,
-            "billed": billed,
-            "cost_usd": 0.001 if billed else 0.0,
-            "nonce": nonce,
-            "received_at": start + 0.1 * (i + 1),
-            "stream": False,
-            "response": _answer("hello", model) if billed else {"error": {}},
-        }
+        parse_entry(
+            {
+                "request_id": f"req_{i}",
+                "provider": provider,
+                "behaviour": behaviour,
+                "status_code": status,
+                "model": model,
+                "billed": billed,
+                "cost_usd": 0.001 if billed else 0.0,
+                "nonce": nonce,
+                "received_at": start + 0.1 * (i + 1),
+                "stream": False,
+                "response": _answer("hello", model) if billed else {"error": {}},
+            }
+        )
         for i, (provider, behaviour, status, model, billed) in enumerate(ledger)
     ]
     common = {"intent": "a", "nonce": nonce, "stream": False, "retry": False, "status": 200}
@@ -125,26 +128,28 @@ def _probe(body: str) -> object:
     return parse_probe("format: 1\nname: p\nsummary: s\n" + body)
 
 
-def _entry(nonce: str, at: float, provider: str, behaviour: str, **extra) -> dict:
+def _entry(nonce: str, at: float, provider: str, behaviour: str, **extra) -> Execution:
     status = {"success": 200, "stream_cut": 200, "hang": None, "rate_limit": 429}.get(
         behaviour, 503
     )
     billed = behaviour in ("success", "stream_cut")
-    return {
-        "request_id": f"req_{provider}_{at}",
-        "provider": provider,
-        "behaviour": behaviour,
-        "status_code": status,
-        "model": f"gpt-{provider}",
-        "billed": billed,
-        "cost_usd": 0.001 if billed else 0.0,
-        "nonce": nonce,
-        "received_at": at,
-        "completes_at": extra.pop("completes_at", at),
-        "stream": False,
-        "response": _answer("hello", f"gpt-{provider}") if billed else {"error": {}},
-        **extra,
-    }
+    return parse_entry(
+        {
+            "request_id": f"req_{provider}_{at}",
+            "provider": provider,
+            "behaviour": behaviour,
+            "status_code": status,
+            "model": f"gpt-{provider}",
+            "billed": billed,
+            "cost_usd": 0.001 if billed else 0.0,
+            "nonce": nonce,
+            "received_at": at,
+            "completes_at": extra.pop("completes_at", at),
+            "stream": False,
+            "response": _answer("hello", f"gpt-{provider}") if billed else {"error": {}},
+            **extra,
+        }
+    )
 
 
 def _record(seq: int, nonce: str, sent: float, ended: float, outcome: str, **extra) -> ClientRecord:
@@ -167,7 +172,7 @@ def _play(probe, ledger, records, *, late=(), scale=1.0, timeout=10.0, bound=9.0
     def nonce(intent: str) -> str:
         return run.nonces.setdefault(intent, f"hxn-{intent * 16}"[:20])
 
-    def entry(row: tuple) -> dict:
+    def entry(row: tuple) -> Execution:
         extra = dict(row[3]) if len(row) > 3 else {}
         return _entry(nonce(extra.pop("intent", "a")), *row[:3], **extra)
 

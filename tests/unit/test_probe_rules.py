@@ -16,6 +16,7 @@ import pytest
 from harness.probe.driver import ClientRecord, ProbeRun
 from harness.probe.files import load_probe
 from harness.probe.judge import judge
+from harness.probe.ledger import Execution, parse_entry
 
 RETRY_AFTER = load_probe("probes/rate-limit-retry-after.probe.yaml")
 NONCE = "hxn-rrrrrrrrrrrrrrrr"
@@ -23,24 +24,26 @@ START = 1000.0
 GATEWAY_TIMEOUT = 10.0  # what the built-in profiles state
 
 
-def _entry(i: int, provider: str, behaviour: str, status: int, at: float) -> dict:
+def _entry(i: int, provider: str, behaviour: str, status: int, at: float) -> Execution:
     billed = status == 200
     model = f"gpt-{provider}"
-    return {
-        "request_id": f"req_{i}",
-        "provider": provider,
-        "behaviour": behaviour,
-        "status_code": status,
-        "model": model,
-        "billed": billed,
-        "cost_usd": 0.001 if billed else 0.0,
-        "nonce": NONCE,
-        "received_at": at,
-        "stream": False,
-        "response": {"choices": [{"message": {"content": "ok"}}], "model": model}
-        if billed
-        else {"error": {"type": "rate_limit_error"}},
-    }
+    return parse_entry(
+        {
+            "request_id": f"req_{i}",
+            "provider": provider,
+            "behaviour": behaviour,
+            "status_code": status,
+            "model": model,
+            "billed": billed,
+            "cost_usd": 0.001 if billed else 0.0,
+            "nonce": NONCE,
+            "received_at": at,
+            "stream": False,
+            "response": {"choices": [{"message": {"content": "ok"}}], "model": model}
+            if billed
+            else {"error": {"type": "rate_limit_error"}},
+        }
+    )
 
 
 def _caller_wait(scale: float) -> float:
