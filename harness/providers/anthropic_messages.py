@@ -20,10 +20,10 @@ import httpx
 from harness.core.models import ToolChoice
 from harness.core.signals import Signal
 from harness.errors import ProviderError
+from harness.formats.sse import Event
 from harness.providers.base import CompletionRequest, Message, ToolCall
 from harness.providers.exchange import CallFailed
 from harness.providers.http_provider import Answer, BaseHttpProvider, BaseStreamReader
-from harness.providers.sse import Event
 
 API_VERSION = "2023-06-01"
 

@@ -20,6 +20,7 @@ import httpx
 
 from harness.core.signals import Signal
 from harness.errors import ProviderError
+from harness.formats.sse import Event, iter_events
 from harness.providers.base import (
     ATTEMPT_HEADER,
     CompletionRequest,
@@ -41,7 +42,6 @@ from harness.providers.outcomes import (
     status_signal,
 )
 from harness.providers.secrets import Secret
-from harness.providers.sse import Event, iter_events
 
 log = logging.getLogger("harness.providers")
 

@@ -16,10 +16,10 @@ import httpx
 
 from harness.core.signals import Signal
 from harness.errors import ProviderError
+from harness.formats.sse import Event
 from harness.providers.base import CompletionRequest, LookupResult, Message, ToolCall
 from harness.providers.exchange import CallFailed
 from harness.providers.http_provider import Answer, BaseHttpProvider, BaseStreamReader
-from harness.providers.sse import Event
 
 FINISH_REASONS: Mapping[str, str] = {
     "stop": "stop",

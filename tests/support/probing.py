@@ -24,6 +24,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from harness.formats.sse import iter_events
 from harness.probe.driver import Driver, ProbeRun
 from harness.probe.fakes import FakesLink
 from harness.probe.model import Probe
@@ -436,8 +437,9 @@ def _classify(response: httpx.Response, lines: list[str] | None = None) -> Upcal
 
 
 def _stream_upcall(lines: list[str]) -> Upcall:
-    """A stream is an answer only if every chunk parses, none is an error, and it ends."""
-    data = [line[5:].strip() for line in lines if line.startswith("data:")]
+    """A stream is an answer only if every chunk parses, none is an error, and it ends;
+    an event cut before its blank line is not passed on."""
+    data = [event.data.strip() for event in iter_events(lines)]
     events = tuple(f"data: {d}\n\n".encode() for d in data if d != "[DONE]")
     if not data or data[-1] != "[DONE]":
         return Upcall(kind="broken", events=events)
