@@ -1,4 +1,5 @@
-"""A small in-memory provider for worker tests: each call takes the next scripted step.
+"""A small in-memory provider for worker tests: each call takes the next scripted step;
+and a scheduler that holds every piece of work, for tests of what the API alone writes.
 
 The fakes in `fake_providers` are the faithful ones (wire formats, HTTP); this double
 only decides outcomes, so worker logic can be tested on virtual time."""
@@ -6,9 +7,13 @@ only decides outcomes, so worker logic can be tested on virtual time."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 
+from harness.core.clock import VirtualClock
 from harness.providers.base import CompletionRequest, LookupResult, Outcome, OutcomeKind
+from harness.runtime.scheduler import Timer
 
 
 @dataclass
@@ -53,3 +58,20 @@ class ScriptedProvider:
 
     def lookup(self, attempt_id: str) -> LookupResult | None:
         return self.lookups.get(attempt_id, LookupResult(found=False))
+
+
+class HeldScheduler:
+    """A worker's scheduler that accepts work and never runs it: jobs stay open and
+    attempts stay where the API's own writes (or the test) leave them."""
+
+    def __init__(self) -> None:
+        self.clock = VirtualClock()
+
+    def call_later(self, delay: float, fn: Callable[[], object]) -> Timer:
+        return Timer()
+
+    def spawn(self, fn: Callable[[], object]) -> Future[object]:
+        return Future()
+
+    def close(self) -> None:
+        pass
