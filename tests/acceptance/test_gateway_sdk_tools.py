@@ -17,9 +17,8 @@ import pydantic
 import pytest
 
 from fake_providers.control_client import FakeControlClient
-from harness.store.database import Database
-from tests.support.databases import BACKENDS, empty_tables, migrated_sqlite_url
-from tests.support.live import fake_server, service_config, start_serve, stop
+from tests.support.databases import BACKENDS, empty_database
+from tests.support.live import fake_control, fake_server, service_config, start_serve, stop
 
 pytestmark = pytest.mark.slow
 
@@ -61,12 +60,8 @@ def fakes_url() -> Iterator[str]:
 
 @pytest.fixture
 def control(fakes_url: str) -> Iterator[FakeControlClient]:
-    client = FakeControlClient(f"{fakes_url}/control")
-    client.reset()
-    yield client
-    client.release()
-    client.reset()
-    client.close()
+    with fake_control(fakes_url) as client:
+        yield client
 
 
 @pytest.fixture(scope="module", params=BACKENDS)
@@ -74,13 +69,7 @@ def served(
     request: pytest.FixtureRequest, fakes_url: str, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[str]:
     directory = tmp_path_factory.mktemp("gateway-tools")
-    if request.param == "postgres":
-        db_url = request.getfixturevalue("postgres_url")
-        database = Database(db_url)
-        empty_tables(database)
-        database.dispose()
-    else:
-        db_url = migrated_sqlite_url(directory)
+    db_url = empty_database(request, request.param, directory)
     config: dict[str, Any] = {
         **service_config(fakes_url, tokens={TOKEN: "alice"}),
         "routes": ROUTES,

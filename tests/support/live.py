@@ -22,6 +22,7 @@ import httpx
 import uvicorn
 import yaml
 
+from fake_providers import FakeControlClient
 from harness.formats.loopback import ServerThread, reserve_port
 from tests.support.polling import wait_until
 
@@ -133,6 +134,20 @@ def fake_server() -> Iterator[str]:
         yield found[1]
     finally:
         stop(process)
+
+
+@contextmanager
+def fake_control(fakes_url: str) -> Iterator[FakeControlClient]:
+    """The fake server's control client for one test: scripts reset before; hangs
+    released and scripts reset after, so the next test on the server starts clean."""
+    client = FakeControlClient(f"{fakes_url}/control")
+    client.reset()
+    try:
+        yield client
+    finally:
+        client.release()
+        client.reset()
+        client.close()
 
 
 def service_config(
