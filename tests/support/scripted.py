@@ -1,5 +1,6 @@
 """A small in-memory provider for worker tests: each call takes the next scripted step;
-and a scheduler that holds every piece of work, for tests of what the API alone writes.
+a scheduler that holds every piece of work, for tests of what the API alone writes; and
+`submit`, the job those tests start.
 
 The fakes in `fake_providers` are the faithful ones (wire formats, HTTP); this double
 only decides outcomes, so worker logic can be tested on virtual time."""
@@ -12,8 +13,10 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 from harness.core.clock import VirtualClock
+from harness.core.models import Intent, Policy
 from harness.providers.base import CompletionRequest, LookupResult, Outcome, OutcomeKind
 from harness.runtime.scheduler import Timer
+from harness.runtime.worker import Worker
 
 
 @dataclass
@@ -75,3 +78,17 @@ class HeldScheduler:
 
     def close(self) -> None:
         pass
+
+
+def submit(worker: Worker, policy: Policy | None = None, key: str = "k") -> int:
+    """Alice's summarise job on primary then fallback (`policy`: a 30 s attempt timeout
+    unless given), created and started; its id."""
+    intent = Intent(
+        operation="summarise",
+        input={"prompt": "hi"},
+        providers=("primary", "fallback"),
+        policy=policy or Policy(attempt_timeout=30),
+    )
+    job_id = worker.engine.create_job("alice", key, intent).job.id
+    worker.start_job(job_id)
+    return job_id
