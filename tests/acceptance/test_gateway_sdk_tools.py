@@ -17,6 +17,7 @@ import pydantic
 import pytest
 
 from fake_providers.control_client import FakeControlClient
+from tests.support.api import CLAUDE_WEATHER, WEATHER
 from tests.support.databases import BACKENDS, empty_database
 from tests.support.live import fake_control, fake_server, service_config, start_serve, stop
 
@@ -25,24 +26,6 @@ pytestmark = pytest.mark.slow
 TOKEN = "alice-token"
 ROUTES = {"chat": ["primary", "fallback"], "claude": ["fallback"]}
 ASK = [{"role": "user", "content": "Weather in Paris?"}]
-WEATHER = {
-    "type": "function",
-    "function": {
-        "name": "get_weather",
-        "description": "The weather in a city",
-        "parameters": {
-            "type": "object",
-            "properties": {"city": {"type": "string"}},
-            "required": ["city"],
-            "additionalProperties": False,
-        },
-    },
-}
-CLAUDE_WEATHER = {
-    "name": "get_weather",
-    "description": "The weather in a city",
-    "input_schema": WEATHER["function"]["parameters"],
-}
 
 
 class City(pydantic.BaseModel):
