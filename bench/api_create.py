@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -31,6 +30,8 @@ ROOT = c.use_root(sys.argv)
 JSON = c.results_path(sys.argv, "api_create")
 
 import httpx  # noqa: E402
+
+from harness.formats.loopback import reserve_port  # noqa: E402
 
 TOKEN = "bench-token"
 REPLAY_KEYS = 2000
@@ -62,12 +63,6 @@ PLAIN = (
     "uvicorn.run = lambda app, **kw: run(app, http='h11', loop='asyncio', **kw); "
     "from harness.cli.main import main; main()"
 )
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wrk(url: str, clients: int, seconds: float, *, replay: bool, tmp: Path) -> dict:
@@ -114,7 +109,7 @@ def serve(db_url: str, port: int, *, plain: bool) -> subprocess.Popen:
 def bench(label: str, db_url: str, sqlite_path: str | None, args, tmp: Path) -> None:
     database = c.migrated(db_url)
     database.dispose()
-    port = free_port()
+    port = reserve_port()
     base = f"http://127.0.0.1:{port}"
     server = serve(db_url, port, plain=args.plain_server)
     try:

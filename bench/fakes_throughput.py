@@ -66,13 +66,13 @@ def _serve_fakes(port_out: multiprocessing.connection.Connection) -> None:
 
 
 def _serve_bare(port_out: multiprocessing.connection.Connection) -> None:
-    import socket
-
     import uvicorn
     from starlette.applications import Starlette
     from starlette.requests import Request
     from starlette.responses import Response
     from starlette.routing import Route
+
+    from harness.formats.loopback import ServerThread
 
     answer = json.dumps(
         {
@@ -96,11 +96,10 @@ def _serve_bare(port_out: multiprocessing.connection.Connection) -> None:
         return Response(answer, media_type="application/json")
 
     app = Starlette(routes=[Route(PATH, complete, methods=["POST"])])
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.bind(("127.0.0.1", 0))
-    port_out.send(sock.getsockname()[1])
     config = uvicorn.Config(app, http="h11", lifespan="off", access_log=False, log_level="error")
-    uvicorn.Server(config).run(sockets=[sock])
+    server = ServerThread(config)  # the same socket options as the fakes' (TCP_NODELAY)
+    port_out.send(server.port)
+    server.serve_forever()
 
 
 def _rss_mib(pid: int) -> float:

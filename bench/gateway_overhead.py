@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -40,6 +39,8 @@ JSON = c.results_path(sys.argv, "gateway_overhead")
 
 import httpx  # noqa: E402
 import yaml  # noqa: E402
+
+from harness.formats.loopback import reserve_port  # noqa: E402
 
 TOKEN = "bench-token"
 BODY = {"model": "chat", "messages": [{"role": "user", "content": "hello"}], "max_tokens": 16}
@@ -116,12 +117,6 @@ def measured(
     return median, cpu
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=200)
@@ -130,7 +125,7 @@ def main() -> None:
     parser.add_argument("--postgres", default=None, help="a PostgreSQL server URL")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="gateway-bench-"))
-    fakes_port, serve_port = free_port(), free_port()
+    fakes_port, serve_port = reserve_port(), reserve_port()
     fakes_url = f"http://127.0.0.1:{fakes_port}"
     gateway = f"http://127.0.0.1:{serve_port}"
     if args.postgres:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import importlib.metadata
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -28,6 +27,7 @@ import httpx
 import yaml
 
 from fake_providers import FakeServer
+from harness.formats.loopback import reserve_port
 from harness.probe.fakes import provider_urls
 
 LITELLM = Path(sys.executable).parent / "litellm"
@@ -54,12 +54,6 @@ def litellm_config(fakes_url: str) -> dict:
     }
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def _up(url: str) -> bool:
     try:
         return httpx.get(f"{url}/health/liveliness", timeout=2).status_code == 200
@@ -68,7 +62,7 @@ def _up(url: str) -> bool:
 
 
 def _start_proxy(config: Path, key: str, log: Path) -> tuple[str, subprocess.Popen]:
-    port = _free_port()
+    port = reserve_port()
     url = f"http://127.0.0.1:{port}"
     env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "LITELLM_MASTER_KEY": key}
     out = log.open("w")

@@ -13,8 +13,6 @@ shutdown never waits on a hang.
 from __future__ import annotations
 
 import asyncio
-import socket
-import threading
 from typing import Any
 
 import uvicorn
@@ -30,9 +28,7 @@ from fake_providers.providers import (
     FakeProviders,
 )
 from fake_providers.wire import Api
-
-DEFAULT_HOST = "127.0.0.1"
-STARTUP_TIMEOUT = 10.0
+from harness.formats.loopback import DEFAULT_HOST, ServerThread, listening_socket
 
 
 class FakeH11Protocol(H11Protocol):
@@ -41,39 +37,6 @@ class FakeH11Protocol(H11Protocol):
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         self.app_state = {**self.app_state, TRANSPORT_STATE_KEY: transport}
-
-
-class _Uvicorn(uvicorn.Server):
-    def __init__(self, config: uvicorn.Config, fakes: FakeProviders) -> None:
-        super().__init__(config)
-        self.fakes = fakes
-        self.ready = threading.Event()
-
-    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-        await super().startup(sockets)
-        self.ready.set()
-
-    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
-        self.fakes.release()
-        await super().shutdown(sockets)
-
-
-def _bind(host: str, port: int) -> socket.socket:
-    family, kind, proto, _, _ = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
-    # The explicit protocol matters: asyncio only sets TCP_NODELAY on accepted sockets
-    # whose proto is IPPROTO_TCP, and without it every response waits ~40 ms for an ACK.
-    sock = socket.socket(family, kind, proto)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host, port))
-        # Listening from here on, so a connect made after the banner queues until uvicorn
-        # takes it instead of being refused while uvicorn starts (it listens again, which
-        # only sets the backlog).
-        sock.listen(2048)
-    except OSError:
-        sock.close()
-        raise
-    return sock
 
 
 class FakeServer:
@@ -94,8 +57,6 @@ class FakeServer:
     ) -> None:
         self.fakes = fakes if fakes is not None else FakeProviders()
         self.host = host
-        self._socket = _bind(host, port)
-        self.port: int = self._socket.getsockname()[1]
         config = uvicorn.Config(
             create_app(self.fakes),
             http=FakeH11Protocol,
@@ -104,13 +65,17 @@ class FakeServer:
             log_config=log_config,
             timeout_graceful_shutdown=1,
         )
-        self._server = _Uvicorn(config, self.fakes)
-        self._thread: threading.Thread | None = None
+        self._server = ServerThread(
+            config,
+            listening_socket(host, port),
+            name="fake-providers",
+            on_shutdown=self.fakes.release,
+        )
+        self.port: int = self._server.port
 
     @property
     def url(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{self.port}"
+        return self._server.url
 
     @property
     def openai_base_url(self) -> str:
@@ -138,28 +103,15 @@ class FakeServer:
 
     def serve_forever(self) -> None:
         """Serve in this thread until interrupted (SIGINT/SIGTERM)."""
-        self._server.run(sockets=[self._socket])
+        self._server.serve_forever()
 
     def start(self) -> FakeServer:
-        self._thread = threading.Thread(
-            target=self._server.run,
-            kwargs={"sockets": [self._socket]},
-            name=f"fake-providers-{self.port}",
-            daemon=True,
-        )
-        self._thread.start()
-        if not self._server.ready.wait(STARTUP_TIMEOUT):
-            self.stop()
-            raise RuntimeError(f"fake provider server on {self.url} did not start")
+        self._server.start()
         return self
 
     def stop(self) -> None:
         self.fakes.release()
-        self._server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(STARTUP_TIMEOUT)
-            self._thread = None
-        self._socket.close()
+        self._server.stop()
 
     def __enter__(self) -> FakeServer:
         return self.start()

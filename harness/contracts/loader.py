@@ -374,24 +374,29 @@ def _check_path_rule(
 def _check_ordered(
     rule: CompareRule, field: str, types: Mapping[str, frozenset[str] | None]
 ) -> None:
-    for sub in ("compare.left", "compare.right"):
-        found = types.get(sub)
-        if found is not None and not (found & _ORDERABLE):
-            raise _FieldProblem(
-                f"{field}.{sub}",
-                f"{rule.op!r} orders numbers or strings, but the output schema says"
-                f" this path is {'/'.join(sorted(found))}",
-            )
+    needs = f"{rule.op!r} orders numbers or strings"
+    _check_types(field, types, ("compare.left", "compare.right"), _ORDERABLE, needs)
 
 
 def _check_summed(field: str, types: Mapping[str, frozenset[str] | None]) -> None:
-    for sub in ("sum.of", "sum.equals"):
+    _check_types(field, types, ("sum.of", "sum.equals"), _NUMERIC, "sums need numbers")
+
+
+def _check_types(
+    field: str,
+    types: Mapping[str, frozenset[str] | None],
+    subs: tuple[str, ...],
+    allowed: frozenset[str],
+    needs: str,
+) -> None:
+    """A problem at the first of `subs` whose schema types (when known) hold none of
+    `allowed`."""
+    for sub in subs:
         found = types.get(sub)
-        if found is not None and not (found & _NUMERIC):
+        if found is not None and not (found & allowed):
             raise _FieldProblem(
                 f"{field}.{sub}",
-                f"sums need numbers, but the output schema says this path is"
-                f" {'/'.join(sorted(found))}",
+                f"{needs}, but the output schema says this path is {'/'.join(sorted(found))}",
             )
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterable, Mapping
+from typing import TypeVar
 
 from harness.errors import InvalidTransition
 
@@ -106,34 +107,39 @@ JOB_TRANSITIONS: Mapping[tuple[JobState, JobEvent], JobState] = {
 }
 
 
-def attempt_next(state: AttemptState, event: AttemptEvent) -> AttemptState:
+S = TypeVar("S", AttemptState, JobState)
+E = TypeVar("E", AttemptEvent, JobEvent)
+
+
+def _next(table: Mapping[tuple[S, E], S], what: str, state: S, event: E) -> S:
     try:
-        return ATTEMPT_TRANSITIONS[(state, event)]
+        return table[(state, event)]
     except KeyError:
         raise InvalidTransition(
-            f"attempt in state {state.value!r} cannot {event.value!r}",
+            f"{what} in state {state.value!r} cannot {event.value!r}",
             state=state.value,
             event=event.value,
         ) from None
+
+
+def _sources(table: Mapping[tuple[S, E], S], event: E) -> frozenset[S]:
+    return frozenset(s for (s, e) in table if e is event)
+
+
+def attempt_next(state: AttemptState, event: AttemptEvent) -> AttemptState:
+    return _next(ATTEMPT_TRANSITIONS, "attempt", state, event)
 
 
 def attempt_sources(event: AttemptEvent) -> frozenset[AttemptState]:
-    return frozenset(s for (s, e) in ATTEMPT_TRANSITIONS if e is event)
+    return _sources(ATTEMPT_TRANSITIONS, event)
 
 
 def job_next(state: JobState, event: JobEvent) -> JobState:
-    try:
-        return JOB_TRANSITIONS[(state, event)]
-    except KeyError:
-        raise InvalidTransition(
-            f"job in state {state.value!r} cannot {event.value!r}",
-            state=state.value,
-            event=event.value,
-        ) from None
+    return _next(JOB_TRANSITIONS, "job", state, event)
 
 
 def job_sources(event: JobEvent) -> frozenset[JobState]:
-    return frozenset(s for (s, e) in JOB_TRANSITIONS if e is event)
+    return _sources(JOB_TRANSITIONS, event)
 
 
 def open_job_state(live_attempts: Iterable[AttemptState]) -> JobState:

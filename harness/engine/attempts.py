@@ -365,27 +365,15 @@ class AttemptUnits(BaseUnits):
         now = self.clock.now()
         with self.db.write() as conn:
             attempt = self._attempt(conn, attempt_id, lock=True)
-            moved = q.transition_attempt(
+            return self._move(
                 conn,
-                attempt_id,
+                attempt,
                 AttemptEvent.CANCEL,
                 now=now,
+                refusal="nothing to cancel",
+                recorded=EventKind.ATTEMPT_CANCELLED,
+                actor=actor,
+                detail={"reason": reason, "was": attempt.state.value},
                 outcome=attempt.outcome,
                 error=f"cancelled by {actor}: {reason}",
             )
-            if moved is None:
-                raise InvalidTransition(
-                    f"attempt {attempt_id} is {attempt.state.value}: nothing to cancel",
-                    attempt_id=attempt_id,
-                )
-            q.insert_event(
-                conn,
-                attempt.job_id,
-                EventKind.ATTEMPT_CANCELLED,
-                now=now,
-                attempt_id=attempt_id,
-                actor=actor,
-                detail={"reason": reason, "was": attempt.state.value},
-            )
-            self._refresh(conn, attempt.job_id, now=now)
-            return moved

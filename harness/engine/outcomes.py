@@ -52,28 +52,14 @@ class OutcomeUnits(AttemptUnits, HealthUnits):
         now = self.clock.now()
         with self.db.write() as conn:
             attempt = self._attempt(conn, attempt_id, lock=True)
-            moved = q.transition_attempt(
+            elapsed = (now - attempt.started_at).total_seconds()
+            return self._move(
                 conn,
-                attempt_id,
+                attempt,
                 AttemptEvent.TIME_OUT,
                 now=now,
-                outcome=OutcomeKind.UNKNOWN,
-                cause=cause,
-                status_code=status_code,
-                error=error,
-            )
-            if moved is None:
-                raise InvalidTransition(
-                    f"attempt {attempt_id} is {attempt.state.value}: nothing to make unknown",
-                    attempt_id=attempt_id,
-                )
-            elapsed = (now - attempt.started_at).total_seconds()
-            q.insert_event(
-                conn,
-                attempt.job_id,
-                EventKind.BECAME_UNKNOWN,
-                now=now,
-                attempt_id=attempt_id,
+                refusal="nothing to make unknown",
+                recorded=EventKind.BECAME_UNKNOWN,
                 actor=actor,
                 detail={
                     "was": attempt.state.value,
@@ -83,9 +69,11 @@ class OutcomeUnits(AttemptUnits, HealthUnits):
                     "error": error,
                     **(evidence or {}),
                 },
+                outcome=OutcomeKind.UNKNOWN,
+                cause=cause,
+                status_code=status_code,
+                error=error,
             )
-            self._refresh(conn, attempt.job_id, now=now)
-            return moved
 
     def record_observation(
         self,
@@ -266,32 +254,20 @@ class OutcomeUnits(AttemptUnits, HealthUnits):
         facts: Mapping[str, Any] | None = None,
         evidence: Mapping[str, Any] | None = None,
     ) -> Attempt:
-        moved = q.transition_attempt(
+        unknown = attempt.state is AttemptState.UNKNOWN
+        return self._move(
             conn,
-            attempt.id,
+            attempt,
             AttemptEvent.FAIL,
             now=now,
+            refusal="it cannot fail" + (" without a resolution" if unknown else ""),
+            recorded=EventKind.ATTEMPT_FAILED,
+            actor=actor,
+            detail={"error": error, "outcome": outcome, **(facts or {}), **(evidence or {})},
             outcome=outcome,
             error=error,
             **(facts or {}),
         )
-        if moved is None:
-            raise InvalidTransition(
-                f"attempt {attempt.id} is {attempt.state.value}: it cannot fail"
-                + (" without a resolution" if attempt.state is AttemptState.UNKNOWN else ""),
-                attempt_id=attempt.id,
-            )
-        q.insert_event(
-            conn,
-            attempt.job_id,
-            EventKind.ATTEMPT_FAILED,
-            now=now,
-            attempt_id=attempt.id,
-            actor=actor,
-            detail={"error": error, "outcome": outcome, **(facts or {}), **(evidence or {})},
-        )
-        self._refresh(conn, attempt.job_id, now=now)
-        return moved
 
     def resolve_unknown(
         self,

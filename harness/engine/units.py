@@ -8,6 +8,7 @@ import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy.engine import Connection
 
@@ -16,12 +17,14 @@ from harness.core.faults import FaultPoints
 from harness.core.gate import BaseGate
 from harness.core.models import Attempt, Job
 from harness.core.states import (
+    AttemptEvent,
     DiscardReason,
     EventKind,
     open_job_state,
 )
 from harness.errors import (
     InvalidIntent,
+    InvalidTransition,
     NotFound,
 )
 from harness.store import queries as q
@@ -117,6 +120,40 @@ class BaseUnits:
         if job is None:
             raise NotFound(f"no job {job_id}", job_id=job_id)
         return job
+
+    def _move(
+        self,
+        conn: Connection,
+        attempt: Attempt,
+        event: AttemptEvent,
+        *,
+        now: datetime,
+        refusal: str,
+        recorded: EventKind,
+        actor: str,
+        detail: dict[str, Any],
+        **values: Any,
+    ) -> Attempt:
+        """`attempt` (read under its job's lock) moved by `event` with `values`, recorded
+        as a `recorded` event by `actor`, and its job's state re-derived; or
+        InvalidTransition "attempt N is STATE: `refusal`" when its state has no such move
+        (nothing is written)."""
+        moved = q.transition_attempt(conn, attempt.id, event, now=now, **values)
+        if moved is None:
+            raise InvalidTransition(
+                f"attempt {attempt.id} is {attempt.state.value}: {refusal}", attempt_id=attempt.id
+            )
+        q.insert_event(
+            conn,
+            attempt.job_id,
+            recorded,
+            now=now,
+            attempt_id=attempt.id,
+            actor=actor,
+            detail=detail,
+        )
+        self._refresh(conn, attempt.job_id, now=now)
+        return moved
 
     def _attempt(self, conn: Connection, attempt_id: int, *, lock: bool = False) -> Attempt:
         attempt = q.get_attempt(conn, attempt_id)

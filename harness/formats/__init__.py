@@ -1,2 +1,3 @@
-"""The file formats every layer shares, each read or written in one place: YAML read
-(`yaml_text`), JUnit XML written (`junit`)."""
+"""What every layer reads, writes or serves on, one of each: YAML read (`yaml_text`), JUnit
+XML written (`junit`), server-sent events read (`sse`), and the loopback socket a server of
+ours is bound to (`loopback`)."""

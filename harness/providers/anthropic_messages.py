@@ -20,10 +20,15 @@ import httpx
 from harness.core.models import ToolChoice
 from harness.core.signals import Signal
 from harness.errors import ProviderError
+from harness.formats.sse import Event
 from harness.providers.base import CompletionRequest, Message, ToolCall
 from harness.providers.exchange import CallFailed
-from harness.providers.http_provider import Answer, BaseHttpProvider, BaseStreamReader
-from harness.providers.sse import Event
+from harness.providers.http_provider import (
+    Answer,
+    BaseHttpProvider,
+    BaseStreamReader,
+    error_message,
+)
 
 API_VERSION = "2023-06-01"
 
@@ -42,12 +47,6 @@ def _usage(raw: object) -> dict[str, int]:
     if not isinstance(raw, dict):
         return {}
     return {k: raw[k] for k in ("input_tokens", "output_tokens") if isinstance(raw.get(k), int)}
-
-
-def _message(body: object) -> str | None:
-    error = body.get("error") if isinstance(body, dict) else None
-    message = error.get("message") if isinstance(error, dict) else None
-    return message if isinstance(message, str) else None
 
 
 class AnthropicMessagesProvider(BaseHttpProvider):
@@ -94,7 +93,9 @@ class AnthropicMessagesProvider(BaseHttpProvider):
         if not isinstance(data, dict):
             raise CallFailed(Signal.MALFORMED_BODY, "the body is not a JSON object")
         if data.get("type") == "error":
-            raise CallFailed(Signal.ERROR_BEFORE_CONTENT, f"error in a 2xx body: {_message(data)}")
+            raise CallFailed(
+                Signal.ERROR_BEFORE_CONTENT, f"error in a 2xx body: {error_message(data)}"
+            )
         content = data.get("content")
         stop = data.get("stop_reason")
         if data.get("type") != "message" or not isinstance(content, list):
@@ -118,15 +119,12 @@ class AnthropicMessagesProvider(BaseHttpProvider):
         return _EventReader()
 
     def _refine(self, signal: Signal, body: Any) -> Signal:
-        message = (_message(body) or "").lower()
+        message = (error_message(body) or "").lower()
         if signal is Signal.BAD_REQUEST and "prompt is too long" in message:
             return Signal.CONTEXT_LENGTH_EXCEEDED
         if signal is Signal.BAD_REQUEST and "content filtering" in message:
             return Signal.CONTENT_FILTERED
         return signal
-
-    def _error_message(self, body: Any) -> str | None:
-        return _message(body)
 
     def count_tokens(self, request: CompletionRequest) -> int | None:
         """Input tokens from ``POST /v1/messages/count_tokens``; raises ProviderError if the
@@ -157,17 +155,12 @@ class _EventReader(BaseStreamReader):
     def feed(self, event: Event) -> None:
         if self.done:
             return
-        try:
-            data = json.loads(event.data)
-        except ValueError:
-            raise CallFailed(
-                Signal.STREAM_MALFORMED, f"a {event.event} event is not JSON"
-            ) from None
-        if not isinstance(data, dict):
-            raise CallFailed(Signal.STREAM_MALFORMED, f"a {event.event} event is not an object")
+        data = self.json_object(event, f"a {event.event} event")
         kind = data.get("type", event.event)
         if kind == "error":
-            raise CallFailed(self.error_signal(), f"error event in the stream: {_message(data)}")
+            raise CallFailed(
+                self.error_signal(), f"error event in the stream: {error_message(data)}"
+            )
         step = self._steps.get(kind) if isinstance(kind, str) else None
         if step is not None:
             step(self, data)

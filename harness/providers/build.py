@@ -25,20 +25,17 @@ BUILTIN_FAKE_ROOT = "http://fake-providers.invalid"
 """Where the built-in fakes live; no request to it ever leaves the process."""
 
 BUILTIN_FAKES: Mapping[str, ProviderConfig] = {
-    "primary": ProviderConfig(
-        name="primary",
-        kind=ProviderKind.OPENAI,
-        base_url=f"{BUILTIN_FAKE_ROOT}/openai/v1",
-        model="gpt-4o-mini",
+    name: ProviderConfig(
+        name=name,
+        kind=kind,
+        base_url=f"{BUILTIN_FAKE_ROOT}{path}",
+        model=model,
         lookup_url=f"{BUILTIN_FAKE_ROOT}/control/lookup",
-    ),
-    "fallback": ProviderConfig(
-        name="fallback",
-        kind=ProviderKind.ANTHROPIC,
-        base_url=f"{BUILTIN_FAKE_ROOT}/anthropic",
-        model="claude-haiku-4-5",
-        lookup_url=f"{BUILTIN_FAKE_ROOT}/control/lookup",
-    ),
+    )
+    for name, kind, path, model in (
+        ("primary", ProviderKind.OPENAI, "/openai/v1", "gpt-4o-mini"),
+        ("fallback", ProviderKind.ANTHROPIC, "/anthropic", "claude-haiku-4-5"),
+    )
 }
 
 DEFAULT_CHAIN: tuple[str, ...] = tuple(BUILTIN_FAKES)

@@ -20,6 +20,7 @@ import httpx
 
 from harness.core.signals import Signal
 from harness.errors import ProviderError
+from harness.formats.sse import Event, iter_events
 from harness.providers.base import (
     ATTEMPT_HEADER,
     CompletionRequest,
@@ -41,7 +42,6 @@ from harness.providers.outcomes import (
     status_signal,
 )
 from harness.providers.secrets import Secret
-from harness.providers.sse import Event, iter_events
 
 log = logging.getLogger("harness.providers")
 
@@ -103,6 +103,17 @@ class BaseStreamReader(abc.ABC):
 
     @abc.abstractmethod
     def feed(self, event: Event) -> None: ...
+
+    @staticmethod
+    def json_object(event: Event, what: str) -> dict[str, Any]:
+        """The event's data as a JSON object, or a malformed stream naming `what`."""
+        try:
+            data = json.loads(event.data)
+        except ValueError:
+            raise CallFailed(Signal.STREAM_MALFORMED, f"{what} is not JSON") from None
+        if not isinstance(data, dict):
+            raise CallFailed(Signal.STREAM_MALFORMED, f"{what} is not a JSON object")
+        return data
 
     def error_signal(self) -> Signal:
         """An error event before any content is a refusal; after content, the work had
@@ -204,7 +215,9 @@ class BaseHttpProvider(abc.ABC):
         return signal
 
     def _error_message(self, body: Any) -> str | None:
-        return None
+        """The provider's own error message in an error body, None when the body is not
+        the provider's (a proxy's page)."""
+        return error_message(body)
 
     # -- the exchange ----------------------------------------------------------------
 
@@ -449,26 +462,28 @@ class BaseHttpProvider(abc.ABC):
         if data.get("billed"):
             # It did the work, but what it produced cannot be read: still no evidence
             # of a result, and certainly not of "did not execute".
-            outcome = Outcome(
-                kind=OutcomeKind.UNKNOWN,
-                provider=self.name,
-                reason="lookup_unreadable_result",
-                request_id=request_id,
-                model=self.model,
-                status_code=status,
-                error=f"the provider executed but its result is unreadable (status {status})",
-            )
-            return LookupResult(found=True, finished=True, outcome=outcome)
+            kind, reason = OutcomeKind.UNKNOWN, "lookup_unreadable_result"
+            error = f"the provider executed but its result is unreadable (status {status})"
+        else:
+            kind, reason = OutcomeKind.NOT_EXECUTED, "lookup_no_result"
+            error = f"the provider finished without a result (status {status})"
         outcome = Outcome(
-            kind=OutcomeKind.NOT_EXECUTED,
+            kind=kind,
             provider=self.name,
-            reason="lookup_no_result",
+            reason=reason,
             request_id=request_id,
             model=self.model,
             status_code=status,
-            error=f"the provider finished without a result (status {status})",
+            error=error,
         )
         return LookupResult(found=True, finished=True, outcome=outcome)
+
+
+def error_message(body: object) -> str | None:
+    """`body.error.message` when it is a string: where both APIs put their own errors."""
+    error = body.get("error") if isinstance(body, dict) else None
+    message = error.get("message") if isinstance(error, dict) else None
+    return message if isinstance(message, str) else None
 
 
 def _with_abort(evidence: dict[str, Any], handle: CallHandle | None) -> dict[str, Any]:

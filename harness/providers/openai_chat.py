@@ -8,7 +8,6 @@ stripped ``[DONE]``); without a finish reason it is executed unusable.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -16,10 +15,15 @@ import httpx
 
 from harness.core.signals import Signal
 from harness.errors import ProviderError
+from harness.formats.sse import Event
 from harness.providers.base import CompletionRequest, LookupResult, Message, ToolCall
 from harness.providers.exchange import CallFailed
-from harness.providers.http_provider import Answer, BaseHttpProvider, BaseStreamReader
-from harness.providers.sse import Event
+from harness.providers.http_provider import (
+    Answer,
+    BaseHttpProvider,
+    BaseStreamReader,
+    error_message,
+)
 
 FINISH_REASONS: Mapping[str, str] = {
     "stop": "stop",
@@ -137,7 +141,9 @@ class OpenAIChatProvider(BaseHttpProvider):
         if not isinstance(data, dict):
             raise _malformed("the body is not a JSON object")
         if "error" in data:
-            raise CallFailed(Signal.ERROR_BEFORE_CONTENT, f"error in a 2xx body: {_message(data)}")
+            raise CallFailed(
+                Signal.ERROR_BEFORE_CONTENT, f"error in a 2xx body: {error_message(data)}"
+            )
         choices = data.get("choices")
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
             raise _malformed("no choices in the answer")
@@ -168,15 +174,6 @@ class OpenAIChatProvider(BaseHttpProvider):
             return Signal.CONTENT_FILTERED
         return signal
 
-    def _error_message(self, body: Any) -> str | None:
-        return _message(body) if isinstance(body, dict) else None
-
-
-def _message(body: Mapping[str, Any]) -> str | None:
-    error = body.get("error")
-    message = error.get("message") if isinstance(error, dict) else None
-    return message if isinstance(message, str) else None
-
 
 class _ChunkReader(BaseStreamReader):
     terminator = "[DONE]"
@@ -188,14 +185,11 @@ class _ChunkReader(BaseStreamReader):
         if event.data == "[DONE]":
             self.done = True
             return
-        try:
-            chunk = json.loads(event.data)
-        except ValueError:
-            raise CallFailed(Signal.STREAM_MALFORMED, "a stream chunk is not JSON") from None
-        if not isinstance(chunk, dict):
-            raise CallFailed(Signal.STREAM_MALFORMED, "a stream chunk is not a JSON object")
+        chunk = self.json_object(event, "a stream chunk")
         if "error" in chunk:
-            raise CallFailed(self.error_signal(), f"error event in the stream: {_message(chunk)}")
+            raise CallFailed(
+                self.error_signal(), f"error event in the stream: {error_message(chunk)}"
+            )
         self.model = chunk.get("model") or self.model
         if chunk.get("usage"):
             self.usage = _usage(chunk["usage"])

@@ -25,7 +25,6 @@ import random
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -40,7 +39,8 @@ import httpx
 import yaml
 
 from fake_providers.behaviours import BehaviourName as B
-from harness.errors import ConfigError, HarnessError
+from harness.errors import HarnessError
+from harness.formats.loopback import reserve_port
 
 STARTUP_TIMEOUT = 45.0  # seconds for every process of the deployment to answer
 STOP_TIMEOUT = 10.0  # seconds a process gets to exit on SIGTERM before SIGKILL
@@ -132,27 +132,6 @@ def write_config(
     with os.fdopen(descriptor, "w") as file:
         yaml.safe_dump(config, file)
     return path
-
-
-def free_port(ports: range | None = None, taken: set[int] | None = None) -> int:
-    """A port nothing listens on: the kernel's choice, or the first of `ports` not in
-    `taken` that binds (added to `taken`); ConfigError when every one is in use."""
-    if ports is None:
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            return sock.getsockname()[1]
-    taken = set() if taken is None else taken
-    for port in ports:
-        if port in taken:
-            continue
-        with socket.socket() as sock:
-            try:
-                sock.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-        taken.add(port)
-        return port
-    raise ConfigError(f"no free port left in {ports.start}-{ports.stop - 1}", field="ports")
 
 
 def _child_environment(database_url: str | None) -> dict[str, str]:
@@ -276,7 +255,7 @@ class Deployment:
         STARTUP_TIMEOUT) for the fake server and each API process to answer its health
         check; HarnessError naming the process (with its log's tail) if one does not."""
         deadline = min(deadline, time.monotonic() + STARTUP_TIMEOUT)
-        port = free_port(self.ports, self._taken)
+        port = reserve_port(self.ports, self._taken)
         fakes = self._spawn(
             "fakes", "fake-providers", "serve", "--port", str(port), "--no-access-log"
         )
@@ -313,7 +292,7 @@ class Deployment:
         return ("--config", str(self._config), "--contracts", str(self.directory / "contracts"))
 
     def _start_api(self, index: int, *, with_worker: bool) -> tuple[Process, str]:
-        port = free_port(self.ports, self._taken)
+        port = reserve_port(self.ports, self._taken)
         worker = "--worker" if with_worker else "--no-worker"
         process = self._spawn(f"api-{index}", "serve", *self._common(), "--port", str(port), worker)
         url = f"http://127.0.0.1:{port}"

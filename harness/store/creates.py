@@ -236,32 +236,21 @@ def _sqlite(
     if row is None:
         return None
     job_id, replays = row[0], row[JOB_COLUMNS.index("replays")]
+
+    def record(kind: EventKind, detail: str) -> None:
+        owner = given["owner"]
+        params = _SQLITE_EVENT.params(
+            job_id=job_id, kind=kind.value, owner=owner, detail=detail, now=stamp
+        )
+        conn.execute(_SQLITE_EVENT.sql, params)
+
     if replays == 0:
         traced = {"trace_parent": trace_parent} if trace_parent else {}
-        detail = json.dumps({"fingerprint": given["fingerprint"], **traced})
-        conn.execute(
-            _SQLITE_EVENT.sql,
-            _SQLITE_EVENT.params(
-                job_id=job_id,
-                kind=EventKind.CREATED.value,
-                owner=given["owner"],
-                detail=detail,
-                now=stamp,
-            ),
-        )
+        record(EventKind.CREATED, json.dumps({"fingerprint": given["fingerprint"], **traced}))
         return _created(job_id, intent=intent, given=given, now=now)
     last = conn.execute(_SQLITE_LAST_KIND.sql, _SQLITE_LAST_KIND.params(job_id=job_id)).fetchone()
     if last is None or last[0] != EventKind.REPLAYED.value:
-        conn.execute(
-            _SQLITE_EVENT.sql,
-            _SQLITE_EVENT.params(
-                job_id=job_id,
-                kind=EventKind.REPLAYED.value,
-                owner=given["owner"],
-                detail="{}",
-                now=stamp,
-            ),
-        )
+        record(EventKind.REPLAYED, "{}")
     found = [
         attempt_of(driver_attempt(r, text=True))
         for r in conn.execute(

@@ -8,10 +8,10 @@ types would (SQLite keeps timestamps and JSON as text; PostgreSQL returns them t
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, fields
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -21,31 +21,40 @@ from harness.core.states import AttemptState, EventKind, JobState, OutcomeKind, 
 from harness.store.tables import attempts, jobs
 
 Row = Mapping[Any, Any]  # a RowMapping is keyed by name or column
+M = TypeVar("M")
+T = TypeVar("T")
+
+
+def _made(model: type[M], row: Row, /, **values: Any) -> M:
+    """`kind` from the row's columns of its fields' names (the tables name their columns
+    as the models name their fields), with `values` in place of those the row holds
+    otherwise: an enum's stored string, what is not on the row."""
+    names = _names(model)
+    return model(**{name: values[name] if name in values else row[name] for name in names})
+
+
+_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _names(model: type) -> tuple[str, ...]:
+    """The model's field names, read once (a row is mapped on every read)."""
+    names = _NAMES.get(model)
+    if names is None:
+        names = _NAMES[model] = tuple(f.name for f in fields(model))
+    return names
+
+
+def _maybe(kind: Callable[[Any], T], value: Any) -> T | None:
+    return None if value is None else kind(value)
 
 
 def attempt_of(row: Row) -> Attempt:
-    return Attempt(
-        id=row["id"],
-        job_id=row["job_id"],
-        number=row["number"],
-        provider=row["provider"],
-        model=row["model"],
+    return _made(
+        Attempt,
+        row,
         state=AttemptState(row["state"]),
-        live_slot=row["live_slot"],
-        read_version=row["read_version"],
-        provider_request_id=row["provider_request_id"],
-        started_at=row["started_at"],
-        deadline_at=row["deadline_at"],
-        finished_at=row["finished_at"],
-        outcome=OutcomeKind(row["outcome"]) if row["outcome"] is not None else None,
-        error=row["error"],
-        raw_result=row["raw_result"],
-        resolution=Resolution(row["resolution"]) if row["resolution"] is not None else None,
-        cause=row["cause"],
-        status_code=row["status_code"],
-        billed=row["billed"],
-        retry_after=row["retry_after"],
-        token=row["token"],
+        outcome=_maybe(OutcomeKind, row["outcome"]),
+        resolution=_maybe(Resolution, row["resolution"]),
     )
 
 
@@ -62,29 +71,13 @@ class JobRecord(Job):
 
 
 def job_of(row: Row, job_attempts: Iterable[Attempt] = ()) -> JobRecord:
-    return JobRecord(
-        id=row["id"],
-        owner=row["owner"],
-        idempotency_key=row["idempotency_key"],
-        fingerprint=row["fingerprint"],
-        operation=row["operation"],
-        input=row["input"],
-        contract=row["contract"],
+    return _made(
+        JobRecord,
+        row,
         providers=tuple(row["providers"]),
         policy=Policy.from_dict(row["policy"]),
         status=JobState(row["status"]),
-        version=row["version"],
-        attempt_count=row["attempt_count"],
-        completed_by=row["completed_by"],
-        result=row["result"],
-        created_at=row["created_at"],
-        updated_at=row["updated_at"],
         attempts=tuple(job_attempts),
-        next_attempt_at=row["next_attempt_at"],
-        replays=row["replays"],
-        last_replayed_at=row["last_replayed_at"],
-        refused_failovers=row["refused_failovers"],
-        last_refused_at=row["last_refused_at"],
     )
 
 
@@ -110,41 +103,15 @@ def job_with_attempts(rows: Sequence[Row]) -> JobRecord | None:
 
 
 def event_of(row: Row) -> Event:
-    return Event(
-        id=row["id"],
-        job_id=row["job_id"],
-        kind=EventKind(row["kind"]),
-        attempt_id=row["attempt_id"],
-        actor=row["actor"],
-        detail=row["detail"],
-        at=row["at"],
-    )
+    return _made(Event, row, kind=EventKind(row["kind"]))
 
 
 def verdict_of(row: Row) -> Verdict:
-    return Verdict(
-        id=row["id"],
-        provider=row["provider"],
-        model=row["model"],
-        contract_name=row["contract_name"],
-        contract_hash=row["contract_hash"],
-        passed=bool(row["passed"]),
-        checks=row["checks"],
-        sample_count=row["sample_count"],
-        created_at=row["created_at"],
-        created_by=row["created_by"],
-    )
+    return _made(Verdict, row, passed=bool(row["passed"]))
 
 
 def health_of(row: Row) -> Health:
-    return Health(
-        provider=row["provider"],
-        state=BreakerState(row["state"]),
-        failures=row["failures"],
-        window_started_at=row["window_started_at"],
-        opened_at=row["opened_at"],
-        not_before=row["not_before"],
-    )
+    return _made(Health, row, state=BreakerState(row["state"]))
 
 
 # Driver rows (the hot path) -----------------------------------------------------------

@@ -27,7 +27,7 @@ from fake_providers import FakeControlClient
 from harness.core.gate import AllowAllGate
 from harness.engine import Engine
 from harness.store.database import Database
-from tests.support.live import fake_server, harness, service_config, start_serve, stop
+from tests.support.live import fake_control, fake_server, harness, service_config, start_serve, stop
 from tests.support.polling import wait_until
 
 pytestmark = pytest.mark.slow
@@ -44,11 +44,8 @@ def fakes_url() -> Iterator[str]:
 
 @pytest.fixture
 def control(fakes_url: str) -> Iterator[FakeControlClient]:
-    client = FakeControlClient(f"{fakes_url}/control")
-    client.reset()
-    yield client
-    client.release()
-    client.close()
+    with fake_control(fakes_url) as client:
+        yield client
 
 
 class Service:

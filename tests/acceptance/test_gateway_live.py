@@ -22,9 +22,10 @@ import sqlalchemy as sa
 from fake_providers.control_client import FakeControlClient
 from harness.store.database import Database
 from harness.store.tables import jobs
-from tests.support.databases import BACKENDS, empty_tables, migrated_sqlite_url
+from tests.support.databases import BACKENDS, empty_database
 from tests.support.live import (
     concurrent_posts,
+    fake_control,
     fake_server,
     service_config,
     start_serve,
@@ -54,12 +55,8 @@ def fakes_url() -> Iterator[str]:
 
 @pytest.fixture
 def control(fakes_url: str) -> Iterator[FakeControlClient]:
-    client = FakeControlClient(f"{fakes_url}/control")
-    client.reset()
-    yield client
-    client.release()
-    client.reset()
-    client.close()
+    with fake_control(fakes_url) as client:
+        yield client
 
 
 @dataclass
@@ -89,13 +86,7 @@ def served(
 ) -> Iterator[Served]:
     """Started once per module and backend (a start costs seconds on a busy machine)."""
     directory = tmp_path_factory.mktemp("gateway")
-    if request.param == "postgres":
-        db_url = request.getfixturevalue("postgres_url")
-        database = Database(db_url)
-        empty_tables(database)
-        database.dispose()
-    else:
-        db_url = migrated_sqlite_url(directory)
+    db_url = empty_database(request, request.param, directory)
     config: dict[str, Any] = {
         **service_config(fakes_url, tokens={TOKEN: "alice"}),
         "routes": ROUTES,

@@ -17,33 +17,15 @@ import pydantic
 import pytest
 
 from fake_providers.control_client import FakeControlClient
-from harness.store.database import Database
-from tests.support.databases import BACKENDS, empty_tables, migrated_sqlite_url
-from tests.support.live import fake_server, service_config, start_serve, stop
+from tests.support.api import CLAUDE_WEATHER, WEATHER
+from tests.support.databases import BACKENDS, empty_database
+from tests.support.live import fake_control, fake_server, service_config, start_serve, stop
 
 pytestmark = pytest.mark.slow
 
 TOKEN = "alice-token"
 ROUTES = {"chat": ["primary", "fallback"], "claude": ["fallback"]}
 ASK = [{"role": "user", "content": "Weather in Paris?"}]
-WEATHER = {
-    "type": "function",
-    "function": {
-        "name": "get_weather",
-        "description": "The weather in a city",
-        "parameters": {
-            "type": "object",
-            "properties": {"city": {"type": "string"}},
-            "required": ["city"],
-            "additionalProperties": False,
-        },
-    },
-}
-CLAUDE_WEATHER = {
-    "name": "get_weather",
-    "description": "The weather in a city",
-    "input_schema": WEATHER["function"]["parameters"],
-}
 
 
 class City(pydantic.BaseModel):
@@ -61,12 +43,8 @@ def fakes_url() -> Iterator[str]:
 
 @pytest.fixture
 def control(fakes_url: str) -> Iterator[FakeControlClient]:
-    client = FakeControlClient(f"{fakes_url}/control")
-    client.reset()
-    yield client
-    client.release()
-    client.reset()
-    client.close()
+    with fake_control(fakes_url) as client:
+        yield client
 
 
 @pytest.fixture(scope="module", params=BACKENDS)
@@ -74,13 +52,7 @@ def served(
     request: pytest.FixtureRequest, fakes_url: str, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[str]:
     directory = tmp_path_factory.mktemp("gateway-tools")
-    if request.param == "postgres":
-        db_url = request.getfixturevalue("postgres_url")
-        database = Database(db_url)
-        empty_tables(database)
-        database.dispose()
-    else:
-        db_url = migrated_sqlite_url(directory)
+    db_url = empty_database(request, request.param, directory)
     config: dict[str, Any] = {
         **service_config(fakes_url, tokens={TOKEN: "alice"}),
         "routes": ROUTES,

@@ -9,9 +9,9 @@ from click.testing import CliRunner
 
 from harness.cli.main import main
 from harness.errors import ProbeFileError
+from harness.formats.loopback import bound_socket, url_of
 from harness.probe.files import load_probe, parse_probe, probe_files
 from harness.probe.profiles import load_profile
-from tests.support.live import free_port
 
 FAULTS = {
     "rate_limit",
@@ -130,10 +130,11 @@ def test_a_header_naming_an_unset_variable_is_refused(tmp_path, monkeypatch) -> 
 
 
 def test_a_gateway_that_is_not_up_exits_2_with_one_line() -> None:
-    url = f"http://127.0.0.1:{free_port()}"
-    result = CliRunner().invoke(
-        main, ["probe", "--gateway", url, "--wait", "0.5", "--only", "server-error-500"]
-    )
+    with bound_socket() as nothing_listens:
+        url = url_of(nothing_listens)
+        result = CliRunner().invoke(
+            main, ["probe", "--gateway", url, "--wait", "0.5", "--only", "server-error-500"]
+        )
     assert result.exit_code == 2
     assert result.stderr.strip().splitlines()[-1] == (
         f"error: the gateway at {url} did not answer within 0.5 s"
@@ -212,12 +213,13 @@ def test_a_naive_gateway_fails_the_silent_primary_and_the_stall_with_witnesses(t
 
     from fake_providers import FakeServer
     from harness.probe.fakes import provider_urls
-    from tests.support.probing import Upstreams, naive_app, serving
+    from tests.support.live import serve
+    from tests.support.probing import Upstreams, naive_app
 
     out = tmp_path / "card.json"
     with FakeServer() as fakes:
         urls = {n: provider_urls(fakes.url, n)["openai"] for n in ("primary", "fallback")}
-        with serving(naive_app(Upstreams(urls=urls))) as url:
+        with serve(naive_app(Upstreams(urls=urls))) as url:
             result = CliRunner().invoke(
                 main,
                 ["probe", "--gateway", url, "--fakes", fakes.url, "--time-scale", "0.5",

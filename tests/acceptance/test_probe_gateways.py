@@ -18,16 +18,16 @@ from click.testing import CliRunner
 
 from fake_providers import FakeServer
 from harness.cli.main import main
+from harness.formats.loopback import bound_socket, url_of
 from harness.probe.fakes import provider_urls
 from tests.support.chromium import CHROMIUM, screenshot_colours
-from tests.support.live import free_port, service_config, start_serve, stop
+from tests.support.live import serve, service_config, start_serve, stop
 from tests.support.probing import (
     JUNIT_XSD,
     SCORECARD_SCHEMA,
     Upstreams,
     flaky_app,
     naive_app,
-    serving,
     summarise_app,
 )
 
@@ -56,9 +56,9 @@ def test_the_naive_gateway_fails_the_matching_probes_with_witnesses(tmp_path) ->
     """The probe starts the fakes itself and prints their URLs; the gateway is configured
     from them and started afterwards, as a user would; exit 1."""
     out, junit = tmp_path / "card.json", tmp_path / "junit.xml"
-    port = free_port()
+    gateway = bound_socket()  # refuses connects until the gateway serves on it
     command = [
-        sys.executable, "-m", "harness", "probe", "--gateway", f"http://127.0.0.1:{port}",
+        sys.executable, "-m", "harness", "probe", "--gateway", url_of(gateway),
         "--time-scale", "0.5", "--quiet-window", "1", "--json", str(out), "--junit", str(junit),
         *_only(*NAIVE_FAILS),
     ]  # fmt: skip
@@ -71,10 +71,11 @@ def test_the_naive_gateway_fails_the_matching_probes_with_witnesses(tmp_path) ->
             assert line, "the probe ended before printing the fakes' URLs"
             if found := re.match(r"fake provider (\w+): (\S+)", line):
                 urls[found[1]] = found[2]
-        with serving(naive_app(Upstreams(urls=urls)), port):
+        with serve(naive_app(Upstreams(urls=urls)), gateway):
             output, _ = process.communicate(timeout=120)
     finally:
         process.kill()
+        gateway.close()
     assert process.returncode == 1, output
     card = json.loads(out.read_text())
     jsonschema.validate(card, SCORECARD_SCHEMA)
@@ -90,7 +91,7 @@ def test_repeat_reports_a_flaky_gateway_as_flaky(tmp_path) -> None:
     out = tmp_path / "card.json"
     with FakeServer() as fakes:
         urls = {n: provider_urls(fakes.url, n)["openai"] for n in ("primary", "fallback")}
-        with serving(flaky_app(Upstreams(urls=urls))) as url:
+        with serve(flaky_app(Upstreams(urls=urls))) as url:
             result = CliRunner().invoke(
                 main,
                 ["probe", "--gateway", url, "--fakes", fakes.url, "--repeat", "5",
@@ -123,7 +124,7 @@ def test_an_http_profile_drives_a_toy_summarise_service_end_to_end(tmp_path, mon
     out, md = tmp_path / "card.json", tmp_path / "summary.md"
     with FakeServer() as fakes:
         urls = {n: provider_urls(fakes.url, n)["openai"] for n in ("primary", "fallback")}
-        with serving(summarise_app(Upstreams(urls=urls), "toy-secret-token")) as url:
+        with serve(summarise_app(Upstreams(urls=urls), "toy-secret-token")) as url:
             result = CliRunner().invoke(
                 main,
                 ["probe", "--gateway", url, "--fakes", fakes.url, "--profile", str(profile),

@@ -26,10 +26,10 @@ from click.testing import CliRunner
 
 from fake_providers import FakeServer
 from harness.cli.main import main
+from harness.formats.loopback import reserve_port
 from harness.probe.fakes import provider_urls
 from harness.probe.files import probe_files
 from tests.support.chromium import CHROMIUM, screenshot_colours
-from tests.support.live import free_port
 from tests.support.probing import JUNIT_XSD
 
 PROXY_MODULES = ("litellm", "backoff", "fastapi_sso", "mcp", "apscheduler")
@@ -138,7 +138,7 @@ def proxy(tmp_path_factory) -> Iterator[Proxy]:
     with FakeServer() as fakes:
         config = tmp / "litellm.yaml"
         config.write_text(yaml.safe_dump(litellm_config(fakes.url)))
-        port = free_port()
+        port = reserve_port()  # the proxy binds it itself
         url = f"http://127.0.0.1:{port}"
         env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "LITELLM_MASTER_KEY": key}
         log_path = tmp / "litellm.log"

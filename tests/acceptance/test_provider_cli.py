@@ -4,7 +4,6 @@ a subprocess that an SDK talks to, stopped by a signal (exit 0 after a graceful 
 from __future__ import annotations
 
 import signal
-import socket
 import subprocess
 import sys
 
@@ -14,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from harness.cli.providers import fake_providers
+from harness.formats.loopback import listening_socket
 
 LAUNCH = "from harness.cli.providers import fake_providers; fake_providers(prog_name='fp')"
 
@@ -31,9 +31,7 @@ def test_bad_port_is_a_usage_error() -> None:
 
 
 def test_busy_port_exits_1() -> None:
-    with socket.socket() as busy:
-        busy.bind(("127.0.0.1", 0))
-        busy.listen()
+    with listening_socket() as busy:
         port = busy.getsockname()[1]
         result = CliRunner().invoke(fake_providers, ["serve", "--port", str(port)])
     assert result.exit_code == 1

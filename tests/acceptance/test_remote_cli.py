@@ -14,8 +14,9 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from harness.cli.main import main
+from harness.formats.loopback import bound_socket, url_of
 from harness.scenarios.suite import BUNDLED_DIR
-from tests.support.live import free_port, serve
+from tests.support.live import serve
 
 SECRET = "tok-4b1d-never-printed"
 TOKENS = {"HARNESS_TARGET_TOKENS": f"alice={SECRET}"}
@@ -73,8 +74,9 @@ def test_a_malformed_token_list_is_refused_without_echoing_it() -> None:
 
 
 def test_an_unreachable_target_exits_2() -> None:
-    dead = f"http://127.0.0.1:{free_port()}"
-    code, output = run("--target", dead, "--fakes", dead)
+    with bound_socket() as nothing_listens:
+        dead = url_of(nothing_listens)
+        code, output = run("--target", dead, "--fakes", dead)
     refused_before_anything_ran(code, output, f"--target {dead}/healthz: ConnectError")
 
 
@@ -107,8 +109,9 @@ def stand_in_url(request: pytest.FixtureRequest) -> Iterator[str]:
 
 
 def test_unreachable_fakes_exit_2(stand_in_url: str) -> None:
-    dead = f"http://127.0.0.1:{free_port()}"
-    code, output = run("--target", stand_in_url, "--fakes", dead)
+    with bound_socket() as nothing_listens:
+        dead = url_of(nothing_listens)
+        code, output = run("--target", stand_in_url, "--fakes", dead)
     refused_before_anything_ran(code, output, f"--fakes {dead}/control/health: ConnectError")
 
 

@@ -174,28 +174,24 @@ def test_a_bad_port_range_exits_2_before_anything_starts(
 
 
 def test_ports_come_from_the_range_skipping_taken_and_busy_ones() -> None:
-    import socket
-
-    from harness.simulate.deployment import free_port
+    from harness.formats.loopback import listening_socket, reserve_port
 
     # The two ports after a busy one may be another test's at that moment (on a busy
     # machine the kernel hands out neighbours): try other busy ports before giving up.
     for _ in range(50):
-        with socket.socket() as busy:
-            busy.bind(("127.0.0.1", 0))
+        with listening_socket() as busy:
             low = busy.getsockname()[1]
-            busy.listen()
             span = range(low, low + 3)
             taken: set[int] = set()
             try:
-                first = free_port(span, taken)
-                second = free_port(span, taken)
+                first = reserve_port(span, taken)
+                second = reserve_port(span, taken)
             except ConfigError:
                 continue
             assert low not in (first, second) and first != second
             assert {first, second} == taken and taken <= set(span)
             with pytest.raises(ConfigError, match="no free port left"):
-                free_port(range(low, low + 1), taken)
+                reserve_port(range(low, low + 1), taken)
             return
     pytest.fail("no busy port with two free neighbours in 50 tries")
 

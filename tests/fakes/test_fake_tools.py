@@ -14,6 +14,7 @@ import pytest
 from fake_providers import Behaviour, FakeProviders, FakeTransport
 from fake_providers.content import instance_of
 from fake_providers.tools import ChoiceMode, Tool, ToolChoice, ToolUse, due
+from harness.formats.sse import parse_events
 
 ANTHROPIC_HEADERS = {"anthropic-version": "2023-06-01"}
 SCHEMA = {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}
@@ -36,11 +37,7 @@ def messages(target, **body: Any) -> httpx.Response:
 
 
 def events(response: httpx.Response) -> list[dict[str, Any]]:
-    found = []
-    for line in response.text.splitlines():
-        if line.startswith("data: ") and line != "data: [DONE]":
-            found.append(json.loads(line[6:]))
-    return found
+    return [json.loads(e.data) for e in parse_events(response.text) if e.data != "[DONE]"]
 
 
 # -- which tools a turn calls -----------------------------------------------------------

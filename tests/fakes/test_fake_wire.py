@@ -10,6 +10,7 @@ import httpx
 import pytest
 
 from fake_providers import Behaviour, VirtualTime
+from harness.formats.sse import parse_events
 
 ANTHROPIC_HEADERS = {"anthropic-version": "2023-06-01", "x-api-key": "sk-ant-test"}
 SCHEMA = {
@@ -44,19 +45,7 @@ def anthropic_body(**extra: Any) -> dict[str, Any]:
 
 
 def sse_events(text: str) -> list[tuple[str | None, str]]:
-    events = []
-    for block in text.split("\n\n"):
-        if not block:
-            continue
-        name, data = None, []
-        for line in block.split("\n"):
-            key, _, value = line.partition(": ")
-            if key == "event":
-                name = value
-            elif key == "data":
-                data.append(value)
-        events.append((name, "\n".join(data)))
-    return events
+    return [(e.event, e.data) for e in parse_events(text)]
 
 
 # -- OpenAI -----------------------------------------------------------------------------

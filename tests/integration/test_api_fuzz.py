@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from concurrent.futures import Future
 
 import httpx
 import pytest
@@ -17,30 +16,13 @@ from harness.config import ServiceConfig
 from harness.core.clock import VirtualClock
 from harness.core.gate import AllowAllGate
 from harness.engine import Engine
-from harness.runtime.scheduler import Timer
 from harness.runtime.worker import Worker
 from harness.store.database import Database
 from harness.store.tables import attempts, events, jobs
 from tests.support.live import serve
-from tests.support.scripted import ScriptedProvider
+from tests.support.scripted import HeldScheduler, ScriptedProvider
 
 TOKEN = {"Authorization": "Bearer t"}
-
-
-class HeldScheduler:
-    """Accepts work and never runs it: only the API's own writes reach the database."""
-
-    def __init__(self) -> None:
-        self.clock = VirtualClock()
-
-    def call_later(self, delay, fn) -> Timer:
-        return Timer()
-
-    def spawn(self, fn) -> Future:
-        return Future()
-
-    def close(self) -> None:
-        pass
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from concurrent.futures import Future
 
 import pytest
 import sqlalchemy as sa
@@ -24,32 +23,15 @@ from harness.core.models import Intent
 from harness.core.states import Resolution
 from harness.engine import Engine
 from harness.errors import HarnessError
-from harness.runtime.scheduler import Timer
 from harness.runtime.worker import Worker
 from harness.store.database import Database
 from harness.store.tables import attempts, events, jobs
 from tests.support.api import ALICE, BODY
-from tests.support.scripted import ScriptedProvider
+from tests.support.scripted import HeldScheduler, ScriptedProvider
 
 JSON_TYPE = {"content-type": "application/json"}
 KEY = {"Idempotency-Key": "hostile"}
 HUGE = "9" * 5000
-
-
-class HeldScheduler:
-    """Accepts work and never runs it: only the API's own writes reach the database."""
-
-    def __init__(self) -> None:
-        self.clock = VirtualClock()
-
-    def call_later(self, delay, fn) -> Timer:
-        return Timer()
-
-    def spawn(self, fn) -> Future:
-        return Future()
-
-    def close(self) -> None:
-        pass
 
 
 class Api:

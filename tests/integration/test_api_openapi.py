@@ -9,7 +9,6 @@ document declares for their route and status.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from concurrent.futures import Future
 from typing import Any
 
 import httpx
@@ -26,11 +25,10 @@ from harness.core.gate import GateReason, StaticGate
 from harness.core.models import POLICY_FIELDS
 from harness.core.states import STATE_REFUSALS, RefusalReason
 from harness.engine import Engine
-from harness.runtime.scheduler import Timer
 from harness.runtime.worker import Worker
 from harness.store.database import Database
 from tests.support.api import ALICE, BOB, BODY
-from tests.support.scripted import ScriptedProvider
+from tests.support.scripted import HeldScheduler, ScriptedProvider
 
 BODIES = {
     ("/v1/jobs", "post", "201"): "JobResource",
@@ -40,22 +38,6 @@ BODIES = {
     ("/v1/jobs/{job_id}/attempts/{number}/resolve", "post", "200"): "AttemptResource",
     ("/v1/jobs/{job_id}/cancel", "post", "200"): "JobResource",
 }
-
-
-class HeldScheduler:
-    """Accepts work and never runs it: attempts stay where the test puts them."""
-
-    def __init__(self) -> None:
-        self.clock = VirtualClock()
-
-    def call_later(self, delay, fn) -> Timer:
-        return Timer()
-
-    def spawn(self, fn) -> Future:
-        return Future()
-
-    def close(self) -> None:
-        pass
 
 
 class Api:

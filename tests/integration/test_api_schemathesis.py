@@ -14,7 +14,6 @@ import json
 import subprocess
 import sys
 from collections.abc import Iterator
-from concurrent.futures import Future
 from pathlib import Path
 
 import pytest
@@ -26,11 +25,10 @@ from harness.core.clock import VirtualClock
 from harness.core.gate import StaticGate
 from harness.core.models import Intent
 from harness.engine import Engine
-from harness.runtime.scheduler import Timer
 from harness.runtime.worker import Worker
 from harness.store.database import Database
 from tests.support.live import serve
-from tests.support.scripted import ScriptedProvider
+from tests.support.scripted import HeldScheduler, ScriptedProvider
 
 pytestmark = pytest.mark.slow
 
@@ -51,22 +49,6 @@ include-path = "/v1/jobs/{{job_id}}/attempts"
 include-method = "POST"
 checks.positive_data_acceptance.expected-statuses = ["2xx", "401", "404", "409", "422", "5xx"]
 """
-
-
-class HeldScheduler:
-    """Accepts work and never runs it: attempts stay where the requests leave them."""
-
-    def __init__(self) -> None:
-        self.clock = VirtualClock()
-
-    def call_later(self, delay, fn) -> Timer:
-        return Timer()
-
-    def spawn(self, fn) -> Future:
-        return Future()
-
-    def close(self) -> None:
-        pass
 
 
 @pytest.fixture

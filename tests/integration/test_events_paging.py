@@ -4,7 +4,6 @@ stored one row each, and a job's events are read a page at a time."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from concurrent.futures import Future
 
 import pytest
 import sqlalchemy as sa
@@ -16,29 +15,13 @@ from harness.config import ServiceConfig
 from harness.core.clock import VirtualClock
 from harness.core.gate import StaticGate
 from harness.engine import Engine
-from harness.runtime.scheduler import Timer
 from harness.runtime.worker import Worker
 from harness.store.database import Database
 from harness.store.tables import events, jobs
 from tests.support.api import ALICE, BODY
+from tests.support.scripted import HeldScheduler
 
 REPLAYS = 300
-
-
-class HeldScheduler:
-    """Accepts work and never runs it: the job stays unstarted."""
-
-    def __init__(self) -> None:
-        self.clock = VirtualClock()
-
-    def call_later(self, delay, fn) -> Timer:
-        return Timer()
-
-    def spawn(self, fn) -> Future:
-        return Future()
-
-    def close(self) -> None:
-        pass
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@ an in-process transport), else as raw HTTP, on SQLite and PostgreSQL.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from concurrent.futures import Future
 
 import anthropic
 import openai
@@ -24,12 +23,11 @@ from harness.config import Route, ServiceConfig
 from harness.core.clock import VirtualClock
 from harness.core.gate import AllowAllGate
 from harness.engine import Engine
-from harness.runtime.scheduler import Timer
 from harness.runtime.worker import Worker
 from harness.store.database import Database
 from harness.store.tables import jobs
 from tests.support.api import BODY
-from tests.support.scripted import ScriptedProvider
+from tests.support.scripted import HeldScheduler, ScriptedProvider
 
 TOKEN = "alice-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -42,22 +40,6 @@ FACE_BODIES = {
     "/v1/responses": {"model": "chat", "input": "hello"},
     "/v1/messages": {"model": "chat", "max_tokens": 5, "messages": HI},
 }
-
-
-class HeldScheduler:
-    """Accepts work and never runs it: every job stays open."""
-
-    def __init__(self) -> None:
-        self.clock = VirtualClock()
-
-    def call_later(self, delay, fn) -> Timer:
-        return Timer()
-
-    def spawn(self, fn) -> Future:
-        return Future()
-
-    def close(self) -> None:
-        pass
 
 
 def gateway_app(db: Database, *, worker: bool = True) -> FastAPI:

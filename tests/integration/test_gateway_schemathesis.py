@@ -10,7 +10,6 @@ import json
 import subprocess
 import sys
 from collections.abc import Iterator
-from concurrent.futures import Future
 from pathlib import Path
 
 import pytest
@@ -21,11 +20,10 @@ from harness.config import Route, ServiceConfig
 from harness.core.clock import VirtualClock
 from harness.core.gate import StaticGate
 from harness.engine import Engine
-from harness.runtime.scheduler import Timer
 from harness.runtime.worker import Worker
 from harness.store.database import Database
 from tests.support.live import serve
-from tests.support.scripted import ScriptedProvider
+from tests.support.scripted import HeldScheduler, ScriptedProvider
 
 pytestmark = pytest.mark.slow
 
@@ -47,22 +45,6 @@ bearer = "{token}"
 [parameters]
 "header.Prefer" = "wait=0"
 """
-
-
-class HeldScheduler:
-    """Accepts work and never runs it: every job stays open."""
-
-    def __init__(self) -> None:
-        self.clock = VirtualClock()
-
-    def call_later(self, delay, fn) -> Timer:
-        return Timer()
-
-    def spawn(self, fn) -> Future:
-        return Future()
-
-    def close(self) -> None:
-        pass
 
 
 @pytest.fixture

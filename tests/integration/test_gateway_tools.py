@@ -23,30 +23,13 @@ from harness.runtime.builtin import builtin_fake_providers
 from harness.runtime.scheduler import ThreadScheduler
 from harness.runtime.worker import Worker
 from harness.store.database import Database
+from tests.support.api import CLAUDE_WEATHER, WEATHER
 from tests.support.live import serve
 
 TOKEN = "alice-token"
 ROUTES = {
     "chat": Route(name="chat", providers=("primary", "fallback")),
     "claude": Route(name="claude", providers=("fallback",)),
-}
-WEATHER = {
-    "type": "function",
-    "function": {
-        "name": "get_weather",
-        "description": "The weather in a city",
-        "parameters": {
-            "type": "object",
-            "properties": {"city": {"type": "string"}},
-            "required": ["city"],
-            "additionalProperties": False,
-        },
-    },
-}
-CLAUDE_WEATHER = {
-    "name": "get_weather",
-    "description": "The weather in a city",
-    "input_schema": WEATHER["function"]["parameters"],
 }
 ASK = [{"role": "user", "content": "Weather in Paris?"}]
 PNG = "data:image/png;base64,iVBORw0KGgo="

@@ -152,10 +152,11 @@ def test_attempt_latency_falls_in_its_bucket(engine: Engine, clock: VirtualClock
 
 
 def test_a_worker_serves_the_scrape_on_its_port(db_url: str, engine: Engine) -> None:
-    from tests.support.live import _await, free_port, harness, stop
+    from harness.formats.loopback import reserve_port
+    from tests.support.live import _await, harness, stop
 
     story(engine)
-    port = free_port()
+    port = reserve_port()
     process = harness("worker", "--db", db_url, "--metrics-port", str(port))
     url = f"http://127.0.0.1:{port}/metrics"
     try:

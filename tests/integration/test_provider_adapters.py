@@ -5,13 +5,13 @@ built-in fakes."""
 from __future__ import annotations
 
 import json
-import socket
 
 import httpx
 import pytest
 
 from fake_providers import Behaviour, FakeProviders, FakeTransport, VirtualTime
 from harness.errors import ProviderError
+from harness.formats.loopback import bound_socket, url_of
 from harness.providers import (
     ATTEMPT_HEADER,
     AnthropicMessagesProvider,
@@ -104,13 +104,11 @@ def test_truncated_answer_is_executed_with_length(target) -> None:
 
 
 def test_connection_refused_is_not_executed() -> None:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]  # closed when the block ends: nothing listens
-    adapter = OpenAIChatProvider(
-        name="p", base_url=f"http://127.0.0.1:{port}/v1", model="m", client=httpx.Client()
-    )
-    outcome = adapter.complete(REQUEST, timeout=2)
+    with bound_socket() as nothing_listens:  # held, so no one else can listen there
+        adapter = OpenAIChatProvider(
+            name="p", base_url=f"{url_of(nothing_listens)}/v1", model="m", client=httpx.Client()
+        )
+        outcome = adapter.complete(REQUEST, timeout=2)
     assert (outcome.kind, outcome.reason) == (OutcomeKind.NOT_EXECUTED, "connect_failed")
 
 

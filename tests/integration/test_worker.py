@@ -18,7 +18,7 @@ from harness.runtime.scheduler import ManualScheduler
 from harness.runtime.worker import Worker, WorkerSettings
 from harness.store.database import Database
 from tests.support.polling import wait_until
-from tests.support.scripted import ScriptedProvider, Step
+from tests.support.scripted import ScriptedProvider, Step, submit
 
 NOT_EXECUTED = Step(kind=OutcomeKind.NOT_EXECUTED, reason="unauthorized")  # never retried
 UNKNOWN = Step(kind=OutcomeKind.UNKNOWN, reason="timeout_after_send")
@@ -50,18 +50,6 @@ def worker(db: Database, scheduler, primary, fallback) -> Worker:
         scheduler,
         WorkerSettings(max_runtime={"primary": 120, "fallback": 120}),
     )
-
-
-def submit(worker: Worker, policy: Policy | None = None, key: str = "k") -> int:
-    intent = Intent(
-        operation="summarise",
-        input={"prompt": "hi"},
-        providers=("primary", "fallback"),
-        policy=policy or Policy(attempt_timeout=30),
-    )
-    job_id = worker.engine.create_job("alice", key, intent).job.id
-    worker.start_job(job_id)
-    return job_id
 
 
 def states(worker: Worker, job_id: int) -> list[tuple[str, str]]:

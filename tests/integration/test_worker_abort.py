@@ -19,7 +19,7 @@ import pytest
 from fake_providers import FakeServer
 from harness.core.clock import VirtualClock
 from harness.core.gate import AllowAllGate
-from harness.core.models import CompletionRequest, Intent, Message, Policy
+from harness.core.models import CompletionRequest, Message, Policy
 from harness.core.states import AbortReason, EventKind, JobState, OutcomeKind
 from harness.engine import Engine
 from harness.providers import ProviderConfig, ProviderKind, build_provider
@@ -28,6 +28,7 @@ from harness.runtime.scheduler import ManualScheduler
 from harness.runtime.worker import Worker
 from harness.store.database import Database
 from tests.support.polling import wait_until
+from tests.support.scripted import submit
 
 HEDGING = Policy(attempt_timeout=30, max_live_attempts=2, hedge_after=1)
 
@@ -66,18 +67,6 @@ def worker(db: Database, scheduler: ManualScheduler, live: FakeServer) -> Iterat
     yield Worker(engine, providers, scheduler)
     for provider in providers.values():
         provider.close()
-
-
-def submit(worker: Worker, policy: Policy) -> int:
-    intent = Intent(
-        operation="summarise",
-        input={"prompt": "hi"},
-        providers=("primary", "fallback"),
-        policy=policy,
-    )
-    job_id = worker.engine.create_job("alice", "k", intent).job.id
-    worker.start_job(job_id)
-    return job_id
 
 
 def hung_up(live: FakeServer, kind: str) -> float:

@@ -11,7 +11,7 @@ import pytest
 
 from harness.core.clock import VirtualClock
 from harness.core.gate import AllowAllGate
-from harness.core.models import Intent, Policy
+from harness.core.models import Policy
 from harness.core.states import JobState
 from harness.engine import Engine
 from harness.providers.base import OutcomeKind
@@ -19,7 +19,7 @@ from harness.runtime.scheduler import ManualScheduler
 from harness.runtime.worker import Worker, WorkerSettings
 from harness.store.database import Database
 from tests.support.polling import wait_until
-from tests.support.scripted import ScriptedProvider, Step
+from tests.support.scripted import ScriptedProvider, Step, submit
 
 RESET = Step(kind=OutcomeKind.UNKNOWN, reason="connection_reset")
 
@@ -41,18 +41,6 @@ def worker(db: Database, scheduler, providers) -> Worker:
     engine = Engine(db, gate=AllowAllGate(), clock=scheduler.clock)
     runtime = {"primary": 600, "fallback": 600}
     return Worker(engine, providers, scheduler, WorkerSettings(max_runtime=runtime))
-
-
-def submit(worker: Worker, policy: Policy) -> int:
-    intent = Intent(
-        operation="summarise",
-        input={"prompt": "hi"},
-        providers=("primary", "fallback"),
-        policy=policy,
-    )
-    job_id = worker.engine.create_job("alice", "k", intent).job.id
-    worker.start_job(job_id)
-    return job_id
 
 
 def settled(worker: Worker, job_id: int, status: JobState) -> None:

@@ -80,16 +80,22 @@ def migrated_sqlite_url(directory: Path) -> str:
     return url
 
 
-@pytest.fixture(params=BACKENDS)
-def db_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> str:
-    """A URL of an empty, migrated database, once per backend."""
-    if request.param == "postgres":
+def empty_database(request: pytest.FixtureRequest, backend: str, directory: Path) -> str:
+    """The URL of an empty, migrated database on `backend`: the worker's PostgreSQL
+    database emptied, or a new SQLite file in `directory`."""
+    if backend == "postgres":
         url = request.getfixturevalue("postgres_url")
         database = Database(url)
         empty_tables(database)
         database.dispose()
         return url
-    return migrated_sqlite_url(tmp_path_factory.mktemp("db"))
+    return migrated_sqlite_url(directory)
+
+
+@pytest.fixture(params=BACKENDS)
+def db_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A URL of an empty, migrated database, once per backend."""
+    return empty_database(request, request.param, tmp_path_factory.mktemp("db"))
 
 
 @pytest.fixture

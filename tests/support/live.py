@@ -1,17 +1,17 @@
 """Live servers for a test: an ASGI app on a real loopback socket (in this process), and
 the `harness` command's own servers as subprocesses (`harness serve`, `harness
-fake-providers serve`) on free ports, with the configuration that points the one at the
-other.
+fake-providers serve`), with the configuration that points the one at the other.
+`harness serve` takes a port number (`reserve_port`); the fakes take port 0 and say which.
 """
 
 from __future__ import annotations
 
 import multiprocessing
 import os
+import re
 import socket
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -22,18 +22,18 @@ import httpx
 import uvicorn
 import yaml
 
+from fake_providers import FakeControlClient
+from harness.formats.loopback import ServerThread, reserve_port
 from tests.support.polling import wait_until
 
 START_TIMEOUT = 120.0  # seconds a subprocess server may take to answer (generous: busy CI)
 
 
 @contextmanager
-def serve(app: Any) -> Iterator[str]:
-    """Serve `app` on 127.0.0.1 (a free port); yields its base URL."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
+def serve(app: Any, sock: socket.socket | None = None) -> Iterator[str]:
+    """Serve `app` on `sock` if given (a `bound_socket` held since its URL was handed out:
+    connects were refused until now and no one else took the port), else on a free
+    loopback port bound before the server starts; yields its base URL."""
     config = uvicorn.Config(
         app,
         log_level="warning",
@@ -42,16 +42,8 @@ def serve(app: Any) -> Iterator[str]:
         limit_concurrency=1000,
         backlog=1024,
     )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    wait_until(lambda: server.started, timeout=10, what="the uvicorn server to start")
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(10)
-        sock.close()
+    with ServerThread(config, sock) as server:
+        yield server.url
 
 
 def _post_many(url: str, headers: dict, body: dict, barrier, queue, count: int) -> None:
@@ -86,12 +78,6 @@ def double_click(
 
 
 # -- the harness's own servers, as subprocesses ------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def harness(*args: str, env: Mapping[str, str] | None = None) -> subprocess.Popen:
@@ -136,15 +122,32 @@ def _await(process: subprocess.Popen, url: str, what: str) -> None:
 
 @contextmanager
 def fake_server() -> Iterator[str]:
-    """`harness fake-providers serve` on a free port; yields its base URL."""
-    port = free_port()
-    process = harness("fake-providers", "serve", "--port", str(port), "--no-access-log")
-    url = f"http://127.0.0.1:{port}"
+    """`harness fake-providers serve --port 0`; yields the base URL its banner names (it
+    binds and listens before it prints it, so no port is reserved for it)."""
+    process = harness("fake-providers", "serve", "--port", "0", "--no-access-log")
     try:
-        _await(process, f"{url}/control/health", "the fake server")
-        yield url
+        assert process.stdout is not None
+        banner = process.stdout.readline()  # printed once bound, or "" when it exited
+        found = re.match(r"fake providers listening on (\S+)", banner)
+        assert found, f"the fake server did not start:\n{banner}{stop(process)}"
+        _await(process, f"{found[1]}/control/health", "the fake server")
+        yield found[1]
     finally:
         stop(process)
+
+
+@contextmanager
+def fake_control(fakes_url: str) -> Iterator[FakeControlClient]:
+    """The fake server's control client for one test: scripts reset before; hangs
+    released and scripts reset after, so the next test on the server starts clean."""
+    client = FakeControlClient(f"{fakes_url}/control")
+    client.reset()
+    try:
+        yield client
+    finally:
+        client.release()
+        client.reset()
+        client.close()
 
 
 def service_config(
@@ -192,10 +195,10 @@ def start_serve(
 ) -> tuple[str, subprocess.Popen]:
     """`harness serve` with `config` (written into `directory`) on `db_url` and a free
     port, once it answers; its URL and process (`stop` it, and read what it printed)."""
-    path = directory / f"harness-{free_port()}.yaml"
+    port = reserve_port()
+    path = directory / f"harness-{port}.yaml"
     path.write_text(yaml.safe_dump(dict(config)))
     (directory / "contracts").mkdir(exist_ok=True)
-    port = free_port()
     process = harness(
         "serve", "--config", str(path), "--db", db_url, "--port", str(port),
         "--contracts", str(directory / "contracts"), *args,

@@ -14,25 +14,22 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from harness.formats.sse import iter_events
 from harness.probe.driver import Driver, ProbeRun
 from harness.probe.fakes import FakesLink
 from harness.probe.model import Probe
 from harness.probe.profiles import load_profile
 from tests.support.live import serve
-from tests.support.polling import wait_until
 
 JUNIT_XSD = "tests/data/junit-10.xsd"  # Jenkins' own
 SCORECARD_SCHEMA = json.loads(Path("harness/schemas/probe-scorecard.json").read_text())
@@ -168,7 +165,7 @@ def play_probe(
     default profile (openai-chat) and the fakes at `fakes_url`."""
     link = FakesLink(fakes_url)
     try:
-        with serving(app) as url:
+        with serve(app) as url:
             driver = Driver(
                 gateway=url,
                 profile=load_profile(None),
@@ -180,25 +177,6 @@ def play_probe(
             return driver.play(probe)
     finally:
         link.close()
-
-
-@contextmanager
-def serving(app: Starlette, port: int = 0) -> Iterator[str]:
-    """The app on loopback (a free port unless given); yields its base URL."""
-    if not port:
-        with serve(app) as url:
-            yield url
-        return
-    config = uvicorn.Config(app, port=port, log_level="warning", lifespan="off")
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    wait_until(lambda: server.started, timeout=10, what="the gateway to start")
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(10)
 
 
 FLAWS = {
@@ -459,8 +437,9 @@ def _classify(response: httpx.Response, lines: list[str] | None = None) -> Upcal
 
 
 def _stream_upcall(lines: list[str]) -> Upcall:
-    """A stream is an answer only if every chunk parses, none is an error, and it ends."""
-    data = [line[5:].strip() for line in lines if line.startswith("data:")]
+    """A stream is an answer only if every chunk parses, none is an error, and it ends;
+    an event cut before its blank line is not passed on."""
+    data = [event.data.strip() for event in iter_events(lines)]
     events = tuple(f"data: {d}\n\n".encode() for d in data if d != "[DONE]")
     if not data or data[-1] != "[DONE]":
         return Upcall(kind="broken", events=events)

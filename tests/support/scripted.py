@@ -1,4 +1,6 @@
-"""A small in-memory provider for worker tests: each call takes the next scripted step.
+"""A small in-memory provider for worker tests: each call takes the next scripted step;
+a scheduler that holds every piece of work, for tests of what the API alone writes; and
+`submit`, the job those tests start.
 
 The fakes in `fake_providers` are the faithful ones (wire formats, HTTP); this double
 only decides outcomes, so worker logic can be tested on virtual time."""
@@ -6,9 +8,15 @@ only decides outcomes, so worker logic can be tested on virtual time."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 
+from harness.core.clock import VirtualClock
+from harness.core.models import Intent, Policy
 from harness.providers.base import CompletionRequest, LookupResult, Outcome, OutcomeKind
+from harness.runtime.scheduler import Timer
+from harness.runtime.worker import Worker
 
 
 @dataclass
@@ -53,3 +61,34 @@ class ScriptedProvider:
 
     def lookup(self, attempt_id: str) -> LookupResult | None:
         return self.lookups.get(attempt_id, LookupResult(found=False))
+
+
+class HeldScheduler:
+    """A worker's scheduler that accepts work and never runs it: jobs stay open and
+    attempts stay where the API's own writes (or the test) leave them."""
+
+    def __init__(self) -> None:
+        self.clock = VirtualClock()
+
+    def call_later(self, delay: float, fn: Callable[[], object]) -> Timer:
+        return Timer()
+
+    def spawn(self, fn: Callable[[], object]) -> Future[object]:
+        return Future()
+
+    def close(self) -> None:
+        pass
+
+
+def submit(worker: Worker, policy: Policy | None = None, key: str = "k") -> int:
+    """Alice's summarise job on primary then fallback (`policy`: a 30 s attempt timeout
+    unless given), created and started; its id."""
+    intent = Intent(
+        operation="summarise",
+        input={"prompt": "hi"},
+        providers=("primary", "fallback"),
+        policy=policy or Policy(attempt_timeout=30),
+    )
+    job_id = worker.engine.create_job("alice", key, intent).job.id
+    worker.start_job(job_id)
+    return job_id
