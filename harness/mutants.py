@@ -42,7 +42,8 @@ from harness.engine.outcomes import OutcomeUnits
 from harness.errors import AttemptRefused, IdempotencyConflict, InvalidTransition
 from harness.runtime import worker as worker_module
 from harness.runtime.resolution import Resolver
-from harness.runtime.worker import TIMEOUT_SLACK, Worker, WorkerSettings
+from harness.runtime.settings import TIMEOUT_SLACK
+from harness.runtime.worker import Worker, WorkerSettings
 from harness.store import queries
 from harness.store.tables import jobs
 

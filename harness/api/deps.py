@@ -43,7 +43,8 @@ from harness.core.models import Attempt, Intent, Job, Policy
 from harness.engine import Engine
 from harness.errors import InvalidIntent, NotFound
 from harness.runtime.resolution import Resolver
-from harness.runtime.worker import DEFAULT_MAX_RUNTIME, Worker
+from harness.runtime.settings import DEFAULT_MAX_RUNTIME
+from harness.runtime.worker import Worker
 
 log = logging.getLogger("harness.api")
 

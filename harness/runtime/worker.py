@@ -21,13 +21,11 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from harness.core.breaker import (
     Availability,
-    BreakerSettings,
     BreakerState,
     availability,
     available_after,
@@ -54,7 +52,6 @@ from harness.core.states import (
     Resolution,
 )
 from harness.engine import Engine
-from harness.engine.attempts import DEFAULT_CLAIM_LOCK_BOUND
 from harness.errors import (
     AttemptRefused,
     HarnessError,
@@ -66,34 +63,12 @@ from harness.providers.calls import DEADLINE, CallHandle, calling
 from harness.providers.outcomes import DEFINITE_PROVIDER_FAILURES
 from harness.runtime.resolution import Resolver
 from harness.runtime.scheduler import BaseScheduler, Timer
+from harness.runtime.settings import (
+    TIMEOUT_SLACK,
+    WorkerSettings,
+)
 
 log = logging.getLogger(__name__)
-
-DEFAULT_MAX_RUNTIME = 600.0
-"""Seconds after which a provider is documented to have given up on a request: OpenAI's
-and Anthropic's SDKs time a request out at 600 s, and Anthropic documents 10 minutes as
-the longest a non-streaming request may run. Only then may an unknown attempt with no
-evidence be abandoned (docs/providers.md)."""
-DEFAULT_POLL_INTERVAL = 0.5
-DEFAULT_RECONCILE_INTERVAL = 5.0
-TIMEOUT_SLACK = 1.0  # the adapter's own timeout backs up the scheduler's deadline
-
-
-@dataclass(frozen=True, kw_only=True)
-class WorkerSettings:
-    """How one worker runs: its name in events, its polls, each provider's maximum
-    runtime (seconds; DEFAULT_MAX_RUNTIME else) and the shared breaker's thresholds."""
-
-    name: str = "worker"
-    poll_interval: float = DEFAULT_POLL_INTERVAL
-    reconcile_interval: float = DEFAULT_RECONCILE_INTERVAL
-    max_runtime: Mapping[str, float] | None = None
-    claim_batch: int = 20
-    claim_lock_bound: float = DEFAULT_CLAIM_LOCK_BOUND
-    breaker: BreakerSettings = field(default_factory=BreakerSettings)
-
-    def runtime_of(self, provider: str) -> float:
-        return (self.max_runtime or {}).get(provider, DEFAULT_MAX_RUNTIME)
 
 
 def _evidence(outcome: Outcome) -> dict[str, Any]:
@@ -679,18 +654,23 @@ class Worker:
         return counts
 
     def start_background(self) -> None:
-        """Run `tick` every poll interval on the scheduler (its clock, its timers)."""
+        """Run `tick` every poll interval on the scheduler (its clock, its timers); after
+        rounds that found nothing to do, the interval doubles up to the idle interval."""
+        poll = self.settings.poll_interval
+        idle = max(poll, self.settings.idle_poll_interval)
 
-        def round_() -> None:
+        def round_(waited: float) -> None:
             if self._stop.is_set():
                 return
+            busy = True
             try:
-                self.tick()
+                busy = bool(self.tick())
             finally:
                 if not self._stop.is_set():
-                    self.scheduler.call_later(self.settings.poll_interval, round_)
+                    wait = poll if busy else min(idle, waited * 2)
+                    self.scheduler.call_later(wait, lambda: round_(wait))
 
-        self.scheduler.call_later(0, round_)
+        self.scheduler.call_later(0, lambda: round_(poll))
 
     def stop(self) -> None:
         self._stop.set()

@@ -53,3 +53,30 @@ def test_an_open_job_brings_every_duty_back(worker, statements) -> None:
     assert worker.engine.get_job(job.id).status is JobState.SUCCEEDED
     statements.clear()
     assert worker.tick() == {} and len(statements) == 1  # done: idle again
+
+
+def test_idle_rounds_back_off_to_the_idle_interval_and_work_brings_them_back(
+    worker, statements
+) -> None:
+    """On virtual time: rounds at 0, 1, 3, 5 (the 0.5 s poll doubling, up to 2 s) while
+    nothing is open; a job created by another process is claimed at the next round, and
+    the rounds after it come every 0.5 s again."""
+    worker.start_background()
+    rounds: list[float] = []
+    start = worker.scheduler.clock.now()
+
+    def seen() -> None:
+        rounds.append((worker.scheduler.clock.now() - start).total_seconds())
+
+    real_tick = worker.tick
+    worker.tick = lambda: (seen(), real_tick())[1]  # type: ignore[method-assign]
+    worker.scheduler.advance(5.5)
+    assert rounds == [0, 1, 3, 5]
+    intent = Intent(operation="summarise", input={"prompt": "hi"}, providers=("primary",))
+    job = worker.engine.create_job("alice", "other-process", intent).job
+    worker.scheduler.advance(1.5)  # the next round, at 7, claims it
+    worker.scheduler.wait_idle()
+    assert worker.engine.get_job(job.id).status is JobState.SUCCEEDED
+    worker.scheduler.advance(0.5)
+    assert rounds[4:] == [7, 7.5]  # busy at 7: the next came 0.5 s later
+    worker.stop()
