@@ -222,25 +222,31 @@ def one_content_type(request: Request) -> str | None:
 
 
 class JsonBody:
-    """A dependency that checks the media type (415), reads the body within the limit
-    (413), parses it with the one strict reader (`harness.api.reading`: 400, 422) and
-    checks it against the app's compiled schema `name`; the first schema error is a 422
-    naming the member.
-
-    `optional`: an empty (or all-whitespace) body stands for `{}`, whatever its type."""
+    """A dependency that reads the body with `read_body` against the app's compiled
+    schema `name` (see there)."""
 
     def __init__(self, name: str, *, optional: bool = False) -> None:
         self.name = name
         self.optional = optional
 
     async def __call__(self, request: Request, state: State) -> dict[str, Any]:
-        return await read_body(request, state, self.name, optional=self.optional)
+        return await read_body(request, state, state.validators[self.name], optional=self.optional)
 
 
 async def read_body(
-    request: Request, state: ApiState, name: str, *, optional: bool = False
+    request: Request,
+    state: ApiState,
+    validator: jsonschema.Draft202012Validator,
+    *,
+    optional: bool = False,
 ) -> dict[str, Any]:
-    """What `JsonBody` does, as a plain call (see there)."""
+    """The request's body, read the one way every route reads one (the job API's and the
+    gateway's faces alike): the media type is checked (415), the body read within the
+    limit (413), parsed by the one strict reader (`harness.api.reading`: 400, 422) and
+    checked against the compiled JSON Schema `validator`, whose first error is a 422
+    naming the member (`field`).
+
+    `optional`: an empty (or all-whitespace) body stands for `{}`, whatever its type."""
     media = one_content_type(request)
     if not optional:
         check_media_type(media)
@@ -250,7 +256,6 @@ async def read_body(
             return {}
         check_media_type(media)
     data = read_json(raw)
-    validator = state.validators[name]
     if not validator.is_valid(data):
         error = jsonschema.exceptions.best_match(validator.iter_errors(data))
         assert error is not None
@@ -330,7 +335,7 @@ async def create_call(request: Request) -> CreateCall:
     state: ApiState = request.app.state.api
     who = authorise(state, bearer_token(request.headers.get("authorization")))
     key = one_idempotency_key(request.headers.getlist("idempotency-key"))
-    body = await read_body(request, state, CREATE)
+    body = await read_body(request, state, state.validators[CREATE])
     return CreateCall(state=state, owner=who, key=key, intent=intent_of(body, state))
 
 

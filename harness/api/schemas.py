@@ -1,8 +1,10 @@
 """What goes over the wire: request body schemas and response models.
 
-Request bodies are JSON Schemas validated by `jsonschema` in the body dependency
-(`harness.api.deps`), because their error messages ("operation: 'x' is too short") are
-part of the API's contract; the same schemas document the request bodies in OpenAPI.
+Request bodies are JSON Schemas validated by `jsonschema` in the one body reader
+(`harness.api.deps.read_body`), because their error messages ("operation: 'x' is too
+short") are part of the API's contract; the same schemas document the request bodies in
+OpenAPI. The gateway's faces read theirs the same way, against the JSON Schemas of their
+request models (`harness.api.faces.face`).
 Responses are Pydantic models: routes return them, FastAPI checks each body against its
 model, and `/openapi.json` describes the bodies a client really receives.
 
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime
+from enum import Enum
 from typing import Annotated, Any
 
 import jsonschema
@@ -419,28 +422,25 @@ def _at(value: datetime | None) -> str | None:
     return value.isoformat() if value is not None else None
 
 
+def _plain(value: Any) -> Any:
+    """A value as JSON carries it: an enum as its word, an instant in ISO 8601."""
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, datetime):
+        return value.isoformat()
+    return value
+
+
+_ATTEMPT_MEMBERS = tuple(
+    (name, "raw_result" if name == "result" else name) for name in AttemptResource.model_fields
+)
+"""Each member `AttemptResource` shows, in its order, and the attempt's field it shows
+(`result` is the provider's payload as it came, won or not)."""
+
+
 def attempt_json(attempt: Attempt) -> dict[str, Any]:
     """An engine attempt as `AttemptResource` describes it."""
-    return {
-        "id": attempt.id,
-        "number": attempt.number,
-        "provider": attempt.provider,
-        "model": attempt.model,
-        "state": attempt.state.value,
-        "provider_request_id": attempt.provider_request_id,
-        "started_at": attempt.started_at.isoformat(),
-        "deadline_at": _at(attempt.deadline_at),
-        "finished_at": _at(attempt.finished_at),
-        "outcome": attempt.outcome.value if attempt.outcome is not None else None,
-        "resolution": attempt.resolution.value if attempt.resolution is not None else None,
-        "error": attempt.error,
-        "cause": attempt.cause,
-        "status_code": attempt.status_code,
-        "billed": attempt.billed,
-        "retry_after": attempt.retry_after,
-        "token": attempt.token,
-        "result": attempt.raw_result,
-    }
+    return {name: _plain(getattr(attempt, field)) for name, field in _ATTEMPT_MEMBERS}
 
 
 def job_json(job: Job, *, waiting: dict[str, Any] | None) -> dict[str, Any]:

@@ -1,20 +1,24 @@
 """The gateway: the faces the official SDKs already speak, over the engine.
 
+    face.py                 what describes a face (`Face`), and the one route factory
     gateway.py              the shared ground: owner, key, route, create/replay, hold
     waiting.py              waiting for a job to end (one shared reader per job)
-    errors.py               each face's error table and shape; the face route class
+    errors.py               both APIs' errors: one table, each API's shape; the route class
+    conversation.py         the faces' requests in the engine's neutral words
     sse.py                  server-sent events for `stream: true`
-    openai_chat.py          POST /v1/chat/completions
-    openai_responses.py     POST /v1/responses
-    anthropic_messages.py   POST /v1/messages
+    openai_chat.py          POST /v1/chat/completions: its models, reading, renderers
+    openai_responses.py     POST /v1/responses: the same
+    anthropic_messages.py   POST /v1/messages: the same
     models.py               GET /v1/models
 
-`install` adds them to an app (`harness serve` does; docs/gateway.md). Under a face's
-path, even a path or method no route serves is answered in that face's error shape
-(`PREFIXES`); every other path keeps the job API's problem details."""
+`FACES` describes each face once, from those modules' parts; `install` registers them
+on an app (`harness serve` does; docs/gateway.md). Under a face's path, even a path or
+method no route serves is answered in that face's error shape (`PREFIXES`); every other
+path keeps the job API's problem details."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from fastapi import FastAPI, Request, Response
@@ -24,7 +28,9 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from harness.api import schemas as api_schemas
 from harness.api.deps import ApiState
 from harness.api.faces import anthropic_messages, models, openai_chat, openai_responses, sse
-from harness.api.faces.errors import Face, routing_error
+from harness.api.faces.conversation import Members
+from harness.api.faces.errors import ANTHROPIC, OPENAI, ErrorTable, routing_error
+from harness.api.faces.face import Face, face_routes
 from harness.api.faces.gateway import Gateway
 from harness.api.faces.waiting import JobWatch
 from harness.api.problems import on_http_error
@@ -32,19 +38,109 @@ from harness.api.reading import MAX_JSON_INTEGER
 from harness.config import Route
 from harness.errors import ConfigError
 
-ROUTERS = (openai_chat.router, openai_responses.router, anthropic_messages.router, models.router)
-REQUESTS = (
-    openai_chat.ChatCompletionRequest,
-    openai_responses.ResponsesRequest,
-    anthropic_messages.MessagesRequest,
+_SAY = [{"role": "user", "content": "Say hello."}]
+_SESSION = ("metadata", "user", "safety_identifier", "prompt_cache_key", "service_tier")
+FACES: tuple[Face, ...] = (
+    Face(
+        path="/v1/chat/completions",
+        summary="OpenAI Chat Completions, with exactly-once semantics",
+        description="One chat completion as one job (see docs/gateway.md).",
+        request=openai_chat.ChatCompletionRequest,
+        members=Members(
+            carried=(
+                *("model", "messages", "max_tokens", "max_completion_tokens", "temperature"),
+                *("top_p", "stop", "tools", "tool_choice", "parallel_tool_calls"),
+                *("response_format", "n"),
+            ),
+            recorded=_SESSION,
+            delivery=("stream", "stream_options"),
+            refused=(
+                *("store", "logprobs", "top_logprobs", "audio", "modalities", "functions"),
+                *("function_call", "prediction", "web_search_options", "seed"),
+                *("frequency_penalty", "presence_penalty", "logit_bias", "reasoning_effort"),
+                "verbosity",
+            ),
+            harmless={"store": False, "logprobs": False, "modalities": ["text"]},
+        ),
+        read=openai_chat.ask_of,
+        whole=openai_chat.completion,
+        answer=openai_chat.ChatCompletion,
+        events=openai_chat.chunks,
+        error_event=openai_chat.error_event,
+        stream_event="ChatCompletionStreamEvent",
+        errors=OPENAI,
+        example={"messages": _SAY},
+    ),
+    Face(
+        path="/v1/responses",
+        summary="OpenAI Responses, with exactly-once semantics",
+        description="One response as one job (see docs/gateway.md).",
+        request=openai_responses.ResponsesRequest,
+        members=Members(
+            carried=(
+                *("model", "input", "instructions", "max_output_tokens", "temperature"),
+                *("top_p", "tools", "tool_choice", "parallel_tool_calls", "text"),
+            ),
+            recorded=_SESSION,
+            delivery=("stream", "stream_options"),
+            refused=(
+                *("store", "background", "previous_response_id", "conversation", "prompt"),
+                *("reasoning", "include", "truncation", "max_tool_calls", "top_logprobs"),
+            ),
+            harmless={"store": False, "background": False, "include": [], "truncation": "disabled"},
+        ),
+        read=openai_responses.ask_of,
+        whole=openai_responses.response_of,
+        answer=openai_responses.ResponseObject,
+        events=openai_responses.events,
+        error_event=openai_responses.error_event,
+        stream_event="ResponseStreamEvent",
+        errors=OPENAI,
+        example={"input": "Say hello."},
+    ),
+    Face(
+        path="/v1/messages",
+        summary="Anthropic Messages, with exactly-once semantics",
+        description="One message as one job (see docs/gateway.md).",
+        request=anthropic_messages.MessagesRequest,
+        members=Members(
+            carried=(
+                *("model", "messages", "max_tokens", "system", "temperature", "top_p"),
+                *("stop_sequences", "tools", "tool_choice", "output_config", "output_format"),
+            ),
+            recorded=("metadata", "service_tier"),
+            delivery=("stream",),
+            refused=("thinking", "top_k", "mcp_servers", "container", "context_management"),
+            harmless={"thinking": {"type": "disabled"}, "mcp_servers": []},
+        ),
+        read=anthropic_messages.ask_of,
+        whole=anthropic_messages.message_of,
+        answer=anthropic_messages.MessageObject,
+        events=anthropic_messages.events,
+        error_event=anthropic_messages.error_event,
+        stream_event="MessageStreamEvent",
+        errors=ANTHROPIC,
+        example={"max_tokens": 256, "messages": _SAY},
+        parameters=(
+            {
+                "name": "x-api-key",
+                "in": "header",
+                "required": False,
+                "schema": {"type": "string"},
+                "description": "An owner token (the Anthropic SDKs send it so)",
+            },
+        ),
+    ),
 )
-PREFIXES: tuple[tuple[str, Face], ...] = (
-    ("/v1/chat", openai_chat.ERRORS),
-    ("/v1/completions", openai_chat.ERRORS),
-    ("/v1/embeddings", openai_chat.ERRORS),
-    ("/v1/responses", openai_chat.ERRORS),
-    ("/v1/models", openai_chat.ERRORS),
-    ("/v1/messages", anthropic_messages.ERRORS),
+"""Every face the gateway serves, described once (`harness.api.faces.face`): the members
+each knows and how it treats them are docs/gateway.md's tables, member for member."""
+PREFIXES: tuple[tuple[str, ErrorTable], ...] = (
+    ("/v1/chat", OPENAI),
+    ("/v1/completions", OPENAI),
+    ("/v1/embeddings", OPENAI),
+    ("/v1/responses", OPENAI),
+    ("/v1/models", OPENAI),
+    ("/v1/messages", ANTHROPIC),
 )
 """The paths each face owns (the path itself and everything under it): the OpenAI
 SDKs' resources this gateway serves or may be asked for, and Anthropic's messages
@@ -70,27 +166,28 @@ def install(app: FastAPI, state: ApiState) -> None:
     if state.worker is not None:
         state.worker.outcome_listeners.append(watch.outcome_recorded)
     app.state.gateway = Gateway(state=state, routes=routes, watch=watch)
-    for router in ROUTERS:
-        app.include_router(router)
+    app.include_router(face_routes(FACES))
+    app.include_router(models.router)
     app.add_exception_handler(StarletteHTTPException, _routing_error)  # type: ignore[arg-type]
 
 
-def face_of(request: Request) -> Face | None:
-    """The face whose path `request` is under (`PREFIXES`), or None (the job API's)."""
+def face_of(request: Request) -> ErrorTable | None:
+    """The error table of the face whose path `request` is under (`PREFIXES`), or None
+    (the job API's problem details)."""
     path = request.url.path
-    for prefix, face in PREFIXES:
+    for prefix, table in PREFIXES:
         if path == prefix or path.startswith(prefix + "/"):
             if prefix == "/v1/models" and request.headers.get("anthropic-version"):
-                return anthropic_messages.ERRORS
-            return face
+                return ANTHROPIC
+            return table
     return None
 
 
 async def _routing_error(request: Request, exc: StarletteHTTPException) -> Response:
-    face = face_of(request)
-    if face is None or exc.status_code not in (404, 405):
+    table = face_of(request)
+    if table is None or exc.status_code not in (404, 405):
         return await on_http_error(request, exc)
-    return routing_error(face, request, exc.status_code, exc.headers)
+    return routing_error(table, request, exc.status_code, exc.headers)
 
 
 def _default(state: ApiState) -> Route:
@@ -99,11 +196,12 @@ def _default(state: ApiState) -> Route:
 
 def document(document: dict[str, Any], gateway: Gateway | None = None) -> None:
     """Add what the faces' routes cannot say by themselves to an OpenAPI document: their
-    request bodies, the events of their streams (`itemSchema` of `text/event-stream`),
-    the `Idempotency-Key` and `Prefer` headers, the 415 a repeated `Content-Type`
-    answers, and (given the app's `gateway`) the model names as an enum."""
+    request bodies, as the API's one reader bounds them; the events of their streams
+    (`itemSchema` of `text/event-stream`); each face's smallest request, whole and
+    streamed, as its body's examples; and (given the app's `gateway`) the model names as
+    an enum."""
     _, schemas = models_json_schema(
-        [(model, "validation") for model in REQUESTS],
+        [(face.request, "validation") for face in FACES],
         ref_template="#/components/schemas/{model}",
     )
     components = document.setdefault("components", {}).setdefault("schemas", {})
@@ -112,52 +210,20 @@ def document(document: dict[str, Any], gateway: Gateway | None = None) -> None:
         components.setdefault(name, _as_read(schema))
     _stream_components(components)
     names = gateway.models() if gateway is not None else []
-    for path, event in STREAMS.items():
-        operation = document.get("paths", {}).get(path, {}).get("post")
+    for face in FACES:
+        operation = document.get("paths", {}).get(face.path, {}).get("post")
         if operation is not None:
-            _face_operation(operation, event)
-            _examples(operation, EXAMPLES[path], names[0] if names else "default")
-    if gateway is not None:
-        for model in REQUESTS:
-            member = components.get(model.__name__, {}).get("properties", {}).get("model")
-            if member is not None:
-                member["enum"] = names
-                member["description"] = MODEL_DESCRIPTION
+            _examples(operation, face.example, names[0] if names else "default")
+        member = components.get(face.request.__name__, {}).get("properties", {}).get("model")
+        if gateway is not None and member is not None:
+            member["enum"] = names
+            member["description"] = MODEL_DESCRIPTION
 
 
-STREAMS = {
-    "/v1/chat/completions": "ChatCompletionStreamEvent",
-    "/v1/responses": "ResponseStreamEvent",
-    "/v1/messages": "MessageStreamEvent",
-}
-"""Each face's path and the component naming one event of its stream."""
 MODEL_DESCRIPTION = (
     "A route of the configuration, or a configured provider (a chain of one): "
     "`GET /v1/models` lists them. Any other model is a 404."
 )
-HEADERS = (
-    {
-        "name": "Idempotency-Key",
-        "in": "header",
-        "required": False,
-        "schema": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[!-~]+$"},
-        "description": "One job per (owner, key): a repeat replays the job "
-        "(`Idempotent-Replayed: true`); the same key with another body is a 409. "
-        "Without it, `metadata.idempotency_key`; without either, each call is a job "
-        "of its own (an SDK's numbered retry excepted). See docs/gateway.md.",
-    },
-    {
-        "name": "Prefer",
-        "in": "header",
-        "required": False,
-        "schema": {"type": "string"},
-        "example": "wait=10",
-        "description": "RFC 7240: `wait=S`, the seconds to hold before answering 202 "
-        "(at most 600; else the configuration's `gateway.wait`). Preferences this "
-        "server cannot read are ignored.",
-    },
-)
-"""The request headers every face reads."""
 
 
 def _as_read(schema: Any) -> Any:
@@ -196,30 +262,7 @@ def _stream_components(components: dict[str, Any]) -> None:
     components.setdefault("MessageStreamEvent", sse.named_item(sse.messages_events(ref)))
 
 
-def _face_operation(operation: dict[str, Any], event: str) -> None:
-    responses = operation.setdefault("responses", {})
-    ok = responses.setdefault("200", {"description": "The answer"})
-    ok["description"] = "The answer; with `stream: true`, its server-sent events"
-    stream = {"itemSchema": {"$ref": f"#/components/schemas/{event}"}}
-    ok.setdefault("content", {})["text/event-stream"] = stream
-    if "400" in responses:
-        responses.setdefault("415", {**responses["400"], "description": REPEATED})
-    names = {header["name"].lower() for header in HEADERS}
-    kept = [p for p in operation.get("parameters", []) if p.get("name", "").lower() not in names]
-    operation["parameters"] = [*kept, *HEADERS]
-
-
-REPEATED = "`Content-Type` sent more than once (in the face's error shape)"
-_SAY = [{"role": "user", "content": "Say hello."}]
-EXAMPLES: dict[str, dict[str, Any]] = {
-    "/v1/chat/completions": {"messages": _SAY},
-    "/v1/responses": {"input": "Say hello."},
-    "/v1/messages": {"max_tokens": 256, "messages": _SAY},
-}
-"""Each face's smallest request (its model is the first the gateway lists)."""
-
-
-def _examples(operation: dict[str, Any], body: dict[str, Any], model: str) -> None:
+def _examples(operation: dict[str, Any], body: Mapping[str, Any], model: str) -> None:
     """The face's smallest request, whole and streamed, as its body's examples."""
     content = operation.get("requestBody", {}).get("content", {}).get("application/json")
     if content is None:

@@ -9,45 +9,35 @@ or the beta `output_format`), all carried to the providers in the engine's neutr
 carried (server tools, `thinking`, documents...) is refused (400), never silently
 dropped. Answers a `message` (or, streamed, `message_start` … `message_stop`) with the
 winner's text and `tool_use` blocks, usage and model; errors in Anthropic's `{"type":
-"error", "error": {...}}` shape (`ERRORS`), and a failed stream ends with an `error`
-event.
+"error", "error": {...}}` shape (`harness.api.faces.errors.ANTHROPIC`), and a failed
+stream ends with an `error` event. The face as the gateway serves it:
+`harness.api.faces.FACES`.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any, Literal
 
-from fastapi import APIRouter, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from harness.api.faces import sse
 from harness.api.faces.conversation import (
-    CARRIED,
-    DELIVERY,
-    RECORDED,
-    REFUSED,
     arguments_object,
     calls_of,
-    check_members,
     format_of,
+    integer,
     invalid,
     listed,
+    number,
     refuse,
     text_of,
     tool,
     user_message,
 )
-from harness.api.faces.errors import Face, parse
-from harness.api.faces.gateway import (
-    Ask,
-    Held,
-    JobReference,
-    answer,
-    fingerprint_input,
-    metadata_key,
-    serve,
-)
+from harness.api.faces.errors import ANTHROPIC, anthropic_error
+from harness.api.faces.gateway import Ask, Held, fingerprint_input, metadata_key
 from harness.api.problems import HttpProblem
 
 OPERATION = "anthropic.messages"
@@ -59,34 +49,12 @@ STOP = {
 }
 
 
-def anthropic_error(kind: str, message: str, code: str, param: str | None) -> dict[str, Any]:
-    """Anthropic's error body."""
-    return {"type": "error", "error": {"type": kind, "message": message}}
-
-
-ERRORS = Face(
-    kinds={
-        "unauthorized": (401, "authentication_error"),
-        "unknown-model": (404, "not_found_error"),
-        "idempotency-key-reused": (409, "invalid_request_error"),
-        "job-cancelled": (409, "invalid_request_error"),
-        "job-failed": (502, "api_error"),
-        "no-worker": (503, "overloaded_error"),
-        413: (413, "request_too_large"),
-        400: (400, "invalid_request_error"),
-        404: (404, "not_found_error"),
-        405: (405, "invalid_request_error"),
-        415: (400, "invalid_request_error"),
-        422: (400, "invalid_request_error"),
-    },
-    shape=anthropic_error,
-    default=(400, "invalid_request_error"),
-)
-"""The face's error table: problem type (or status) → Anthropic status and error type."""
+# The request's schema (its `Face.request`): what the API's one body reader checks and what
+# `/openapi.json` documents. The models are never instantiated: `ask_of` reads the body.
 
 
 class TextBlock(BaseModel):
-    model_config = ConfigDict(extra="allow", strict=True)
+    model_config = ConfigDict(extra="allow")
     type: Literal["text"]
     text: str
 
@@ -95,7 +63,7 @@ class Message(BaseModel):
     """One message of the conversation: a string, or blocks (`text`, `image`,
     `tool_use`, `tool_result`)."""
 
-    model_config = ConfigDict(extra="allow", strict=True)
+    model_config = ConfigDict(extra="allow")
     role: Literal["user", "assistant"]
     content: str | list[dict[str, Any]]
 
@@ -103,7 +71,7 @@ class Message(BaseModel):
 class MessagesRequest(BaseModel):
     """The Messages request, as far as this gateway reads it."""
 
-    model_config = ConfigDict(extra="allow", strict=True)
+    model_config = ConfigDict(extra="allow")
     model: str = Field(min_length=1, max_length=255)
     messages: list[Message] = Field(min_length=1)
     max_tokens: int = Field(ge=1, le=1_000_000)
@@ -137,99 +105,62 @@ class MessageObject(BaseModel):
     usage: Usage
 
 
-class AnthropicErrorDetail(BaseModel):
-    type: str
-    message: str
-
-
-class AnthropicError(BaseModel):
-    """Anthropic's error shape."""
-
-    type: Literal["error"]
-    error: AnthropicErrorDetail
-
-
-FIELDS = {
-    **dict.fromkeys(
-        (
-            "model",
-            "messages",
-            "max_tokens",
-            "system",
-            "temperature",
-            "top_p",
-            "stop_sequences",
-            "tools",
-            "tool_choice",
-            "output_config",
-            "output_format",
-        ),
-        CARRIED,
-    ),
-    "stream": DELIVERY,
-    **dict.fromkeys(("metadata", "service_tier"), RECORDED),
-    **dict.fromkeys(
-        ("thinking", "top_k", "mcp_servers", "container", "context_management"), REFUSED
-    ),
-}
-"""Every request member this face knows, and how it treats it (docs/gateway.md)."""
-HARMLESS = {"thinking": lambda v: v == {"type": "disabled"}, "mcp_servers": lambda v: v == []}
-"""Values of refused members that ask for nothing the gateway leaves out."""
 TEXT = frozenset({"text"})
 CHOICES = {"auto": "auto", "any": "required", "tool": "tool", "none": "none"}
 
 
 def ask_of(body: dict[str, Any]) -> Ask:
-    """The request as the engine's input (400 for what this gateway cannot do)."""
-    request = parse(MessagesRequest, body)
-    check_members(body, FIELDS, HARMLESS)
+    """A request the schema holds (`MessagesRequest`), of members the face knows, as the
+    engine's input (400 for what this gateway cannot do)."""
     messages: list[dict[str, Any]] = []
-    for i, m in enumerate(request.messages):
+    for i, m in enumerate(body["messages"]):
         messages += _messages(m, f"messages[{i}].content")
     return Ask(
         operation=OPERATION,
-        model=request.model,
+        model=body["model"],
         input={
             "messages": messages,
             "system": text_of(body.get("system"), "system", kinds=TEXT),
-            "max_tokens": request.max_tokens,
-            "temperature": request.temperature,
-            **_sampling(request),
-            **_tools(request),
+            "max_tokens": integer(body["max_tokens"]),
+            "temperature": number(body.get("temperature")),
+            **_sampling(body),
+            **_tools(body),
             "request": fingerprint_input(body),
         },
-        stream=bool(request.stream),
-        key=metadata_key(request.metadata),
+        stream=bool(body.get("stream")),
+        key=metadata_key(body.get("metadata")),
     )
 
 
-def _sampling(request: MessagesRequest) -> dict[str, Any]:
-    found: dict[str, Any] = {"stop": request.stop_sequences} if request.stop_sequences else {}
-    if request.top_p is not None:
-        found["top_p"] = request.top_p
+def _sampling(body: Mapping[str, Any]) -> dict[str, Any]:
+    stop = body.get("stop_sequences")
+    found: dict[str, Any] = {"stop": stop} if stop else {}
+    if body.get("top_p") is not None:
+        found["top_p"] = number(body["top_p"])
     return found
 
 
-def _messages(m: Message, where: str) -> list[dict[str, Any]]:
+def _messages(m: Mapping[str, Any], where: str) -> list[dict[str, Any]]:
     """One message in the neutral form: a user's tool results become `tool` messages
     (before its other content), an assistant's `tool_use` blocks its tool calls."""
-    if isinstance(m.content, str):
-        return [{"role": m.role, "content": m.content}]
+    role, content = m["role"], m["content"]
+    if isinstance(content, str):
+        return [{"role": role, "content": content}]
     results: list[dict[str, Any]] = []
     parts: list[dict[str, Any]] = []
     calls: list[dict[str, Any]] = []
-    for j, block in enumerate(m.content):
+    for j, block in enumerate(content):
         kind, here = block.get("type"), f"{where}[{j}]"
-        if kind == "tool_result" and m.role == "user":
+        if kind == "tool_result" and role == "user":
             results.append(_result(block, here))
-        elif kind == "tool_use" and m.role == "assistant":
+        elif kind == "tool_use" and role == "assistant":
             calls.append(_call(block, here))
-        elif kind == "image" and m.role == "user":
+        elif kind == "image" and role == "user":
             parts.append(_image(block, here))
         else:
             parts.append({"type": "text", "text": text_of([block], here, kinds=TEXT)})
     text = "".join(p.get("text", "") for p in parts)
-    if m.role == "assistant":
+    if role == "assistant":
         return [{"role": "assistant", "content": text, **({"tool_calls": calls} if calls else {})}]
     return results + ([user_message(text, parts)] if parts else [])
 
@@ -268,18 +199,18 @@ def _image(block: dict[str, Any], where: str) -> dict[str, Any]:
     raise refuse(f"{where}.source", "only base64 and url image sources")
 
 
-def _tools(request: MessagesRequest) -> dict[str, Any]:
+def _tools(body: Mapping[str, Any]) -> dict[str, Any]:
     """The neutral tools, tool choice and output format of the request."""
     found: dict[str, Any] = {}
     tools = []
-    for i, spec in enumerate(listed(request.tools, "tools")):
+    for i, spec in enumerate(listed(body.get("tools"), "tools")):
         if not isinstance(spec, dict) or spec.get("type") not in (None, "custom"):
             raise refuse(f"tools[{i}]", "only custom (function) tools are supported")
         name, schema, strict = spec.get("name"), spec.get("input_schema"), spec.get("strict")
         tools.append(tool(name, spec.get("description"), schema, f"tools[{i}]", strict))
     if tools:
         found["tools"] = tools
-    choice = request.tool_choice
+    choice = body.get("tool_choice")
     if choice is not None:
         kind = CHOICES.get(str(choice.get("type")))
         if kind is None:
@@ -291,17 +222,17 @@ def _tools(request: MessagesRequest) -> dict[str, Any]:
             found["tool_choice"]["name"] = choice["name"]
         if choice.get("disable_parallel_tool_use") is True:
             found["parallel_tool_calls"] = False
-    output = _output_format(request)
+    output = _output_format(body)
     if output is not None:
         found["response_format"] = output
     return found
 
 
-def _output_format(request: MessagesRequest) -> dict[str, Any] | None:
-    config, where = request.output_config, "output_config"
+def _output_format(body: Mapping[str, Any]) -> dict[str, Any] | None:
+    config, where = body.get("output_config"), "output_config"
     fmt = (config or {}).get("format")
-    if request.output_format is not None:
-        fmt, where = request.output_format, "output_format"
+    if body.get("output_format") is not None:
+        fmt, where = body["output_format"], "output_format"
     else:
         where = "output_config.format"
     for member in config or {}:
@@ -350,8 +281,8 @@ def _blocks(result: dict[str, Any]) -> list[dict[str, Any]]:
     return ([{"type": "text", "text": text}] if text or not calls else []) + calls
 
 
-def events(held: Held) -> list[str]:
-    """The finished job as the Messages stream's events."""
+def events(held: Held, body: Mapping[str, Any]) -> list[str]:
+    """The finished job as the Messages stream's events (the same for every request)."""
     whole = message_of(held)
     steps: list[tuple[str, dict[str, Any]]] = [
         ("message_start", {"message": message_of(held, text="")}),
@@ -390,46 +321,5 @@ def _block_events(index: int, block: dict[str, Any]) -> list[tuple[str, dict[str
 
 def error_event(problem: HttpProblem) -> str:
     """A failed stream's last event: Anthropic's `error` event."""
-    _, kind = ERRORS.of(problem)
+    _, kind = ANTHROPIC.of(problem)
     return sse.event(anthropic_error(kind, problem.detail, "", None), "error")
-
-
-router = APIRouter(tags=["gateway"], route_class=ERRORS.route_class())
-
-_ERROR = {"model": AnthropicError, "description": "Anthropic's error shape"}
-
-
-@router.post(
-    "/v1/messages",
-    summary="Anthropic Messages, with exactly-once semantics",
-    response_model=MessageObject,
-    responses={
-        200: {"content": {"text/event-stream": {"schema": {"type": "string"}}}},
-        202: {"model": JobReference, "description": "Still running at the wait bound"},
-        **{status: _ERROR for status in (400, 401, 404, 409, 413, 502, 503)},
-    },
-    openapi_extra={
-        "parameters": [
-            {
-                "name": "x-api-key",
-                "in": "header",
-                "required": False,
-                "schema": {"type": "string"},
-                "description": "An owner token (the Anthropic SDKs send it so)",
-            }
-        ],
-        "requestBody": {
-            "required": True,
-            "content": {
-                "application/json": {"schema": {"$ref": "#/components/schemas/MessagesRequest"}}
-            },
-        },
-        "security": [{"HTTPBearer": []}],
-    },
-)
-async def messages(request: Request) -> Response:
-    """One message as one job (see docs/gateway.md)."""
-    call = await serve(request, ask_of)
-    return answer(
-        call.held, stream=call.ask.stream, whole=message_of, events=events, error_event=error_event
-    )

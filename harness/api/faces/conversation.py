@@ -22,41 +22,57 @@ each face with `calls_of`.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from harness.api.faces.gateway import UNSUPPORTED
 from harness.api.problems import INVALID_BODY, HttpProblem
 
-CARRIED = "carried"
-"""Sent to the providers (each in its own shape), and binds the key."""
-RECORDED = "recorded"
-"""About the caller, not the answer (`user`, `service_tier`...): binds the key, kept in
-the job's input, not sent."""
-DELIVERY = "delivery"
-"""How the answer is delivered (`stream`, `stream_options`): does not bind the key."""
-REFUSED = "refused"
-"""Cannot be carried to every provider of a route: 400 when given (but for the values
-a face names harmless, such as `n: 1`)."""
+
+@dataclass(frozen=True, kw_only=True)
+class Members:
+    """Every request member a face knows, by how it treats it (docs/gateway.md lists
+    each): `carried` members are sent to the providers (each in its own shape) and bind
+    the key; `recorded` ones are about the caller, not the answer (`user`,
+    `service_tier`...): they bind the key and are kept in the job's input, not sent;
+    `delivery` ones say how the answer is delivered (`stream`, `stream_options`) and do
+    not bind the key; `refused` ones cannot be carried to every provider of a route, and
+    are a 400 when given, but for their `harmless` value (one that asks for nothing the
+    gateway leaves out, such as `store: false`)."""
+
+    carried: tuple[str, ...]
+    recorded: tuple[str, ...]
+    delivery: tuple[str, ...]
+    refused: tuple[str, ...]
+    harmless: Mapping[str, Any]
+
+    def check(self, body: Mapping[str, Any]) -> None:
+        """400 for a member the face does not know, or one it refuses (unless its value
+        is harmless); `null` is the member's absence."""
+        known = {*self.carried, *self.recorded, *self.delivery, *self.refused}
+        for member, value in body.items():
+            if member not in known:
+                raise refuse(member, "not a member this gateway knows (docs/gateway.md)")
+            if member in self.refused and value is not None and not self._harmless(member, value):
+                raise refuse(member)
+
+    def _harmless(self, member: str, value: Any) -> bool:
+        if member not in self.harmless:
+            return False
+        given = self.harmless[member]
+        return type(value) is type(given) and value == given
 
 
-def check_members(
-    body: Mapping[str, Any],
-    fields: Mapping[str, str],
-    harmless: Mapping[str, Callable[[Any], bool]],
-) -> None:
-    """400 for a member the face does not know, or one it refuses (unless its value is
-    harmless); `null` is the member's absence."""
-    for member, value in body.items():
-        how = fields.get(member)
-        if how is None:
-            raise refuse(member, "not a member this gateway knows (docs/gateway.md)")
-        if how == REFUSED and value is not None and not harmless.get(member, _never)(value):
-            raise refuse(member)
+def integer(value: Any) -> int | None:
+    """A member the schema holds to be an integer (or null) as one: JSON's `5.0` is the
+    integer 5, as the job API reads it."""
+    return None if value is None else int(value)
 
 
-def _never(value: object) -> bool:
-    return False
+def number(value: Any) -> float | None:
+    """A member the schema holds to be a number (or null) as a float (`1` is `1.0`)."""
+    return None if value is None else float(value)
 
 
 def refuse(member: str, why: str = "not supported by this gateway") -> HttpProblem:
@@ -136,6 +152,32 @@ def openai_choice(raw: object, where: str, *, flat: bool) -> dict[str, Any] | No
             raise invalid(where, "a named function choice needs the function's name")
         return {"type": "tool", "name": name}
     raise refuse(where, "only auto, none, required or one named function")
+
+
+def openai_tools(body: Mapping[str, Any], *, flat: bool) -> dict[str, Any]:
+    """OpenAI's function `tools`, `tool_choice` and `parallel_tool_calls` in the neutral
+    form; `flat`: as the Responses API spells them (a tool's `name`, `description`,
+    `parameters` beside its `type`; a named choice `{"type": "function", "name"}`), else
+    as Chat Completions does (under `function`)."""
+    found: dict[str, Any] = {}
+    tools = []
+    for i, spec in enumerate(listed(body.get("tools"), "tools")):
+        if not isinstance(spec, dict) or spec.get("type") != "function":
+            raise refuse(f"tools[{i}].type", "only function tools are supported")
+        function, where = (spec, f"tools[{i}]") if flat else (spec.get("function"), None)
+        if not isinstance(function, dict):
+            raise HttpProblem(UNSUPPORTED, f"tools[{i}].function: missing")
+        name, description = function.get("name"), function.get("description")
+        schema, strict = function.get("parameters"), function.get("strict")
+        tools.append(tool(name, description, schema, where or f"tools[{i}].function", strict))
+    if tools:
+        found["tools"] = tools
+    choice = openai_choice(body.get("tool_choice"), "tool_choice", flat=flat)
+    if choice is not None:
+        found["tool_choice"] = choice
+    if body.get("parallel_tool_calls") is not None:
+        found["parallel_tool_calls"] = body["parallel_tool_calls"]
+    return found
 
 
 def format_of(raw: Mapping[str, Any], where: str) -> dict[str, Any] | None:

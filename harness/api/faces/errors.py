@@ -4,10 +4,11 @@ AuthenticationError, 404 NotFoundError, 409 ConflictError, 5xx InternalServerErr
 
 Every refusal below a face is an `HttpProblem` (the API's catalogue, plus the gateway's
 own types in `harness.api.faces.gateway`) or a `HarnessError` (mapped by the API's one
-table, `harness.api.problems.problem_for`). A face's `ErrorTable` says, per problem
-type, the status and the error `type`/`code` its API uses, and renders the body. Errors
-that a retry cannot change carry `x-should-retry: false`, which the SDKs obey: a
-reused key or a failed job answers the same every time. Every server error (5xx) a face
+table, `harness.api.problems.problem_for`). One table (`ANSWERS`) says, per problem type,
+the status and each API's error `type`; an API's `ErrorTable` (`OPENAI`, `ANTHROPIC`)
+reads its column, renders the body in its shape, and names the model documenting it.
+Errors that a retry cannot change carry `x-should-retry: false`, which the SDKs obey: a
+reused key or a failed job answers the same every time. Every server error (5xx) the
 table does not name is `api_error`, the type both APIs document for it.
 
 A face route refuses a request with two `Content-Type` headers (415, as the job API
@@ -19,14 +20,14 @@ errors under a face's path (an unknown path, a wrong method) are rendered by
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from dataclasses import dataclass
+from typing import Any, Literal, NamedTuple
 
 from fastapi import Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from harness.api.deps import authorise, bearer_token
 from harness.api.problems import (
@@ -39,12 +40,12 @@ from harness.api.problems import (
 )
 from harness.errors import HarnessError
 
-M = TypeVar("M", bound=BaseModel)
-
 FINAL = frozenset({"idempotency-key-reused", "job-failed", "job-cancelled"})
 """Problem types a retry cannot change: answered with `x-should-retry: false`."""
 SERVER_ERROR = "api_error"
 """The error type of a server error (5xx) in both APIs' documentation."""
+CLIENT_ERROR = "invalid_request_error"
+"""The error type (with status 400) of any other client error, in both APIs."""
 KEPT_STATUS = frozenset({UNSUPPORTED_MEDIA_TYPE.slug})
 """Problem types a face answers with the job API's status, whatever its table says for
 that status: a repeated `Content-Type` is 415 on every route (a single one that is not
@@ -52,40 +53,72 @@ JSON is the face's own 400)."""
 REPEATED_CONTENT_TYPE = "send exactly one Content-Type header"
 
 
-@dataclass(frozen=True)
-class Face:
-    """How one API names its errors: `kinds` maps a problem slug (or a status, for the
-    rest) to the status and error type it answers with; `shape` builds the body."""
+class Answer(NamedTuple):
+    """How the faces answer one problem: the status, and each API's error type."""
 
-    kinds: Mapping[str | int, tuple[int, str]]
+    status: int
+    openai: str
+    anthropic: str
+
+
+ANSWERS: Mapping[str | int, Answer] = {
+    "unauthorized": Answer(401, CLIENT_ERROR, "authentication_error"),
+    "unknown-model": Answer(404, CLIENT_ERROR, "not_found_error"),
+    "idempotency-key-reused": Answer(409, CLIENT_ERROR, CLIENT_ERROR),
+    "job-cancelled": Answer(409, CLIENT_ERROR, CLIENT_ERROR),
+    "job-failed": Answer(502, SERVER_ERROR, SERVER_ERROR),
+    "no-worker": Answer(503, SERVER_ERROR, "overloaded_error"),
+    413: Answer(413, CLIENT_ERROR, "request_too_large"),
+    400: Answer(400, CLIENT_ERROR, CLIENT_ERROR),
+    404: Answer(404, CLIENT_ERROR, "not_found_error"),
+    405: Answer(405, CLIENT_ERROR, CLIENT_ERROR),
+    415: Answer(400, CLIENT_ERROR, CLIENT_ERROR),
+    422: Answer(400, CLIENT_ERROR, CLIENT_ERROR),  # both APIs answer 400 for invalid parameters
+}
+"""Both APIs' error tables in one: problem type (or status, for the rest) → the answer."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ErrorTable:
+    """How one API (`api`: OpenAI or Anthropic) names its errors: its column of `ANSWERS`
+    gives the status and error type a problem answers with; `shape` builds the body,
+    which `model` documents."""
+
+    api: str
     shape: Callable[[str, str, str, str | None], dict[str, Any]]  # type, message, code, param
-    default: tuple[int, str] = (500, "api_error")
-    headers: Mapping[str, str] = field(default_factory=dict)
+    model: type[BaseModel]
+
+    @property
+    def described(self) -> str:
+        return f"{self.api}'s error shape"
+
+    def documented(self, *statuses: int) -> dict[int | str, Any]:
+        """OpenAPI `responses` saying that each of `statuses` answers in this shape."""
+        return {status: {"model": self.model, "description": self.described} for status in statuses}
 
     def of(self, problem: HttpProblem) -> tuple[int, str]:
         """The status and error type `problem` answers with (a 5xx the table does not
-        name keeps its status and is an `api_error`)."""
-        found = self.kinds.get(problem.kind.slug) or self.kinds.get(problem.status)
-        if found is not None and problem.kind.slug in KEPT_STATUS:
-            return problem.status, found[1]
-        if found is not None:
-            return found
-        return (problem.status, SERVER_ERROR) if problem.status >= 500 else self.default
+        name keeps its status and is an `api_error`, any other client error is a 400)."""
+        found = ANSWERS.get(problem.kind.slug) or ANSWERS.get(problem.status)
+        if found is None:
+            return (problem.status, SERVER_ERROR) if problem.status >= 500 else (400, CLIENT_ERROR)
+        kind = getattr(found, self.api.lower())
+        return (problem.status if problem.kind.slug in KEPT_STATUS else found.status), kind
 
     def render(self, problem: HttpProblem) -> JSONResponse:
         """The problem as this API's error response."""
         status, kind = self.of(problem)
         param = problem.extra.get("field")
         body = self.shape(kind, problem.detail, problem.kind.slug.replace("-", "_"), param)
-        headers = {**self.headers, **dict(problem.headers or {})}
+        headers = dict(problem.headers or {})
         if problem.kind.slug in FINAL:
             headers["x-should-retry"] = "false"
         return JSONResponse(body, status_code=status, headers=headers)
 
     def route_class(self) -> type[APIRoute]:
         """An `APIRoute` whose every error (the route's, its dependencies', FastAPI's
-        parameter checks) is answered in this face's shape."""
-        face = self
+        parameter checks) is answered in this table's shape."""
+        table = self
 
         class FaceRoute(APIRoute):
             def get_route_handler(self) -> Callable[[Request], Awaitable[Response]]:
@@ -97,12 +130,12 @@ class Face:
                             repeated_content_type(request)
                         return await handler(request)
                     except HttpProblem as problem:
-                        return face.render(problem)
+                        return table.render(problem)
                     except HarnessError as error:
-                        return face.render(problem_for(error))
+                        return table.render(problem_for(error))
                     except RequestValidationError as exc:
                         where = [".".join(map(str, e.get("loc", ()))) for e in exc.errors()[:3]]
-                        return face.render(
+                        return table.render(
                             HttpProblem(INVALID_BODY, f"invalid parameters: {', '.join(where)}")
                         )
 
@@ -121,20 +154,53 @@ def repeated_content_type(request: Request) -> None:
 
 
 def routing_error(
-    face: Face, request: Request, status: int, headers: Mapping[str, str] | None
+    table: ErrorTable, request: Request, status: int, headers: Mapping[str, str] | None
 ) -> Response:
     """A routing error (404 unknown path, 405 wrong method) on a face's path, in its shape."""
     kind = METHOD_NOT_ALLOWED if status == 405 else NOT_FOUND
     where = f"{request.method} {request.url.path[:120]}"
     problem = HttpProblem(kind, f"{kind.title}: {where}", headers=headers)
-    return face.render(problem)
+    return table.render(problem)
 
 
-def parse(model: type[M], body: dict[str, Any]) -> M:
-    """`body` as the face's request model; the first error names its member (400)."""
-    try:
-        return model.model_validate(body)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "(body)"
-        raise HttpProblem(INVALID_BODY, f"{where}: {first['msg']}", field=where) from None
+def openai_error(kind: str, message: str, code: str, param: str | None) -> dict[str, Any]:
+    """OpenAI's error body."""
+    return {"error": {"message": message, "type": kind, "param": param, "code": code}}
+
+
+class OpenAIErrorDetail(BaseModel):
+    message: str
+    type: str
+    param: str | None = None
+    code: str | None = None
+
+
+class OpenAIError(BaseModel):
+    """OpenAI's error shape."""
+
+    error: OpenAIErrorDetail
+
+
+def anthropic_error(kind: str, message: str, code: str, param: str | None) -> dict[str, Any]:
+    """Anthropic's error body."""
+    return {"type": "error", "error": {"type": kind, "message": message}}
+
+
+class AnthropicErrorDetail(BaseModel):
+    type: str
+    message: str
+
+
+class AnthropicError(BaseModel):
+    """Anthropic's error shape."""
+
+    type: Literal["error"]
+    error: AnthropicErrorDetail
+
+
+OPENAI = ErrorTable(api="OpenAI", shape=openai_error, model=OpenAIError)
+ANTHROPIC = ErrorTable(api="Anthropic", shape=anthropic_error, model=AnthropicError)
+
+Face = ErrorTable
+"""The name `harness.checks.faces.mutants` still imports the error table by (its mutant
+patches `render`); a face itself is `harness.api.faces.face.Face`."""

@@ -2,16 +2,16 @@
 Responses, Anthropic Messages) does the same way between reading its request and
 rendering its answer.
 
-A face turns its request body into an `Ask` (the operation, the route's name, the
-engine's input). `Gateway.run` then: names the owner (`Authorization: Bearer` or
-`x-api-key`), finds the key (`Idempotency-Key`, else the face's metadata field, else a
-key of the gateway's own making), resolves the model to a route, creates or replays
-the job through the engine, and holds until the job ends or the wait bound passes
-(`Prefer: wait=S`, else the configuration's `gateway.wait`). The face renders the
-finished job (`Held`) in its own shape through `answer`, the one run every face shares
-(202 while open, the whole answer or its stream, a failed job as an error or as the
-stream's error event); errors are `HttpProblem`s, which each face renders with its own
-error table.
+Once `caller` has named the owner (`Authorization: Bearer` or `x-api-key`), a face
+(`harness.api.faces.face`) turns its request body into an `Ask` (the operation, the
+route's name, the engine's input). `Gateway.run` then finds the key (`Idempotency-Key`,
+else the face's metadata field, else a key of the gateway's own making), resolves the
+model to a route, creates or replays the job through the engine, and holds until the
+job ends or the wait bound passes (`Prefer: wait=S`, else the configuration's
+`gateway.wait`). The face renders the finished job (`Held`) in its own shape through
+`answer`, the one run every face shares (202 while open, the whole answer or its
+stream, a failed job as an error or as the stream's error event); errors are
+`HttpProblem`s, which each face renders with its own error table.
 
 Keyless calls (docs/gateway.md): each is one job, except an SDK's retry. The official
 SDKs send no key of their own, but number their tries (`x-stainless-retry-count`); a
@@ -34,14 +34,14 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 from starlette.concurrency import run_in_threadpool
 
-from harness.api.deps import ApiState, authorise, bearer_token, body_bytes
+from harness.api.deps import ApiState, authorise, bearer_token
 from harness.api.faces import sse
 from harness.api.faces.waiting import JobWatch
 from harness.api.problems import INVALID_BODY, MALFORMED_KEY, HttpProblem, ProblemType
-from harness.api.reading import check_media_type, one_idempotency_key, read_json
+from harness.api.reading import one_idempotency_key
 from harness.config import MAX_GATEWAY_WAIT, Route
 from harness.core.models import Intent, Job, Policy
-from harness.core.states import FINISHED_JOB_STATES
+from harness.core.states import FINISHED_JOB_STATES, JobState
 from harness.errors import HarnessError, InvalidIntent
 
 log = logging.getLogger(__name__)
@@ -111,7 +111,7 @@ class Held:
         """The problem a job that ended without a result answers with."""
         last = self.job.attempts[-1] if self.job.attempts else None
         why = f": {last.provider}: {last.error}" if last is not None and last.error else ""
-        kind = JOB_CANCELLED if self.job.status.value == "cancelled" else JOB_FAILED
+        kind = JOB_CANCELLED if self.job.status is JobState.CANCELLED else JOB_FAILED
         return HttpProblem(
             kind, f"job {self.job.id} {self.job.status.value}{why}", headers=self.headers()
         )
@@ -153,7 +153,7 @@ def answer(
     stream, as the stream's one error event; else the whole answer, or its events."""
     if not held.finished:
         return pending(held)
-    if held.job.status.value != "succeeded":
+    if held.job.status is not JobState.SUCCEEDED:
         problem = held.failure()
         if stream:
             return sse.sse_response([error_event(problem)], headers=held.headers())
@@ -161,25 +161,6 @@ def answer(
     if stream:
         return sse.sse_response(events(held), headers=held.headers())
     return JSONResponse(whole(held), headers=held.headers())
-
-
-async def serve(request: Request, ask_of: Callable[[dict[str, Any]], Ask]) -> ServedCall:
-    """A face's call up to its answer: the caller, the body, the face's reading of it
-    (`ask_of`), then the job created or replayed and held (`Gateway.run`)."""
-    gateway: Gateway = request.app.state.gateway
-    owner = caller(gateway.state, request)
-    body = await read_face_body(gateway.state, request)
-    ask = ask_of(body)
-    return ServedCall(held=await gateway.run(request, owner, ask), ask=ask, body=body)
-
-
-@dataclass(frozen=True, kw_only=True)
-class ServedCall:
-    """A face's call once held: the job as it stood, what was asked, the body read."""
-
-    held: Held
-    ask: Ask
-    body: dict[str, Any]
 
 
 def prefer_wait(header: str | None, default: float) -> float:
@@ -194,15 +175,6 @@ def caller(state: ApiState, request: Request) -> str:
     or `x-api-key: <token>` (the Anthropic SDK), compared in constant time."""
     token = bearer_token(request.headers.get("authorization"))
     return authorise(state, token if token is not None else request.headers.get("x-api-key"))
-
-
-async def read_face_body(state: ApiState, request: Request) -> dict[str, Any]:
-    """A face's JSON body, read by the API's one strict reader (415, 413, 400, 422)."""
-    check_media_type(request.headers.get("content-type"))
-    body = read_json(await body_bytes(request, state.config))
-    if not isinstance(body, dict):
-        raise HttpProblem(INVALID_BODY, "the body must be a JSON object")
-    return body
 
 
 def header_key(request: Request) -> str | None:

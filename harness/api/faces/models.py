@@ -11,8 +11,8 @@ from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 
+from harness.api.faces.errors import OPENAI
 from harness.api.faces.gateway import Gateway, caller
-from harness.api.faces.openai_chat import ERRORS, OpenAIError
 
 EPOCH = "1970-01-01T00:00:00Z"
 
@@ -31,14 +31,14 @@ class ModelList(BaseModel):
     data: list[Model]
 
 
-router = APIRouter(tags=["gateway"], route_class=ERRORS.route_class())
+router = APIRouter(tags=["gateway"], route_class=OPENAI.route_class())
 
 
 @router.get(
     "/v1/models",
     summary="The gateway's models (its routes)",
     response_model=ModelList,
-    responses={401: {"model": OpenAIError, "description": "OpenAI's error shape"}},
+    responses=OPENAI.documented(401),
     openapi_extra={"security": [{"HTTPBearer": []}]},
 )
 async def list_models(request: Request) -> Response:

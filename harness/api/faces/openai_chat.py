@@ -9,43 +9,31 @@ binds the key's fingerprint. What cannot be carried (`n` > 1, audio and file par
 legacy `functions`, hosted tools...) is refused (400), never silently dropped
 (docs/gateway.md lists each member). Answers a `chat.completion` (or, with `stream:
 true`, its `chat.completion.chunk` events and `[DONE]`) with the winning attempt's text
-or tool calls, usage and model; errors in OpenAI's `{"error": {...}}` shape (`ERRORS`).
+or tool calls, usage and model; errors in OpenAI's `{"error": {...}}` shape
+(`harness.api.faces.errors.OPENAI`). The face as the gateway serves it:
+`harness.api.faces.FACES`.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from harness.api.faces import sse
 from harness.api.faces.conversation import (
-    CARRIED,
-    DELIVERY,
-    RECORDED,
-    REFUSED,
     calls_of,
-    check_members,
     format_of,
-    listed,
-    openai_choice,
+    integer,
+    number,
+    openai_tools,
     refuse,
     text_of,
-    tool,
     user_message,
 )
-from harness.api.faces.errors import Face, parse
-from harness.api.faces.gateway import (
-    UNSUPPORTED,
-    Ask,
-    Held,
-    JobReference,
-    answer,
-    fingerprint_input,
-    metadata_key,
-    serve,
-)
+from harness.api.faces.errors import OPENAI, openai_error
+from harness.api.faces.gateway import UNSUPPORTED, Ask, Held, fingerprint_input, metadata_key
 from harness.api.problems import HttpProblem
 
 OPERATION = "openai.chat.completions"
@@ -57,33 +45,12 @@ FINISH = {
 }
 
 
-def openai_error(kind: str, message: str, code: str, param: str | None) -> dict[str, Any]:
-    """OpenAI's error body."""
-    return {"error": {"message": message, "type": kind, "param": param, "code": code}}
-
-
-ERRORS = Face(
-    kinds={
-        "unauthorized": (401, "invalid_request_error"),
-        "unknown-model": (404, "invalid_request_error"),
-        "idempotency-key-reused": (409, "invalid_request_error"),
-        "job-cancelled": (409, "invalid_request_error"),
-        "job-failed": (502, "api_error"),
-        413: (413, "invalid_request_error"),
-        400: (400, "invalid_request_error"),
-        404: (404, "invalid_request_error"),
-        405: (405, "invalid_request_error"),
-        415: (400, "invalid_request_error"),
-        422: (400, "invalid_request_error"),  # OpenAI answers 400 for invalid parameters
-    },
-    shape=openai_error,
-    default=(400, "invalid_request_error"),
-)
-"""The face's error table: problem type (or status) → OpenAI status and error type."""
+# The request's schema (its `Face.request`): what the API's one body reader checks and what
+# `/openapi.json` documents. The models are never instantiated: `ask_of` reads the body.
 
 
 class FunctionCall(BaseModel):
-    model_config = ConfigDict(extra="allow", strict=True)
+    model_config = ConfigDict(extra="allow")
     name: str
     arguments: str
 
@@ -91,7 +58,7 @@ class FunctionCall(BaseModel):
 class ToolCallItem(BaseModel):
     """An assistant's call of a function (in a conversation sent back)."""
 
-    model_config = ConfigDict(extra="allow", strict=True)
+    model_config = ConfigDict(extra="allow")
     id: str
     type: Literal["function"]
     function: FunctionCall
@@ -101,7 +68,7 @@ class ChatMessage(BaseModel):
     """One message of the conversation: content as a string or parts (`text`,
     `image_url`), an assistant's `tool_calls`, a `tool` result's `tool_call_id`."""
 
-    model_config = ConfigDict(extra="allow", strict=True)
+    model_config = ConfigDict(extra="allow")
     role: Literal["system", "developer", "user", "assistant", "tool", "function"]
     content: str | list[dict[str, Any]] | None = None
     name: str | None = None
@@ -110,22 +77,26 @@ class ChatMessage(BaseModel):
 
 
 class StreamOptions(BaseModel):
-    model_config = ConfigDict(extra="allow", strict=True)
+    model_config = ConfigDict(extra="allow")
     include_usage: bool | None = None
+
+
+AT_MOST_4 = Field(max_length=4)
+"""`stop`: at most 4 sequences in a list, or 4 characters in a single one."""
 
 
 class ChatCompletionRequest(BaseModel):
     """The Chat Completions request, as far as this gateway reads it; other members are
     accepted, bind the fingerprint, and are not sent to providers."""
 
-    model_config = ConfigDict(extra="allow", strict=True)
+    model_config = ConfigDict(extra="allow")
     model: str = Field(min_length=1, max_length=255)
     messages: list[ChatMessage] = Field(min_length=1)
     max_tokens: int | None = Field(default=None, ge=1, le=1_000_000)
     max_completion_tokens: int | None = Field(default=None, ge=1, le=1_000_000)
     temperature: float | None = Field(default=None, ge=0, le=2)
     top_p: float | None = Field(default=None, ge=0, le=1)
-    stop: str | list[str] | None = Field(default=None, max_length=4)
+    stop: Annotated[str, AT_MOST_4] | Annotated[list[str], AT_MOST_4] | None = None
     n: int | None = Field(default=None, ge=1, le=1)
     tools: list[dict[str, Any]] | None = None
     tool_choice: str | dict[str, Any] | None = None
@@ -168,122 +139,60 @@ class ChatCompletion(BaseModel):
     system_fingerprint: str | None = None
 
 
-class OpenAIErrorDetail(BaseModel):
-    message: str
-    type: str
-    param: str | None = None
-    code: str | None = None
-
-
-class OpenAIError(BaseModel):
-    """OpenAI's error shape."""
-
-    error: OpenAIErrorDetail
-
-
-FIELDS = {
-    **dict.fromkeys(
-        (
-            "model",
-            "messages",
-            "max_tokens",
-            "max_completion_tokens",
-            "temperature",
-            "top_p",
-            "stop",
-            "tools",
-            "tool_choice",
-            "parallel_tool_calls",
-            "response_format",
-            "n",
-        ),
-        CARRIED,
-    ),
-    **dict.fromkeys(("stream", "stream_options"), DELIVERY),
-    **dict.fromkeys(
-        ("metadata", "user", "safety_identifier", "prompt_cache_key", "service_tier"), RECORDED
-    ),
-    **dict.fromkeys(
-        (
-            "store",
-            "logprobs",
-            "top_logprobs",
-            "audio",
-            "modalities",
-            "functions",
-            "function_call",
-            "prediction",
-            "web_search_options",
-            "seed",
-            "frequency_penalty",
-            "presence_penalty",
-            "logit_bias",
-            "reasoning_effort",
-            "verbosity",
-        ),
-        REFUSED,
-    ),
-}
-"""Every request member this face knows, and how it treats it (docs/gateway.md)."""
-HARMLESS = {
-    "store": lambda v: v is False,
-    "logprobs": lambda v: v is False,
-    "modalities": lambda v: v == ["text"],
-}
-"""Values of refused members that ask for nothing the gateway leaves out."""
 TEXT = frozenset({"text"})
 
 
 def ask_of(body: dict[str, Any]) -> Ask:
-    """The request as the engine's input (400 for what this gateway cannot do)."""
-    request = parse(ChatCompletionRequest, body)
-    check_members(body, FIELDS, HARMLESS)
-    system, messages = _conversation(request.messages)
+    """A request the schema holds (`ChatCompletionRequest`), of members the face knows, as
+    the engine's input (400 for what this gateway cannot do)."""
+    system, messages = _conversation(body["messages"])
     if not any(m["role"] == "user" for m in messages):
         raise refuse("messages", "at least one user message is needed")
+    limit = integer(body.get("max_completion_tokens")) or integer(body.get("max_tokens"))
     engine_input: dict[str, Any] = {
         "messages": messages,
         "system": system,
-        "max_tokens": request.max_completion_tokens or request.max_tokens,
-        "temperature": request.temperature,
-        **_sampling(request),
-        **_tools(request),
+        "max_tokens": limit,
+        "temperature": number(body.get("temperature")),
+        **_sampling(body),
+        **_tools(body),
         "request": fingerprint_input(body),
     }
     return Ask(
         operation=OPERATION,
-        model=request.model,
+        model=body["model"],
         input=engine_input,
-        stream=bool(request.stream),
-        key=metadata_key(request.metadata),
+        stream=bool(body.get("stream")),
+        key=metadata_key(body.get("metadata")),
     )
 
 
-def _sampling(request: ChatCompletionRequest) -> dict[str, Any]:
-    stop = [request.stop] if isinstance(request.stop, str) else request.stop
+def _sampling(body: Mapping[str, Any]) -> dict[str, Any]:
+    stop = body.get("stop")
+    stop = [stop] if isinstance(stop, str) else stop
     found: dict[str, Any] = {"stop": stop} if stop else {}
-    if request.top_p is not None:
-        found["top_p"] = request.top_p
+    if body.get("top_p") is not None:
+        found["top_p"] = number(body["top_p"])
     return found
 
 
-def _conversation(given: list[ChatMessage]) -> tuple[str, list[dict[str, Any]]]:
+def _conversation(given: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
     """The system prompt and the neutral messages."""
     system: list[str] = []
     messages: list[dict[str, Any]] = []
     for i, m in enumerate(given):
-        where = f"messages[{i}].content"
-        if m.role in ("system", "developer"):
-            system.append(text_of(m.content, where, kinds=TEXT))
-        elif m.role == "user":
-            messages.append(_user(m.content, where))
-        elif m.role == "assistant":
+        where, role, content = f"messages[{i}].content", m["role"], m.get("content")
+        if role in ("system", "developer"):
+            system.append(text_of(content, where, kinds=TEXT))
+        elif role == "user":
+            messages.append(_user(content, where))
+        elif role == "assistant":
             messages.append(_assistant(m, where))
         else:  # a tool's (or a legacy function's) result
-            call_id = m.tool_call_id if m.role == "tool" else m.name
+            call_id = m.get("tool_call_id") if role == "tool" else m.get("name")
             if call_id is None:
                 raise HttpProblem(UNSUPPORTED, f"messages[{i}]: a tool result names no call")
-            content = text_of(m.content, where, kinds=TEXT)
+            content = text_of(content, where, kinds=TEXT)
             messages.append({"role": "tool", "content": content, "tool_call_id": call_id})
     return "\n\n".join(system), messages
 
@@ -305,16 +214,16 @@ def _user(content: str | list[dict[str, Any]] | None, where: str) -> dict[str, A
     return user_message(text, parts)
 
 
-def _assistant(m: ChatMessage, where: str) -> dict[str, Any]:
+def _assistant(m: Mapping[str, Any], where: str) -> dict[str, Any]:
     message: dict[str, Any] = {
         "role": "assistant",
-        "content": text_of(m.content, where, kinds=TEXT),
+        "content": text_of(m.get("content"), where, kinds=TEXT),
     }
     calls = [
-        {"id": c.id, "name": c.function.name, "arguments": c.function.arguments}
-        for c in m.tool_calls or ()
+        {"id": c["id"], "name": c["function"]["name"], "arguments": c["function"]["arguments"]}
+        for c in m.get("tool_calls") or ()
     ]
-    legacy = (m.model_extra or {}).get("function_call")
+    legacy = m.get("function_call")
     if isinstance(legacy, dict) and isinstance(legacy.get("name"), str):
         arguments = legacy.get("arguments")
         calls.append(
@@ -329,35 +238,11 @@ def _assistant(m: ChatMessage, where: str) -> dict[str, Any]:
     return message
 
 
-def _tools(request: ChatCompletionRequest) -> dict[str, Any]:
+def _tools(body: Mapping[str, Any]) -> dict[str, Any]:
     """The neutral tools, tool choice and response format of the request."""
-    found: dict[str, Any] = {}
-    tools = []
-    for i, spec in enumerate(listed(request.tools, "tools")):
-        function = spec.get("function") if isinstance(spec, dict) else None
-        if not isinstance(spec, dict) or spec.get("type") != "function":
-            raise refuse(f"tools[{i}].type", "only function tools are supported")
-        if not isinstance(function, dict):
-            raise HttpProblem(UNSUPPORTED, f"tools[{i}].function: missing")
-        where = f"tools[{i}].function"
-        tools.append(
-            tool(
-                function.get("name"),
-                function.get("description"),
-                function.get("parameters"),
-                where,
-                function.get("strict"),
-            )
-        )
-    if tools:
-        found["tools"] = tools
-    choice = openai_choice(request.tool_choice, "tool_choice", flat=False)
-    if choice is not None:
-        found["tool_choice"] = choice
-    if request.parallel_tool_calls is not None:
-        found["parallel_tool_calls"] = request.parallel_tool_calls
-    if request.response_format is not None:
-        fmt = request.response_format
+    found = openai_tools(body, flat=False)
+    fmt = body.get("response_format")
+    if fmt is not None:
         if fmt.get("type") == "json_schema":
             inner = fmt.get("json_schema")
             fmt = {"type": "json_schema", **(inner if isinstance(inner, dict) else {})}
@@ -408,8 +293,10 @@ def completion(held: Held) -> dict[str, Any]:
     }
 
 
-def chunks(held: Held, *, include_usage: bool) -> list[str]:
-    """The finished job as `chat.completion.chunk` events, then `[DONE]`."""
+def chunks(held: Held, body: Mapping[str, Any]) -> list[str]:
+    """The finished job as `chat.completion.chunk` events, then `[DONE]` (and the usage
+    in a last chunk when `stream_options.include_usage` asks for it)."""
+    include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
     whole = completion(held)
     base = {k: whole[k] for k in ("id", "created", "model", "system_fingerprint")}
     base["object"] = "chat.completion.chunk"
@@ -440,44 +327,5 @@ def chunks(held: Held, *, include_usage: bool) -> list[str]:
 
 def error_event(problem: HttpProblem) -> str:
     """A failed stream's last event: OpenAI's error body."""
-    _, kind = ERRORS.of(problem)
+    _, kind = OPENAI.of(problem)
     return sse.event(openai_error(kind, problem.detail, problem.kind.slug.replace("-", "_"), None))
-
-
-router = APIRouter(tags=["gateway"], route_class=ERRORS.route_class())
-
-_ERROR = {"model": OpenAIError, "description": "OpenAI's error shape"}
-
-
-@router.post(
-    "/v1/chat/completions",
-    summary="OpenAI Chat Completions, with exactly-once semantics",
-    response_model=ChatCompletion,
-    responses={
-        200: {"content": {"text/event-stream": {"schema": {"type": "string"}}}},
-        202: {"model": JobReference, "description": "Still running at the wait bound"},
-        **{status: _ERROR for status in (400, 401, 404, 409, 413, 502, 503)},
-    },
-    openapi_extra={
-        "requestBody": {
-            "required": True,
-            "content": {
-                "application/json": {
-                    "schema": {"$ref": "#/components/schemas/ChatCompletionRequest"}
-                }
-            },
-        },
-        "security": [{"HTTPBearer": []}],
-    },
-)
-async def chat_completions(request: Request) -> Response:
-    """One chat completion as one job (see docs/gateway.md)."""
-    call = await serve(request, ask_of)
-    usage = bool((call.body.get("stream_options") or {}).get("include_usage"))
-    return answer(
-        call.held,
-        stream=call.ask.stream,
-        whole=completion,
-        events=lambda held: chunks(held, include_usage=usage),
-        error_event=error_event,
-    )

@@ -9,54 +9,44 @@ Every member binds the fingerprint. What cannot be carried (`previous_response_i
 stored conversations, `background`, hosted tools, reasoning...) is refused (400), never
 silently dropped. Answers a `response` object (or, streamed, its `response.*` events)
 with the winner's text and `function_call` items, usage and model; errors in OpenAI's
-shape (the Chat Completions face's table, `openai_chat.ERRORS`).
+shape (`harness.api.faces.errors.OPENAI`). The face as the gateway serves it:
+`harness.api.faces.FACES`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal
 
-from fastapi import APIRouter, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from harness.api.faces import sse
 from harness.api.faces.conversation import (
-    CARRIED,
-    DELIVERY,
-    RECORDED,
-    REFUSED,
     calls_of,
-    check_members,
     format_of,
+    integer,
     invalid,
-    listed,
-    openai_choice,
+    number,
+    openai_tools,
     refuse,
     text_of,
-    tool,
     user_message,
 )
-from harness.api.faces.errors import parse
-from harness.api.faces.gateway import (
-    Ask,
-    Held,
-    JobReference,
-    answer,
-    fingerprint_input,
-    metadata_key,
-    serve,
-)
-from harness.api.faces.openai_chat import ERRORS, OpenAIError, openai_error
+from harness.api.faces.errors import OPENAI, openai_error
+from harness.api.faces.gateway import Ask, Held, fingerprint_input, metadata_key
 from harness.api.problems import HttpProblem
 
 OPERATION = "openai.responses"
+
+# The request's schema (its `Face.request`): what the API's one body reader checks and what
+# `/openapi.json` documents. The models are never instantiated: `ask_of` reads the body.
 
 
 class InputItem(BaseModel):
     """One input item: a message (`role`, `content`), a `function_call` or a
     `function_call_output`."""
 
-    model_config = ConfigDict(extra="allow", strict=True)
+    model_config = ConfigDict(extra="allow")
     type: Literal["message", "function_call", "function_call_output"] | None = None
     role: Literal["system", "developer", "user", "assistant"] | None = None
     content: str | list[dict[str, Any]] | None = None
@@ -65,7 +55,7 @@ class InputItem(BaseModel):
 class ResponsesRequest(BaseModel):
     """The Responses request, as far as this gateway reads it."""
 
-    model_config = ConfigDict(extra="allow", strict=True)
+    model_config = ConfigDict(extra="allow")
     model: str = Field(min_length=1, max_length=255)
     input: str | list[InputItem]
     instructions: str | None = None
@@ -107,91 +97,47 @@ class ResponseObject(BaseModel):
     usage: ResponseUsage
 
 
-FIELDS = {
-    **dict.fromkeys(
-        (
-            "model",
-            "input",
-            "instructions",
-            "max_output_tokens",
-            "temperature",
-            "top_p",
-            "tools",
-            "tool_choice",
-            "parallel_tool_calls",
-            "text",
-        ),
-        CARRIED,
-    ),
-    **dict.fromkeys(("stream", "stream_options"), DELIVERY),
-    **dict.fromkeys(
-        ("metadata", "user", "safety_identifier", "prompt_cache_key", "service_tier"), RECORDED
-    ),
-    **dict.fromkeys(
-        (
-            "store",
-            "background",
-            "previous_response_id",
-            "conversation",
-            "prompt",
-            "reasoning",
-            "include",
-            "truncation",
-            "max_tool_calls",
-            "top_logprobs",
-        ),
-        REFUSED,
-    ),
-}
-"""Every request member this face knows, and how it treats it (docs/gateway.md)."""
-HARMLESS = {
-    "store": lambda v: v is False,
-    "background": lambda v: v is False,
-    "include": lambda v: v == [],
-    "truncation": lambda v: v == "disabled",
-}
-"""Values of refused members that ask for nothing the gateway leaves out."""
 TEXT = frozenset({"input_text", "output_text"})
 
 
 def ask_of(body: dict[str, Any]) -> Ask:
-    """The request as the engine's input (400 for what this gateway cannot do)."""
-    request = parse(ResponsesRequest, body)
-    check_members(body, FIELDS, HARMLESS)
-    given = request.input
-    items = [InputItem(role="user", content=given)] if isinstance(given, str) else given
-    system = [request.instructions] if request.instructions else []
+    """A request the schema holds (`ResponsesRequest`), of members the face knows, as the
+    engine's input (400 for what this gateway cannot do)."""
+    given = body["input"]
+    items = [{"role": "user", "content": given}] if isinstance(given, str) else given
+    system = [body["instructions"]] if body.get("instructions") else []
     messages: list[dict[str, Any]] = []
     for i, item in enumerate(items):
-        where = f"input[{i}]"
-        if item.type in (None, "message") and item.role in ("system", "developer"):
-            system.append(text_of(item.content, f"{where}.content", kinds=TEXT))
+        where, kind = f"input[{i}]", item.get("type")
+        if kind in (None, "message") and item.get("role") in ("system", "developer"):
+            system.append(text_of(item.get("content"), f"{where}.content", kinds=TEXT))
         else:
             _item(item, where, messages)
     if not any(m["role"] == "user" for m in messages):
         raise refuse("input", "at least one user message is needed")
+    top_p = body.get("top_p")
     return Ask(
         operation=OPERATION,
-        model=request.model,
+        model=body["model"],
         input={
             "messages": messages,
             "system": "\n\n".join(system),
-            "max_tokens": request.max_output_tokens,
-            "temperature": request.temperature,
-            **({"top_p": request.top_p} if request.top_p is not None else {}),
-            **_tools(request),
+            "max_tokens": integer(body.get("max_output_tokens")),
+            "temperature": number(body.get("temperature")),
+            **({"top_p": number(top_p)} if top_p is not None else {}),
+            **_tools(body),
             "request": fingerprint_input(body),
         },
-        stream=bool(request.stream),
-        key=metadata_key(request.metadata),
+        stream=bool(body.get("stream")),
+        key=metadata_key(body.get("metadata")),
     )
 
 
-def _item(item: InputItem, where: str, messages: list[dict[str, Any]]) -> None:
+def _item(item: Mapping[str, Any], where: str, messages: list[dict[str, Any]]) -> None:
     """One input item added to the neutral messages (consecutive calls: one message)."""
-    extra = item.model_extra or {}
-    if item.type == "function_call":
-        call = {key: extra.get(key) for key in ("call_id", "name", "arguments")}
+    kind, role, content = item.get("type"), item.get("role"), item.get("content")
+    if kind == "function_call":
+        call = {key: item.get(key) for key in ("call_id", "name", "arguments")}
         if not all(isinstance(v, str) for v in call.values()):
             raise invalid(where, "a function_call needs call_id, name and arguments")
         found = {"id": call["call_id"], "name": call["name"], "arguments": call["arguments"]}
@@ -200,16 +146,16 @@ def _item(item: InputItem, where: str, messages: list[dict[str, Any]]) -> None:
             last.setdefault("tool_calls", []).append(found)
         else:
             messages.append({"role": "assistant", "content": "", "tool_calls": [found]})
-    elif item.type == "function_call_output":
-        call_id, output = extra.get("call_id"), extra.get("output")
+    elif kind == "function_call_output":
+        call_id, output = item.get("call_id"), item.get("output")
         if not isinstance(call_id, str) or not isinstance(output, str):
             raise invalid(where, "a function_call_output needs call_id and output (text)")
         messages.append({"role": "tool", "content": output, "tool_call_id": call_id})
-    elif item.role == "assistant":
-        text = text_of(item.content, f"{where}.content", kinds=TEXT)
+    elif role == "assistant":
+        text = text_of(content, f"{where}.content", kinds=TEXT)
         messages.append({"role": "assistant", "content": text})
-    elif item.role == "user":
-        messages.append(_user(item.content, f"{where}.content"))
+    elif role == "user":
+        messages.append(_user(content, f"{where}.content"))
     else:
         raise invalid(f"{where}.role", "a message needs a role")
 
@@ -229,27 +175,14 @@ def _user(content: str | list[dict[str, Any]] | None, where: str) -> dict[str, A
     return user_message("".join(p.get("text", "") for p in parts), parts)
 
 
-def _tools(request: ResponsesRequest) -> dict[str, Any]:
+def _tools(body: Mapping[str, Any]) -> dict[str, Any]:
     """The neutral tools, tool choice and response format of the request."""
-    found: dict[str, Any] = {}
-    tools = []
-    for i, spec in enumerate(listed(request.tools, "tools")):
-        if not isinstance(spec, dict) or spec.get("type") != "function":
-            raise refuse(f"tools[{i}].type", "only function tools are supported")
-        name, description = spec.get("name"), spec.get("description")
-        where = f"tools[{i}]"
-        tools.append(tool(name, description, spec.get("parameters"), where, spec.get("strict")))
-    if tools:
-        found["tools"] = tools
-    choice = openai_choice(request.tool_choice, "tool_choice", flat=True)
-    if choice is not None:
-        found["tool_choice"] = choice
-    if request.parallel_tool_calls is not None:
-        found["parallel_tool_calls"] = request.parallel_tool_calls
-    for member in request.text or {}:
+    found = openai_tools(body, flat=True)
+    text = body.get("text") or {}
+    for member in text:
         if member != "format":
             raise refuse(f"text.{member}")
-    fmt = (request.text or {}).get("format")
+    fmt = text.get("format")
     if fmt is not None:
         if not isinstance(fmt, dict):
             raise invalid("text.format", "must be an object")
@@ -323,8 +256,9 @@ def _message(held: Held, text: str) -> dict[str, Any]:
     }
 
 
-def events(held: Held) -> list[str]:
-    """The finished job as the Responses stream's events, numbered."""
+def events(held: Held, body: Mapping[str, Any]) -> list[str]:
+    """The finished job as the Responses stream's events, numbered (the same for every
+    request: its `stream_options` ask for nothing the stream leaves out)."""
     whole = response_of(held)
     steps: list[tuple[str, dict[str, Any]]] = [
         ("response.created", {"response": response_of(held, status="in_progress")}),
@@ -375,38 +309,6 @@ def _item_events(index: int, item: dict[str, Any]) -> list[tuple[str, dict[str, 
 
 def error_event(problem: HttpProblem) -> str:
     """A failed stream's last event: the Responses `error` event."""
-    _, kind = ERRORS.of(problem)
+    _, kind = OPENAI.of(problem)
     error = openai_error(kind, problem.detail, problem.kind.slug.replace("-", "_"), None)
     return sse.event({**error["error"], **error, "type": "error", "sequence_number": 0}, "error")
-
-
-router = APIRouter(tags=["gateway"], route_class=ERRORS.route_class())
-
-_ERROR = {"model": OpenAIError, "description": "OpenAI's error shape"}
-
-
-@router.post(
-    "/v1/responses",
-    summary="OpenAI Responses, with exactly-once semantics",
-    response_model=ResponseObject,
-    responses={
-        200: {"content": {"text/event-stream": {"schema": {"type": "string"}}}},
-        202: {"model": JobReference, "description": "Still running at the wait bound"},
-        **{status: _ERROR for status in (400, 401, 404, 409, 413, 502, 503)},
-    },
-    openapi_extra={
-        "requestBody": {
-            "required": True,
-            "content": {
-                "application/json": {"schema": {"$ref": "#/components/schemas/ResponsesRequest"}}
-            },
-        },
-        "security": [{"HTTPBearer": []}],
-    },
-)
-async def responses(request: Request) -> Response:
-    """One response as one job (see docs/gateway.md)."""
-    call = await serve(request, ask_of)
-    return answer(
-        call.held, stream=call.ask.stream, whole=response_of, events=events, error_event=error_event
-    )

@@ -155,45 +155,42 @@ CHAT_ITEM = _object(
 """One event of a Chat Completions stream (no `event:` names: the data says)."""
 
 
+def _typed_events(
+    required: dict[str, dict[str, Any]], optional: dict[str, dict[str, Any]] | None = None
+) -> dict[str, dict[str, Any]]:
+    """Each event's data schema, by name: its `type` is the name, with these members
+    required (and these optional)."""
+    optional = optional or {}
+    return {
+        name: _typed(name, members, **optional.get(name, {})) for name, members in required.items()
+    }
+
+
 def responses_events(ref: Callable[[str], dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Each event a Responses stream may carry, by name: its data's schema."""
-    seq = {"sequence_number": _INT}
+    """Each event a Responses stream may carry, by name: its data's schema (every one
+    numbered by its `sequence_number`)."""
     item = {"item_id": _STR, "output_index": _INT}
     part = {**item, "content_index": _INT}
-    whole = {"response": ref("ResponseObject"), **seq}
     # the response before it has finished (no usage yet: `null`)
     begun = _object({"id": _STR, "object": {"const": "response"}, "status": _STR})
-    started = {"response": begun, **seq}
-    return {
-        "response.created": _typed("response.created", started),
-        "response.in_progress": _typed("response.in_progress", started),
-        "response.output_item.added": _typed(
-            "response.output_item.added", {"output_index": _INT, "item": _OBJ, **seq}
-        ),
-        "response.content_part.added": _typed(
-            "response.content_part.added", {**part, "part": _OBJ, **seq}
-        ),
-        "response.output_text.delta": _typed(
-            "response.output_text.delta", {**part, "delta": _STR, **seq}
-        ),
-        "response.output_text.done": _typed(
-            "response.output_text.done", {**part, "text": _STR, **seq}
-        ),
-        "response.content_part.done": _typed(
-            "response.content_part.done", {**part, "part": _OBJ, **seq}
-        ),
-        "response.function_call_arguments.delta": _typed(
-            "response.function_call_arguments.delta", {**item, "delta": _STR, **seq}
-        ),
-        "response.function_call_arguments.done": _typed(
-            "response.function_call_arguments.done", {**item, "arguments": _STR, **seq}
-        ),
-        "response.output_item.done": _typed(
-            "response.output_item.done", {"output_index": _INT, "item": _OBJ, **seq}
-        ),
-        "response.completed": _typed("response.completed", whole),
-        "error": _typed("error", {"message": _STR, **seq}, code={"type": ["string", "null"]}),
+    members: dict[str, dict[str, Any]] = {
+        "response.created": {"response": begun},
+        "response.in_progress": {"response": begun},
+        "response.output_item.added": {"output_index": _INT, "item": _OBJ},
+        "response.content_part.added": {**part, "part": _OBJ},
+        "response.output_text.delta": {**part, "delta": _STR},
+        "response.output_text.done": {**part, "text": _STR},
+        "response.content_part.done": {**part, "part": _OBJ},
+        "response.function_call_arguments.delta": {**item, "delta": _STR},
+        "response.function_call_arguments.done": {**item, "arguments": _STR},
+        "response.output_item.done": {"output_index": _INT, "item": _OBJ},
+        "response.completed": {"response": ref("ResponseObject")},
+        "error": {"message": _STR},
     }
+    return _typed_events(
+        {name: {**required, "sequence_number": _INT} for name, required in members.items()},
+        optional={"error": {"code": {"type": ["string", "null"]}}},
+    )
 
 
 def messages_events(ref: Callable[[str], dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -204,13 +201,15 @@ def messages_events(ref: Callable[[str], dict[str, Any]]) -> dict[str, dict[str,
         {"type": {"enum": ["text_delta", "input_json_delta"]}}, text=_STR, partial_json=_STR
     )
     stop = _object({"stop_reason": {"type": ["string", "null"]}})
-    return {
-        "message_start": _typed("message_start", {"message": ref("MessageObject")}),
-        "ping": _typed("ping", {}),
-        "content_block_start": _typed("content_block_start", {**index, "content_block": block}),
-        "content_block_delta": _typed("content_block_delta", {**index, "delta": delta}),
-        "content_block_stop": _typed("content_block_stop", index),
-        "message_delta": _typed("message_delta", {"delta": stop, "usage": _OBJ}),
-        "message_stop": _typed("message_stop", {}),
-        "error": _typed("error", {"error": ref("AnthropicErrorDetail")}),
-    }
+    return _typed_events(
+        {
+            "message_start": {"message": ref("MessageObject")},
+            "ping": {},
+            "content_block_start": {**index, "content_block": block},
+            "content_block_delta": {**index, "delta": delta},
+            "content_block_stop": index,
+            "message_delta": {"delta": stop, "usage": _OBJ},
+            "message_stop": {},
+            "error": {"error": ref("AnthropicErrorDetail")},
+        }
+    )
