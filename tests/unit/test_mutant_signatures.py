@@ -13,14 +13,20 @@ from harness.mutants import MUTANTS, Mutant
 
 
 def _accepts(replacement: object, original: object) -> list[str]:
-    """The parameters of `original` that `replacement` cannot be called with."""
+    """The parameters of `original` that `replacement` cannot be called with, and (with a
+    `+`) the ones `replacement` requires that no caller of `original` passes."""
     theirs = inspect.signature(original).parameters  # type: ignore[arg-type]
     ours = inspect.signature(replacement).parameters  # type: ignore[arg-type]
-    if any(p.kind is p.VAR_KEYWORD for p in ours.values()):
-        return []
-    return [
-        name for name, p in theirs.items() if p.kind is not p.VAR_POSITIONAL and name not in ours
+    missing = []
+    if not any(p.kind is p.VAR_KEYWORD for p in ours.values()):
+        missing = [n for n, p in theirs.items() if p.kind is not p.VAR_POSITIONAL and n not in ours]
+    variadic = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+    required = [
+        f"+{n}"
+        for n, p in ours.items()
+        if p.default is p.empty and p.kind not in variadic and n not in theirs
     ]
+    return missing + required
 
 
 @pytest.mark.parametrize("mutant", [*MUTANTS, *FACE_MUTANTS], ids=lambda m: m.name)
@@ -39,3 +45,7 @@ def test_the_rule_above_can_fail() -> None:
     def replacement(a: int) -> None: ...
 
     assert _accepts(replacement, original) == ["trace"]
+
+    def needs_more(a: int, used: frozenset[str], *, trace: str | None = None) -> None: ...
+
+    assert _accepts(needs_more, original) == ["+used"]

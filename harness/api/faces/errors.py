@@ -200,7 +200,3 @@ class AnthropicError(BaseModel):
 
 OPENAI = ErrorTable(api="OpenAI", shape=openai_error, model=OpenAIError)
 ANTHROPIC = ErrorTable(api="Anthropic", shape=anthropic_error, model=AnthropicError)
-
-Face = ErrorTable
-"""The name `harness.checks.faces.mutants` still imports the error table by (its mutant
-patches `render`); a face itself is `harness.api.faces.face.Face`."""

@@ -20,7 +20,7 @@ from fastapi.responses import JSONResponse
 
 from harness.api.faces import anthropic_messages, openai_chat, openai_responses
 from harness.api.faces import gateway as face_gateway
-from harness.api.faces.errors import Face
+from harness.api.faces.errors import ErrorTable
 from harness.api.faces.gateway import Held
 from harness.api.faces.waiting import JobWatch
 from harness.api.problems import HttpProblem
@@ -54,7 +54,7 @@ def _conflict_replays() -> Patches:
 def _fingerprint_drops_members() -> Patches:
     """Only the messages bind the key: `top_p`, `stop`, `user`... change nothing."""
 
-    def fingerprint_input(body: Any, used: frozenset[str]) -> dict[str, Any]:
+    def fingerprint_input(body: Any) -> dict[str, Any]:
         return {}
 
     return {
@@ -116,7 +116,7 @@ def _errors_as_problem_details() -> Patches:
     """The faces answer errors in the job API's problem details: the SDKs find no error
     of their API's shape, and no `x-should-retry: false` stops their retries."""
 
-    def render(self: Face, problem: HttpProblem) -> JSONResponse:
+    def render(self: ErrorTable, problem: HttpProblem) -> JSONResponse:
         body = {"type": problem.kind.slug, "title": problem.kind.title, "detail": problem.detail}
         return JSONResponse(
             {**body, "status": problem.status},
@@ -124,7 +124,7 @@ def _errors_as_problem_details() -> Patches:
             media_type="application/problem+json",
         )
 
-    return {(Face, "render"): render}
+    return {(ErrorTable, "render"): render}
 
 
 FACE_MUTANTS: tuple[Mutant, ...] = (

@@ -241,17 +241,22 @@ async def key_binds_intent(p: Play) -> None:
     other = await p.call("something else", key="k", retries=2)
     await p.call("hello", key="m")
     member = await p.call("hello", key="m", extra={"top_p": 0.5})
+    # a member the engine's reading of the request does not keep binds the key too
+    unread = {"user": "u-2"} if p.face.sdk == "openai" else {"metadata": {"user_id": "u-2"}}
+    await p.call("hello", key="u")
+    unread_member = await p.call("hello", key="u", extra=unread)
     p.answered(first, "the key's first call")
     p.refused(other, 409, "ConflictError", "the key with another body")
     p.refused(member, 409, "ConflictError", "the key with another top_p")
+    p.refused(unread_member, 409, "ConflictError", f"the key with another {next(iter(unread))}")
     want = "idempotency_key_reused" if p.face.sdk == "openai" else "invalid_request_error"
     p.expect(_code(p.face, other.body) == want, f"the conflict's code is not {want}")
     p.expect(
         other.headers.get("x-should-retry") == "false",
         "the conflict lacks x-should-retry: false",
     )
-    p.expect(len(p.stage.wire.exchanges) == 4, "the SDK retried an answer no retry can change")
-    p.counts(jobs=2, executions=2)
+    p.expect(len(p.stage.wire.exchanges) == 6, "the SDK retried an answer no retry can change")
+    p.counts(jobs=3, executions=3)
 
 
 async def wait_bound(p: Play) -> None:
