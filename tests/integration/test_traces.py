@@ -202,3 +202,38 @@ def test_traceparent_is_read_as_w3c_says(sent: str | None, kept: str | None) -> 
 )
 def test_traces_are_off_unless_the_otel_variables_ask(environ: dict[str, str], on: bool) -> None:
     assert configured(environ) is on
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        (
+            "/v1/chat/completions",
+            {"model": "chat", "messages": [{"role": "user", "content": "hi"}]},
+        ),
+        ("/v1/responses", {"model": "chat", "input": "hi"}),
+        (
+            "/v1/messages",
+            {"model": "chat", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]},
+        ),
+    ],
+)
+def test_the_gateway_faces_take_the_callers_traceparent(
+    engine: Engine, spans: InMemorySpanExporter, path: str, body: dict
+) -> None:
+    from harness.config import Route
+
+    routes = {"chat": Route(name="chat", providers=("a", "b"))}
+    config = ServiceConfig(tokens={"t": "alice"}, routes=routes, gateway_wait=0)
+    app = create_app(engine, None, config, provider_names=lambda: {"a", "b"}, faces=True)
+    headers = {"Authorization": "Bearer t", "Idempotency-Key": "face", "traceparent": PARENT}
+    with TestClient(app) as client:
+        held = client.post(path, json=body, headers=headers)
+    assert held.status_code == 202, held.text
+    job_id = held.json()["job_id"]
+    attempt = engine.start_attempt(int(job_id), "a")
+    engine.mark_running(attempt.id)
+    engine.complete_attempt(attempt.id, {"text": "ok"})
+    (root,) = [s for s in spans.get_finished_spans() if s.kind is SpanKind.INTERNAL]
+    assert format(root.context.trace_id, "032x") == PARENT.split("-")[1]
+    assert root.parent is not None and format(root.parent.span_id, "016x") == PARENT.split("-")[2]

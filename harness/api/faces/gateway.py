@@ -42,6 +42,7 @@ from harness.api.reading import one_idempotency_key
 from harness.config import MAX_GATEWAY_WAIT, Route
 from harness.core.models import Intent, Job, Policy
 from harness.core.states import FINISHED_JOB_STATES, JobState
+from harness.core.tracing import trace_parent
 from harness.errors import HarnessError, InvalidIntent
 
 log = logging.getLogger(__name__)
@@ -241,16 +242,19 @@ class Gateway:
         wait = prefer_wait(request.headers.get("prefer"), self.state.config.gateway_wait)
         tries = request.headers.get(RETRY_HEADER, "")
         retry = tries.isdigit() and int(tries) > 0
-        job, created = await run_in_threadpool(self._job, owner, key, intent, retry)
+        trace = trace_parent(request.headers.get("traceparent"))
+        job, created = await run_in_threadpool(self._job, owner, key, intent, retry, trace)
         done = await self.watch.wait(job, wait)
         return Held(job=done, replayed=not created, wait=wait)
 
-    def _job(self, owner: str, key: str | None, intent: Intent, retry: bool) -> tuple[Job, bool]:
+    def _job(
+        self, owner: str, key: str | None, intent: Intent, retry: bool, trace: str | None = None
+    ) -> tuple[Job, bool]:
         """Create (or replay) the job and, when this process runs the worker, start a new
         job's first attempt in the same thread hop: the call is on its way to the
         provider before the loop sees the job. A start that fails here is the worker's
         claim's to retry (the job stays pending, unstarted), never the caller's error."""
-        job, created = self._create(owner, key, intent, retry)
+        job, created = self._create(owner, key, intent, retry, trace)
         worker = self.state.worker
         if created and worker is not None:
             try:
@@ -259,7 +263,10 @@ class Gateway:
                 log.exception("starting job %s failed; the worker's claim will start it", job.id)
         return job, created
 
-    def _create(self, owner: str, key: str | None, intent: Intent, retry: bool) -> tuple[Job, bool]:
+    def _create(
+        self, owner: str, key: str | None, intent: Intent, retry: bool, trace: str | None = None
+    ) -> tuple[Job, bool]:
+        """The job for the call (`trace`: the caller's W3C traceparent, checked)."""
         engine = self.state.engine
         if key is None:
             prefix = f"{KEYLESS_PREFIX}{intent.fingerprint}-"
@@ -269,7 +276,7 @@ class Gateway:
                 if earlier is not None and engine.clock.now() - earlier.created_at <= window:
                     return earlier, False
             key = prefix + secrets.token_hex(16)
-        made = engine.create_job(owner, key, intent)
+        made = engine.create_job(owner, key, intent, trace_parent=trace)
         return made.job, made.created
 
 

@@ -42,9 +42,11 @@ def _conflict_replays() -> Patches:
     """A key reused with another body answers the first job instead of 409."""
     real = face_gateway.Gateway._create
 
-    def create(self: Any, owner: str, key: str | None, intent: Any, retry: bool) -> Any:
+    def create(
+        self: Any, owner: str, key: str | None, intent: Any, retry: bool, trace: Any = None
+    ) -> Any:
         try:
-            return real(self, owner, key, intent, retry)
+            return real(self, owner, key, intent, retry, trace)
         except IdempotencyConflict as exc:
             return self.state.engine.get_job(exc.details["job_id"]), False
 
