@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -42,6 +41,8 @@ JSON = c.results_path(sys.argv, "gateway_peer")
 
 import httpx  # noqa: E402
 import yaml  # noqa: E402
+
+from harness.formats.loopback import reserve_port  # noqa: E402
 
 TOKEN = "bench-token"
 MESSAGES = [{"role": "user", "content": "hello"}]
@@ -194,12 +195,6 @@ def caller(target: Target, model: str, streamed: bool) -> Callable[[httpx.Client
     return call
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def sqlalchemy_url(url: str) -> str:
     return url.replace("postgresql://", "postgresql+psycopg://", 1)
 
@@ -236,7 +231,7 @@ def main() -> None:
     parser.add_argument("--no-litellm", action="store_true")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="gateway-peer-"))
-    fakes_url = f"http://127.0.0.1:{free_port()}"
+    fakes_url = f"http://127.0.0.1:{reserve_port()}"
     primary = f"{fakes_url}/p/primary/openai/v1"
     harness = [sys.executable, "-m", "harness"]
     config = {
@@ -255,7 +250,7 @@ def main() -> None:
     database: str | None = None
 
     def launch(name: str, command: list[str], health: str, seconds: float, **kw) -> Target:
-        port = free_port()
+        port = reserve_port()
         base = f"http://127.0.0.1:{port}"
         process = start([*command, "--port", str(port)], **kw)
         processes.append(process)

@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import multiprocessing
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -41,15 +40,11 @@ JSON = c.results_path(sys.argv, "serve_processes")
 import httpx  # noqa: E402
 import yaml  # noqa: E402
 
+from harness.formats.loopback import reserve_port  # noqa: E402
+
 TOKEN = "bench-token"
 BODY = {"model": "chat", "messages": [{"role": "user", "content": "hello"}], "max_tokens": 16}
 POSTGRES = "postgresql://postgres@127.0.0.1:5432/test"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def start(*args: str, log: Path) -> subprocess.Popen:
@@ -220,7 +215,7 @@ def main() -> None:
     counts = [int(x) for x in args.workers.split(",")]
     server_url = args.postgres.replace("postgresql://", "postgresql+psycopg://", 1)
     work = Path(tempfile.mkdtemp(prefix="serve-processes-"))
-    fakes_port = free_port()
+    fakes_port = reserve_port()
     fakes_url = f"http://127.0.0.1:{fakes_port}"
     primary = f"{fakes_url}/p/primary/openai/v1"
     config = {
@@ -241,7 +236,7 @@ def main() -> None:
 
     def measure(n: int, seconds: float) -> tuple[float, int, float]:
         """Start `harness serve --workers n`, warm it up, drive it for `seconds`, stop it."""
-        port = free_port()
+        port = reserve_port()
         process = start(
             "serve", "--config", str(work / "harness.yaml"), "--db", databases[n],
             "--contracts", str(work / "contracts"), "--port", str(port),
