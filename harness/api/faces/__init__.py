@@ -39,7 +39,7 @@ from harness.config import Route
 from harness.errors import ConfigError
 
 _SAY = [{"role": "user", "content": "Say hello."}]
-_SESSION = ("metadata", "user", "safety_identifier", "prompt_cache_key", "service_tier")
+_ABOUT_THE_CALLER = ("metadata", "user", "safety_identifier", "prompt_cache_key", "service_tier")
 FACES: tuple[Face, ...] = (
     Face(
         path="/v1/chat/completions",
@@ -52,7 +52,7 @@ FACES: tuple[Face, ...] = (
                 *("top_p", "stop", "tools", "tool_choice", "parallel_tool_calls"),
                 *("response_format", "n"),
             ),
-            recorded=_SESSION,
+            recorded=_ABOUT_THE_CALLER,
             delivery=("stream", "stream_options"),
             refused=(
                 *("store", "logprobs", "top_logprobs", "audio", "modalities", "functions"),
@@ -81,7 +81,7 @@ FACES: tuple[Face, ...] = (
                 *("model", "input", "instructions", "max_output_tokens", "temperature"),
                 *("top_p", "tools", "tool_choice", "parallel_tool_calls", "text"),
             ),
-            recorded=_SESSION,
+            recorded=_ABOUT_THE_CALLER,
             delivery=("stream", "stream_options"),
             refused=(
                 *("store", "background", "previous_response_id", "conversation", "prompt"),
