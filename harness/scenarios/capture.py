@@ -256,6 +256,8 @@ def _create_steps(
             )
 
 
+HEDGE_LATE = 0.1
+"""Seconds a hedge may fire after its due time before capture names the delay."""
 RACED_OUTCOMES = frozenset(
     {EventKind.ATTEMPT_FAILED, EventKind.BECAME_UNKNOWN, EventKind.RESOLVED, EventKind.CREATED}
 )
@@ -285,6 +287,12 @@ class _Context:
             )
             yield at, event.id - 0.5, {"sweep": None}
             return
+        late = self.hedge_late(i)
+        if late is not None:
+            self.notes.append(
+                f"{self.alias}: its hedge timer fired {round_seconds(late)} s after the policy's "
+                "hedge_after (a busy worker's timer ran late); a replay's fires on time"
+            )
         if event.kind is EventKind.START_REFUSED and self.raced_by_another_worker(i):
             self.notes.append(
                 f"{self.alias}: two workers raced to start an attempt at {round_seconds(at)} "
@@ -309,6 +317,19 @@ class _Context:
             f"{self.alias}: the worker's step at {round_seconds(at)} s lost a race with a client "
             f"step; forced here with a pause at {point}"
         )
+
+    def hedge_late(self, i: int) -> float | None:
+        """How much later than `hedge_after` after the attempt it hedges a hedge fired,
+        when that is more than `HEDGE_LATE` (the worker's timers run on a busy machine)."""
+        event, hedge_after = self.recorded.events[i], self.recorded.job.policy.hedge_after
+        hedged = event.detail.get("hedge")
+        if not hedged or hedge_after is None:
+            return None
+        started = [e.at for e in self.recorded.events[:i] if e.kind is EventKind.ATTEMPT_STARTED]
+        if not started:
+            return None
+        late = (event.at - started[-1]).total_seconds() - hedge_after
+        return late if late > HEDGE_LATE else None
 
     def raced_by_another_worker(self, i: int) -> bool:
         """A worker's start refused because another worker's attempt went live first."""

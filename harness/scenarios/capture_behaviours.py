@@ -98,12 +98,14 @@ def behaviour(attempt: Attempt, events: Sequence[Event], notes: list[str]) -> An
                 return _with(UNUSABLE[late_cause], None)
             if late_cause in NOT_EXECUTED:
                 return _with(NOT_EXECUTED[late_cause][0], elapsed)
+        after = _unknown_after(attempt, events)
         if cause == "connection_reset":
-            return "reset_before_headers"
+            return _with("reset_before_headers", after)
         if cause == "send_failed":
-            return "reset_during_send"
+            return _with("reset_during_send", after)
         if cause in UNKNOWN_AT_GATEWAY:
-            return {"behaviour": "gateway_error", "status": attempt.status_code or 502}
+            status = attempt.status_code or 502
+            return {"behaviour": "gateway_error", "status": status, **_latency_of(after)}
         if cause == "lost_worker":
             notes.append(
                 f"attempt {attempt.number}: its worker was lost (the sweep found it); the "
@@ -151,6 +153,19 @@ def _with(name: str, latency: float | None) -> Any:
     if not latency or "latency" not in BEHAVIOURS[BehaviourName(name)].params:
         return name
     return {"behaviour": name, "latency": round_seconds(latency)}
+
+
+def _unknown_after(attempt: Attempt, events: Sequence[Event]) -> float | None:
+    """How long the call ran before its worker recorded it unknown (a reset, a 502), so
+    client steps of those instants fall on the same side of it in a replay."""
+    for event in events:
+        if event.attempt_id == attempt.id and event.kind is EventKind.BECAME_UNKNOWN:
+            return (event.at - attempt.started_at).total_seconds()
+    return None
+
+
+def _latency_of(seconds: float | None) -> dict[str, float | int]:
+    return {"latency": round_seconds(seconds)} if seconds and round_seconds(seconds) else {}
 
 
 def _latency(attempt: Attempt, events: Sequence[Event]) -> float | None:

@@ -30,6 +30,7 @@ from harness.scenarios.capture import (
     placeholder,
     recorded_from_engine,
 )
+from harness.scenarios.capture_behaviours import behaviour
 from harness.store.database import Database
 from tests.support.databases import migrated_sqlite_url
 
@@ -258,3 +259,12 @@ def test_a_call_cut_short_at_its_deadline_replays_its_outcome_and_says_so(tmp_pa
     job = replay.history.jobs["job"]
     assert (job["status"], job["winner"]) == ("succeeded", "job#2")
     assert job["attempts"][0]["outcome"] == "executed_unusable"
+
+
+def test_an_unknown_keeps_when_it_became_unknown() -> None:
+    """A reset recorded 0.08 s into the call is played 0.08 s into the call, so a client
+    step between the start and the reset stays before the reset in the replay."""
+    reset = _attempt(1, "primary", AttemptState.UNKNOWN, outcome=OutcomeKind.UNKNOWN,
+                     cause="connection_reset")  # fmt: skip
+    events = (_event(3, EventKind.BECAME_UNKNOWN, 0.08, "api-worker", attempt=1),)
+    assert behaviour(reset, events, []) == {"behaviour": "reset_before_headers", "latency": 0.08}
