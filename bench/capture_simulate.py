@@ -44,7 +44,7 @@ from harness.simulate.processes import run_processes  # noqa: E402
 from harness.store import tables  # noqa: E402
 from harness.store.database import Database  # noqa: E402
 
-EXPLAINED = ("past its deadline", "workers raced", "cut short", "hedge timer", "breaker", "hold")
+EXPLAINED = ("past its deadline", "workers raced", "cut short", "hedge fired", "breaker", "hold")
 """Notes that name what a replay cannot play: a killed worker, a race of two workers, a late
 hedge timer, a call cut short over a socket, provider health other jobs left."""
 

@@ -290,8 +290,9 @@ class _Context:
         late = self.hedge_late(i)
         if late is not None:
             self.notes.append(
-                f"{self.alias}: its hedge timer fired {round_seconds(late)} s after the policy's "
-                "hedge_after (a busy worker's timer ran late); a replay's fires on time"
+                f"{self.alias}: its hedge fired {round_seconds(late)} s after the policy's "
+                "hedge_after (its timer ran late, or died with its worker); a replay's fires "
+                "on time"
             )
         if event.kind is EventKind.START_REFUSED and self.raced_by_another_worker(i):
             self.notes.append(
@@ -320,7 +321,8 @@ class _Context:
 
     def hedge_late(self, i: int) -> float | None:
         """How much later than `hedge_after` after the attempt it hedges a hedge fired,
-        when that is more than `HEDGE_LATE` (the worker's timers run on a busy machine)."""
+        when that is more than `HEDGE_LATE` (a worker's timer on a busy machine, or the
+        sweep of another worker when the first died)."""
         event, hedge_after = self.recorded.events[i], self.recorded.job.policy.hedge_after
         hedged = event.detail.get("hedge")
         if not hedged or hedge_after is None:

@@ -82,7 +82,8 @@ def behaviour(attempt: Attempt, events: Sequence[Event], notes: list[str]) -> An
     if attempt.outcome is OutcomeKind.EXECUTED:
         if attempt.resolution is not None and cause:  # evidence found what was lost
             drop = "reset" if cause == "connection_reset" else "hang"
-            return {"behaviour": "accept_then_drop", "drop": drop}
+            dropped = _unknown_after(attempt, events) if drop == "reset" else None
+            return {"behaviour": "accept_then_drop", "drop": drop, **_latency_of(dropped)}
         return _with(
             "success", latency if cause != "deadline" else _answered_after(attempt, events)
         )
