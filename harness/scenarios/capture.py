@@ -23,62 +23,22 @@ from typing import Any
 
 import yaml
 
-from fake_providers.behaviours import BEHAVIOURS, BehaviourName
+from fake_providers.behaviours import DEFAULT_TRICKLE_INTERVAL
 from harness.core.models import Attempt, Event, Job
 from harness.core.states import AttemptState, EventKind, OutcomeKind
+from harness.runtime.worker import TIMEOUT_SLACK
+from harness.scenarios.capture_behaviours import (
+    STREAM_ONLY,
+    behaviour,
+    by_client,
+    round_seconds,
+)
 
 SCENARIO_NAMES = ("primary", "fallback")
 """The providers a scenario can script: an OpenAI-kind primary and an Anthropic-kind fallback."""
 
-WORKER_ACTOR = re.compile(r"^(w\d+|[\w.-]*worker[\w.-]*|engine|reconciler|sweep)(:.*)?$")
-"""How a worker's own actions are signed (a worker name, maybe with its duty)."""
 FILLER = "captured input "
 KEPT_WORDS = frozenset({"role", "type"})  # structure, not content: kept as they are
-
-# How an attempt ended (its outcome kind and cause) as the fake behaviour that ends an
-# attempt so. Whole/streamed variants differ only in how the fake breaks the answer.
-NOT_EXECUTED: Mapping[str, tuple[str, dict[str, Any]]] = {
-    "rate_limited": ("rate_limit", {}),
-    "unavailable": ("service_unavailable", {}),
-    "server_error": ("server_error", {}),
-    "overloaded": ("overloaded", {}),
-    "context_length_exceeded": ("context_length_exceeded", {}),
-    "content_filtered": ("content_filter", {}),
-    "connect_failed": ("connection_refused", {}),
-    "connect_timeout": ("connect_timeout", {}),
-    "pool_timeout": ("pool_exhausted", {}),
-    "not_sent": ("proxy_refused", {}),
-    "error_before_content": ("stream_error_event", {"cut_after": 0}),
-}
-STATUS_ERRORS = frozenset(
-    {
-        "bad_request",
-        "unauthorized",
-        "forbidden",
-        "not_found",
-        "request_timeout",
-        "conflict",
-        "too_large",
-        "unprocessable",
-        "client_error",
-        "other_server_error",
-    }
-)
-UNUSABLE: Mapping[str, str] = {
-    "stream_cut": "stream_cut",
-    "stream_stalled": "stream_stall",
-    "stream_malformed": "stream_malformed_chunk",
-    "stream_incomplete": "stream_closed_early",
-    "error_after_ok": "stream_error_event",
-    "malformed_body": "malformed_body",
-    "deadline_exceeded": "stream_trickle",
-}
-UNKNOWN_AT_GATEWAY = frozenset(
-    {"bad_gateway", "gateway_timeout", "intermediary_error", "unexpected_status"}
-)
-STREAM_ONLY = frozenset(
-    {"stream_cut", "stream_stalled", "stream_malformed", "stream_incomplete", "error_after_ok"}
-)
 
 
 @dataclass(frozen=True)
@@ -135,27 +95,63 @@ def capture(jobs: Sequence[Recorded], *, name: str, keep_input: bool = False) ->
     for recorded in jobs:
         alias = out.aliases[recorded.job.id]
         steps += _client_steps(recorded, alias, names, origin, keep_input, out.notes)
-    steps.sort(key=lambda s: (s[0], s[1]))  # the instant, then the order it was recorded in
+    # The order the events were written in, not their instants: a request's instant is
+    # read before its unit of work, so a replay that waited on the create's insert in
+    # another process is stamped before the create it found. A step never goes back in
+    # time: one stamped earlier than the step before plays at that step's instant.
+    steps.sort(key=lambda s: s[1])
     end = max(_last_instant(r, origin) for r in jobs)
+    cut = {r.job.id: _cut_short(r, out.aliases[r.job.id], out.notes) for r in jobs}
+    if any(cut.values()):
+        end += CUT_SHORT_STRETCH
     out.scenario = {
         "format": 1,
         "name": name,
         "summary": "Captured: " + "; ".join(_story(r, out.aliases[r.job.id]) for r in jobs),
         "providers": _scripts(jobs, names, origin, out.notes),
         **_worker(jobs, names, out.notes),
-        "steps": [*_timed(steps), {"at": _round(end + 1)}],
-        "expect": {"jobs": {out.aliases[r.job.id]: _expected(r, names) for r in jobs}},
+        "steps": [*_timed(steps), {"at": round_seconds(end + 1)}],
+        "expect": {
+            "jobs": {
+                out.aliases[r.job.id]: _expected(r, names, events=not cut[r.job.id]) for r in jobs
+            }
+        },
     }
     return out
 
 
+CUT_SHORT_STRETCH = 2 * (TIMEOUT_SLACK + DEFAULT_TRICKLE_INTERVAL)
+"""Seconds a replay runs on after the record's last event when an attempt was cut short
+at its deadline: its in-process call ends at its own timeout (the attempt's timeout and
+the worker's slack) and the fake's next keep-alive, after the deadline."""
+
+
+def _cut_short(recorded: Recorded, alias: str, notes: list[str]) -> list[int]:
+    """The attempts a worker cut short at their deadline over a real socket (an answer
+    begun and not ended: `aborted: deadline`, interrupted), which failed at once. An
+    in-process fake is no socket and cannot be cut: in a replay the attempt becomes
+    unknown at its deadline and fails the same way when its call's own timeout ends it,
+    so the job's final state is expected, its events are not."""
+    numbers = {a.id: a.number for a in recorded.job.attempts}
+    cut = [
+        numbers[e.attempt_id]
+        for e in recorded.events
+        if e.kind is EventKind.ATTEMPT_FAILED
+        and e.detail.get("aborted") == "deadline"
+        and e.detail.get("interrupted")
+        and e.attempt_id in numbers
+    ]
+    for number in cut:
+        notes.append(
+            f"{alias}: attempt {number} was cut short at its deadline over a real socket; an "
+            "in-process fake cannot be cut, so it becomes unknown at the deadline and fails "
+            "when its call times out: the final state is expected, the events are not"
+        )
+    return cut
+
+
 def _alias(i: int) -> str:
     return "job" if i == 0 else f"job{i + 1}"
-
-
-def _round(seconds: float) -> float | int:
-    value = round(seconds, 3)
-    return int(value) if value == int(value) else value
 
 
 def _offset(when: datetime | None, origin: datetime) -> float:
@@ -255,11 +251,13 @@ def _create_steps(
         yield at, first, {"create": {**create, "count": len(events)}, "expect": answers}
         if EventKind.CREATED in answers:
             notes.append(
-                f"{create['job']}: {len(events)} creates at {_round(at)} s played as one "
+                f"{create['job']}: {len(events)} creates at {round_seconds(at)} s played as one "
                 "step; whether they met at the insert (together) is not recorded"
             )
 
 
+HEDGE_LATE = 0.1
+"""Seconds a hedge may fire after its due time before capture names the delay."""
 RACED_OUTCOMES = frozenset(
     {EventKind.ATTEMPT_FAILED, EventKind.BECAME_UNKNOWN, EventKind.RESOLVED, EventKind.CREATED}
 )
@@ -283,15 +281,29 @@ class _Context:
         at = _offset(event.at, self.origin)
         if event.kind is EventKind.BECAME_UNKNOWN and event.detail.get("found_by") == "sweep":
             self.notes.append(
-                f"{self.alias}: attempt found past its deadline by the sweep at {_round(at)} s; "
-                "what stopped its worker (a crash, held sends) is not recorded"
+                f"{self.alias}: attempt found past its deadline by the sweep at "
+                f"{round_seconds(at)} s; what stopped its worker (a crash, held sends) is not "
+                "recorded"
             )
             yield at, event.id - 0.5, {"sweep": None}
+            return
+        late = self.hedge_late(i)
+        if late is not None:
+            self.notes.append(
+                f"{self.alias}: its hedge fired {round_seconds(late)} s after the policy's "
+                "hedge_after (its timer ran late, or died with its worker); a replay's fires "
+                "on time"
+            )
+        if event.kind is EventKind.START_REFUSED and self.raced_by_another_worker(i):
+            self.notes.append(
+                f"{self.alias}: two workers raced to start an attempt at {round_seconds(at)} "
+                f"s and {event.actor} was refused; a replay has one worker"
+            )
             return
         if event.kind is EventKind.RESOLVED and ":reconciler" in (event.actor or ""):
             yield at, event.id - 0.5, {"reconcile": None}
             return
-        step = self.client_step(event) if _by_client(event) else None
+        step = self.client_step(event) if by_client(event) else None
         if step is None:
             return
         pause = self.raced_worker(i)
@@ -303,8 +315,32 @@ class _Context:
         yield at, event.id, step
         yield at, event.id + 0.5, {"resume": {"worker": "w1"}}
         self.notes.append(
-            f"{self.alias}: the worker's step at {_round(at)} s lost a race with a client "
+            f"{self.alias}: the worker's step at {round_seconds(at)} s lost a race with a client "
             f"step; forced here with a pause at {point}"
+        )
+
+    def hedge_late(self, i: int) -> float | None:
+        """How much later than `hedge_after` after the attempt it hedges a hedge fired,
+        when that is more than `HEDGE_LATE` (a worker's timer on a busy machine, or the
+        sweep of another worker when the first died)."""
+        event, hedge_after = self.recorded.events[i], self.recorded.job.policy.hedge_after
+        hedged = event.detail.get("hedge")
+        if not hedged or hedge_after is None:
+            return None
+        started = [e.at for e in self.recorded.events[:i] if e.kind is EventKind.ATTEMPT_STARTED]
+        if not started:
+            return None
+        late = (event.at - started[-1]).total_seconds() - hedge_after
+        return late if late > HEDGE_LATE else None
+
+    def raced_by_another_worker(self, i: int) -> bool:
+        """A worker's start refused because another worker's attempt went live first."""
+        event = self.recorded.events[i]
+        started = [e.actor for e in self.recorded.events[:i] if e.kind is EventKind.ATTEMPT_STARTED]
+        return (
+            event.detail.get("reason") == "live_attempt"
+            and bool(started)
+            and (started[-1] != event.actor)
         )
 
     def client_step(self, event: Event) -> dict[str, Any] | None:
@@ -345,7 +381,7 @@ class _Context:
         events = self.recorded.events
         if i == 0 or events[i - 1].kind not in RACED_OUTCOMES or events[i - 1].at != events[i].at:
             return None
-        after = [e for e in events[i + 1 :] if e.at == events[i].at and not _by_client(e)]
+        after = [e for e in events[i + 1 :] if e.at == events[i].at and not by_client(e)]
         if after and after[0].kind is EventKind.START_REFUSED:
             point = "start_attempt.before_insert"
         elif not after and events[i - 1].kind is EventKind.ATTEMPT_FAILED:
@@ -368,14 +404,10 @@ def _claimed_later(recorded: Recorded) -> datetime | bool | None:
             EventKind.START_REFUSED,
             EventKind.JOB_FAILED,
         ):
-            if _by_client(event):
+            if by_client(event):
                 return None
             return False if event.at == created else event.at
     return None
-
-
-def _by_client(event: Event) -> bool:
-    return bool(event.actor) and not WORKER_ACTOR.match(event.actor or "")
 
 
 def _resolution(alias: str, attempt: Attempt, event: Event) -> dict[str, Any]:
@@ -410,7 +442,7 @@ def _timed(steps: Sequence[tuple[float, float, dict[str, Any]]]) -> list[dict[st
     now = 0.0
     for at, _, step in steps:
         if at > now:
-            step = {"at": _round(at), **step}
+            step = {"at": round_seconds(at), **step}
             now = at
         out.append(step)
     return out
@@ -419,108 +451,6 @@ def _timed(steps: Sequence[tuple[float, float, dict[str, Any]]]) -> list[dict[st
 def _last_instant(recorded: Recorded, origin: datetime) -> float:
     instants = [_offset(e.at, origin) for e in recorded.events]
     return max(instants, default=0.0)
-
-
-def behaviour(attempt: Attempt, events: Sequence[Event], notes: list[str]) -> Any:
-    """The fake behaviour that ends `attempt` as it was recorded to end."""
-    latency = _latency(attempt, events)
-    cause = attempt.cause or ""
-    if attempt.outcome is OutcomeKind.EXECUTED:
-        if attempt.resolution is not None and cause:  # evidence found what was lost
-            drop = "reset" if cause == "connection_reset" else "hang"
-            return {"behaviour": "accept_then_drop", "drop": drop}
-        return _with(
-            "success", latency if cause != "deadline" else _answered_after(attempt, events)
-        )
-    if attempt.outcome is OutcomeKind.NOT_EXECUTED:
-        return _not_executed(attempt, cause, latency, notes)
-    if attempt.outcome is OutcomeKind.EXECUTED_UNUSABLE:
-        return _with(UNUSABLE.get(cause, "malformed_body"), None)
-    if attempt.outcome is OutcomeKind.UNKNOWN:
-        late = _late_answer(attempt, events)
-        if late is not None:  # the call ended after the deadline, and said how
-            late_cause, elapsed = late
-            if late_cause in UNUSABLE:
-                return _with(UNUSABLE[late_cause], None)
-            if late_cause in NOT_EXECUTED:
-                return _with(NOT_EXECUTED[late_cause][0], elapsed)
-        if cause == "connection_reset":
-            return "reset_before_headers"
-        if cause == "send_failed":
-            return "reset_during_send"
-        if cause in UNKNOWN_AT_GATEWAY:
-            return {"behaviour": "gateway_error", "status": attempt.status_code or 502}
-        if cause == "lost_worker":
-            notes.append(
-                f"attempt {attempt.number}: its worker was lost (the sweep found it); the "
-                "crash itself is not recorded, so the provider is played as a hang"
-            )
-        return "hang"
-    answered = _answered_after(attempt, events)  # cancelled or superseded in flight
-    return "hang" if answered is None else _with("success", answered)
-
-
-def _late_answer(attempt: Attempt, events: Sequence[Event]) -> tuple[str, float] | None:
-    """What the call of an unknown attempt said when it ended after its deadline (the
-    worker's own resolution, `provider answered: CAUSE: ...`), and when."""
-    for event in events:
-        if event.attempt_id != attempt.id or event.kind is not EventKind.RESOLVED:
-            continue
-        found = re.match(r"provider answered: ([a-z_]+)", str(event.detail.get("reason", "")))
-        if found and not _by_client(event):
-            return found.group(1), (event.at - attempt.started_at).total_seconds()
-    return None
-
-
-def _not_executed(attempt: Attempt, cause: str, latency: float | None, notes: list[str]) -> Any:
-    if cause in STATUS_ERRORS:
-        return {"behaviour": "http_error", "status": attempt.status_code or 400}
-    if cause == "rate_limited" and attempt.retry_after is None:
-        return _with("rate_limit_no_retry_after", latency)
-    if cause not in NOT_EXECUTED:
-        notes.append(
-            f"attempt {attempt.number} ({attempt.provider}): ended unsent ({cause or 'no cause'}); "
-            "played as a refused connection"
-        )
-        return "connection_refused"
-    name, params = NOT_EXECUTED[cause]
-    found = _with(name, latency)
-    extra = dict(params)
-    if cause == "rate_limited":
-        extra["retry_after"] = _round(attempt.retry_after or 0)
-    if not extra:
-        return found
-    return {**(found if isinstance(found, dict) else {"behaviour": found}), **extra}
-
-
-def _with(name: str, latency: float | None) -> Any:
-    if not latency or "latency" not in BEHAVIOURS[BehaviourName(name)].params:
-        return name
-    return {"behaviour": name, "latency": _round(latency)}
-
-
-def _latency(attempt: Attempt, events: Sequence[Event]) -> float | None:
-    for event in events:
-        if event.attempt_id == attempt.id and event.kind in (
-            EventKind.ATTEMPT_FAILED,
-            EventKind.WON,
-            EventKind.DISCARDED_LATE_RESULT,
-        ):
-            return (event.at - attempt.started_at).total_seconds()
-    if attempt.finished_at is None:
-        return None
-    return (attempt.finished_at - attempt.started_at).total_seconds()
-
-
-def _answered_after(attempt: Attempt, events: Sequence[Event]) -> float | None:
-    """When the provider's late answer came (its win or its discarding), if it came."""
-    for event in events:
-        if event.attempt_id == attempt.id and event.kind in (
-            EventKind.WON,
-            EventKind.DISCARDED_LATE_RESULT,
-        ):
-            return (event.at - attempt.started_at).total_seconds()
-    return None
 
 
 def _scripts(
@@ -586,7 +516,7 @@ def _max_runtimes(jobs: Sequence[Recorded], names: Mapping[str, str]) -> dict[st
             found = MAX_RUNTIME.search(str(event.detail.get("reason", "")))
             attempt = by_id.get(event.attempt_id or -1)
             if event.kind is EventKind.RESOLVED and found and attempt and attempt.provider in names:
-                runtimes[names[attempt.provider]] = _round(float(found.group(1)))
+                runtimes[names[attempt.provider]] = round_seconds(float(found.group(1)))
     return runtimes
 
 
@@ -628,7 +558,7 @@ def _breaker(
     return None
 
 
-def _expected(recorded: Recorded, names: Mapping[str, str]) -> dict[str, Any]:
+def _expected(recorded: Recorded, names: Mapping[str, str], *, events: bool) -> dict[str, Any]:
     job = recorded.job
     winner = next((a for a in job.attempts if a.id == job.completed_by), None)
     details: dict[str, dict[str, Any]] = {}
@@ -643,14 +573,14 @@ def _expected(recorded: Recorded, names: Mapping[str, str]) -> dict[str, Any]:
         kept = {k: v for k, v in fields.items() if v is not None}
         if kept:
             details[str(attempt.number)] = kept
-    events = one_per_burst([e.kind.value for e in recorded.events])
     expected: dict[str, Any] = {
         "status": job.status.value,
         "winner": None if winner is None else names.get(winner.provider, winner.provider),
         "attempts": [f"{names.get(a.provider, a.provider)}:{a.state.value}" for a in job.attempts],
-        "events": events,
-        "times": dict(Counter(events)),
     }
+    if events:
+        kinds = one_per_burst([e.kind.value for e in recorded.events])
+        expected |= {"events": kinds, "times": dict(Counter(kinds))}
     if details:
         expected["attempt"] = details
     return expected

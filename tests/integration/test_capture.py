@@ -7,7 +7,9 @@ no input text or secret reaches a file captured without --keep-input."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -16,16 +18,19 @@ from click.testing import CliRunner
 
 from harness.cli.capture import capture as capture_command
 from harness.core.gate import AllowAllGate
-from harness.core.models import Intent, Policy
+from harness.core.models import Attempt, Event, Intent, Job, Policy
+from harness.core.states import AttemptState, EventKind, JobState, OutcomeKind
 from harness.engine import Engine
 from harness.scenarios import load_scenario, parse_scenario, run_scenario
 from harness.scenarios.capture import (
+    Recorded,
     capture,
     first_divergence,
     one_per_burst,
     placeholder,
     recorded_from_engine,
 )
+from harness.scenarios.capture_behaviours import behaviour
 from harness.store.database import Database
 from tests.support.databases import migrated_sqlite_url
 
@@ -162,3 +167,104 @@ def test_an_unknown_job_or_a_bad_name_is_a_clear_error(tmp_path: Path) -> None:
     assert unknown.exit_code == 2 and "no job 4242" in unknown.output
     bad = CliRunner().invoke(capture_command, ["1", "--db", url, "-o", "Bad Name.yaml"])
     assert bad.exit_code == 2 and "--output" in bad.output
+
+
+# -- records of a live server, made by hand -------------------------------------------------
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def _at(seconds: float) -> datetime:
+    return T0 + timedelta(seconds=seconds)
+
+
+def _attempt(number: int, provider: str, state: AttemptState, **fields: Any) -> Attempt:
+    values: dict[str, Any] = dict(
+        id=number, job_id=1, number=number, provider=provider, model=None, state=state,
+        live_slot=None, read_version=0, provider_request_id=None, started_at=_at(0),
+        deadline_at=None, finished_at=None, outcome=None, error=None, raw_result=None,
+    )  # fmt: skip
+    return Attempt(**{**values, **fields})
+
+
+def _job(attempts: tuple[Attempt, ...], *, timeout: float = 30) -> Job:
+    return Job(
+        id=1, owner="alice", idempotency_key="k-1", fingerprint="f", operation="summarise",
+        input={"prompt": "hi"}, contract=None, providers=("primary", "fallback"),
+        policy=Policy(attempt_timeout=timeout, same_provider_retries=0),
+        status=JobState.SUCCEEDED, version=1, attempt_count=len(attempts),
+        completed_by=attempts[-1].id, result={"text": "ok"}, created_at=_at(0),
+        updated_at=_at(1), attempts=attempts,
+    )  # fmt: skip
+
+
+def _event(id: int, kind: EventKind, at: float, actor: str | None, **detail: Any) -> Event:
+    attempt = detail.pop("attempt", None)
+    return Event(
+        id=id, job_id=1, kind=kind, attempt_id=attempt, actor=actor, detail=detail, at=_at(at)
+    )
+
+
+def test_steps_follow_the_order_events_were_written_not_their_instants(tmp_path: Path) -> None:
+    """A replay answered by another API process is stamped when its request began, before
+    the create it waited on committed: it still plays after that create and its start."""
+    won = _attempt(1, "primary", AttemptState.SUCCEEDED, outcome=OutcomeKind.EXECUTED,
+                   finished_at=_at(0.07), billed=True)  # fmt: skip
+    events = (
+        _event(1, EventKind.CREATED, 0, "alice"),
+        _event(2, EventKind.ATTEMPT_STARTED, 0.03, "api-worker", attempt=1, provider="primary"),
+        _event(3, EventKind.REPLAYED, -0.002, "alice"),
+        _event(4, EventKind.WON, 0.07, None, attempt=1),
+    )
+    made = capture([Recorded(_job((won,)), events)], name="c")
+
+    replay = _replay(made.to_yaml(), "c", tmp_path)
+
+    assert replay.passed, replay.problems()
+    assert replay.history is not None
+    kinds = [e["kind"] for e in replay.history.events]
+    assert kinds == ["created", "attempt_started", "replayed", "won"]
+
+
+def test_a_call_cut_short_at_its_deadline_replays_its_outcome_and_says_so(tmp_path: Path) -> None:
+    """Over a socket the worker cuts a stalled answer short at the deadline (failed at
+    once); an in-process fake cannot be cut, so the replay ends the same way later: the
+    file expects the final state, not the events, and says why."""
+    cut = _attempt(1, "primary", AttemptState.FAILED, outcome=OutcomeKind.EXECUTED_UNUSABLE,
+                   cause="deadline_exceeded", billed=True, finished_at=_at(0.5))  # fmt: skip
+    won = _attempt(2, "fallback", AttemptState.SUCCEEDED, outcome=OutcomeKind.EXECUTED,
+                   started_at=_at(0.5), finished_at=_at(0.51), billed=True)  # fmt: skip
+    events = (
+        _event(1, EventKind.CREATED, 0, "alice"),
+        _event(2, EventKind.ATTEMPT_STARTED, 0, "api-worker", attempt=1, provider="primary"),
+        _event(
+            3,
+            EventKind.ATTEMPT_FAILED,
+            0.5,
+            "api-worker",
+            attempt=1,
+            aborted="deadline",
+            interrupted=True,
+        ),
+        _event(4, EventKind.ATTEMPT_STARTED, 0.5, "api-worker", attempt=2, provider="fallback"),
+        _event(5, EventKind.WON, 0.51, None, attempt=2),
+    )
+    made = capture([Recorded(_job((cut, won), timeout=0.5), events)], name="c")
+
+    assert any("cut short at its deadline" in note for note in made.notes)
+    assert "events" not in made.scenario["expect"]["jobs"]["job"]
+    replay = _replay(made.to_yaml(), "c", tmp_path)
+    assert replay.passed, replay.problems()
+    assert replay.history is not None
+    job = replay.history.jobs["job"]
+    assert (job["status"], job["winner"]) == ("succeeded", "job#2")
+    assert job["attempts"][0]["outcome"] == "executed_unusable"
+
+
+def test_an_unknown_keeps_when_it_became_unknown() -> None:
+    """A reset recorded 0.08 s into the call is played 0.08 s into the call, so a client
+    step between the start and the reset stays before the reset in the replay."""
+    reset = _attempt(1, "primary", AttemptState.UNKNOWN, outcome=OutcomeKind.UNKNOWN,
+                     cause="connection_reset")  # fmt: skip
+    events = (_event(3, EventKind.BECAME_UNKNOWN, 0.08, "api-worker", attempt=1),)
+    assert behaviour(reset, events, []) == {"behaviour": "reset_before_headers", "latency": 0.08}
