@@ -24,7 +24,7 @@ from harness.core.models import Attempt, Event, Job, Policy
 from harness.core.states import AttemptState, EventKind, JobState, OutcomeKind, Resolution
 from harness.errors import NotFound, TargetUnreachable
 from harness.scenarios.capture import Recorded
-from harness.scenarios.target import REQUEST_TIMEOUT, Tokens, _check_url, mapped
+from harness.scenarios.target import REQUEST_TIMEOUT, Tokens, check_url, mapped
 
 PAGE = 100  # events per page: the API's most
 
@@ -35,7 +35,7 @@ class JobApiReader:
     def __init__(
         self, api_url: str, tokens: Tokens, *, transport: httpx.BaseTransport | None = None
     ) -> None:
-        _check_url("--target", api_url)  # the one check of a target's URL
+        check_url("--target", api_url)  # the one check of a target's URL
         self.api_url = api_url.rstrip("/")
         self.tokens = tokens
         self._http = httpx.Client(timeout=REQUEST_TIMEOUT, transport=transport)

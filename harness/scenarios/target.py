@@ -89,7 +89,7 @@ class Target:
 
     def __post_init__(self) -> None:
         for flag, url in (("--target", self.api_url), ("--fakes", self.fakes_url)):
-            _check_url(flag, url)
+            check_url(flag, url)
         object.__setattr__(self, "api_url", self.api_url.rstrip("/"))
         object.__setattr__(self, "fakes_url", self.fakes_url.rstrip("/"))
         scale = self.time_scale
@@ -101,7 +101,7 @@ class Target:
             raise ConfigError(f"{self.tokens_source} holds no OWNER=TOKEN entry")
 
 
-def _check_url(flag: str, url: str) -> None:
+def check_url(flag: str, url: str) -> None:
     try:
         parsed = httpx.URL(url)
     except (httpx.InvalidURL, TypeError):
