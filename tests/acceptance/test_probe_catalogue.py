@@ -96,6 +96,15 @@ ENGINE_WITHOUT_LOOKUP = {
 """The same without a lookup (as with most real providers): an unknown attempt waits for
 provider evidence it can never get."""
 
+SKIPPED_OR_PLAYED = {"reset-before-headers": "reset_before_headers", "no-response": "hang"}
+"""The engine's verdict on these two hangs on whether it calls the primary at all when
+they play: earlier probes' faults may have left its breaker open, or the 20 s Retry-After
+of the probe before may still hold it, and whether that has passed depends on the run's
+pace (a busy machine is slower). Skipped, the fallback answers: pass. Played, its
+attempt is unknown and blocks the job past the caller's bound: fail, unless a lookup
+tells the engine at once that nothing ran (a reset, with the lookup: the reconciler runs
+every 0.5 s here). The expectation is read from what the fakes saw, not from the clock."""
+
 TABLES = {
     "careful": CAREFUL,
     "naive": NAIVE,
@@ -160,7 +169,10 @@ def test_the_naive_gateway_gets_its_expected_verdict_on_every_probe(fakes_url) -
     assert not _compare(NAIVE, found), _compare(NAIVE, found)
 
 
-def _engine_verdicts(tmp_path, *, lookup: bool) -> dict[str, tuple[str, dict[str, str]]]:
+def _engine_verdicts(
+    tmp_path, *, lookup: bool
+) -> tuple[dict[str, tuple[str, dict[str, str]]], dict[str, set[str]]]:
+    """Each probe's verdict and findings, and the fakes' behaviours each probe played."""
     out = tmp_path / "card.json"
     with FakeServer() as fakes:
         config = service_config(fakes.url, tokens={"probe-token": "alice"})
@@ -170,7 +182,9 @@ def _engine_verdicts(tmp_path, *, lookup: bool) -> dict[str, tuple[str, dict[str
             for provider in config["providers"]:
                 provider.pop("lookup_url", None)
         config["routes"] = {"probe": {"providers": ["primary", "fallback"], "policy": POLICY}}
-        url, process = start_serve(config, f"sqlite:///{tmp_path}/engine.db", tmp_path)
+        url, process = start_serve(
+            config, f"sqlite:///{tmp_path}/engine.db", tmp_path, "--reconcile-interval", "0.5"
+        )
         try:
             result = CliRunner(env={"HARNESS_PROBE_TOKEN": "probe-token"}).invoke(
                 main,
@@ -182,12 +196,13 @@ def _engine_verdicts(tmp_path, *, lookup: bool) -> dict[str, tuple[str, dict[str
             stop(process)
     assert result.exit_code in (0, 1), result.output
     card = json.loads(out.read_text())
-    found = {}
+    found, played = {}, {}
     for probe in card["probes"]:
         judged = probe["plays"][0]["properties"]
         findings = {j["name"]: j["verdict"] for j in judged if j["verdict"] not in ("pass", "n/a")}
         found[probe["name"]] = (probe["verdict"], findings)
-    return found
+        played[probe["name"]] = {e["behaviour"] for e in probe["plays"][0]["executions"]}
+    return found, played
 
 
 @pytest.mark.long
@@ -195,6 +210,9 @@ def _engine_verdicts(tmp_path, *, lookup: bool) -> dict[str, tuple[str, dict[str
 def test_the_engine_behind_its_face_gets_its_expected_verdict_on_every_probe(
     tmp_path, lookup
 ) -> None:
-    expected = ENGINE if lookup else ENGINE_WITHOUT_LOOKUP
-    found = _engine_verdicts(tmp_path, lookup=lookup)
-    assert not _compare(expected, found), _compare(expected, found)
+    expected = dict(ENGINE if lookup else ENGINE_WITHOUT_LOOKUP)
+    found, played = _engine_verdicts(tmp_path, lookup=lookup)
+    for name, fault in SKIPPED_OR_PLAYED.items():
+        resolved_at_once = lookup and fault == "reset_before_headers"
+        expected[name] = "fail" if fault in played[name] and not resolved_at_once else "pass"
+    assert not _compare(expected, found), (_compare(expected, found), played)
