@@ -92,7 +92,9 @@ def main() -> None:
         print(f"  {name:<11} {row['ms_per_s']:.2f} ({row['lo']:.2f}-{row['hi']:.2f})")
     bare = rows[0]["ms_per_s"]
     for row in rows[1:]:
-        print(f"  {row['target']} over bare uvicorn: +{row['ms_per_s'] - bare:.2f} ms/s")
+        row["ratio"] = row["ms_per_s"] / bare if bare else None
+        ratio = f"{row['ratio']:.2f}" if row["ratio"] is not None else "-"
+        print(f"  {row['target']} / bare uvicorn: {ratio}")
     c.save_results(JSON, "idle_cost", rows)
 
 
