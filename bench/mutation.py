@@ -169,6 +169,12 @@ def main() -> None:
     parser.add_argument("--swarm", type=int, default=3, help="check's swarm seeds (0: none)")
     parser.add_argument("--swarm-seed", type=int, default=SWARM_SEED)
     parser.add_argument(
+        "--timeout",
+        type=float,
+        default=TIMEOUT,
+        help="seconds one check may take before its mutant counts as killed (a hang)",
+    )
+    parser.add_argument(
         "--targets",
         type=lambda text: tuple(t.strip().rstrip("/") for t in text.split(",") if t.strip()),
         default=TARGETS,
@@ -178,6 +184,8 @@ def main() -> None:
         "--json", type=Path, nargs="?", const=ROOT / "bench" / "results" / "mutation.json"
     )
     args = parser.parse_args()
+    global TIMEOUT
+    TIMEOUT = args.timeout
     for target in args.targets:
         if not (ROOT / target).exists():
             parser.error(f"--targets: no {target} in {ROOT}")
