@@ -29,7 +29,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from harness.config_file import read_config_file
 from harness.contracts.chains import Chain, parse_chains
@@ -214,7 +214,7 @@ def _max_runtime(data: dict[str, Any], file: str) -> dict[str, float]:
     return {k: float(v) for k, v in raw.items()}
 
 
-def _positive_seconds(value: Any) -> bool:
+def _positive_seconds(value: Any) -> TypeGuard[int | float]:
     return isinstance(value, int | float) and not isinstance(value, bool) and value > 0
 
 
