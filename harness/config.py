@@ -187,7 +187,7 @@ def _policy(data: dict[str, Any], file: str) -> Policy:
 
 
 def _failover_without_contract(data: dict[str, Any], file: str) -> bool:
-    value = data.get("failover_without_contract", "refuse")
+    value: object = data.get("failover_without_contract", "refuse")
     if value not in ("allow", "refuse"):
         raise _fail(file, "failover_without_contract", "must be 'allow' or 'refuse'")
     return value == "allow"
