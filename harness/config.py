@@ -29,7 +29,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from harness.config_file import read_config_file
 from harness.contracts.chains import Chain, parse_chains
@@ -187,7 +187,7 @@ def _policy(data: dict[str, Any], file: str) -> Policy:
 
 
 def _failover_without_contract(data: dict[str, Any], file: str) -> bool:
-    value = data.get("failover_without_contract", "refuse")
+    value: object = data.get("failover_without_contract", "refuse")
     if value not in ("allow", "refuse"):
         raise _fail(file, "failover_without_contract", "must be 'allow' or 'refuse'")
     return value == "allow"
@@ -214,7 +214,7 @@ def _max_runtime(data: dict[str, Any], file: str) -> dict[str, float]:
     return {k: float(v) for k, v in raw.items()}
 
 
-def _positive_seconds(value: Any) -> bool:
+def _positive_seconds(value: Any) -> TypeGuard[int | float]:
     return isinstance(value, int | float) and not isinstance(value, bool) and value > 0
 
 

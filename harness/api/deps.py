@@ -384,7 +384,7 @@ async def read_call(request: Request) -> ReadCall:
 
 
 Reader = Annotated[ReadCall, Depends(read_call)]
-BEARER_SECURITY = {"security": [{"HTTPBearer": []}]}
+BEARER_SECURITY: dict[str, Any] = {"security": [{"HTTPBearer": []}]}
 """What a route checked by a plain call instead of `Owner` declares in the OpenAPI
 document, as `Owner`'s `HTTPBearer` declares it."""
 

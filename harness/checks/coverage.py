@@ -202,15 +202,15 @@ def suite_coverage(results: Iterable[RunResult]) -> dict[str, Any]:
     report: dict[str, Any] = {}
     for section, every in universe().items():
         impossible = IMPOSSIBLE.get(section, {})
-        items = [i for i in every if i not in impossible]
-        reached = {i: sorted(set(covers[section].get(i, ()))) for i in items}
+        possible = [i for i in every if i not in impossible]
+        reached = {i: sorted(set(covers[section].get(i, ()))) for i in possible}
         gaps = [i for i, by in reached.items() if not by]
         report[section] = {
             "items": reached,
             "gaps": gaps,
-            "reached": len(items) - len(gaps),
-            "total": len(items),
-            "percent": round(100.0 * (len(items) - len(gaps)) / max(1, len(items)), 1),
+            "reached": len(possible) - len(gaps),
+            "total": len(possible),
+            "percent": round(100.0 * (len(possible) - len(gaps)) / max(1, len(possible)), 1),
             "impossible": {
                 i: {"why": why, "reached_by": sorted(set(covers[section].get(i, ())))}
                 for i, why in impossible.items()

@@ -96,7 +96,7 @@ def list_command(contracts_dir: Path, as_json: bool) -> None:
     """List the contracts of the contracts directory."""
     with exit_on_error():
         registry = _registry(contracts_dir)
-    rows = [
+    rows: list[dict[str, Any]] = [
         {
             "name": c.name,
             "version": c.version,

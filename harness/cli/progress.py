@@ -14,7 +14,11 @@ def progress_bar(total: int, what: str) -> Iterator[Callable[[int], None]]:
 
     console = Console(stderr=True)
     if not console.is_terminal:
-        yield lambda n=1: None
+
+        def ignore(n: int = 1) -> None:
+            pass
+
+        yield ignore
         return
     with Progress(
         TextColumn(f"[bold]{what}"),
@@ -24,4 +28,8 @@ def progress_bar(total: int, what: str) -> Iterator[Callable[[int], None]]:
         transient=True,
     ) as progress:
         task = progress.add_task(what, total=total)
-        yield lambda n=1: progress.advance(task, n)
+
+        def advance(n: int = 1) -> None:
+            progress.advance(task, n)
+
+        yield advance

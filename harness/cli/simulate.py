@@ -250,7 +250,8 @@ def _virtual(out: Out, play: Play, order: list[int]):
     from harness.simulate.run import run_seed
 
     broken, settings = play.broken, play.settings
-    runs, shrunk = [], {}
+    runs = []
+    shrunk: dict[int, dict[str, Any]] = {}
     started = time.perf_counter()
     pool = (
         EpisodePool(play.parallel, mutant=broken.name if broken else None)
@@ -272,7 +273,7 @@ def _virtual(out: Out, play: Play, order: list[int]):
                     )
                 runs.append(run)
                 if run.failed is not None and play.shrink_to is not None and not shrunk:
-                    shrunk[seed] = _shrink(out, run, database, play)
+                    shrunk[seed] = _shrink(out, run, database, play, play.shrink_to)
                 out.lines(
                     seed_lines(run_summary(run, shrunk=shrunk.get(seed))), failure=bool(run.failed)
                 )
@@ -298,8 +299,8 @@ def _closing(pool: Any) -> Iterator[None]:
             pool.close()
 
 
-def _shrink(out: Out, run: Any, database: Any, play: Play) -> dict[str, Any]:
-    """Shrink the run's first failing episode to `play.shrink_to`; keep the shrunk
+def _shrink(out: Out, run: Any, database: Any, play: Play, target: Path) -> dict[str, Any]:
+    """Shrink the run's first failing episode to `target` (`play.shrink_to`); keep the shrunk
     scenario's history (played once more, as found) for the HTML timeline."""
     from contextlib import nullcontext
 
@@ -308,7 +309,7 @@ def _shrink(out: Out, run: Any, database: Any, play: Play) -> dict[str, Any]:
     from harness.simulate.run import play as play_scenario
     from harness.simulate.shrink import shrink, write_scenario
 
-    episode, broken, target = run.failed, play.broken, play.shrink_to
+    episode, broken = run.failed, play.broken
     signature = episode.signature()
     out.note(f"shrinking seed {run.seed} episode {episode.index} ({signature}) ...")
     fails = fails_like(

@@ -158,7 +158,7 @@ def check_chains(gate: VerdictGate, chains: Iterable[Chain]) -> list[Link]:
 def gate_document(links: list[Link], *, named_primary: bool = True) -> dict[str, Any]:
     """The gate report (schema: gate-report). ``named_primary=False`` for a question
     asked without a chain (``--contract C --to P``): the primary is then unknown."""
-    document = {
+    document: dict[str, Any] = {
         "format": GATE_REPORT_FORMAT,
         "allowed": all(link.allowed for link in links),
         "links": [link.to_dict() for link in links],

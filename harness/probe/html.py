@@ -67,8 +67,8 @@ def timeline(play: Play) -> str:
             f'fill="{colour}" opacity="0.8"><title>{html.escape(tip)}</title></rect>'
         )
     for entry in run.ledger:
-        lane = lanes.index(entry.provider) if entry.provider in lanes else 0
-        y = 10 + lane * _LANE
+        row = lanes.index(entry.provider) if entry.provider in lanes else 0
+        y = 10 + row * _LANE
         px = x(entry.received_at)
         ok = entry.status_code == 200 and entry.behaviour == "success"
         colour = "#2e7d32" if ok else ("#757575" if entry.nonce is None else "#c62828")

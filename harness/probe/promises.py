@@ -50,7 +50,7 @@ def key_binds_intent(ev: Evidence, params: Mapping[str, Any]) -> Ruling:
         return ruling(Verdict.NA, "no request reused a key with another body")
     for record in records:
         first = record.intent[: -len(CHANGED)]
-        theirs = {full_text(e) for e in ev.for_intent(first)} - {None}
+        theirs = {t for e in ev.for_intent(first) if (t := full_text(e)) is not None}
         if record.success and (record.text or "").strip() in {t.strip() for t in theirs}:
             return ruling(
                 Verdict.FAIL,
@@ -114,7 +114,11 @@ def sdk_retry_once(ev: Evidence, params: Mapping[str, Any]) -> Ruling:
     retried = [
         r
         for r in ev.run.records
-        if r.key is None and (s := steps.get(r.step)) and s.request and s.request.sdk_retry
+        if r.key is None
+        and r.step is not None
+        and (s := steps.get(r.step))
+        and s.request
+        and s.request.sdk_retry
     ]
     if not retried:
         return ruling(Verdict.NA, "no keyless request was retried as an SDK retries")

@@ -9,6 +9,7 @@ a step repeated `count` times answers a mapping of each answer to how often it c
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import threading
 from collections import Counter
@@ -246,7 +247,7 @@ def _start_all(stage: Stage, job_ids: list[int]) -> None:
     """Each new job's first start, as the worker's task (in order, each after the one
     before it finished or parked), so a `pause` can hold it at a fault point; what a
     start that finished raised is the step's, as if the step had called it."""
-    starts = [stage.turns.spawn(lambda job_id=job_id: _start(stage, job_id)) for job_id in job_ids]
+    starts = [stage.turns.spawn(functools.partial(_start, stage, job_id)) for job_id in job_ids]
     stage.turns.settle()
     for start in starts:
         if start.done():  # else it waits at a pause, and goes on after the step

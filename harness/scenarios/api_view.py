@@ -128,7 +128,8 @@ async def _read_all(
             if isinstance(job.input, dict):  # the API takes an object; the engine any JSON
                 replay, answered = await _replay(client, history, job, _bearer(tokens[job.owner]))
                 replays.append(replay)
-                made |= {answered} - {job.id, None}
+                if answered is not None and answered != job.id:
+                    made.add(answered)
         listed = await client.get("/v1/providers", headers=_bearer(tokens[outsider]))
     providers = (
         [{k: p.get(k) for k in ("name", "state", "failures")} for p in listed.json()["providers"]]

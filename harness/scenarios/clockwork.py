@@ -11,6 +11,7 @@ costs no wall time at all.
 
 from __future__ import annotations
 
+import functools
 import heapq
 import itertools
 import logging
@@ -21,7 +22,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from harness.core.clock import VirtualClock
+from harness.core.clock import Clock, VirtualClock
 from harness.errors import ScenarioError
 from harness.runtime.scheduler import Timer
 
@@ -294,7 +295,7 @@ class WorkerScheduler:
 
     def __init__(self, turns: Turns) -> None:
         self.turns = turns
-        self.clock = turns.clock
+        self.clock: Clock = turns.clock  # read as any scheduler's clock, never moved through it
         self._timers: list[Timer] = []
         self._held: list[tuple[Callable[[], object], Future[object]]] | None = None
         self.dead = False
@@ -308,7 +309,7 @@ class WorkerScheduler:
         held, self._held = self._held or [], None
         for fn, future in held:
             if not self.dead:
-                self.turns.spawn(fn).add_done_callback(lambda done, f=future: _copy(done, f))
+                self.turns.spawn(fn).add_done_callback(functools.partial(_copy, into=future))
         return len(held)
 
     def call_later(self, delay: float, fn: Callable[[], object]) -> Timer:

@@ -216,7 +216,7 @@ def _check_behaviours(data: dict[str, Any], report: _Report) -> set[Path_]:
         if isinstance(raw, dict) and "behaviour" not in raw:
             report(where, "a behaviour mapping needs `behaviour: NAME`")
             continue
-        if name not in BEHAVIOURS:
+        if not isinstance(name, str) or name not in BEHAVIOURS:
             at = (*where, "behaviour") if isinstance(raw, dict) else where
             report(at, unknown("behaviour", name, (str(b) for b in BEHAVIOURS)))
             continue

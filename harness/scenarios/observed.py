@@ -16,7 +16,7 @@ received it, its end when the fake finished it), which is what `overlap` reads.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -59,7 +59,7 @@ class SeenJob:
     alias: str
     owner: str
     body: Mapping[str, Any]
-    events: list[Mapping[str, Any]]
+    events: Sequence[Mapping[str, Any]]
 
 
 @dataclass(frozen=True)

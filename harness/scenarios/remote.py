@@ -350,7 +350,8 @@ def _finish(play: Play) -> None:
     mine = observed.own_executions(executions, labels)
     time_ = play.clock.timebase
     history = play.history
-    by_request = {e.get("request_id"): i for i, e in enumerate(mine)}
+    # an attempt with no provider request id is never looked up (observed._attempt)
+    by_request = {r: i for i, e in enumerate(mine) if (r := e.get("request_id")) is not None}
     history.jobs = {
         job.alias: observed.job_entry(job, labels, time_, play.prefix, by_request) for job in seen
     }

@@ -163,6 +163,7 @@ def _store_findings(
     """The store judge's violations in the checker's form (job aliases, no witness: the
     rows it read are not history entries)."""
     config = stage.history.config
+    assert config is not None, "a Stage sets its run's config as it is built"
     max_runtime = defaultdict(lambda: DOCUMENTED_MAX_RUNTIME, config["max_runtime"])
     lookups = frozenset(config["lookups"])
     executions = [entry.attempt_id for entry in ledger]

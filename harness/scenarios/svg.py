@@ -174,11 +174,12 @@ def _attempt_row(canvas: _Canvas, attempt: Mapping[str, Any], history, y: float)
     end = attempt["finished_at"] if attempt.get("finished_at") is not None else canvas.span
     x, w = canvas.x(start), max(2.0, (end - start) * canvas.scale)
     state = attempt.get("state")
+    fill = STATES.get(state, "#000") if isinstance(state, str) else "#000"
     label = f"  {attempt['attempt']} {attempt['provider']}"
     canvas.add(f'<text x="4" y="{y + 15}" font-size="12">{escape(label)}</text>')
     canvas.add(
         f'<rect class="attempt {state}" x="{x:.1f}" y="{y + 4}" width="{w:.1f}" '
-        f'height="{ROW - 8}" fill="{STATES.get(state, "#000")}"><title>'
+        f'height="{ROW - 8}" fill="{fill}"><title>'
         f"{escape(attempt['attempt'])} {escape(attempt['provider'])}: {state}, "
         f"{start:g} to {end:g} s</title></rect>"
     )

@@ -48,7 +48,9 @@ def describe_entry(entry: Mapping[str, Any]) -> str:
     t = entry.get("t")
     head = f"t={t:g}" if isinstance(t, int | float) and not isinstance(t, bool) else "t=?"
     if "kind" in entry and "job" in entry and "process" not in entry:  # an event
-        detail = entry.get("detail") if isinstance(entry.get("detail"), Mapping) else {}
+        detail = entry.get("detail")
+        if not isinstance(detail, Mapping):
+            detail = {}
         who = entry.get("attempt") or entry["job"]
         by = f" by {entry['actor']}" if entry.get("actor") else ""
         rest = _pairs(detail, ())

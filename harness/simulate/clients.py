@@ -195,7 +195,8 @@ class Client:
             fingerprint=body.get("fingerprint") if acked else None,
         )
         self.crowd.record.add(answer)
-        if acked and variant != "changed":
+        # a 2xx that names no job leaves nothing to read, cancel or fall back on
+        if answer.job_id is not None and variant != "changed":
             self.acked[key] = answer.job_id
         return answer
 

@@ -370,7 +370,7 @@ def read_run(database: Database, owners: Iterable[str]) -> tuple[list[Job], list
 
 
 def _open_jobs(database: Database, ids: Iterable[int]) -> list[Job]:
-    found = []
+    found: list[Job] = []
     with database.read() as conn:
         for job_id in ids:
             job = q.get_job(conn, job_id)

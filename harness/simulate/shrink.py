@@ -204,7 +204,15 @@ def write_scenario(
         data["contract"]["file"] = os.path.relpath(
             data["contract"]["file"], target.resolve().parent
         )
-    order = ("format", "name", "summary", "providers", "policy", "gate", "contract")
+    order: tuple[str, ...] = (
+        "format",
+        "name",
+        "summary",
+        "providers",
+        "policy",
+        "gate",
+        "contract",
+    )
     order += ("worker", "workers", "steps", "expect")
     ordered = {k: data[k] for k in order if k in data}
     ordered.update((k, v) for k, v in data.items() if k not in ordered)

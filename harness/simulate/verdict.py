@@ -316,7 +316,9 @@ def unknowns(jobs: list[Job], events: list[Event]) -> dict[str, Any]:
     attempts = {a.id: a for job in jobs for a in job.attempts}
     became = {e.attempt_id for e in events if e.kind == EventKind.BECAME_UNKNOWN}
     resolved = {e.attempt_id: e for e in events if e.kind == EventKind.RESOLVED}
-    ends = Counter(_ending(attempts.get(a), resolved.get(a)) for a in became)
+    ends = Counter(
+        _ending(attempts.get(a) if a is not None else None, resolved.get(a)) for a in became
+    )
     waiting = ends.pop("waiting", 0)
     return {
         "total": len(became),

@@ -1317,6 +1317,19 @@ def test_a_hedge_told_a_lone_start_or_a_click_says_nothing() -> None:
     assert told(hedge_start(None, actor="alice")) == []  # the fallback button, not a hedge
 
 
+def test_a_start_beside_a_live_start_of_no_attempt_label_is_reported_not_raised() -> None:
+    """A foreign target's history may carry an `attempt_started` whose attempt it did not
+    name: the hedge it says nothing of is a finding, naming that start as `None`."""
+    events = [
+        ev(0, "attempt_started", None, "w1", provider="primary", job="a"),
+        ev(35, "attempt_started", "a#2", "w1", provider="fallback"),
+    ]
+    told = [
+        f for f in found(history(events, {}, config=CONFIG), "I4") if "hedges told" in f.message
+    ]
+    assert [f.message.split(",")[0] for f in told] == ["a#2 started beside None"]
+
+
 # -- I11: policy shown --------------------------------------------------------------------
 
 

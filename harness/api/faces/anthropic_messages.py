@@ -306,7 +306,7 @@ def events(held: Held, body: Mapping[str, Any]) -> list[str]:
 def _block_events(index: int, block: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     """One content block as `content_block_start`, its deltas, `content_block_stop`."""
     if block["type"] == "text":
-        start = {"type": "text", "text": ""}
+        start: dict[str, Any] = {"type": "text", "text": ""}
         deltas = [{"type": "text_delta", "text": p} for p in sse.pieces(block["text"])]
     else:
         start = {**block, "input": {}}

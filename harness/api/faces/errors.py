@@ -19,7 +19,7 @@ errors under a face's path (an unknown path, a wrong method) are rendered by
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
@@ -121,7 +121,7 @@ class ErrorTable:
         table = self
 
         class FaceRoute(APIRoute):
-            def get_route_handler(self) -> Callable[[Request], Awaitable[Response]]:
+            def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
                 handler = super().get_route_handler()
 
                 async def handle(request: Request) -> Response:

@@ -5,7 +5,7 @@ request carries `anthropic-version`, as the Anthropic SDK's `models.list()` does
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
@@ -48,7 +48,9 @@ async def list_models(request: Request) -> Response:
     caller(gateway.state, request)
     names = gateway.models()
     if request.headers.get("anthropic-version"):
-        data = [{"type": "model", "id": n, "display_name": n, "created_at": EPOCH} for n in names]
+        data: list[dict[str, Any]] = [
+            {"type": "model", "id": n, "display_name": n, "created_at": EPOCH} for n in names
+        ]
         first, last = (names[0], names[-1]) if names else (None, None)
         return JSONResponse({"data": data, "has_more": False, "first_id": first, "last_id": last})
     data = [{"id": n, "object": "model", "created": 0, "owned_by": "harness"} for n in names]

@@ -212,7 +212,8 @@ def run_face_mutants(
     for mutant in mutants:
         first = LIKELIEST.get(mutant.name)
         order = sorted(STORIES, key=lambda s: s.name != first)
-        started, caught = time.perf_counter(), ()
+        started = time.perf_counter()
+        caught: tuple[str, ...] = ()
         with applied(mutant):
             for story in order:
                 caught = _first_catch(story, FACES, database, play_story)

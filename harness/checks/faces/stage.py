@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict
 
 import sqlalchemy as sa
 
@@ -38,7 +38,15 @@ from harness.store.tables import jobs
 
 WORKER = "gateway-worker"
 MAX_RUNTIME = 600.0  # the documented default: no story waits for it
-BREAKER = {"failures": 3, "window": 30.0, "cool_down": 10.0}  # the documented defaults
+
+
+class _Breaker(TypedDict):
+    failures: int
+    window: float
+    cool_down: float
+
+
+BREAKER: _Breaker = {"failures": 3, "window": 30.0, "cool_down": 10.0}  # the documented defaults
 ROUTES: Mapping[str, Route] = {
     "chat": Route(name="chat", providers=("primary", "fallback")),
     "quick": Route(
@@ -124,7 +132,7 @@ class FaceStage:
         self.scheduler = ThreadScheduler()
         providers = {n: RecordedProvider(a, self.history, self.engine) for n, a in adapters.items()}
         settings = WorkerSettings(name=WORKER, breaker=BreakerSettings(**BREAKER))
-        self.worker = Worker(self.engine, providers, self.scheduler, settings)  # type: ignore[arg-type]
+        self.worker = Worker(self.engine, providers, self.scheduler, settings)
         config = ServiceConfig(tokens={TOKEN: self.owner}, routes=ROUTES, gateway_wait=10)
         self.app = create_app(
             self.engine, self.worker, config, provider_names=lambda: set(adapters), faces=True

@@ -359,7 +359,7 @@ CITY = {
     "additionalProperties": False,
 }
 """The structured output's schema: one string member, nothing else."""
-SCHEMA_FORMAT = {
+SCHEMA_FORMAT: dict[str, Callable[[], dict[str, Any]]] = {
     "openai": lambda: {
         "response_format": {
             "type": "json_schema",

@@ -13,6 +13,11 @@ from harness.core.states import EventKind
 Entry = Mapping[str, Any]
 
 
+Label = str | None
+"""An entry's `attempt`: the attempt's label, None on a job's own event. Keyed by it, a
+table looked up with any event's `attempt` answers for a job's event as for a stranger."""
+
+
 Check = Callable[[Mapping[str, Any]], Iterator["Finding"]]
 
 
@@ -132,9 +137,9 @@ def _calls(history: Mapping[str, Any]) -> dict[str, list[Entry]]:
     return calls
 
 
-def _providers(history: Mapping[str, Any]) -> dict[str, str]:
+def _providers(history: Mapping[str, Any]) -> dict[Label, str]:
     """Each attempt's provider, from the final jobs and the `attempt_started` events."""
-    found = {
+    found: dict[Label, str] = {
         a["attempt"]: a["provider"]
         for job in history.get("jobs", {}).values()
         for a in job.get("attempts", ())
@@ -159,12 +164,12 @@ def _t(entry: Entry) -> float:
     return float(t) if isinstance(t, int | float) else 0.0
 
 
-def _final(label: str, **facts: Any) -> dict[str, Any]:
+def _final(label: Label, **facts: Any) -> dict[str, Any]:
     """A witness for the final state, which no single entry of the run shows."""
     return {"t": None, "final": label, **facts}
 
 
-def _next_of(events: list[Entry], k: int, attempt: str) -> Entry | None:
+def _next_of(events: list[Entry], k: int, attempt: Label) -> Entry | None:
     """The attempt's next move after `events[k]` (an `observed` event, evidence that
     arrived later, moves nothing)."""
     return next(
@@ -187,7 +192,7 @@ class _Live:
     """The live attempts of each job, replayed event by event."""
 
     def __init__(self) -> None:
-        self.by_job: dict[str, dict[str, Entry]] = defaultdict(dict)
+        self.by_job: dict[str, dict[Label, Entry]] = defaultdict(dict)
 
     def see(self, event: Entry) -> None:
         live = self.by_job[event["job"]]
@@ -196,7 +201,7 @@ class _Live:
         elif _ends_live(event):
             live.pop(event.get("attempt"), None)
 
-    def others(self, event: Entry) -> dict[str, Entry]:
+    def others(self, event: Entry) -> dict[Label, Entry]:
         """The job's live attempts but the event's own."""
         live = self.by_job[event["job"]]
         return {a: e for a, e in live.items() if a != event.get("attempt")}
@@ -205,9 +210,11 @@ class _Live:
 def _planned_by_worker(event: Entry, workers: Iterable[str], live: _Live) -> bool:
     """An attempt start the worker's plan chose: a worker started it with nothing else
     live in its job (not the fallback button, not a hedge beside a live attempt)."""
+    actor = event.get("actor")
     return (
         event["kind"] == EventKind.ATTEMPT_STARTED
-        and event.get("actor") in workers
+        and isinstance(actor, str)
+        and actor in workers
         and not live.others(event)
     )
 

@@ -94,6 +94,8 @@ def _documented_fingerprint(history: Mapping[str, Any]) -> Iterator[Finding]:
         alias, intent = answer.get("job"), invoke.get("intent")
         if answer.get("answer") != "created" or alias in judged or not isinstance(intent, Mapping):
             continue
+        if not isinstance(alias, str):  # a create answered with no job: no view names it
+            continue
         shown = views.get(alias, {}).get("intent_sha256")
         if shown is None:
             continue  # no API read of it, or the contract's scoping left it out

@@ -222,7 +222,9 @@ def _job_differs(alias: str, job: Mapping[str, Any], view: Mapping[str, Any]) ->
         )
 
 
-def _pick(wrong: list[str], seen: tuple[Any, ...], held: tuple[Any, ...]) -> Iterator[tuple]:
+def _pick(
+    wrong: list[str], seen: tuple[Any, ...], held: tuple[Any, ...]
+) -> Iterator[tuple[str, Any, Any]]:
     for name in wrong:
         i = _ATTEMPT_FIELDS.index(name)
         yield name, seen[i], held[i]

@@ -12,6 +12,7 @@ from harness.scenarios.checker.history import (
     _FOREIGN,
     Entry,
     Finding,
+    Label,
     _answered_creates,
     _calls,
     _events_by_job,
@@ -158,7 +159,7 @@ def _winner_answered(history: Mapping[str, Any]) -> Iterator[Finding]:
     answer is judged by what the fake sent, where that decides."""
     calls = _Judged(history)
     for job, events in _events_by_job(history).items():
-        settled: set[str] = set()
+        settled: set[Label] = set()
         for event in events:
             attempt = event.get("attempt")
             if (
@@ -333,7 +334,7 @@ def _output_capped(history: Mapping[str, Any]) -> Iterator[Finding]:
     for invoke, answer in _answered_creates(history):
         cap = invoke.get("max_tokens")
         whole = isinstance(cap, int) and not isinstance(cap, bool) and cap >= 1
-        if whole and answer.get("answer") == "created":
+        if whole and isinstance(cap, int) and answer.get("answer") == "created":
             caps[str(answer["job"])] = (cap, invoke)
     for execution in history.get("ledger", ()):
         attempt, tokens = execution.get("attempt"), execution.get("output_tokens")

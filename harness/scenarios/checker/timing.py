@@ -87,16 +87,17 @@ def _holds_kept(history: Mapping[str, Any]) -> Iterator[Finding]:
         detail = event["detail"]
         if event["kind"] == EventKind.ATTEMPT_FAILED:
             provider, after = providers.get(event.get("attempt")), detail.get("retry_after")
-            counted = detail.get("cause") in _BREAKER_FAILURES and provider is not None
-            if counted and isinstance(after, int | float) and after > 0:
+            counted = detail.get("cause") in _BREAKER_FAILURES
+            if counted and provider is not None and isinstance(after, int | float) and after > 0:
                 until = _t(event) + float(after)
                 if provider not in held or until > held[provider][1]:
                     held[provider] = (event, until)
         elif _planned_by_worker(event, workers, live):
             provider = detail.get("provider")
             refusal, until = held.get(provider, (None, 0.0))
-            other_job = refusal is not None and refusal["job"] != event["job"]
-            if other_job and _t(event) < until - EPSILON:  # its own retry: `_retry_waits`
+            if refusal is None or refusal["job"] == event["job"]:
+                pass  # nothing holds it, or the refused job's own retry: `_retry_waits`
+            elif _t(event) < until - EPSILON:
                 yield Finding(
                     "I8",
                     event["job"],
@@ -457,7 +458,7 @@ def _timer_lived(
     """Did the worker that recorded `event` keep its timers until `due` (no crash, no
     restart)? Else only a reconcile would find the attempt, and none may come."""
     actor = event.get("actor")
-    if actor not in workers:
+    if not isinstance(actor, str) or actor not in workers:
         return False
     return not any(_t(event) - EPSILON <= t <= due + EPSILON for t in kills.get(actor, ()))
 

@@ -3,6 +3,7 @@ finish, the verdict gate (I3, I4, I5, I6, I7)."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -13,6 +14,7 @@ from harness.scenarios.checker.history import (
     EPSILON,
     Entry,
     Finding,
+    Label,
     _answered_creates,
     _config,
     _ends_live,
@@ -40,7 +42,7 @@ def _live_bound(history: Mapping[str, Any]) -> Iterator[Finding]:
     jobs = history.get("jobs", {})
     for job, events in _events_by_job(history).items():
         bound = jobs.get(job, {}).get("max_live_attempts", 1)
-        live: dict[str, Entry] = {}
+        live: dict[Label, Entry] = {}
         for event in events:
             if event["kind"] == EventKind.ATTEMPT_STARTED:
                 slot = event["detail"].get("slot")
@@ -77,9 +79,9 @@ def _unknown_blocks(history: Mapping[str, Any]) -> Iterator[Finding]:
     that one's start + H on (DESIGN.md, "Unknowns end ... by an explicit hedge policy")."""
     jobs = history.get("jobs", {})
     for job, events in _events_by_job(history).items():
-        unknown: dict[str, Entry] = {}
-        last: dict[str, Entry] = {}  # each attempt's latest event
-        starts: dict[str, float] = {}
+        unknown: dict[Label, Entry] = {}
+        last: dict[Label, Entry] = {}  # each attempt's latest event
+        starts: dict[Label, float] = {}
         hedge_after = _policy(history, job, "hedge_after")
         if jobs.get(job, {}).get("max_live_attempts", 1) < 2:
             hedge_after = None
@@ -107,7 +109,7 @@ def _unknown_blocks(history: Mapping[str, Any]) -> Iterator[Finding]:
 
 
 def _unknown_step(
-    job: str, event: Entry, unknown: dict[str, Entry], last: Mapping[str, Entry]
+    job: str, event: Entry, unknown: dict[Label, Entry], last: Mapping[Label, Entry]
 ) -> Iterator[Finding]:
     kind, attempt = event["kind"], event.get("attempt")
     if kind == EventKind.BECAME_UNKNOWN:
@@ -196,7 +198,7 @@ def _fenced_at_finish(history: Mapping[str, Any]) -> Iterator[Finding]:
     finished nothing wins it again or starts; its final status is its first finish's."""
     jobs = history.get("jobs", {})
     for job, events in _events_by_job(history).items():
-        live: dict[str, Entry] = {}
+        live: dict[Label, Entry] = {}
         finished: Entry | None = None
         for k, event in enumerate(events):
             if finished is not None:
@@ -247,7 +249,7 @@ def _after_finish(job: str, finished: Entry, event: Entry) -> Iterator[Finding]:
 
 
 def _fenced_by_win(
-    job: str, events: list[Entry], k: int, live: Mapping[str, Entry]
+    job: str, events: list[Entry], k: int, live: Mapping[Label, Entry]
 ) -> Iterator[Finding]:
     won = events[k]
     for attempt, start in live.items():
@@ -457,7 +459,7 @@ def _hedges_told(history: Mapping[str, Any]) -> Iterator[Finding]:
                 yield Finding(
                     "I4",
                     str(event["job"]),
-                    f"{attempt} started beside {', '.join(others) or 'no live attempt'}, "
+                    f"{attempt} started beside {', '.join(map(str, others)) or 'no live attempt'}, "
                     f"yet its start says hedge {told} (hedges told)",
                     (event,),
                 )
@@ -582,7 +584,7 @@ def _refusals_true(history: Mapping[str, Any]) -> Iterator[Finding]:
         answer = str(op.get("answer", "")).removeprefix("refused:")
         if op["op"] == "fallback" and op["type"] == "fail" and answer in needs:
             alias = str(op.get("job"))
-            why = unreached(alias, answer, lambda e, t=op["t"]: e["t"] <= t)
+            why = unreached(alias, answer, functools.partial(_no_later, op["t"]))
             if why:
                 message = f"a fallback click at t={op['t']:g} was refused:{answer}, {why}"
                 yield Finding("I4", alias, f"{message} (refusals true)", (op,))
@@ -591,7 +593,15 @@ def _refusals_true(history: Mapping[str, Any]) -> Iterator[Finding]:
             reason = (event.get("detail") or {}).get("reason")
             if event["kind"] != EventKind.START_REFUSED or reason not in needs:
                 continue
-            why = unreached(alias, str(reason), lambda e, earlier=shown[:n]: e in earlier)
+            why = unreached(alias, str(reason), functools.partial(_among, shown[:n]))
             if why:
                 message = f"{event['actor']}'s start of {alias} was refused as {reason}, {why}"
                 yield Finding("I4", alias, f"{message} (refusals true)", (event,))
+
+
+def _no_later(t: float, entry: Entry) -> bool:
+    return bool(entry["t"] <= t)
+
+
+def _among(earlier: list[Entry], entry: Entry) -> bool:
+    return entry in earlier
