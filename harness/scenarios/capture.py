@@ -19,7 +19,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 
@@ -392,7 +392,7 @@ class _Context:
         return _offset(before, self.origin), point
 
 
-def _claimed_later(recorded: Recorded) -> datetime | bool | None:
+def _claimed_later(recorded: Recorded) -> datetime | Literal[False] | None:
     """False when a worker started the job as it was created (the default); else when a
     worker's round first claimed it (None: never), for a job the API stored unstarted."""
     created = recorded.job.created_at
