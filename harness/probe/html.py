@@ -9,6 +9,7 @@ import html
 import json
 from typing import Any
 
+from harness.formats.html import page
 from harness.probe.scorecard import LEVELS, Play, Scorecard, rows
 
 _COLOURS = {
@@ -107,9 +108,6 @@ def render(card: Scorecard) -> str:
     """The whole report as one HTML document (no external resources)."""
     billed, kept = card.money()
     head: list[Any] = [
-        "<!doctype html><html><head><meta charset='utf-8'>",
-        f"<title>harness probe {html.escape(card.gateway)}</title>",
-        f"<style>{_CSS}</style></head><body>",
         f"<h1>harness probe: {_badge('fail' if card.failed else 'pass')}</h1>",
         f"<p>Gateway <code>{html.escape(card.gateway)}</code> ({html.escape(card.profile)}); "
         f"{len(card.scores)} probes ("
@@ -146,5 +144,4 @@ def render(card: Scorecard) -> str:
             + "; ".join(html.escape(u) for u in s.unobservable)
             + "</p></section>"
         )
-    head.append("</body></html>")
-    return "\n".join(head)
+    return page(f"harness probe {card.gateway}", _CSS, "\n".join(head))

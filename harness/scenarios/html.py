@@ -15,6 +15,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
+from harness.formats.html import page as html_page
 from harness.scenarios.runner import RunResult
 from harness.scenarios.svg import STATES, legend_svg, svg_timeline
 
@@ -194,12 +195,8 @@ def _faces_table(faces: Sequence[Mapping[str, Any]]) -> str:
 
 
 def page(title: str, body: str) -> str:
-    """A complete self-contained page around `body`."""
-    return (
-        "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
-        f"<title>{escape(title)}</title><style>{CSS}</style></head><body>"
-        f"<h1>{escape(title)}</h1>{body}</body></html>\n"
-    )
+    """A complete self-contained page around `body`, headed by its title."""
+    return html_page(title, CSS, f"<h1>{escape(title)}</h1>{body}")
 
 
 def html_report(
