@@ -95,7 +95,11 @@ def _without_annotations(source: str) -> str | None:
 
 
 def play(
-    module: str, operator_name: str | None, occurrence: int, swarm: list[str]
+    module: str,
+    operator_name: str | None,
+    occurrence: int,
+    swarm: list[str],
+    timeout: float = TIMEOUT,
 ) -> dict[str, object]:
     """One mutant played (`operator_name` None: the unmutated tree, the baseline)."""
     import cosmic_ray.plugins as plugins
@@ -142,7 +146,7 @@ def play(
                 env=env,
                 capture_output=True,
                 text=True,
-                timeout=TIMEOUT,
+                timeout=timeout,
             )
             killed, by = done.returncode != 0, _failed_parts(done.stdout)
         except subprocess.TimeoutExpired:
@@ -184,8 +188,6 @@ def main() -> None:
         "--json", type=Path, nargs="?", const=ROOT / "bench" / "results" / "mutation.json"
     )
     args = parser.parse_args()
-    global TIMEOUT
-    TIMEOUT = args.timeout
     for target in args.targets:
         if not (ROOT / target).exists():
             parser.error(f"--targets: no {target} in {ROOT}")
@@ -228,7 +230,7 @@ def _draw(target: str, args: argparse.Namespace, swarm: list[str]) -> tuple[int,
     for module, operator, at in order:
         if sum(1 for p in played if p["result"] in ("killed", "survived")) >= wanted:
             break
-        record = play(module, operator, at, swarm)
+        record = play(module, operator, at, swarm, args.timeout)
         played.append(record)
         by = f" (by {record['by']})" if "by" in record else ""
         print(f"{record['result']:<12} {module} {operator} #{at}{by}", flush=True)
