@@ -213,7 +213,9 @@ def _traces(service: Service) -> None:
 
     if traces.configured():
         with exit_on_error():
-            traces.enable(provider_kinds={n: p.kind for n, p in service.providers.items()})
+            traces.enable(
+                service.database, provider_kinds={n: p.kind for n, p in service.providers.items()}
+            )
 
 
 @main.command()

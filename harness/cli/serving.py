@@ -65,7 +65,9 @@ def build(
     )
     try:
         if traces.configured():
-            traces.enable(provider_kinds={n: p.kind for n, p in service.providers.items()})
+            traces.enable(
+                service.database, provider_kinds={n: p.kind for n, p in service.providers.items()}
+            )
         service.worker.settings = replace(
             service.worker.settings, reconcile_interval=served.reconcile_interval
         )

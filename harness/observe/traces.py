@@ -29,7 +29,7 @@ from typing import Any
 from harness.core.models import Attempt, Event, Job
 from harness.core.states import AttemptState, EventKind, JobState
 from harness.errors import ConfigError
-from harness.store import Database, journal
+from harness.store import Database
 from harness.store import queries as q
 
 ENDS = frozenset({EventKind.WON, EventKind.JOB_FAILED, EventKind.JOB_CANCELLED})
@@ -60,22 +60,23 @@ def configured(environ: Mapping[str, str] = os.environ) -> bool:
 
 
 def enable(
+    database: Database,
     tracer: Any = None,
     *,
     provider_kinds: Mapping[str, str] | None = None,
     content: bool | None = None,
 ) -> Callable[[], None]:
-    """Write a trace for each job that ends from now on; returns the call that stops.
-    `tracer`: an OpenTelemetry tracer (default: the global provider's, set up from the
-    OTel variables when none was installed). `provider_kinds`: each configured provider's
-    kind (`openai`, `anthropic`), the `gen_ai.provider.name`."""
+    """Write a trace for each job of `database` that ends from now on; returns the call
+    that stops. `tracer`: an OpenTelemetry tracer (default: the global provider's, set up
+    from the OTel variables when none was installed). `provider_kinds`: each configured
+    provider's kind (`openai`, `anthropic`), the `gen_ai.provider.name`."""
     if tracer is None:
         tracer = _global_tracer()
     if content is None:
         content = os.environ.get("HARNESS_OTEL_CONTENT", "").lower() == "true"
     kinds = dict(provider_kinds or {})
 
-    def on_commit(fields: dict[str, Any], database: Database) -> None:
+    def on_commit(fields: dict[str, Any]) -> None:
         if fields["action"] in ENDS:
             with database.read() as conn:
                 job = q.get_job(conn, fields["job_id"])
@@ -83,7 +84,8 @@ def enable(
             if job is not None:
                 write_trace(tracer, job, history, kinds=kinds, content=content)
 
-    return journal.listen(on_commit)
+    database.listeners.append(on_commit)
+    return lambda: database.listeners.remove(on_commit)
 
 
 def write_trace(

@@ -129,6 +129,9 @@ class Database:
         # lock beats letting them poll the file lock with busy-timeout sleeps (p99).
         # Other processes still meet at the file lock; the lock only orders, never guards.
         self._writer = threading.Lock() if self.dialect == "sqlite" else nullcontext()
+        # Told every event a write transaction recorded, once it has committed (the
+        # traces); `harness.store.journal` also logs them when its logger is at INFO.
+        self.listeners: list[journal.Listener] = []
 
     @property
     def dialect(self) -> str:
@@ -142,9 +145,9 @@ class Database:
         """One write transaction: committed on success, rolled back on any error; the
         events it recorded are logged once it has committed (`harness.store.journal`)."""
         with self._writer, translate_errors(), self.engine.begin() as conn:
-            recorded = journal.begin(conn)
+            recorded = journal.begin(conn, listened=bool(self.listeners))
             yield conn
-        journal.committed(recorded, self)
+        journal.committed(recorded, self.listeners)
 
     @contextmanager
     def single(self, *, write: bool = True) -> Iterator[Connection]:

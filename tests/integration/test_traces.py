@@ -28,11 +28,12 @@ HEDGED = Policy(max_live_attempts=2, hedge_after=5)
 
 
 @pytest.fixture
-def spans() -> Iterator[InMemorySpanExporter]:
+def spans(engine: Engine) -> Iterator[InMemorySpanExporter]:
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
-    stop = enable(provider.get_tracer("test"), provider_kinds={"a": "openai", "b": "anthropic"})
+    kinds = {"a": "openai", "b": "anthropic"}
+    stop = enable(engine.db, provider.get_tracer("test"), provider_kinds=kinds)
     yield exporter
     stop()
 
@@ -114,7 +115,7 @@ def test_text_is_exported_when_asked(engine: Engine, clock: VirtualClock) -> Non
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
-    stop = enable(provider.get_tracer("test"), content=True)
+    stop = enable(engine.db, provider.get_tracer("test"), content=True)
     try:
         intent = Intent(operation="chat", input={"q": PROMPT}, providers=("a", "b"), policy=HEDGED)
         job = engine.create_job("alice", "k1", intent).job

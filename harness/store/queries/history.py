@@ -59,7 +59,7 @@ def insert_event(
             "at": now,
         },
     )
-    if journal.wanted():
+    if journal.recording(conn):
         provider = (detail or {}).get("provider")
         if provider is None and attempt_id is not None:
             provider = conn.execute(_PROVIDER_OF, {"id": attempt_id}).scalar()
