@@ -223,7 +223,9 @@ def test_openapi_document_describes_every_endpoint(service: Service) -> None:
         "/v1/providers",
     }
     create = document["paths"]["/v1/jobs"]["post"]
-    assert create["parameters"][0]["name"] == "Idempotency-Key"
+    headers = {p["name"]: p for p in create["parameters"]}
+    assert headers["Idempotency-Key"]["required"] is True
+    assert headers["traceparent"]["in"] == "header" and not headers["traceparent"].get("required")
     assert set(create["responses"]) >= {"200", "201", "400", "401", "409", "413", "422"}
 
 

@@ -52,9 +52,9 @@ def test_every_property_opens_its_docstring_with_what_it_protects_in_money_or_ti
 
 
 def test_a_judgement_carries_the_name_of_the_rule_that_made_it() -> None:
-    from tests.unit.test_probe_judge import SILENT_PRIMARY, _play
+    from tests.support.probe_runs import SILENT_PRIMARY, run_of
 
-    run = _play(SILENT_PRIMARY, [(0.1, "primary", "hang")], [(0.0, 21.0, "timeout")], bound=21.0)
+    run = run_of(SILENT_PRIMARY, [(0.1, "primary", "hang")], [(0.0, 21.0, "timeout")], bound=21.0)
     judged = judge(run)
     assert [j.name for j in judged] == [*GENERAL, "silent_attempts"]
 
