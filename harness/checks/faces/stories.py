@@ -451,6 +451,8 @@ async def refusals(p: Play) -> None:
     p.refused(missing, 404, "NotFoundError", "an unknown model")
     bad = await p.call(key="r3", extra={"temperature": 7})
     p.refused(bad, 400, "BadRequestError", "a temperature out of range")
+    below = await p.call(key="r4", extra={"top_p": -0.5})
+    p.refused(below, 400, "BadRequestError", "a top_p below 0")
     listed = await sdk_client(p.face, p.stage.wire).models.list()
     names = {m.id for m in listed.data}
     p.expect({"chat", "quick", "hedged"} <= names, f"the model list lacks the routes: {names}")
