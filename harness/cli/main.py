@@ -207,17 +207,6 @@ def _service(
         return build_service(settings, database_url, contracts_dir=contracts_dir, **kw)
 
 
-def _traces(service: Service) -> None:
-    """Traces of jobs when the standard OTEL_* variables ask for them (docs/operations.md)."""
-    from harness.observe import traces
-
-    if traces.configured():
-        with exit_on_error():
-            traces.enable(
-                service.database, provider_kinds={n: p.kind for n, p in service.providers.items()}
-            )
-
-
 @main.command()
 @db_option
 @config_option
@@ -352,9 +341,10 @@ def worker(
     log_level: str,
 ) -> None:
     """Run attempts for jobs in the database until interrupted (SIGINT/SIGTERM)."""
-    import os
     import signal
     import threading
+
+    from harness.cli.serving import trace_jobs
 
     configure_logs(log_format, log_level)
 
@@ -365,7 +355,8 @@ def worker(
         contracts_dir,
         worker_name=name or f"worker-{os.getpid()}",
     )
-    _traces(service)
+    with exit_on_error():
+        trace_jobs(service)
     service.worker.settings = replace(
         service.worker.settings, poll_interval=poll_interval, reconcile_interval=reconcile_interval
     )

@@ -53,7 +53,6 @@ def build(
     """The service and the app over it, its worker started when it runs here and `start`
     (the parent of N processes only checks that everything builds)."""
     from harness.api.app import create_app
-    from harness.observe import traces
     from harness.runtime.service import build_service
 
     settings = wiring.settings(Path(served.config_path) if served.config_path else None)
@@ -64,10 +63,7 @@ def build(
         worker_name=worker_name,
     )
     try:
-        if traces.configured():
-            traces.enable(
-                service.database, provider_kinds={n: p.kind for n, p in service.providers.items()}
-            )
+        trace_jobs(service)
         service.worker.settings = replace(
             service.worker.settings, reconcile_interval=served.reconcile_interval
         )
@@ -89,6 +85,15 @@ def build(
     if served.worker and start:
         service.worker.start_background()
     return app, service
+
+
+def trace_jobs(service: Service) -> None:
+    """Traces of the service's jobs when the standard OTEL_* variables ask for them."""
+    from harness.observe import traces
+
+    if traces.configured():
+        kinds = {name: p.kind for name, p in service.providers.items()}
+        traces.enable(service.database, provider_kinds=kinds)
 
 
 def app_from_environment() -> FastAPI:
