@@ -252,7 +252,7 @@ def serve(
 
     from harness.cli.serving import Served, build, run
 
-    configure_logs(log_format, log_level)
+    click.get_current_context().call_on_close(configure_logs(log_format, log_level))
     if processes > 1 and click.get_current_context().meta.get(MUTANT_META):
         raise click.UsageError("--mutant runs in one process: leave out --workers")
     with exit_on_error():
@@ -346,7 +346,7 @@ def worker(
 
     from harness.cli.serving import trace_jobs
 
-    configure_logs(log_format, log_level)
+    click.get_current_context().call_on_close(configure_logs(log_format, log_level))
 
     service = _service(
         wiring,

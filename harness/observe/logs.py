@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 FIELDS = ("action", "job_id", "attempt_id", "provider", "actor")
@@ -41,12 +42,23 @@ class Text(logging.Formatter):
         super().__init__("%(asctime)s %(levelname)s %(name)s: %(message)s")
 
 
-def configure(fmt: str, level: str) -> None:
-    """Send the harness's records (and uvicorn's) to stderr in `fmt` from `level` up."""
+def configure(fmt: str, level: str) -> Callable[[], None]:
+    """Send the harness's and the fakes' records to stderr in `fmt` from `level` up;
+    returns the call that puts the loggers back as they were (a command run in-process,
+    by a test or a caller, leaves no logging behind)."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonLines() if fmt == "json" else Text())
-    for name in ("harness", "fake_providers"):
-        logger = logging.getLogger(name)
+    loggers = [logging.getLogger(name) for name in ("harness", "fake_providers")]
+    saved = [(logger.handlers[:], logger.level, logger.propagate) for logger in loggers]
+    for logger in loggers:
         logger.handlers[:] = [handler]
         logger.setLevel(level.upper())
         logger.propagate = False
+
+    def undo() -> None:
+        for logger, (handlers, was, propagate) in zip(loggers, saved, strict=True):
+            logger.handlers[:] = handlers
+            logger.setLevel(was)
+            logger.propagate = propagate
+
+    return undo

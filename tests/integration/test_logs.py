@@ -136,3 +136,21 @@ def test_serve_logs_json_lines_without_secrets(tmp_path: Path, backend: str) -> 
     assert actions[0] == "created" and "attempt_started" in actions and "won" in actions
     assert all(set(FIELDS) <= set(x) for x in lines)
     assert secret not in output
+
+
+@pytest.mark.parametrize("command", ["serve", "worker"])
+def test_a_command_run_in_process_leaves_logging_as_it_found_it(
+    command: str, tmp_path: Path
+) -> None:
+    from click.testing import CliRunner
+
+    from harness.cli.main import main
+
+    harness_logger = logging.getLogger("harness")
+    before = (harness_logger.handlers[:], harness_logger.level, harness_logger.propagate)
+    missing = str(tmp_path / "missing.yaml")
+    args = [command, "--config", missing, "--log-format", "json", "--log-level", "info"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2, result.output  # the configuration cannot be read
+    after = (harness_logger.handlers[:], harness_logger.level, harness_logger.propagate)
+    assert after == before
