@@ -270,3 +270,23 @@ def save_results(path: Path | None, name: str, rows: list[dict] | None = None) -
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
     print(f"# results written to {path}", file=sys.stderr)
+
+
+def gateway_config(work: Path, token: str, provider_url: str) -> Path:
+    """A `harness serve` configuration written into `work` (and its empty contracts
+    folder): one OpenAI-style provider `primary` at `provider_url`, the route `chat` to
+    it, `token` owned by `bench`. Returns the configuration file."""
+    import yaml
+
+    config = {
+        "tokens": {token: "bench"},
+        "providers": [
+            {"name": "primary", "kind": "openai", "base_url": provider_url, "model": "gpt-fake"}
+        ],
+        "defaults": {"providers": ["primary"]},
+        "routes": {"chat": ["primary"]},
+    }
+    path = work / "harness.yaml"
+    path.write_text(yaml.safe_dump(config))
+    (work / "contracts").mkdir()
+    return path

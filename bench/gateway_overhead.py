@@ -38,7 +38,6 @@ ROOT = c.use_root(sys.argv)
 JSON = c.results_path(sys.argv, "gateway_overhead")
 
 import httpx  # noqa: E402
-import yaml  # noqa: E402
 
 from harness.formats.loopback import reserve_port  # noqa: E402
 
@@ -132,17 +131,7 @@ def main() -> None:
         db_url = c.postgres_database(args.postgres, f"gateway_bench_{uuid.uuid4().hex[:8]}")
     else:
         db_url = f"sqlite:///{work / 'bench.sqlite3'}"
-    config = {
-        "tokens": {TOKEN: "bench"},
-        "providers": [
-            {"name": "primary", "kind": "openai", "base_url": f"{fakes_url}/openai/v1",
-             "model": "gpt-fake"},
-        ],
-        "defaults": {"providers": ["primary"]},
-        "routes": {"chat": ["primary"]},
-    }  # fmt: skip
-    (work / "harness.yaml").write_text(yaml.safe_dump(config))
-    (work / "contracts").mkdir()
+    c.gateway_config(work, TOKEN, f"{fakes_url}/openai/v1")
     fakes = start("fake-providers", "serve", "--port", str(fakes_port), "--no-access-log")
     serve = start(
         "serve", "--config", str(work / "harness.yaml"), "--db", db_url,

@@ -234,16 +234,7 @@ def main() -> None:
     fakes_url = f"http://127.0.0.1:{reserve_port()}"
     primary = f"{fakes_url}/p/primary/openai/v1"
     harness = [sys.executable, "-m", "harness"]
-    config = {
-        "tokens": {TOKEN: "bench"},
-        "providers": [
-            {"name": "primary", "kind": "openai", "base_url": primary, "model": "gpt-fake"}
-        ],
-        "defaults": {"providers": ["primary"]},
-        "routes": {"chat": ["primary"]},
-    }  # fmt: skip
-    (work / "harness.yaml").write_text(yaml.safe_dump(config))
-    (work / "contracts").mkdir()
+    c.gateway_config(work, TOKEN, primary)
     processes: list[subprocess.Popen] = []
     pending: list[tuple[Target, str, float]] = []  # started, not yet known to be up
     skipped: list[str] = []

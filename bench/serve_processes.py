@@ -38,7 +38,6 @@ ROOT = c.use_root(sys.argv)
 JSON = c.results_path(sys.argv, "serve_processes")
 
 import httpx  # noqa: E402
-import yaml  # noqa: E402
 
 from harness.formats.loopback import reserve_port  # noqa: E402
 
@@ -218,16 +217,7 @@ def main() -> None:
     fakes_port = reserve_port()
     fakes_url = f"http://127.0.0.1:{fakes_port}"
     primary = f"{fakes_url}/p/primary/openai/v1"
-    config = {
-        "tokens": {TOKEN: "bench"},
-        "providers": [
-            {"name": "primary", "kind": "openai", "base_url": primary, "model": "gpt-fake"}
-        ],
-        "defaults": {"providers": ["primary"]},
-        "routes": {"chat": ["primary"]},
-    }  # fmt: skip
-    (work / "harness.yaml").write_text(yaml.safe_dump(config))
-    (work / "contracts").mkdir()
+    c.gateway_config(work, TOKEN, primary)
     log = work / "fakes.log"
     fakes = start("fake-providers", "serve", "--port", str(fakes_port), "--no-access-log", log=log)
     databases: dict[int, str] = {}
