@@ -7,8 +7,10 @@ histories to know what was reached. The checker (`harness.scenarios.checker`) ne
 does. Each section lists every item with the scenarios that reached it; an item no
 scenario reached is a gap (a new table row, behaviour or fault point with no scenario
 fails tests/integration/test_check_coverage.py, and so does removing the only cover of
-one). `IMPOSSIBLE` names the items no input can reach, each with why: they are reported
-apart and not counted, and the same test fails if any run ever reaches one.
+one). The `pairs` section also counts what the swarm's runs met (`with_swarm`: by
+suite, swarm and both), read from their histories the same way. `IMPOSSIBLE` names the
+items no input can reach, each with why: they are reported apart and not counted, and
+the same test fails if any run ever reaches one.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any
 
 from fake_providers.behaviours import BehaviourName
 from harness.checks import combinations
+from harness.checks.swarm import SwarmResult, lever_problems
 from harness.core.faults import FAULT_POINTS
 from harness.core.states import ATTEMPT_TRANSITIONS, JOB_TRANSITIONS, EventKind
 from harness.providers.outcomes import OUTCOME_TABLES
@@ -266,6 +269,52 @@ def _applies(name: str, result: RunResult) -> bool:
     return name != "unsettled" or bool(result.scenario.expect.get("settled"))
 
 
+def with_swarm(report: dict[str, Any], swarm: SwarmResult) -> dict[str, Any]:
+    """`report` (`suite_coverage`'s) with the swarm's part of its `pairs` section: each
+    pair with the swarm seeds that met it, the counts met by the suite, the swarm and
+    both, and `problems`, what makes the swarm's figure mean less: a pair it met that no
+    definition names (one dropped from harness/checks/combinations.py while its runs
+    still meet it) or a member no lever of the swarm leans toward (unreachable by its
+    steering). `holds` is False when there is any."""
+    pairs = report["pairs"]
+    every = universe()["pairs"]
+    suite = {item for item, by in pairs["items"].items() if by}
+    met = set(swarm.pairs)
+    undefined = sorted(met - set(every))
+    problems = [
+        *(f"met {pair}, which no pair definition names" for pair in undefined),
+        *lever_problems(),
+    ]
+    pairs["swarm"] = {
+        "seeds": list(swarm.seeds),
+        "steered": list(swarm.steered),
+        "items": {item: list(swarm.pairs.get(item, ())) for item in every},
+        "gaps": [item for item in every if item not in met],
+        "reached": len(met & set(every)),
+        "total": len(every),
+        "suite": len(suite),
+        "both": len(suite & met),
+        "suite_only": len(suite - met),
+        "swarm_only": len((met & set(every)) - suite),
+        "undefined": undefined,
+        "problems": problems,
+        "holds": not problems,
+    }
+    return report
+
+
+def swarm_pair_lines(part: Mapping[str, Any]) -> list[str]:
+    """The swarm's pairs beside the suite's (`with_swarm`'s part), and its problems."""
+    seeds = part["seeds"]
+    lines = [
+        f"    swarm seeds {seeds[0]}..{seeds[-1]} ({len(part['steered'])} steered): "
+        f"met {part['reached']}/{part['total']}; suite {part['suite']}, swarm "
+        f"{part['reached']}, both {part['both']}, swarm only {part['swarm_only']}"
+    ]
+    lines += [f"    swarm pairs FAILED: {problem}" for problem in part["problems"]]
+    return lines
+
+
 def coverage_lines(report: Mapping[str, Any]) -> list[str]:
     """The console summary: one line per section, then its gaps."""
     lines = []
@@ -278,10 +327,16 @@ def coverage_lines(report: Mapping[str, Any]) -> list[str]:
         )
         lines += [f"    never reached: {gap}" for gap in part["gaps"]]
         lines += [f"    impossible: {i} ({x['why']})" for i, x in part["impossible"].items()]
+        if "swarm" in part:
+            lines += swarm_pair_lines(part["swarm"])
     for name, prop in report.get("properties", {}).items():
         by = f" ({', '.join(prop['mutants'])})" if prop["mutants"] else ""
         lines.append(f"property {name}: {prop['status']}{by}")
     return lines
+
+
+def _seeds(seeds: Iterable[int]) -> str:
+    return ", ".join(str(seed) for seed in seeds) or "never met"
 
 
 def coverage_html(report: Mapping[str, Any]) -> str:
@@ -294,14 +349,18 @@ def coverage_html(report: Mapping[str, Any]) -> str:
         part = report.get(section)
         if part is None:
             continue
+        swarm = part.get("swarm", {}).get("items")
         parts.append(
             f"<h3>{escape(section.replace('_', ' '))}: {part['reached']}/{part['total']} "
-            f"({part['percent']:g}%)</h3><table><tr><th>item</th><th>scenarios</th></tr>"
+            f"({part['percent']:g}%)</h3><table><tr><th>item</th><th>scenarios</th>"
+            + ("<th>swarm seeds</th>" if swarm is not None else "")
+            + "</tr>"
         )
         for item, by in part["items"].items():
             mark = "reached" if by else "gap"
             names = ", ".join(escape(b) for b in by) or "never reached"
-            parts.append(f'<tr class="{mark}"><td>{escape(item)}</td><td>{names}</td></tr>')
+            seeds = "" if swarm is None else f"<td>{_seeds(swarm.get(item, ()))}</td>"
+            parts.append(f'<tr class="{mark}"><td>{escape(item)}</td><td>{names}</td>{seeds}</tr>')
         for item, x in part["impossible"].items():
             why = f"impossible: {escape(x['why'])}"
             parts.append(f'<tr class="impossible"><td>{escape(item)}</td><td>{why}</td></tr>')

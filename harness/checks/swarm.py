@@ -3,6 +3,14 @@ generator (`harness.simulate`), a few seeds of small episodes, judged by the sam
 checker. The seeds rotate by date (one day, one set, so a CI sees new worlds every day
 and a failure replays the same day) unless `--seed` fixes the first; a failure is
 shrunk, and its scenario file and the command that replays it are printed.
+
+The swarm steers: after each seed it reads the pairs its runs met
+(`harness.checks.combinations`, read from their histories as the suite's are) and leans
+the next seed's draw (`harness.simulate.swarm.Lean`) toward the members of the pairs no
+seed met yet, by `LEVERS`: a fault kind, a client habit or a policy switch per duty,
+fault and knob. The first seed plays its own draw; every lean is a function of the seeds
+before it, so the same first seed plays the same runs, and a failing seed's file replays
+it whatever steered it.
 """
 
 from __future__ import annotations
@@ -10,11 +18,14 @@ from __future__ import annotations
 import datetime
 import shlex
 import tempfile
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from harness.checks import combinations
+from harness.simulate.swarm import Lean
 from harness.store.database import redact
 
 SWARM_SEEDS = 3
@@ -37,6 +48,81 @@ class SwarmResult:
     shrunk: Path | None = None
     jobs: int = 0
     replays: int = 0  # the shrinker's, within SWARM_SHRINK_BUDGET
+    pairs: Mapping[str, tuple[int, ...]] = field(default_factory=dict)  # pair -> its seeds
+    steered: tuple[int, ...] = ()  # the seeds whose draw leaned toward missing pairs
+
+    def with_pairs(self, met: Mapping[str, list[int]], steered: list[int]) -> SwarmResult:
+        pairs = {pair: tuple(seeds) for pair, seeds in sorted(met.items())}
+        return replace(self, pairs=pairs, steered=tuple(steered))
+
+
+_ONE_OF = lambda *kinds: Lean(faults=(kinds,))  # noqa: E731
+LEVERS: Mapping[str, Lean] = {
+    "duty:claim": Lean(),  # every job's first attempt is claimed
+    "duty:hedge": Lean(switches={"hedging": True}),
+    "duty:sweep": _ONE_OF("hang", "slow"),  # past the attempt timeout
+    "duty:reconcile": _ONE_OF("hang", "accept_then_drop"),  # unknown, then a lookup
+    "duty:resolve": Lean(habits=frozenset({"resolve"})),
+    "duty:breaker": Lean(faults=(("outage",),), switches={"breaker": True}),
+    "duty:retry_wait": Lean(faults=(("rate_limit",),), switches={"retries": True}),
+    "fault:refused": _ONE_OF("server_error", "service_unavailable", "overloaded"),
+    "fault:rate_limited": _ONE_OF("rate_limit", "rate_limit_no_retry_after"),
+    "fault:broken_answer": _ONE_OF("stream_cut", "stream_malformed_chunk", "malformed_body"),
+    "fault:content_filter": _ONE_OF("content_filter"),
+    "fault:unknown": _ONE_OF("hang", "accept_then_drop", "slow"),
+    "fault:crash": _ONE_OF("crash"),
+    "knob:hedging": Lean(switches={"hedging": True}),
+    "knob:no_retries": Lean(switches={"retries": False}),
+    "knob:keep_lost_calls": Lean(switches={"keep_lost_calls": True}),
+    "knob:filter_fails_over": Lean(switches={"filter_fails_over": True}),
+}
+"""What turns on each member of a pair (`dimension:name`, harness/checks/combinations.py)
+in a draw: one fault kind of each group, client habits, `Knobs` switches."""
+
+
+def _members() -> set[str]:
+    return {f"{dim}:{name}" for dim, names in combinations.DIMENSIONS for name in names}
+
+
+def lever_problems() -> list[str]:
+    """Why the steered swarm could not lean toward every pair: a member some pair names
+    with no lever, or a lever for a member no pair names (its definition dropped)."""
+    members = _members()
+    return [
+        *(f"no lever leans toward {m}" for m in sorted(members - LEVERS.keys())),
+        *(
+            f"a lever leans toward {m}, which no pair names"
+            for m in sorted(LEVERS.keys() - members)
+        ),
+    ]
+
+
+def lean_toward(missing: Iterable[str]) -> Lean:
+    """The next draw's lean: the levers of both members of every missing pair. A switch
+    that two of them want set both ways is set the way more missing pairs want; on a tie,
+    the way a knob's pairs want it (they need it in every job)."""
+    groups: set[tuple[str, ...]] = set()
+    habits: set[str] = set()
+    votes: dict[str, Counter[bool]] = {}
+    knob_wish: dict[str, bool] = {}
+    for pair in missing:
+        for member in pair.split(" x "):
+            lever = LEVERS.get(member)
+            if lever is None:  # lever_problems() names it
+                continue
+            groups.update(lever.faults)
+            habits |= lever.habits
+            for name, value in lever.switches.items():
+                votes.setdefault(name, Counter())[value] += 1
+                if member.startswith("knob:"):
+                    knob_wish[name] = value
+    switches = {
+        name: count[True] > count[False]
+        if count[True] != count[False]
+        else knob_wish.get(name, True)
+        for name, count in votes.items()
+    }
+    return Lean(faults=tuple(sorted(groups)), habits=frozenset(habits), switches=switches)
 
 
 def date_seed(today: datetime.date | None = None) -> int:
@@ -46,31 +132,72 @@ def date_seed(today: datetime.date | None = None) -> int:
 
 
 def play_swarm(
-    database: Any, first: int, *, seeds: int = SWARM_SEEDS, step: Callable[[int], None]
+    database: Any,
+    first: int,
+    *,
+    seeds: int = SWARM_SEEDS,
+    step: Callable[[int], None],
+    steer: bool = True,
 ) -> SwarmResult:
-    """Play `seeds` seeds from `first`; stop at the first failing seed and shrink it."""
-    from harness.simulate.run import Settings, fails_like, run_seed
-    from harness.simulate.shrink import shrink, write_scenario
+    """Play `seeds` seeds from `first`, each after the first leaning toward the pairs
+    the seeds before it missed (`steer` False: each plays its own draw); stop at the
+    first failing seed and shrink it."""
+    from harness.simulate.run import Settings
 
     settings = Settings(
         jobs=SWARM_JOBS, clients=SWARM_CLIENTS, duration=SWARM_DURATION, per_episode=SWARM_JOBS
     )
     order = tuple(range(first, first + seeds))
+    met: dict[str, list[int]] = {}
+    steered: list[int] = []
     jobs = 0
+    every = combinations.pairs()
     for seed in order:
-        run = run_seed(seed, settings, database, stop_at_first=True, progress=step)
-        jobs += sum(len(e.jobs) for e in run.episodes)
-        episode = run.failed
-        if episode is None:
-            continue
-        signature = episode.signature()
-        assert signature is not None  # a failed episode fails some way
-        target = Path(tempfile.mkdtemp(prefix="harness-check-")) / f"swarm-{seed}.scenario.yaml"
-        fails = fails_like(signature, database, seed=seed, observe_api=episode.needs_api(signature))
-        result = shrink(episode.scenario, fails, budget=SWARM_SHRINK_BUDGET)
-        write_scenario(result.scenario, target, seed=seed, signature=signature, mutant=None)
-        return SwarmResult(order, seed, signature, target, jobs, result.replays)
-    return SwarmResult(order, jobs=jobs)
+        lean = lean_toward(p for p in every if p not in met) if steer and met else Lean()
+        if lean:
+            steered.append(seed)
+        for episode, history in _play_seed(seed, lean, settings, database, step):
+            jobs += len(episode.jobs)
+            for pair in combinations.reached(history):
+                if seed not in met.setdefault(pair, []):
+                    met[pair].append(seed)
+            if episode.failed:
+                return _shrunk(database, seed, episode, order, jobs).with_pairs(met, steered)
+    return SwarmResult(order, jobs=jobs).with_pairs(met, steered)
+
+
+def _play_seed(
+    seed: int, lean: Lean, settings: Any, database: Any, step: Callable[[int], None]
+) -> Iterable[tuple[Any, Mapping[str, Any]]]:
+    """Each episode of `seed`'s leaned draw, played and judged, with its history."""
+    from harness.simulate import generate
+    from harness.simulate.run import judge_episode, play
+    from harness.simulate.swarm import knobs_for, leaned
+
+    knobs = leaned(knobs_for(seed, None), seed, lean)
+    for index, size in enumerate(settings.episodes()):
+        scenario = generate.episode(
+            seed, index, knobs, jobs=size, clients=settings.clients, duration=settings.duration
+        )
+        result = play(scenario, database, seed=seed)
+        step(size)
+        history = result.history.to_dict() if result.history is not None else {}
+        yield judge_episode(index, scenario, result), history
+
+
+def _shrunk(
+    database: Any, seed: int, episode: Any, order: tuple[int, ...], jobs: int
+) -> SwarmResult:
+    from harness.simulate.run import fails_like
+    from harness.simulate.shrink import shrink, write_scenario
+
+    signature = episode.signature()
+    assert signature is not None  # a failed episode fails some way
+    target = Path(tempfile.mkdtemp(prefix="harness-check-")) / f"swarm-{seed}.scenario.yaml"
+    fails = fails_like(signature, database, seed=seed, observe_api=episode.needs_api(signature))
+    result = shrink(episode.scenario, fails, budget=SWARM_SHRINK_BUDGET)
+    write_scenario(result.scenario, target, seed=seed, signature=signature, mutant=None)
+    return SwarmResult(order, seed, signature, target, jobs, result.replays)
 
 
 def database_args(given: str | None) -> list[str]:
@@ -94,17 +221,34 @@ def swarm_recap(result: SwarmResult | None, database_args: list[str]) -> list[tu
     ]
 
 
+def pairs_line(result: SwarmResult) -> str:
+    """How many of the pairs the swarm's runs met, and how many seeds were steered."""
+    total = len(combinations.pairs())
+    steered = len(result.steered)
+    how = f"{steered} of {len(result.seeds)} seeds steered toward the pairs not yet met"
+    return f"swarm pairs met: {len(result.pairs)}/{total} ({how})"
+
+
 def swarm_lines(result: SwarmResult, database_args: list[str]) -> list[str]:
     seeds = f"{result.seeds[0]}..{result.seeds[-1]}"
     if result.failed is None:
-        return [f"swarm seeds {seeds} ({SWARM_JOBS} jobs each): held, no violations"]
+        return [
+            f"swarm seeds {seeds} ({SWARM_JOBS} jobs each): held, no violations",
+            pairs_line(result),
+        ]
     assert result.shrunk is not None
     replay = _replay(result, database_args)
     lines = [
         f"swarm seed {result.failed} FAILED ({result.signature}); shrunk to {result.shrunk}:",
         *("    " + line for line in result.shrunk.read_text(encoding="utf-8").splitlines()),
     ]
-    if result.replays >= SWARM_SHRINK_BUDGET:
+    if result.replays >= SWARM_SHRINK_BUDGET and result.failed in result.steered:
+        lines.append(
+            f"shrunk within {SWARM_SHRINK_BUDGET} replays; seed {result.failed} played a draw "
+            "steered by the seeds before it, which `harness simulate` does not play: the "
+            "file above is its replay"
+        )
+    elif result.replays >= SWARM_SHRINK_BUDGET:
         further = shlex.join(
             [
                 "harness",

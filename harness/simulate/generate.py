@@ -123,6 +123,10 @@ def _policy(rng: random.Random, knobs: Knobs) -> dict[str, Any]:
         policy.update(same_provider_retries=1, max_retry_after=5, retry_backoff=1)
     else:
         policy.update(same_provider_retries=0)
+    if knobs.keep_lost_calls:  # a hedge's losing call and a timed-out call run on
+        policy.update(abort_lost_calls=False)
+    if knobs.filter_fails_over:
+        policy.update(fail_over_on_content_filter=True)
     return policy
 
 

@@ -2,14 +2,18 @@
 
 `--faults SPEC` names the fault kinds and their rates (`all=0.1`, `hang=0.2,stream_cut=0.05`,
 `none`); without it each seed draws its own subset ("swarm": every kind on or off by a
-coin, at a random rate), so rare combinations get explored across seeds.
+coin, at a random rate), so rare combinations get explored across seeds. A `Lean` bends
+a seed's draw toward what earlier draws missed (`harness check`'s swarm steers by it,
+toward the pairs of `harness.checks.combinations` no earlier seed met): `leaned` turns
+on the fault kinds, client habits and switches it names, drawn from the seed alone, so
+the same seed and lean give the same world.
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from harness.errors import ConfigError
@@ -71,8 +75,13 @@ class Knobs:
     max_runtime: bool = True
     gate: bool = False
     retries: bool = True
+    keep_lost_calls: bool = False  # policy.abort_lost_calls false
+    filter_fails_over: bool = False  # policy.fail_over_on_content_filter true
 
     def to_dict(self) -> dict[str, Any]:
+        """The simulate report's `knobs` (`keep_lost_calls` and `filter_fails_over` are
+        not listed: harness/schemas/simulate-report.json does not describe them yet; the
+        episode's scenario, a shrunk file included, carries its policy whole)."""
         return {
             "faults": dict(sorted(self.faults.items())),
             "habits": dict(sorted(self.habits.items())),
@@ -130,5 +139,65 @@ def knobs_for(seed: int, faults: Mapping[str, float] | None) -> Knobs:
             max_runtime=rng.random() < 0.7,
             gate=rng.random() < 0.3,
             retries=rng.random() < 0.6,
+            # drawn last, so every earlier draw of a seed is what it was before these
+            keep_lost_calls=rng.random() < 0.3,
+            filter_fails_over=rng.random() < 0.3,
         )
     return Knobs(faults=dict(faults), habits=dict.fromkeys(CLIENT_HABITS, 0.1))
+
+
+SWITCHES = tuple(f.name for f in fields(Knobs) if f.type in (bool, "bool"))
+"""The `Knobs` a lean may set: each a policy or worker setting on or off."""
+LEANED_RATES = (0.1, 0.2)
+"""The rates a leaned-on fault kind is drawn at (the swarm's upper rates: met in 10 jobs)."""
+LEANED_HABIT = 0.3
+
+
+@dataclass(frozen=True)
+class Lean:
+    """Toward what a steered draw leans: `faults`, groups of fault kinds of which one must
+    be on (one is drawn when none is); `habits`, client habits raised to `LEANED_HABIT`;
+    `switches`, `Knobs` switches set. Empty: the seed's own draw. Unknown names are a
+    `ConfigError`."""
+
+    faults: tuple[tuple[str, ...], ...] = ()
+    habits: frozenset[str] = frozenset()
+    switches: Mapping[str, bool] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for what, names, known in (
+            ("fault kind", [k for group in self.faults for k in group], FAULT_KINDS),
+            ("client habit", self.habits, CLIENT_HABITS),
+            ("switch", self.switches, SWITCHES),
+        ):
+            unknown = sorted(set(names) - set(known))
+            if unknown:
+                raise ConfigError(
+                    f"lean: unknown {what} {unknown[0]!r} (known: {', '.join(known)})"
+                )
+        if any(not group for group in self.faults):
+            raise ConfigError("lean: a fault group names no fault kind")
+
+    def __bool__(self) -> bool:
+        return bool(self.faults or self.habits or self.switches)
+
+
+def leaned(knobs: Knobs, seed: int, lean: Lean) -> Knobs:
+    """`knobs` bent toward `lean`: for each fault group with no kind on at a
+    `LEANED_RATES` rate, its likeliest kind (one drawn when none is on) put at one; each
+    habit raised to at least `LEANED_HABIT`; each switch set. The draws come from
+    `random.Random(f"lean-{seed}")`, never from the seed's own stream: the same seed and
+    lean give the same knobs."""
+    if not lean:
+        return knobs
+    rng = random.Random(f"lean-{seed}")
+    faults = dict(knobs.faults)
+    for group in lean.faults:
+        on = max(group, key=lambda kind: faults.get(kind, 0.0))
+        if faults.get(on, 0.0) < min(LEANED_RATES):
+            kind = on if faults.get(on, 0.0) > 0 else rng.choice(group)
+            faults[kind] = rng.choice(LEANED_RATES)
+    habits = dict(knobs.habits)
+    for habit in sorted(lean.habits):
+        habits[habit] = max(habits.get(habit, 0.0), LEANED_HABIT)
+    return replace(knobs, faults=faults, habits=habits, **dict(lean.switches))
