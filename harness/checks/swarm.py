@@ -166,6 +166,19 @@ def play_swarm(
     return SwarmResult(order, jobs=jobs).with_pairs(met, steered)
 
 
+def steering_figures(
+    database: Any, firsts: Iterable[int], *, seeds: int = SWARM_SEEDS
+) -> dict[str, list[int]]:
+    """How many pairs the swarm meets from each of `firsts`, on the seeds' own draws
+    (`own`) and steered (`steered`): the same seeds and jobs, so what the steering buys."""
+    figures: dict[str, list[int]] = {"own": [], "steered": []}
+    for first in firsts:
+        for name, steer in (("own", False), ("steered", True)):
+            found = play_swarm(database, first, seeds=seeds, step=lambda n: None, steer=steer)
+            figures[name].append(len(found.pairs))
+    return figures
+
+
 def _play_seed(
     seed: int, lean: Lean, settings: Any, database: Any, step: Callable[[int], None]
 ) -> Iterable[tuple[Any, Mapping[str, Any]]]:

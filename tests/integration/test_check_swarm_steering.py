@@ -12,7 +12,7 @@ import pytest
 from harness.checks import combinations
 from harness.checks.coverage import coverage_lines, suite_coverage, with_swarm
 from harness.checks.suite import run_suite
-from harness.checks.swarm import SwarmResult, play_swarm
+from harness.checks.swarm import SwarmResult, play_swarm, steering_figures
 from harness.scenarios.suite import bundled_files, load_all, scenario_database
 from harness.store.database import Database
 
@@ -36,6 +36,10 @@ def test_steering_meets_a_pair_the_own_draw_of_the_same_seed_misses(database: Da
     assert (steered.steered, own.steered) == ((FIRST + 1,), ())
     assert _of(steered, FIRST) == _of(own, FIRST)  # the first seed plays its own draw
     assert _of(steered, FIRST + 1) - _of(own, FIRST + 1), "the lean met nothing new"
+    assert steering_figures(database, [FIRST], seeds=2) == {
+        "own": [len(own.pairs)],
+        "steered": [len(steered.pairs)],
+    }
     assert len(steered.pairs) > len(own.pairs)
 
 

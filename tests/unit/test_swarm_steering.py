@@ -5,6 +5,7 @@ pair report failing when a pair member has no lever or a met pair no definition.
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,7 +13,7 @@ import pytest
 from harness.checks import combinations
 from harness.checks import swarm as check_swarm
 from harness.checks.coverage import coverage_lines, suite_coverage, with_swarm
-from harness.checks.swarm import LEVERS, SwarmResult, lean_toward, lever_problems
+from harness.checks.swarm import LEVERS, SwarmResult, lean_toward, lever_problems, swarm_lines
 from harness.errors import ConfigError
 from harness.simulate import generate
 from harness.simulate.swarm import (
@@ -152,3 +153,24 @@ def test_the_swarm_pairs_report_fails_when_a_member_has_no_lever(
     assert "    swarm pairs FAILED: no lever leans toward duty:sweep" in coverage_lines(report)
     # and the steering passes it by: the pair's other member still leans
     assert lean_toward(["duty:sweep x knob:hedging"]) == Lean(switches={"hedging": True})
+
+
+def test_a_steered_failing_seed_is_replayed_from_its_file_not_by_simulate(tmp_path: Path) -> None:
+    """`harness simulate --seed N` plays the seed's own draw, not the leaned one: for a
+    steered seed the line that shrinks further is not offered."""
+    shrunk = tmp_path / "swarm-8.scenario.yaml"
+    shrunk.write_text("format: 1\n", encoding="utf-8")
+    budget = check_swarm.SWARM_SHRINK_BUDGET
+    failed = SwarmResult((7, 8), 8, "I5", shrunk, 20, budget, steered=(8,))
+    lines = swarm_lines(failed, [])
+    assert lines[-2].startswith(f"shrunk within {budget} replays; seed 8 played a draw steered")
+    assert not any("harness simulate --seed" in line for line in lines)
+    own = swarm_lines(replace(failed, failed=7), [])
+    assert own[-2].startswith(f"shrunk within {budget} replays; further: harness simulate --seed 7")
+
+
+def test_a_held_swarm_says_how_many_pairs_it_met() -> None:
+    held = _met(*combinations.pairs()[:3])
+    assert swarm_lines(held, [])[-1] == (
+        "swarm pairs met: 3/94 (1 of 2 seeds steered toward the pairs not yet met)"
+    )
