@@ -56,21 +56,27 @@ class SwarmResult:
         return replace(self, pairs=pairs, steered=tuple(steered))
 
 
-_ONE_OF = lambda *kinds: Lean(faults=(kinds,))  # noqa: E731
+def _one_of(*kinds: str) -> Lean:
+    return Lean(faults=(kinds,))
+
+
 LEVERS: Mapping[str, Lean] = {
     "duty:claim": Lean(),  # every job's first attempt is claimed
-    "duty:hedge": Lean(switches={"hedging": True}),
-    "duty:sweep": _ONE_OF("hang", "slow"),  # past the attempt timeout
-    "duty:reconcile": _ONE_OF("hang", "accept_then_drop"),  # unknown, then a lookup
-    "duty:resolve": Lean(habits=frozenset({"resolve"})),
+    # a call slower than hedge_after: calls of the seed's own latencies rarely are
+    "duty:hedge": Lean(faults=(("outrun_by_hedge", "slow", "hang"),), switches={"hedging": True}),
+    "duty:sweep": _one_of("hang", "slow"),  # past the attempt timeout
+    # unknown, and the provider's lookup answers (a hung call's says it still runs)
+    "duty:reconcile": _one_of("accept_then_drop"),
+    # an unknown attempt resolved by its late answer (hangs are released) or an operator
+    "duty:resolve": Lean(faults=(("hang", "slow"),), habits=frozenset({"resolve"})),
     "duty:breaker": Lean(faults=(("outage",),), switches={"breaker": True}),
     "duty:retry_wait": Lean(faults=(("rate_limit",),), switches={"retries": True}),
-    "fault:refused": _ONE_OF("server_error", "service_unavailable", "overloaded"),
-    "fault:rate_limited": _ONE_OF("rate_limit", "rate_limit_no_retry_after"),
-    "fault:broken_answer": _ONE_OF("stream_cut", "stream_malformed_chunk", "malformed_body"),
-    "fault:content_filter": _ONE_OF("content_filter"),
-    "fault:unknown": _ONE_OF("hang", "accept_then_drop", "slow"),
-    "fault:crash": _ONE_OF("crash"),
+    "fault:refused": _one_of("server_error", "service_unavailable", "overloaded"),
+    "fault:rate_limited": _one_of("rate_limit", "rate_limit_no_retry_after"),
+    "fault:broken_answer": _one_of("stream_cut", "stream_malformed_chunk", "malformed_body"),
+    "fault:content_filter": _one_of("content_filter"),
+    "fault:unknown": _one_of("hang", "accept_then_drop", "slow"),
+    "fault:crash": _one_of("crash"),
     "knob:hedging": Lean(switches={"hedging": True}),
     "knob:no_retries": Lean(switches={"retries": False}),
     "knob:keep_lost_calls": Lean(switches={"keep_lost_calls": True}),

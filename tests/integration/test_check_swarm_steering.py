@@ -6,14 +6,18 @@ when a pair the swarm met has lost its definition)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 
 import pytest
 
 from harness.checks import combinations
 from harness.checks.coverage import coverage_lines, suite_coverage, with_swarm
 from harness.checks.suite import run_suite
-from harness.checks.swarm import SwarmResult, play_swarm, steering_figures
+from harness.checks.swarm import LEVERS, SwarmResult, play_swarm, steering_figures
 from harness.scenarios.suite import bundled_files, load_all, scenario_database
+from harness.simulate import generate
+from harness.simulate.run import play
+from harness.simulate.swarm import CLIENT_HABITS, Knobs, Lean
 from harness.store.database import Database
 
 FIRST = 0  # any seed: whatever it draws, the second seed leans toward what it missed
@@ -74,3 +78,44 @@ def test_the_swarm_pairs_sit_beside_the_suites_and_fail_on_a_dropped_definition(
     dropped = with_swarm(suite_coverage(suite), swarm)["pairs"]["swarm"]
     assert not dropped["holds"]
     assert dropped["undefined"] and all(f"fault:{fault}" in p for p in dropped["undefined"])
+
+
+def _cases() -> Iterator[tuple[str, Lean]]:
+    """Each lever, once per fault kind it may draw (the others: their group's first)."""
+    for member, lever in LEVERS.items():
+        yield member, replace(lever, faults=tuple(group[:1] for group in lever.faults))
+        for at, group in enumerate(lever.faults):
+            for kind in group[1:]:
+                faults = tuple((kind,) if i == at else g[:1] for i, g in enumerate(lever.faults))
+                yield member, replace(lever, faults=faults)
+
+
+@pytest.mark.parametrize(
+    ("member", "lever"),
+    [
+        pytest.param(m, lever, id="-".join([m, *(g[0] for g in lever.faults)]))
+        for m, lever in _cases()
+    ],
+)
+def test_each_lever_brings_its_member_about(database: Database, member: str, lever: Lean) -> None:
+    """A quiet world (no fault, habit or policy away from its default) with only the
+    lever pulled, hard: some job of an episode meets the member the lever is for."""
+    quiet = Knobs(
+        faults={},
+        habits=dict.fromkeys(CLIENT_HABITS, 0.0),
+        hedging=False,
+        breaker=False,
+        max_runtime=False,
+    )
+    world = replace(
+        quiet,
+        faults={kind: 0.3 for group in lever.faults for kind in group},
+        habits={**quiet.habits, **dict.fromkeys(lever.habits, 0.5)},
+        **dict(lever.switches),
+    )
+    scenario = generate.episode(5, 0, world, jobs=10, clients=4, duration=20.0)
+    result = play(scenario, database, seed=5)
+    assert result.history is not None
+    dimension, name = member.split(":")
+    met = combinations.job_sets(result.history.to_dict()).values()
+    assert any(name in sets[dimension] for sets in met), member
