@@ -12,7 +12,7 @@ import pytest
 
 from harness.checks import combinations
 from harness.checks import swarm as check_swarm
-from harness.checks.coverage import coverage_lines, suite_coverage, with_swarm
+from harness.checks.coverage import coverage_html, coverage_lines, suite_coverage, with_swarm
 from harness.checks.swarm import LEVERS, SwarmResult, lean_toward, lever_problems, swarm_lines
 from harness.errors import ConfigError
 from harness.simulate import generate
@@ -54,7 +54,8 @@ def test_a_lean_pulls_the_levers_of_both_members_of_each_missing_pair() -> None:
     lean = lean_toward(["duty:hedge x knob:keep_lost_calls", "duty:resolve x fault:crash"])
     assert lean.switches == {"hedging": True, "keep_lost_calls": True}
     assert lean.habits == {"resolve"}
-    assert lean.faults == (("crash",),)
+    hedge, resolve = LEVERS["duty:hedge"].faults, LEVERS["duty:resolve"].faults
+    assert set(lean.faults) == {*hedge, *resolve, ("crash",)}
     assert not lean_toward([])
 
 
@@ -174,3 +175,12 @@ def test_a_held_swarm_says_how_many_pairs_it_met() -> None:
     assert swarm_lines(held, [])[-1] == (
         "swarm pairs met: 3/94 (1 of 2 seeds steered toward the pairs not yet met)"
     )
+
+
+def test_the_coverage_page_shows_the_swarm_seeds_of_each_pair() -> None:
+    first, second = combinations.pairs()[:2]
+    page = coverage_html(with_swarm(suite_coverage([]), _met(first)))
+    assert "<th>swarm seeds</th>" in page
+    assert f"<td>{first}</td><td>never reached</td><td>2</td>" in page
+    assert f"<td>{second}</td><td>never reached</td><td>never met</td>" in page
+    assert "<th>swarm seeds</th>" not in coverage_html(suite_coverage([]))
