@@ -240,9 +240,16 @@ def play_mutants(
 def coverage(played: Played, console: Console) -> Any:
     """`--coverage`: the scenarios' sections, the checker's properties and, when face
     stories played, the faces' routes x outcomes; printed, and returned for the report."""
-    from harness.checks.coverage import coverage_lines, property_coverage, suite_coverage
+    from harness.checks.coverage import (
+        coverage_lines,
+        property_coverage,
+        suite_coverage,
+        with_swarm,
+    )
 
     found = suite_coverage(played.results)
+    if played.swarm is not None:
+        with_swarm(found, played.swarm)
     found["properties"] = property_coverage(played.results, played.mutants)
     if played.faces:
         from harness.checks.faces.coverage import ROUTES_SECTION, face_coverage

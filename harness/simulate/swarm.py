@@ -79,9 +79,7 @@ class Knobs:
     filter_fails_over: bool = False  # policy.fail_over_on_content_filter true
 
     def to_dict(self) -> dict[str, Any]:
-        """The simulate report's `knobs` (`keep_lost_calls` and `filter_fails_over` are
-        not listed: harness/schemas/simulate-report.json does not describe them yet; the
-        episode's scenario, a shrunk file included, carries its policy whole)."""
+        """The simulate report's `knobs` (harness/schemas/simulate-report.json)."""
         return {
             "faults": dict(sorted(self.faults.items())),
             "habits": dict(sorted(self.habits.items())),
@@ -90,6 +88,8 @@ class Knobs:
             "max_runtime": self.max_runtime,
             "gate": self.gate,
             "retries": self.retries,
+            "keep_lost_calls": self.keep_lost_calls,
+            "filter_fails_over": self.filter_fails_over,
         }
 
 
