@@ -241,3 +241,14 @@ def test_a_call_the_deadline_ended_before_the_fake_did_is_not_judged_by_its_kind
     data = failed("deadline_exceeded", None, outcome="executed_unusable", t=30, error="late")
     data["ledger"] = [exchange("server_error", 500, delivered=False)]  # its latency was longer
     assert ground(data) == []
+
+
+def test_an_event_that_records_no_cause_or_status_says_nothing_of_them() -> None:
+    data = failed("rate_limited", 429, retry_after=1.0)
+    data["ledger"] = [exchange("rate_limit", 429)]
+    del data["events"][1]["detail"]["status_code"]
+    assert ground(data) == []
+    data = failed("connection_reset", None, kind="became_unknown", outcome="unknown", error="x")
+    del data["events"][1]["detail"]["cause"]
+    data["ledger"] = [exchange("success", 200)]  # would make an unknown record wrong
+    assert ground(data) == []

@@ -109,8 +109,8 @@ def _by_call(event: Entry) -> bool:
     kind = event["kind"]
     if kind == EventKind.ATTEMPT_FAILED:
         return detail.get("cause") is not None
-    if kind == EventKind.BECAME_UNKNOWN:
-        return detail.get("cause") != "deadline" and "found_by" not in detail
+    if kind == EventKind.BECAME_UNKNOWN:  # one that names no cause says nothing
+        return detail.get("cause") not in (None, "deadline") and "found_by" not in detail
     return bool(kind == EventKind.OBSERVED)
 
 
@@ -162,9 +162,12 @@ def _recorded_kind(event: Entry) -> str | None:
     return None if outcome is None else str(outcome)
 
 
+_MISSING = object()  # an event that records no status at all says nothing of it
+
+
 def _recorded_status(event: Entry) -> Any:
     detail = event.get("detail") or {}
-    return detail.get("status_code", detail.get("status"))
+    return detail.get("status_code", detail.get("status", _MISSING))
 
 
 def _kind_as_ended(x: Exchange) -> Iterator[Finding]:
@@ -198,7 +201,7 @@ def _cause_as_ended(x: Exchange) -> Iterator[Finding]:
     wrong = []
     if detail.get("cause") != reason:
         wrong.append(f"cause {detail.get('cause')} (the status names {reason})")
-    if isinstance(status, int) and _recorded_status(record) != status:
+    if isinstance(status, int) and _recorded_status(record) not in (status, _MISSING):
         wrong.append(f"status {_recorded_status(record)} (the fake sent {status})")
     settled = _settled_by(x, record)
     row_wrong = settled is not None and (
