@@ -239,6 +239,23 @@ def _winner_text_differs() -> dict:
     return data
 
 
+def _billed_work_given_up() -> dict:
+    """A#1's request reached the fake, which did (and billed) the work, then the
+    connection dropped; the lookup's resolution says it never produced a result."""
+    lost = ev(0, "became_unknown", "a#1", "w1", cause="connection_reset", status=None)
+    lost["detail"]["error"] = "RemoteProtocolError: dropped"
+    said = "provider lookup: finished without a result"
+    events = [ev(0, "attempt_started", "a#1", "w1", provider="primary"), lost]
+    events += [ev(5, "resolved", "a#1", "w1", outcome="failed", reason=said)]
+    events += [ev(5, "job_failed", None, job="a", reason="chain_exhausted")]
+    row = attempt("a#1", "primary", "failed") | {"resolution": "failed", "finished_at": 5}
+    ops = [call(0, 0, "a#1", "invoke"), call(1, 0, "a#1", "unknown", reason="connection_reset")]
+    data = history(events, {"a": job("failed", None, row, policy=_POLICY)}, ops)
+    entry = _exchange("accept_then_drop", 200, delivered=False, billed=True, finished=True)
+    data["ledger"] = [entry]
+    return data
+
+
 EXHIBITS: tuple[HistoryExhibit, ...] = (
     HistoryExhibit("one job won once", None, (), _won_once()),
     HistoryExhibit("a conflict with no other intent", "keys", ("I2",), _conflict_out_of_nowhere()),
@@ -253,6 +270,9 @@ EXHIBITS: tuple[HistoryExhibit, ...] = (
     ),
     HistoryExhibit(
         "a result the winner's provider never sent", "ground", ("I5",), _winner_text_differs()
+    ),
+    HistoryExhibit(
+        "billed work resolved as never done", "ground", ("I8",), _billed_work_given_up()
     ),
     HistoryExhibit("a job won twice", "winners", ("I5", "I5", "I11"), _two_winners()),
     HistoryExhibit("the system prompt dropped", "intents", ("I8",), sent({"prompt": "hi"}, ["hi"])),
@@ -314,6 +334,7 @@ _LENIENT: tuple[tuple[str, str, str, str, str], ...] = (
     ("ground_text", "ground", "I4", "_error_as_sent", "an error text nobody sent is accepted"),
     ("ground_end", "ground", "I8", "_ended_after_the_exchange", "an end before the exchange's"),
     ("ground_result", "ground", "I5", "_winner_text_as_sent", "a result nobody sent is accepted"),
+    ("ground_lookup", "ground", "I8", "_resolved_as_sent", "a resolution the ledger belies"),
     ("winners", "winners", "I5", "_one_winner", "more than one win is accepted"),
     ("intents", "intents", "I8", "_prompt_sent", "the prompt sent is never compared"),
     ("timing", "timing", "I8", "_retry_waits", "a retry inside Retry-After is accepted"),
@@ -326,6 +347,7 @@ _STORY_OF: Mapping[str, str] = {
     "ground_text": "an error text the fake never sent",
     "ground_end": "a failure recorded before its exchange ended",
     "ground_result": "a result the winner's provider never sent",
+    "ground_lookup": "billed work resolved as never done",
 }
 """A family with several rules under mutation: each rule's exhibit (else the family's one)."""
 

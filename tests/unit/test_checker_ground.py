@@ -252,3 +252,55 @@ def test_an_event_that_records_no_cause_or_status_says_nothing_of_them() -> None
     del data["events"][1]["detail"]["cause"]
     data["ledger"] = [exchange("success", 200)]  # would make an unknown record wrong
     assert ground(data) == []
+
+
+# -- resolutions ----------------------------------------------------------------------------
+
+
+def resolved_unknown(
+    behaviour: str, outcome: str, reason: str, cause: str = "connection_reset", **ledger: Any
+) -> dict:
+    """A#1 became unknown for `cause`, then was resolved `outcome` for `reason`."""
+    data = failed(cause, None, kind="became_unknown", outcome="unknown", t=0)
+    data["events"].append(ev(5, "resolved", "a#1", "w1", outcome=outcome, reason=reason))
+    data["ledger"] = [exchange(behaviour, ledger.pop("status", 200), **ledger)]
+    return data
+
+
+def test_a_lookup_agrees_with_the_work_the_fake_did() -> None:
+    billed = {"billed": True, "finished": True, "delivered": False}
+    said = "provider lookup: finished with a result"
+    assert ground(resolved_unknown("accept_then_drop", "succeeded", said, **billed)) == []
+    said = "provider lookup: finished without a result (lookup_no_result)"
+    nothing = {"billed": False, "finished": True, "status": None}
+    assert ground(resolved_unknown("reset_before_headers", "failed", said, **nothing)) == []
+    (finding,) = ground(resolved_unknown("accept_then_drop", "failed", said, **billed))
+    assert finding.invariant == "I8"
+    assert "resolved failed by its provider's lookup, yet the fake did billed work" in (
+        finding.message
+    )
+    said = "provider lookup: finished with a result"
+    (finding,) = ground(resolved_unknown("reset_before_headers", "succeeded", said, **nothing))
+    assert finding.invariant == "I4" and "never finished billed work" in finding.message
+
+
+def test_a_late_answer_resolves_as_the_fakes_ending_makes_it() -> None:
+    said = "provider answered: stream_stalled: ReadTimeout: timed out"
+    data = resolved_unknown("stream_stall", "failed", said, "deadline", billed=True, finished=False)
+    assert ground(data) == []
+    data["events"][-1]["detail"]["outcome"] = "succeeded"
+    (finding,) = ground(data)
+    assert "which the fake's ending makes executed_unusable" in finding.message
+
+
+def test_a_late_answer_names_the_cause_its_status_names() -> None:
+    said = "provider answered: server_error: HTTP 503: down"
+    data = resolved_unknown("service_unavailable", "failed", said, "deadline", status=503)
+    data["operations"][1]["t"] = 5  # the answer came at 5
+    (finding,) = ground(data)
+    assert "named server_error; the status the fake sent names unavailable" in finding.message
+
+
+def test_an_operators_resolution_is_not_the_ledgers_to_judge() -> None:
+    data = resolved_unknown("accept_then_drop", "failed", "confirmed it never ran", billed=True)
+    assert ground(data) == []

@@ -81,7 +81,9 @@ against the exchange the fakes' ledger recorded for it, by the checker's own tab
 (`oracle`), never by what the adapter or the engine said: the kind the fake's ending
 makes the call (a reset before the head is unknown, never failed; I4, I5), the cause
 and status an HTTP error names and a 429's Retry-After as sent (I4, I8), on the event
-and the settled row; the attempt started no later than its request was received, and
+and the settled row, and a resolution by the call's late answer or by the provider's
+lookup as the fake's ending and work make it (a lookup's `failed` for billed work would
+run it again: I8); the attempt started no later than its request was received, and
 its record of the answer is no earlier than the exchange ended (I8); the error text
 names the status the fake sent (and its message, where the ledger keeps it), and no
 recorded text carries a credential (I4); a job won by its winner's own answer holds
@@ -114,6 +116,7 @@ from harness.scenarios.checker.ground import (
     _ended_after_the_exchange,
     _error_as_sent,
     _recorded_as_sent,
+    _resolved_as_sent,
     _winner_text_as_sent,
 )
 from harness.scenarios.checker.history import EPSILON, REAL_TIME, Check, Entry, Finding, describe
@@ -217,6 +220,7 @@ HISTORY_CHECKS: tuple[Check, ...] = (
     _classified_as_sent,
     _named_by_status,
     _recorded_as_sent,
+    _resolved_as_sent,
     _error_as_sent,
     _ended_after_the_exchange,
     _one_winner,

@@ -39,6 +39,14 @@ from harness.scenarios.checker.history import (
 from harness.scenarios.checker.oracle import expected_kind, expected_reason, sends_retry_after
 from harness.scenarios.checker.outcomes import _spans
 
+_ANSWERED = "provider answered: "  # how the engine words a resolution by the call's answer
+_LOOKED_UP = "provider lookup: "  # and one by the provider's evidence (its lookup)
+_RESOLVES_AS: Mapping[OutcomeKind, str] = {
+    # what a call's own answer, as the fake ended it, settles an unknown attempt as
+    OutcomeKind.NOT_EXECUTED: "failed",
+    OutcomeKind.EXECUTED_UNUSABLE: "failed",
+    OutcomeKind.EXECUTED: "succeeded",
+}
 _OFFERED = frozenset({EventKind.WON, EventKind.DISCARDED_LATE_RESULT})
 _FAKES = "fakes"  # the process of a call recorded from the fakes' side (an HTTP target)
 
@@ -394,3 +402,51 @@ def _winner_text_as_sent(history: Mapping[str, Any]) -> Iterator[Finding]:
                 f"text the fake sent {winner} (sha256 {sent[:12]})",
                 (x.execution, _final(alias, winner=winner, result_sha256=kept)),
             )
+
+
+def _resolved_as_sent(history: Mapping[str, Any]) -> Iterator[Finding]:
+    """I4, I8, *ground truth* of a resolution: an unknown attempt settled by its own
+    call's late answer is settled as the fake's ending makes it (failed for not executed
+    or executed unusable, succeeded for executed; an answer that leaves it unknown
+    settles nothing), naming the cause an HTTP error names; one settled by the
+    provider's evidence (its lookup) agrees with what the fake did: `succeeded` only for
+    an execution that finished its billed work, `failed` only for one that did no
+    billed work (else the chain would run again work the provider did and billed: a
+    duplicate execution)."""
+    for x in exchanges(history):
+        for event in x.events:
+            if event["kind"] != EventKind.RESOLVED:
+                continue
+            detail = event.get("detail") or {}
+            problem = _resolution_problem(x, str(detail.get("reason") or ""), detail.get("outcome"))
+            if problem is not None:
+                yield Finding(
+                    "I8" if detail.get("outcome") == "failed" and problem[1] else "I4",
+                    x.job,
+                    f"ground truth: {x.where}; {x.attempt} was resolved {detail.get('outcome')} "
+                    f"by {problem[0]}",
+                    (x.execution, event),
+                )
+
+
+def _resolution_problem(x: Exchange, reason: str, outcome: Any) -> tuple[str, bool] | None:
+    """What is wrong with a resolution of `x`'s attempt (and whether the fake billed the
+    work a `failed` one gives up), or None (an operator's word is not the ledger's)."""
+    execution = x.execution
+    billed, finished = execution.get("billed"), execution.get("finished")
+    if reason.startswith(_LOOKED_UP):
+        if outcome == "succeeded" and not (billed is True and finished is True):
+            return "its provider's lookup, yet the fake never finished billed work for it", False
+        if outcome == "failed" and billed is True:
+            return "its provider's lookup, yet the fake did billed work for it", True
+        return None
+    if not reason.startswith(_ANSWERED) or x.kind is None:
+        return None
+    wanted = _RESOLVES_AS.get(x.kind)
+    if wanted != outcome:
+        return f"its call's answer, which the fake's ending makes {x.kind}", False
+    cause = reason.removeprefix(_ANSWERED).split(":", 1)[0]
+    named = expected_reason(execution)
+    if named is not None and cause != named:
+        return f"its call's answer named {cause}; the status the fake sent names {named}", False
+    return None
