@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.scenarios.checker import Finding
+from harness.scenarios.checker import REAL_TIME, Finding
 from tests.support.histories import attempt, call, ev, found, history, job
 
 POLICY = {"attempt_timeout": 30.0, "retry_backoff": 0.5, "max_retry_after": 5}
@@ -166,6 +166,8 @@ def test_an_attempt_that_started_after_its_request_was_received_is_i8() -> None:
     data["jobs"]["a"]["attempts"][0]["started_at"] = 0.5
     (finding,) = ground(data)
     assert "records its start at t=0.5, after its provider had received" in finding.message
+    data["database"] = REAL_TIME  # the engine's clock and the fakes' are two
+    assert ground(data) == []
 
 
 def test_a_win_before_its_exchange_ended_is_i8_unless_a_resolution_made_it() -> None:

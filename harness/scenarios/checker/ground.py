@@ -30,6 +30,7 @@ from typing import Any
 from harness.core.states import EventKind, OutcomeKind
 from harness.scenarios.checker.history import (
     EPSILON,
+    REAL_TIME,
     Entry,
     Finding,
     _final,
@@ -293,7 +294,11 @@ def _ended_after_the_exchange(history: Mapping[str, Any]) -> Iterator[Finding]:
     """I8, *ground truth*: an attempt's record of its call keeps the exchange's times:
     the attempt started no later than the fake received its request, and its record of
     the call's answer (its event, and the row's end when that settled it) is no earlier
-    than the exchange ended (the ledger's end, else its worker's answer)."""
+    than the exchange ended (the ledger's end, else its worker's answer). Judged on one
+    clock only: a live service's history (real time) times the engine and the fakes by
+    two clocks, and the run's scale magnifies their skew."""
+    if history.get("database") == REAL_TIME:
+        return
     for x in exchanges(history):
         row, received = x.row, _t(x.execution)
         started = None if row is None else row.get("started_at")
