@@ -306,3 +306,12 @@ def test_a_late_answer_names_the_cause_its_status_names() -> None:
 def test_an_operators_resolution_is_not_the_ledgers_to_judge() -> None:
     data = resolved_unknown("accept_then_drop", "failed", "confirmed it never ran", billed=True)
     assert ground(data) == []
+
+
+def test_a_call_the_harness_aborted_is_not_judged_by_the_fakes_ending() -> None:
+    data = failed("connection_reset", None, kind="became_unknown", outcome="unknown", error="x")
+    data["ledger"] = [exchange("success", 200, delivered=False)]
+    (finding,) = ground(data)  # a whole 200 recorded unknown
+    assert "makes a#1's call executed" in finding.message
+    data["events"].insert(1, ev(0.5, "attempt_call_aborted", "a#1"))
+    assert ground(data) == []

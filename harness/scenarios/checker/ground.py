@@ -14,7 +14,8 @@ in the history's `ledger`).
 An attempt is judged only where the ground truth decides: it has exactly one execution
 in the ledger (none: it never reached the fake; two: `outcomes._attributable` says so),
 and for what the call ended as, one answered call of its own worker and a ledger row
-that decides it (`oracle.expected_kind`). A fact the history does not carry (a ledger
+that decides it (`oracle.expected_kind`), that the harness did not abort first (a lost
+attempt's call is ended by the caller, not the fake). A fact the history does not carry (a ledger
 without the fake's `retry_after`, `ended` or `answer_sha256`, a job without
 `result_sha256`) says nothing.
 """
@@ -148,7 +149,7 @@ def exchanges(history: Mapping[str, Any]) -> Iterator[Exchange]:
         (index, execution), job = runs[0], label.split("#")[0]
         invoke, answer = spans.get(label, (None, None))
         kind = None
-        if invoke is not None and answer is not None:
+        if invoke is not None and answer is not None and not _aborted(events[label], answer):
             timeout = _policy(history, job, "attempt_timeout")
             kind = expected_kind(execution, _t(answer) - _t(invoke), timeout)
         yield Exchange(
@@ -162,6 +163,15 @@ def exchanges(history: Mapping[str, Any]) -> Iterator[Exchange]:
             answer,
             kind,
         )
+
+
+def _aborted(events: list[Entry], answer: Entry) -> bool:
+    """The harness ended the call itself (its attempt had lost) before it answered: the
+    caller, not the fake, ended that exchange."""
+    return any(
+        e["kind"] == EventKind.ATTEMPT_CALL_ABORTED and _t(e) <= _t(answer) + EPSILON
+        for e in events
+    )
 
 
 def _recorded_kind(event: Entry) -> str | None:
