@@ -23,7 +23,16 @@ from typing import Any
 from harness.checks.exhibits import answered
 from harness.mutants import Mutant, Patches
 
-FAMILIES = ("keys", "outcomes", "winners", "intents", "timing", "liveness", "observers")
+FAMILIES = (
+    "keys",
+    "outcomes",
+    "ground",
+    "winners",
+    "intents",
+    "timing",
+    "liveness",
+    "observers",
+)
 """The checker's property families (its modules but `history`, which holds no property)."""
 
 
@@ -178,10 +187,93 @@ def _api_shows_another_status() -> dict:
     return {**data, "api": {"jobs": {"a": view}}}
 
 
+def _exchange(behaviour: str, status: int | None, **fields: Any) -> dict:
+    """A's one ledger entry: the openai fake played `behaviour` for a#1, received at 0."""
+    entry = {"t": 0, "attempt": "a#1", "provider_kind": "openai", "behaviour": behaviour}
+    return entry | {"stream": False, "status": status, "delivered": True, **fields}
+
+
+def _failed_by(cause: str, status: int, error: str, t: float = 1, **detail: Any) -> dict:
+    """Job a failed after a#1's call answered an HTTP error at t, as recorded."""
+    failed = ev(t, "attempt_failed", "a#1", "w1", cause=cause, outcome="not_executed")
+    failed["detail"] |= {"status_code": status, "error": error, "request_id": "r1", **detail}
+    row = attempt("a#1", "primary", "failed") | {"cause": cause, "status_code": status}
+    row |= {"outcome": "not_executed", "resolution": None, "finished_at": t}
+    row["retry_after"] = detail.get("retry_after")
+    jobs = {"a": job("failed", None, row, policy=_POLICY)}
+    answer = call(1, t, "a#1", "fail", reason=cause, status=status, **detail)
+    events = [ev(0, "attempt_started", "a#1", "w1", provider="primary"), failed]
+    events.append(ev(t, "job_failed", None, job="a", reason=cause))
+    return history(events, jobs, [call(0, 0, "a#1", "invoke"), answer])
+
+
+def _cause_not_sent() -> dict:
+    """The fake answered 429 with Retry-After 2; the attempt records a 500."""
+    data = _failed_by("server_error", 500, "HTTP 429: slow down", retry_after=2.0)
+    data["operations"][1] |= {"reason": "rate_limited", "status": 429}
+    data["ledger"] = [_exchange("rate_limit", 429, retry_after=2.0)]
+    return data
+
+
+def _text_not_sent() -> dict:
+    """The fake answered 503; the attempt's error text names another status, and a key."""
+    data = _failed_by("unavailable", 503, "unavailable: HTTP 500: key sk-live0123456789abcdef")
+    data["ledger"] = [_exchange("service_unavailable", 503)]
+    return data
+
+
+def _ended_before_the_exchange() -> dict:
+    """The fake's 500 ended at t=2 (the ledger's end); the attempt failed at t=1."""
+    data = _failed_by("server_error", 500, "server_error: HTTP 500: boom")
+    data["ledger"] = [_exchange("server_error", 500, ended=2.0)]
+    return data
+
+
+def _winner_text_differs() -> dict:
+    """The fake sent a#1 one text; the job holds another as the result."""
+    data = _won_once()
+    data["operations"] = [call(0, 0, "a#1", "invoke"), call(1, 1, "a#1")]
+    data["ledger"] = [_exchange("success", 200, answer_sha256="a" * 64)]
+    data["jobs"]["a"]["result_sha256"] = "b" * 64
+    data["jobs"]["a"]["attempts"][0]["resolution"] = None
+    return data
+
+
+def _billed_work_given_up() -> dict:
+    """A#1's request reached the fake, which did (and billed) the work, then the
+    connection dropped; the lookup's resolution says it never produced a result."""
+    lost = ev(0, "became_unknown", "a#1", "w1", cause="connection_reset", status=None)
+    lost["detail"]["error"] = "RemoteProtocolError: dropped"
+    said = "provider lookup: finished without a result"
+    events = [ev(0, "attempt_started", "a#1", "w1", provider="primary"), lost]
+    events += [ev(5, "resolved", "a#1", "w1", outcome="failed", reason=said)]
+    events += [ev(5, "job_failed", None, job="a", reason="chain_exhausted")]
+    row = attempt("a#1", "primary", "failed") | {"resolution": "failed", "finished_at": 5}
+    ops = [call(0, 0, "a#1", "invoke"), call(1, 0, "a#1", "unknown", reason="connection_reset")]
+    data = history(events, {"a": job("failed", None, row, policy=_POLICY)}, ops)
+    entry = _exchange("accept_then_drop", 200, delivered=False, billed=True, finished=True)
+    data["ledger"] = [entry]
+    return data
+
+
 EXHIBITS: tuple[HistoryExhibit, ...] = (
     HistoryExhibit("one job won once", None, (), _won_once()),
     HistoryExhibit("a conflict with no other intent", "keys", ("I2",), _conflict_out_of_nowhere()),
     HistoryExhibit("unknown for a provider's own 503", "outcomes", ("I4",), _unknown_for_a_503()),
+    HistoryExhibit("a 429 recorded as a 500", "ground", ("I4",), _cause_not_sent()),
+    HistoryExhibit("an error text the fake never sent", "ground", ("I4", "I4"), _text_not_sent()),
+    HistoryExhibit(
+        "a failure recorded before its exchange ended",
+        "ground",
+        ("I8",),
+        _ended_before_the_exchange(),
+    ),
+    HistoryExhibit(
+        "a result the winner's provider never sent", "ground", ("I5",), _winner_text_differs()
+    ),
+    HistoryExhibit(
+        "billed work resolved as never done", "ground", ("I8",), _billed_work_given_up()
+    ),
     HistoryExhibit("a job won twice", "winners", ("I5", "I5", "I11"), _two_winners()),
     HistoryExhibit("the system prompt dropped", "intents", ("I8",), sent({"prompt": "hi"}, ["hi"])),
     HistoryExhibit(
@@ -228,19 +320,47 @@ def _without(rule: str) -> Callable[[], Patches]:
     return patch
 
 
-CHECKER_MUTANTS: tuple[Mutant, ...] = tuple(
-    Mutant(f"checker_{family}_lenient", breaks, summary, _without(rule))
-    for family, breaks, rule, summary in (
-        ("keys", "I2", "_conflict_grounds", "a conflict is never questioned"),
-        ("outcomes", "I4", "_definite_never_unknown", "unknown for any signal is accepted"),
-        ("winners", "I5", "_one_winner", "more than one win is accepted"),
-        ("intents", "I8", "_prompt_sent", "the prompt sent is never compared"),
-        ("timing", "I8", "_retry_waits", "a retry inside Retry-After is accepted"),
-        ("liveness", "I11", "_moves_on_at_once", "an open job nothing moves is accepted"),
-        ("observers", "I5", "_api_agrees", "the API's view is never compared"),
-    )
+_LENIENT: tuple[tuple[str, str, str, str, str], ...] = (
+    # name, family, invariant, the rule dropped, what the broken checker then accepts
+    ("keys", "keys", "I2", "_conflict_grounds", "a conflict is never questioned"),
+    ("outcomes", "outcomes", "I4", "_definite_never_unknown", "unknown for any signal is accepted"),
+    (
+        "ground",
+        "ground",
+        "I4",
+        "_recorded_as_sent",
+        "a cause the ledger disagrees with is accepted",
+    ),
+    ("ground_text", "ground", "I4", "_error_as_sent", "an error text nobody sent is accepted"),
+    ("ground_end", "ground", "I8", "_ended_after_the_exchange", "an end before the exchange's"),
+    ("ground_result", "ground", "I5", "_winner_text_as_sent", "a result nobody sent is accepted"),
+    ("ground_lookup", "ground", "I8", "_resolved_as_sent", "a resolution the ledger belies"),
+    ("winners", "winners", "I5", "_one_winner", "more than one win is accepted"),
+    ("intents", "intents", "I8", "_prompt_sent", "the prompt sent is never compared"),
+    ("timing", "timing", "I8", "_retry_waits", "a retry inside Retry-After is accepted"),
+    ("liveness", "liveness", "I11", "_moves_on_at_once", "an open job nothing moves is accepted"),
+    ("observers", "observers", "I5", "_api_agrees", "the API's view is never compared"),
 )
-"""One broken checker per family: its rule that the family's exhibit shows, dropped."""
 
-STORY = {f"checker_{e.family}_lenient": f"exhibit {e.name}" for e in EXHIBITS if e.family}
-"""Each checker mutant's story: its family's exhibit."""
+_STORY_OF: Mapping[str, str] = {
+    "ground": "a 429 recorded as a 500",
+    "ground_text": "an error text the fake never sent",
+    "ground_end": "a failure recorded before its exchange ended",
+    "ground_result": "a result the winner's provider never sent",
+    "ground_lookup": "billed work resolved as never done",
+}
+"""A family with several rules under mutation: each rule's exhibit (else the family's one)."""
+
+CHECKER_MUTANTS: tuple[Mutant, ...] = tuple(
+    Mutant(f"checker_{name}_lenient", breaks, summary, _without(rule))
+    for name, _family, breaks, rule, summary in _LENIENT
+)
+"""One broken checker per family (and per rule of `ground`, the ledger's family): its
+rule that the family's exhibit shows, dropped."""
+
+STORY = {
+    f"checker_{name}_lenient": "exhibit "
+    + _STORY_OF.get(name, next(e.name for e in EXHIBITS if e.family == family))
+    for name, family, *_ in _LENIENT
+}
+"""Each checker mutant's story: its rule's exhibit."""

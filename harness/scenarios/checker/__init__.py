@@ -76,6 +76,19 @@ the closest one and says which in its message):
   running no longer. *A wait's end*: a claim round that runs at or after a pending
   job's wait ended (for a started job, a sweep too) moves the job on.
 
+*Ground truth* (`ground`): what each attempt records of its provider call is judged
+against the exchange the fakes' ledger recorded for it, by the checker's own table
+(`oracle`), never by what the adapter or the engine said: the kind the fake's ending
+makes the call (a reset before the head is unknown, never failed; I4, I5), the cause
+and status an HTTP error names and a 429's Retry-After as sent (I4, I8), on the event
+and the settled row, and a resolution by the call's late answer or by the provider's
+lookup as the fake's ending and work make it (a lookup's `failed` for billed work would
+run it again: I8); the attempt started no later than its request was received, and
+its record of the answer is no earlier than the exchange ended (I8); the error text
+names the status the fake sent (and its message, where the ledger keeps it), and no
+recorded text carries a credential (I4); a job won by its winner's own answer holds
+what the fake delivered (I5).
+
 *The second observer* (`observers`): each job as its owner reads it through the HTTP API
 (status, version, winner, attempts, events in order) is the job the engine recorded
 (I5), and another owner asking the API for it is answered 404 (I10). The fingerprint it
@@ -87,6 +100,7 @@ before it must be found after it.
 
 The package, one module per property family: `history` (reading a history, the findings;
 no property), `keys` (I1, I2, I10), `outcomes` (the outcome table: I4, I5, I8),
+`ground` (each attempt's record of its call against the ledger: I4, I5, I8),
 `winners` (I3, I4, I5, I6, I7: live bound, winners, fencing, the gate), `intents`
 (the documented fingerprint, I2; the prompt sent, I8), `timing`
 (Retry-After, the breaker, max runtime, the sweep), `liveness` (I11) and `observers`
@@ -98,6 +112,13 @@ from __future__ import annotations
 from collections.abc import Mapping as _Mapping
 from typing import Any as _Any
 
+from harness.scenarios.checker.ground import (
+    _ended_after_the_exchange,
+    _error_as_sent,
+    _recorded_as_sent,
+    _resolved_as_sent,
+    _winner_text_as_sent,
+)
 from harness.scenarios.checker.history import EPSILON, REAL_TIME, Check, Entry, Finding, describe
 from harness.scenarios.checker.intents import _documented_fingerprint, _prompt_sent
 from harness.scenarios.checker.keys import (
@@ -198,8 +219,13 @@ HISTORY_CHECKS: tuple[Check, ...] = (
     _definite_never_unknown,
     _classified_as_sent,
     _named_by_status,
+    _recorded_as_sent,
+    _resolved_as_sent,
+    _error_as_sent,
+    _ended_after_the_exchange,
     _one_winner,
     _winner_answered,
+    _winner_text_as_sent,
     _fenced_at_finish,
     _final_state_as_recorded,
     _version_moved,

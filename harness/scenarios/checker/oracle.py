@@ -226,3 +226,17 @@ def _gateway_kind(status: Any) -> OutcomeKind | None:
     if not isinstance(status, int):
         return None
     return NOT if 400 <= status < 500 else UNKNOWN
+
+
+_RETRY_AFTER_SENT: Mapping[str, bool] = {
+    # the fake's 429s: one always sends Retry-After (its scripted value, else a default),
+    # the other never does (docs/providers.md, "Behaviours")
+    "rate_limit": True,
+    "rate_limit_no_retry_after": False,
+}
+
+
+def sends_retry_after(execution: Mapping[str, Any]) -> bool | None:
+    """Whether the fake's answer carried a Retry-After: True or False for its 429s,
+    None for any other behaviour (a Retry-After there is not the table's to say)."""
+    return _RETRY_AFTER_SENT.get(str(execution.get("behaviour")))

@@ -1,0 +1,317 @@
+"""The history checker's ground truth (`checker/ground.py`): what each attempt records of
+its provider call is judged against the fakes' ledger entry of that exchange. For each
+rule, a history that breaks it is found, naming the job, the attempt and the ledger
+entry; one that keeps it is not; one without the data it needs says nothing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.scenarios.checker import REAL_TIME, Finding
+from tests.support.histories import attempt, call, ev, found, history, job
+
+POLICY = {"attempt_timeout": 30.0, "retry_backoff": 0.5, "max_retry_after": 5}
+
+
+def exchange(behaviour: str, status: int | None, **fields: Any) -> dict:
+    entry = {"t": 0, "attempt": "a#1", "provider_kind": "openai", "behaviour": behaviour}
+    return entry | {"stream": False, "status": status, "delivered": True, **fields}
+
+
+def failed(
+    cause: str,
+    status: int | None,
+    *,
+    outcome: str = "not_executed",
+    t: float = 1,
+    error: str | None = None,
+    kind: str = "attempt_failed",
+    **detail: Any,
+) -> dict:
+    """Job a's a#1 called once (answered at t) and recorded by a `kind` event."""
+    event = ev(t, kind, "a#1", "w1", cause=cause)
+    event["detail"] |= {"request_id": "r1", "error": error or f"{cause}: HTTP {status}: no"}
+    if kind == "attempt_failed":
+        event["detail"] |= {"outcome": outcome, "status_code": status, **detail}
+    else:
+        event["detail"] |= {"status": status}
+    state = "failed" if kind == "attempt_failed" else "unknown"
+    row = attempt("a#1", "primary", state) | {"cause": cause, "status_code": status}
+    row |= {"outcome": outcome, "resolution": None, "finished_at": t}
+    row["retry_after"] = detail.get("retry_after")
+    jobs = {"a": job("running", None, row, policy=POLICY)}
+    type_ = "unknown" if kind == "became_unknown" else "fail"
+    answer = call(1, t, "a#1", type_, reason=cause, status=status, **detail)
+    events = [ev(0, "attempt_started", "a#1", "w1", provider="primary"), event]
+    return history(events, jobs, [call(0, 0, "a#1", "invoke"), answer])
+
+
+def ground(data: dict) -> list[Finding]:
+    return [f for f in found(data) if "ground truth" in f.message or "credential" in f.message]
+
+
+# -- what the call ended as ---------------------------------------------------------------
+
+
+def test_a_429_recorded_as_a_429_with_the_retry_after_sent_is_right() -> None:
+    data = failed("rate_limited", 429, retry_after=2.0)
+    data["ledger"] = [exchange("rate_limit", 429, retry_after=2.0)]
+    assert ground(data) == []
+
+
+def test_a_cause_the_ledger_disagrees_with_names_the_job_attempt_and_ledger_entry() -> None:
+    data = failed("server_error", 500, error="HTTP 429", retry_after=1.0)
+    data["ledger"] = [exchange("rate_limit", 429)]
+    (finding,) = ground(data)
+    assert finding.invariant == "I4" and finding.job == "a"
+    assert "a#1 recorded cause server_error (the status names rate_limited)" in finding.message
+    assert "status 500 (the fake sent 429)" in finding.message
+    assert "ledger entry #0 (the openai fake played rate_limit" in finding.message
+    assert finding.witness == (data["ledger"][0], data["events"][1])
+
+
+def test_the_row_of_a_settled_failure_carries_the_cause_sent() -> None:
+    data = failed("rate_limited", 429, retry_after=1.0)
+    data["ledger"] = [exchange("rate_limit", 429)]
+    data["jobs"]["a"]["attempts"][0]["cause"] = "server_error"
+    (finding,) = ground(data)
+    assert "on its row cause server_error" in finding.message
+
+
+def test_a_reset_before_headers_recorded_as_failed_is_i4() -> None:
+    data = failed("connection_reset", None, error="RemoteProtocolError: reset")
+    data["ledger"] = [exchange("reset_before_headers", None, delivered=False)]
+    (finding,) = ground(data)
+    assert finding.invariant == "I4"
+    assert "makes a#1's call unknown, yet the attempt recorded it not_executed" in finding.message
+
+
+def test_a_reset_before_headers_recorded_as_unknown_is_right() -> None:
+    data = failed("connection_reset", None, kind="became_unknown", outcome="unknown", error="x")
+    data["ledger"] = [exchange("reset_before_headers", None, delivered=False)]
+    assert ground(data) == []
+
+
+def test_an_executed_answer_recorded_as_failed_is_i5() -> None:
+    data = failed("malformed_body", None, outcome="executed_unusable", error="garbled")
+    data["ledger"] = [exchange("success", 200)]
+    (finding,) = ground(data)
+    assert finding.invariant == "I5" and "makes a#1's call executed" in finding.message
+
+
+def test_a_hang_recorded_unknown_at_its_deadline_then_observed_is_right() -> None:
+    events = [
+        ev(0, "attempt_started", "a#1", "w1", provider="primary"),
+        ev(30, "became_unknown", "a#1", "w1", cause="deadline"),
+        ev(31, "observed", "a#1", "w1", cause="timeout_after_send", outcome="unknown"),
+    ]
+    events[2]["detail"]["error"] = "ReadTimeout: timed out"
+    row = attempt("a#1", "primary", "unknown") | {"resolution": None, "finished_at": 30}
+    ops = [call(0, 0, "a#1", "invoke"), call(1, 31, "a#1", "unknown", reason="timeout_after_send")]
+    data = history(events, {"a": job("blocked_unknown", None, row, policy=POLICY)}, ops)
+    data["ledger"] = [exchange("hang", None, delivered=False)]
+    assert ground(data) == []
+    events[2]["kind"] = "attempt_failed"  # the call's end recorded as a failure
+    events[2]["detail"]["outcome"] = "executed_unusable"
+    (finding,) = ground(data)
+    assert "makes a#1's call unknown" in finding.message
+
+
+# -- Retry-After as sent ------------------------------------------------------------------
+
+
+def test_a_429_sent_without_retry_after_records_none() -> None:
+    data = failed("rate_limited", 429, retry_after=3.0)
+    data["ledger"] = [exchange("rate_limit_no_retry_after", 429)]
+    (finding,) = ground(data)
+    assert finding.invariant == "I8" and "the fake sent none" in finding.message
+
+
+def test_a_retry_after_other_than_the_one_sent_is_i8() -> None:
+    data = failed("rate_limited", 429, retry_after=3.0)
+    data["ledger"] = [exchange("rate_limit", 429, retry_after=7.0)]
+    (finding,) = ground(data)
+    assert "recorded Retry-After 3 s; the fake sent 7 s" in finding.message
+
+
+def test_a_retry_after_dropped_from_the_record_is_i8() -> None:
+    data = failed("rate_limited", 429)
+    data["ledger"] = [exchange("rate_limit", 429)]
+    (finding,) = ground(data)
+    assert "recorded no Retry-After; the fake sent one" in finding.message
+
+
+# -- times --------------------------------------------------------------------------------
+
+
+def test_a_failure_recorded_before_the_ledgers_end_is_i8() -> None:
+    data = failed("server_error", 500)
+    data["ledger"] = [exchange("server_error", 500, ended=2.0)]
+    (finding,) = ground(data)
+    assert finding.invariant == "I8"
+    assert "ended at t=2, yet a#1 records the call's end in its attempt_failed" in finding.message
+
+
+def test_a_row_that_ends_before_the_call_answered_is_i8() -> None:
+    data = failed("server_error", 500, t=4)
+    data["ledger"] = [exchange("server_error", 500)]
+    data["jobs"]["a"]["attempts"][0]["finished_at"] = 3.0
+    (finding,) = ground(data)
+    assert "in its row's end at t=3, before it" in finding.message
+
+
+def test_an_attempt_that_started_after_its_request_was_received_is_i8() -> None:
+    data = failed("server_error", 500)
+    data["ledger"] = [exchange("server_error", 500)]
+    data["jobs"]["a"]["attempts"][0]["started_at"] = 0.5
+    (finding,) = ground(data)
+    assert "records its start at t=0.5, after its provider had received" in finding.message
+    data["database"] = REAL_TIME  # the engine's clock and the fakes' are two
+    assert ground(data) == []
+
+
+def test_a_win_before_its_exchange_ended_is_i8_unless_a_resolution_made_it() -> None:
+    events = [ev(0, "attempt_started", "a#1", "w1", provider="primary"), ev(1, "won", "a#1")]
+    row = attempt("a#1", "primary", "succeeded") | {"resolution": None}
+    data = history(events, {"a": job("succeeded", "a#1", row)}, [call(0, 0, "a#1", "invoke")])
+    data["operations"].append(call(1, 2, "a#1"))
+    data["ledger"] = [exchange("success", 200)]
+    (finding,) = ground(data)
+    assert "records the call's end in its won event at t=1" in finding.message
+    events.insert(1, ev(1, "resolved", "a#1", outcome="succeeded"))
+    row["resolution"] = "succeeded"
+    assert ground(data) == []
+
+
+# -- the text ------------------------------------------------------------------------------
+
+
+def test_an_error_text_without_the_status_sent_is_i4() -> None:
+    data = failed("unavailable", 503, error="unavailable: HTTP 500: down")
+    data["ledger"] = [exchange("service_unavailable", 503)]
+    (finding,) = ground(data)
+    assert "does not carry the status 503 the fake sent" in finding.message
+
+
+def test_an_error_text_without_the_message_the_ledger_keeps_is_i4() -> None:
+    data = failed("unavailable", 503, error="unavailable: HTTP 503: down")
+    data["ledger"] = [exchange("service_unavailable", 503, error="try later")]
+    (finding,) = ground(data)
+    assert "does not carry the fake's message 'try later'" in finding.message
+    data["ledger"][0]["error"] = "down"
+    assert ground(data) == []
+
+
+def test_a_credential_in_recorded_evidence_is_found_and_a_word_about_keys_is_not() -> None:
+    data = failed("unauthorized", 401, error="unauthorized: HTTP 401: Incorrect API key provided.")
+    data["ledger"] = [exchange("http_error", 401)]
+    assert ground(data) == []
+    for secret in ("sk-proj0123456789abcd", "Bearer abcdefgh12345678", "x-api-key: s3cr3tvalue"):
+        data["events"][1]["detail"]["error"] = f"unauthorized: HTTP 401: {secret}"
+        (finding,) = ground(data)
+        assert "records a credential in its 'error'" in finding.message, secret
+        assert secret not in str(finding)  # the finding does not repeat it
+
+
+def test_a_winner_whose_provider_never_delivered_is_i5() -> None:
+    events = [ev(0, "attempt_started", "a#1", "w1", provider="primary"), ev(1, "won", "a#1")]
+    row = attempt("a#1", "primary", "succeeded") | {"resolution": None}
+    ops = [call(0, 0, "a#1", "invoke"), call(1, 1, "a#1")]
+    data = history(events, {"a": job("succeeded", "a#1", row)}, ops)
+    data["ledger"] = [exchange("success", 200, answer_sha256="a" * 64)]
+    assert ground(data) == []
+    data["jobs"]["a"]["result_sha256"] = "b" * 64
+    (finding,) = ground(data)
+    assert "the job's result (sha256 bbbbbbbbbbbb) is not the text the fake sent" in finding.message
+    data["ledger"][0]["delivered"] = False
+    (finding,) = ground(data)
+    assert "never delivered its whole answer, yet a#1 won by it" in finding.message
+
+
+# -- what is not judged -------------------------------------------------------------------
+
+
+def test_an_attempt_with_two_executions_or_none_is_not_judged_here() -> None:
+    data = failed("server_error", 500, error="HTTP 429")
+    data["ledger"] = [exchange("rate_limit", 429), exchange("rate_limit", 429)]
+    assert ground(data) == []
+    data["ledger"] = []
+    assert ground(data) == []
+
+
+def test_a_call_the_deadline_ended_before_the_fake_did_is_not_judged_by_its_kind() -> None:
+    data = failed("deadline_exceeded", None, outcome="executed_unusable", t=30, error="late")
+    data["ledger"] = [exchange("server_error", 500, delivered=False)]  # its latency was longer
+    assert ground(data) == []
+
+
+def test_an_event_that_records_no_cause_or_status_says_nothing_of_them() -> None:
+    data = failed("rate_limited", 429, retry_after=1.0)
+    data["ledger"] = [exchange("rate_limit", 429)]
+    del data["events"][1]["detail"]["status_code"]
+    assert ground(data) == []
+    data = failed("connection_reset", None, kind="became_unknown", outcome="unknown", error="x")
+    del data["events"][1]["detail"]["cause"]
+    data["ledger"] = [exchange("success", 200)]  # would make an unknown record wrong
+    assert ground(data) == []
+
+
+# -- resolutions ----------------------------------------------------------------------------
+
+
+def resolved_unknown(
+    behaviour: str, outcome: str, reason: str, cause: str = "connection_reset", **ledger: Any
+) -> dict:
+    """A#1 became unknown for `cause`, then was resolved `outcome` for `reason`."""
+    data = failed(cause, None, kind="became_unknown", outcome="unknown", t=0)
+    data["events"].append(ev(5, "resolved", "a#1", "w1", outcome=outcome, reason=reason))
+    data["ledger"] = [exchange(behaviour, ledger.pop("status", 200), **ledger)]
+    return data
+
+
+def test_a_lookup_agrees_with_the_work_the_fake_did() -> None:
+    billed = {"billed": True, "finished": True, "delivered": False}
+    said = "provider lookup: finished with a result"
+    assert ground(resolved_unknown("accept_then_drop", "succeeded", said, **billed)) == []
+    said = "provider lookup: finished without a result (lookup_no_result)"
+    nothing = {"billed": False, "finished": True, "status": None}
+    assert ground(resolved_unknown("reset_before_headers", "failed", said, **nothing)) == []
+    (finding,) = ground(resolved_unknown("accept_then_drop", "failed", said, **billed))
+    assert finding.invariant == "I8"
+    assert "resolved failed by its provider's lookup, yet the fake did billed work" in (
+        finding.message
+    )
+    said = "provider lookup: finished with a result"
+    (finding,) = ground(resolved_unknown("reset_before_headers", "succeeded", said, **nothing))
+    assert finding.invariant == "I4" and "never finished billed work" in finding.message
+
+
+def test_a_late_answer_resolves_as_the_fakes_ending_makes_it() -> None:
+    said = "provider answered: stream_stalled: ReadTimeout: timed out"
+    data = resolved_unknown("stream_stall", "failed", said, "deadline", billed=True, finished=False)
+    assert ground(data) == []
+    data["events"][-1]["detail"]["outcome"] = "succeeded"
+    (finding,) = ground(data)
+    assert "which the fake's ending makes executed_unusable" in finding.message
+
+
+def test_a_late_answer_names_the_cause_its_status_names() -> None:
+    said = "provider answered: server_error: HTTP 503: down"
+    data = resolved_unknown("service_unavailable", "failed", said, "deadline", status=503)
+    data["operations"][1]["t"] = 5  # the answer came at 5
+    (finding,) = ground(data)
+    assert "named server_error; the status the fake sent names unavailable" in finding.message
+
+
+def test_an_operators_resolution_is_not_the_ledgers_to_judge() -> None:
+    data = resolved_unknown("accept_then_drop", "failed", "confirmed it never ran", billed=True)
+    assert ground(data) == []
+
+
+def test_a_call_the_harness_aborted_is_not_judged_by_the_fakes_ending() -> None:
+    data = failed("connection_reset", None, kind="became_unknown", outcome="unknown", error="x")
+    data["ledger"] = [exchange("success", 200, delivered=False)]
+    (finding,) = ground(data)  # a whole 200 recorded unknown
+    assert "makes a#1's call executed" in finding.message
+    data["events"].insert(1, ev(0.5, "attempt_call_aborted", "a#1"))
+    assert ground(data) == []
