@@ -25,6 +25,7 @@ from harness.core import fingerprint as fingerprints
 from harness.core import models
 from harness.core.failover import build_request
 from harness.core.models import Created
+from harness.core.signals import Signal
 from harness.core.states import (
     LIVE_ATTEMPT_STATES,
     AttemptEvent,
@@ -406,6 +407,18 @@ def _unusable_accepted() -> Patches:
     return _outcome_rewrite(rewrite)
 
 
+def _rate_limit_misnamed() -> Patches:
+    """The outcome table's row for a 429 names it a server error: the attempt's evidence
+    says the provider failed when it said "slow down"."""
+
+    def rewrite(outcome: Any) -> Any:
+        if outcome.reason == Signal.RATE_LIMITED:
+            return dataclasses.replace(outcome, reason=Signal.SERVER_ERROR)
+        return outcome
+
+    return _outcome_rewrite(rewrite)
+
+
 def _failover_without_gate() -> Patches:
     def check(self: AttemptUnits, job: Any, provider: str, *, actor: str) -> None:
         return None
@@ -573,6 +586,12 @@ MUTANTS: tuple[Mutant, ...] = (
         _retry_unknown_blindly,
     ),
     Mutant(
+        "rate_limit_misnamed",
+        "I4",
+        "a 429 is recorded as a server error: the evidence names what the provider never said",
+        _rate_limit_misnamed,
+    ),
+    Mutant(
         "failover_without_gate",
         "I7",
         "the fallback starts without asking the contract gate",
@@ -666,6 +685,7 @@ STORY = {
     "retry_unknown_blindly": "crash-recovery",
     "failover_without_gate": "contract-gate",
     "retry_after_ignored": "retry-after-holds-every-job",
+    "rate_limit_misnamed": "retry-after-holds-every-job",
     "breaker_never_opens": "breaker-outage",
     "resolution_strands_job": "resolve-continues-chain",
     "exhausted_chain_left_pending": "chain-exhausted",
