@@ -82,7 +82,7 @@ class StreamOptions(BaseModel):
 
 
 AT_MOST_4 = Field(max_length=4)
-"""`stop`: at most 4 sequences in a list, or 4 characters in a single one."""
+"""`stop`: at most 4 sequences in a list (a single one may be of any length)."""
 
 
 class ChatCompletionRequest(BaseModel):
@@ -96,7 +96,7 @@ class ChatCompletionRequest(BaseModel):
     max_completion_tokens: int | None = Field(default=None, ge=1, le=1_000_000)
     temperature: float | None = Field(default=None, ge=0, le=2)
     top_p: float | None = Field(default=None, ge=0, le=1)
-    stop: Annotated[str, AT_MOST_4] | Annotated[list[str], AT_MOST_4] | None = None
+    stop: str | Annotated[list[str], AT_MOST_4] | None = None
     n: int | None = Field(default=None, ge=1, le=1)
     tools: list[dict[str, Any]] | None = None
     tool_choice: str | dict[str, Any] | None = None

@@ -85,6 +85,12 @@ class ResponseUsage(BaseModel):
     total_tokens: int
 
 
+class IncompleteDetails(BaseModel):
+    """Why a response ended `incomplete`: `max_output_tokens` or `content_filter`."""
+
+    reason: Literal["max_output_tokens", "content_filter"]
+
+
 class ResponseObject(BaseModel):
     """The answer: the winning attempt's text, usage and model."""
 
@@ -95,6 +101,7 @@ class ResponseObject(BaseModel):
     model: str
     output: list[OutputItem]
     usage: ResponseUsage
+    incomplete_details: IncompleteDetails | None = None
 
 
 TEXT = frozenset({"input_text", "output_text"})
@@ -192,13 +199,25 @@ def _tools(body: Mapping[str, Any]) -> dict[str, Any]:
     return found
 
 
-def response_of(held: Held, *, status: str = "completed") -> dict[str, Any]:
-    """The job as a `response` object (`status` in_progress for the stream's first
-    events, with no output yet)."""
+INCOMPLETE = {"length": "max_output_tokens", "content_filter": "content_filter"}
+"""The answer's normalised finish reasons that end a response `incomplete`, and the
+`incomplete_details.reason` each gives (any other ending is `completed`)."""
+
+
+def final_status(held: Held) -> str:
+    """`incomplete` for an answer cut at its limit or by a filter, else `completed`."""
+    return "incomplete" if dict(held.result).get("finish_reason") in INCOMPLETE else "completed"
+
+
+def response_of(held: Held, *, status: str | None = None) -> dict[str, Any]:
+    """The job as a `response` object: its final status (`final_status`), or the
+    `status` asked for (in_progress for the stream's first events, with no output yet)."""
     result = dict(held.result)
     usage = result.get("usage") or {}
     given, made = int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0))
-    done = status == "completed"
+    status = status or final_status(held)
+    done = status != "in_progress"
+    cut = INCOMPLETE.get(result.get("finish_reason") or "") if done else None
     return {
         "id": f"resp_job{held.job.id}",
         "object": "response",
@@ -216,7 +235,7 @@ def response_of(held: Held, *, status: str = "completed") -> dict[str, Any]:
         if done
         else None,
         "error": None,
-        "incomplete_details": None,
+        "incomplete_details": {"reason": cut} if cut else None,
         "instructions": None,
         "metadata": {},
         "parallel_tool_calls": False,
@@ -250,7 +269,7 @@ def _message(held: Held, text: str) -> dict[str, Any]:
     return {
         "type": "message",
         "id": f"msg_job{held.job.id}",
-        "status": "completed",
+        "status": final_status(held),
         "role": "assistant",
         "content": [{"type": "output_text", "text": text, "annotations": []}],
     }
@@ -266,7 +285,7 @@ def events(held: Held, body: Mapping[str, Any]) -> list[str]:
     ]
     for index, item in enumerate(whole["output"]):
         steps += _item_events(index, item)
-    steps.append(("response.completed", {"response": whole}))
+    steps.append((f"response.{whole['status']}", {"response": whole}))
     return [
         sse.event({"type": name, "sequence_number": n, **data}, name)
         for n, (name, data) in enumerate(steps)

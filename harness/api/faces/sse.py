@@ -185,6 +185,7 @@ def responses_events(ref: Callable[[str], dict[str, Any]]) -> dict[str, dict[str
         "response.function_call_arguments.done": {**item, "arguments": _STR},
         "response.output_item.done": {"output_index": _INT, "item": _OBJ},
         "response.completed": {"response": ref("ResponseObject")},
+        "response.incomplete": {"response": ref("ResponseObject")},
         "error": {"message": _STR},
     }
     return _typed_events(
