@@ -242,9 +242,9 @@ class _StreamReader:
     def _responses(self, kind: str | None, chunk: dict[str, Any]) -> None:
         if kind == "response.output_text.delta":
             self.parts.append(chunk.get("delta", ""))
-        elif kind in ("response.created", "response.completed"):
+        elif kind in ("response.created", *_RESPONSE_ENDS):
             self.model = (chunk.get("response") or {}).get("model") or self.model
-            self.complete = self.complete or kind == "response.completed"
+            self.complete = self.complete or kind in _RESPONSE_ENDS
 
     def _anthropic(self, kind: str | None, chunk: dict[str, Any]) -> None:
         if kind == "message_start":
@@ -255,6 +255,10 @@ class _StreamReader:
                 self.parts.append(delta.get("text", ""))
         elif kind == "message_stop":
             self.complete = True
+
+
+_RESPONSE_ENDS = ("response.completed", "response.incomplete")
+"""A Responses stream's last event when it ends whole (`incomplete`: cut at its limit)."""
 
 
 def _chunk_usage(chunk: dict[str, Any]) -> Any:
