@@ -1,12 +1,13 @@
 """Judging a run: each step's answer against its `expect`, the final jobs, events and
-ledger against the scenario's `expect`, and the `reached` assertions that prove the race
-happened. Pure: a scenario and a history mapping in, failure sentences out.
+ledger against the scenario's `expect`, what each provider received against its `sent`,
+and the `reached` assertions that prove the race happened. Pure: a scenario and a
+history mapping in (and, in-process, what the fakes received), failure sentences out.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from harness.scenarios.actions import http_status
@@ -42,16 +43,26 @@ def judge_step(scenario: Scenario, step: Step, answer: Any) -> str | None:
     )
 
 
-def judge(scenario: Scenario, history: Mapping[str, Any], *, late: float = 0.0) -> list[str]:
+def judge(
+    scenario: Scenario,
+    history: Mapping[str, Any],
+    *,
+    late: float = 0.0,
+    received: Sequence[Mapping[str, Any]] | None = None,
+) -> list[str]:
     """Every way the final state differs from the scenario's `expect` and `reached`.
     An instant (`started_at`) may be up to `late` scenario seconds after the one the file
     gives, never before: a live server's own poll and request handling take real time
-    (0 in-process, where the clock is virtual and every instant exact)."""
+    (0 in-process, where the clock is virtual and every instant exact). `received`: what
+    each request the fakes recorded carried (`received_requests`), for `expect.sent`;
+    None where the target cannot show it (over HTTP), and `sent` then says nothing."""
     expect = scenario.expect
     found: list[str] = []
     for alias, wanted in (expect.get("jobs") or {}).items():
         found.extend(f"job {alias}: {m}" for m in _job(alias, wanted, history, late))
     found.extend(_ledger(expect.get("ledger") or {}, history))
+    if received is not None:
+        found.extend(_sent(expect.get("sent") or {}, received))
     found.extend(_per_owner(expect.get("jobs_per_owner") or {}, history))
     if expect.get("settled"):
         found.extend(f"not settled: {block}" for block in finding_blocks(unsettled(history)))
@@ -69,10 +80,11 @@ def _job(
     if job is None:
         yield "never created"
         return
-    kinds = [e["kind"] for e in history["events"] if e["job"] == alias]
+    events = [e for e in history["events"] if e["job"] == alias]
     yield from _job_state(job, wanted)
     yield from _attempt_fields(job, wanted, late)
-    yield from _job_events(kinds, wanted)
+    yield from _job_events([e["kind"] for e in events], wanted)
+    yield from _event_details(events, wanted.get("detail") or {})
 
 
 def _job_state(job: Mapping[str, Any], wanted: Mapping[str, Any]) -> Iterator[str]:
@@ -133,6 +145,24 @@ def _job_events(kinds: list[str], wanted: Mapping[str, Any]) -> Iterator[str]:
             yield f"event {kind} happened {kinds.count(kind)} time(s), expected {expected}"
 
 
+def _event_details(
+    events: list[Mapping[str, Any]], wanted: Mapping[str, Mapping[str, Any]]
+) -> Iterator[str]:
+    """`detail: {KIND: {field: value}}`: some event of that kind carries every field given
+    with that value (a job that failed as `content_filtered`, a wait for a `held`
+    provider, a skip for an `open` breaker)."""
+    for kind, fields in wanted.items():
+        details = [e.get("detail") or {} for e in events if e["kind"] == kind]
+        if not any(all(_same(d.get(k), v) for k, v in fields.items()) for d in details):
+            seen = value_text(details) if details else "none"
+            yield f"no {kind} event with {value_text(dict(fields))} (its details: {seen})"
+
+
+def _same(seen: Any, wanted: Any) -> bool:
+    """Equal, and a boolean only to a boolean (`true` is not 1)."""
+    return isinstance(seen, bool) == isinstance(wanted, bool) and seen == wanted
+
+
 def _in_order(wanted: list[str], kinds: list[str]) -> bool:
     rest = iter(kinds)
     return all(any(k == w for k in rest) for w in wanted)
@@ -146,6 +176,44 @@ def _ledger(wanted: Mapping[str, int], history: Mapping[str, Any]) -> Iterator[s
         got = counts.get(PROVIDER_API[provider], 0)
         if got != count:
             yield f"ledger: {got} execution(s) on {provider}, expected {count}"
+
+
+RECEIVED_FIELDS = ("model", "stream", "stored", "metadata", "max_tokens", "temperature", "endpoint")
+"""What `expect.sent` may state of each request a provider received (the fakes' ledger)."""
+
+
+def received_requests(entries: Iterable[Any]) -> list[dict[str, Any]]:
+    """What each request the fakes recorded carried, by the scenario's provider name
+    (from the fakes' ledger entries; a request the fake refused as invalid is kept
+    too: it was sent)."""
+    names = {api: name for name, api in PROVIDER_API.items()}
+    return [
+        {
+            "provider": names.get(entry.provider_kind, entry.provider_kind),
+            **{f: getattr(entry, f) for f in RECEIVED_FIELDS},
+        }
+        for entry in entries
+    ]
+
+
+def _sent(
+    wanted: Mapping[str, Mapping[str, Any]], received: Sequence[Mapping[str, Any]]
+) -> Iterator[str]:
+    """`sent: {provider: {field: value}}`: the provider received at least one request,
+    and every one carried each field given with that value."""
+    for provider, fields in wanted.items():
+        mine = [r for r in received if r["provider"] == provider]
+        if not mine:
+            yield f"sent: {provider} received no request"
+            continue
+        for name, value in fields.items():
+            seen = [r.get(name) for r in mine]
+            odd = [v for v in seen if not _same(v, value)]
+            if odd:
+                yield (
+                    f"sent: {provider} received {name} {value_text(odd[0])} in "
+                    f"{len(odd)} of {len(seen)} request(s), expected {value_text(value)}"
+                )
 
 
 def _per_owner(wanted: Mapping[str, int], history: Mapping[str, Any]) -> Iterator[str]:

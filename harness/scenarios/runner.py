@@ -30,7 +30,7 @@ from harness.errors import HarnessError, ScenarioError
 from harness.scenarios.actions import ACTIONS
 from harness.scenarios.api_view import observe
 from harness.scenarios.checker import Finding, check_history
-from harness.scenarios.expectations import judge, judge_step
+from harness.scenarios.expectations import judge, judge_step, received_requests
 from harness.scenarios.history import History, seconds
 from harness.scenarios.model import Scenario
 from harness.scenarios.stage import DOCUMENTED_MAX_RUNTIME, Stage
@@ -111,6 +111,7 @@ def run_scenario(
     namespace = namespace or f"scn-{uuid.uuid4().hex[:10]}"
     result = RunResult(scenario, dialect, seed, 0.0)
     stored: list[Finding] = []
+    received: list[dict[str, Any]] = []
     quiet = logging.getLogger("harness")
     level = quiet.level
     quiet.setLevel(logging.CRITICAL)  # crashes and refusals are the point, not noise
@@ -120,6 +121,7 @@ def run_scenario(
             _play(stage, result)
             jobs, events = stage.snapshot()
             ledger = stage.fakes.ledger.entries()
+            received = received_requests(ledger)
             stored = _store_findings(stage, jobs, events, ledger)
             stage.history.finish(jobs, events, ledger)
             stage.history.api = observe(stage, jobs) if observe_api else None
@@ -133,7 +135,7 @@ def run_scenario(
         quiet.setLevel(level)
     if result.history is not None:
         data = result.history.to_dict()
-        result.failures.extend(judge(scenario, data))
+        result.failures.extend(judge(scenario, data, received=received))
         result.findings = [*check_history(data), *stored]
     result.seconds = time.perf_counter() - started
     return result
