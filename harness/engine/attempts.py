@@ -29,6 +29,7 @@ from harness.errors import (
     IntegrityViolation,
     InvalidTransition,
 )
+from harness.store import journal
 from harness.store import queries as q
 from harness.store.tables import LIVE_SLOT_INDEX
 
@@ -47,7 +48,7 @@ _WIN = (
     "fence_live_attempts",
     "get_job",
 )
-"""The statements `queries.lock_attempt_job` and `queries.complete_and_fence` stand for."""
+"""The statements `queries.complete_and_fence` stands for."""
 
 
 class AttemptUnits(BaseUnits):
@@ -336,26 +337,23 @@ class AttemptUnits(BaseUnits):
         cancelled attempt's late answer, is kept for audit and never becomes the result."""
         self.faults.hit(fp.BEFORE_COMPLETE)
         now = self.clock.now()
-        with self.db.write() as conn:
-            if not self._fused(_WIN):
-                attempt = self._attempt(conn, attempt_id, lock=True)
-                return self._complete(conn, attempt, result, provider_request_id, now=now)
-            # PostgreSQL: the job's lock, then the win in one statement; a refused swap
-            # wrote nothing and takes the general path (a loser, a fenced attempt).
-            job_id = q.lock_attempt_job(conn, attempt_id)
-            won = None
-            if job_id is not None:
+        if self._fused(_WIN):  # PostgreSQL: the job's lock and the win, one round trip
+            with self.db.driver() as raw:
                 won = q.complete_and_fence(
-                    conn,
-                    job_id=job_id,
+                    raw,
                     attempt_id=attempt_id,
                     result=result,
                     provider_request_id=provider_request_id,
                     now=now,
                 )
             if won is not None:
-                return Completion(won=True, job=won[0], attempt=won[1], reason=None)
-            attempt = self._attempt(conn, attempt_id)  # its job is locked already
+                job, winner, recorded = won
+                if self.db.listeners or journal.wanted():
+                    journal.committed(recorded, self.db.listeners)
+                return Completion(won=True, job=job, attempt=winner, reason=None)
+            # refused (a loser, a fenced attempt) or no such attempt: nothing was written
+        with self.db.write() as conn:
+            attempt = self._attempt(conn, attempt_id, lock=True)
             return self._complete(conn, attempt, result, provider_request_id, now=now)
 
     def _complete(

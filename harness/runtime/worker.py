@@ -248,12 +248,14 @@ class Worker:
         outcome kinds to engine operations), and feed the provider's shared breaker.
         True when the attempt is now past its deadline's reach (recorded, or moved on
         before); False when recording failed and the deadline must still cover it."""
-        recorded, after = True, None
+        recorded, told = True, False
         try:
             if outcome.kind is OutcomeKind.EXECUTED:
                 after = self.engine.complete_attempt(
                     attempt.id, outcome.result(), provider_request_id=outcome.request_id
                 ).job
+                # The waiters answer now; the breaker's bookkeeping needs no one to wait.
+                told = self._tell(attempt.job_id, after)
                 self._healthy(attempt)
             elif outcome.kind is OutcomeKind.UNKNOWN:
                 self.engine.record_unknown(
@@ -289,10 +291,17 @@ class Worker:
         except HarnessError:
             log.exception("recording the outcome of attempt %s failed", attempt.id)
             recorded = False
-        for listener in self.outcome_listeners:
-            listener(attempt.job_id, after)
+        if not told:
+            self._tell(attempt.job_id, None)
         self.abort_lost_calls(attempt.job_id)
         return recorded
+
+    def _tell(self, job_id: int, job: Job | None) -> bool:
+        """Tell the outcome listeners that job `job_id` has a recorded outcome (and `job`,
+        the job as it left it, when known)."""
+        for listener in self.outcome_listeners:
+            listener(job_id, job)
+        return True
 
     def abort_lost_calls(self, job_id: int | None = None) -> int:
         """Abort the in-flight call of every attempt (of `job_id`, else of any job) that

@@ -126,7 +126,7 @@ def _create_or_replay_postgresql() -> Any:
     )
 
 
-class _Compiled:
+class Compiled:
     """A statement compiled once for one dialect: its SQL and its constant parameters."""
 
     def __init__(self, statement: Any, dialect: Any, *, given: tuple[str, ...]) -> None:
@@ -152,14 +152,14 @@ _GIVEN = (
     "policy",
     "now",
 )
-_PG = _Compiled(
+_PG = Compiled(
     _create_or_replay_postgresql(),
     psycopg.dialect(),  # type: ignore[no-untyped-call]  # SQLAlchemy leaves it unannotated
     given=(*_GIVEN, "trace_parent"),
 )
 _NAMED = sqlite.dialect(paramstyle="named")
-_SQLITE_UPSERT = _Compiled(_upsert(sqlite), _NAMED, given=_GIVEN)
-_SQLITE_EVENT = _Compiled(
+_SQLITE_UPSERT = Compiled(_upsert(sqlite), _NAMED, given=_GIVEN)
+_SQLITE_EVENT = Compiled(
     sa.insert(events).values(
         job_id=sa.bindparam("job_id"),
         kind=sa.bindparam("kind"),
@@ -170,10 +170,10 @@ _SQLITE_EVENT = _Compiled(
     _NAMED,
     given=("job_id", "kind", "owner", "detail", "now"),
 )
-_SQLITE_LAST_KIND = _Compiled(
+_SQLITE_LAST_KIND = Compiled(
     sa.select(_last_kind(sa.bindparam("job_id"))), _NAMED, given=("job_id",)
 )
-_SQLITE_ATTEMPTS = _Compiled(
+_SQLITE_ATTEMPTS = Compiled(
     sa.select(attempts)
     .where(attempts.c.job_id == sa.bindparam("job_id"))
     .order_by(attempts.c.number),

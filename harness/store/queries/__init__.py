@@ -29,7 +29,6 @@ from harness.store.queries.attempts import (
 from harness.store.queries.fused import (
     claim_and_start,
     complete_and_fence,
-    lock_attempt_job,
 )
 from harness.store.queries.health import (
     forget_health,
@@ -96,7 +95,6 @@ __all__ = [
     "list_health",
     "list_verdicts",
     "live_attempt_states",
-    "lock_attempt_job",
     "lock_health",
     "lock_job",
     "new_job_ids",

@@ -1,4 +1,4 @@
-"""PostgreSQL: a start and a winning completion, each one statement (one round trip).
+"""PostgreSQL: a start and a winning completion, each one round trip.
 
 An attempt's start is three writes (claim the job's next number, insert the attempt,
 record `attempt_started`) and a win five (the job's compare-and-swap, the winner's move,
@@ -11,24 +11,31 @@ the statements they stand for (`jobs._claim_statement`, `jobs._COMPLETE_JOB`,
 `attempts._transition_statement`); when the first refuses, nothing is written and the
 caller takes the general path to learn why.
 
-A statement sees one snapshot, taken before it runs: the win is run after the job's row
-lock is taken (`jobs.lock_job`, in the caller's transaction), so its snapshot holds every
-change of the job's earlier writers, as the separate statements' did. The job a win
-returns is built from what the statement wrote (its RETURNING rows) and the attempts it
-left alone, not read back.
+A statement sees one snapshot, taken before it runs: the win runs after a statement that
+takes the job's row lock, in one transaction, so its snapshot holds every change of the
+job's earlier writers, as the separate statements' did (a statement that took the lock
+itself would see the attempt as it was before the lock's wait). The two are sent
+together, with the transaction's BEGIN and COMMIT, in a pipeline: one round trip. The job
+a win returns is built from what the statement wrote (its RETURNING rows) and the
+attempts it left alone, not read back. The start runs in autocommit.
 
 SQLite keeps the separate statements: a round trip there costs nothing.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from contextlib import nullcontext
 from datetime import datetime
 from functools import cache
 from typing import Any
 
+import psycopg
 import sqlalchemy as sa
+from psycopg.pq import TransactionStatus
 from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.dialects.postgresql import psycopg as psycopg_dialect
 from sqlalchemy.engine import Connection
 
 from harness.core.models import Attempt
@@ -47,11 +54,14 @@ from harness.core.states import (
     job_sources,
 )
 from harness.store import journal, rows
+from harness.store.creates import Compiled
+from harness.store.journal import Fields
 from harness.store.queries.jobs import _claim_statement
 from harness.store.queries.literal import among
 from harness.store.rows import JobRecord
 from harness.store.tables import attempts, events, jobs
 
+_PSYCOPG = psycopg_dialect.dialect()  # type: ignore[no-untyped-call]  # unannotated
 _STARTED = [
     "job_id",
     "number",
@@ -158,45 +168,25 @@ def _start_statement(first: bool, sources: frozenset[JobState], status: JobState
     return sa.select(inserted).add_cte(event)
 
 
-def lock_attempt_job(conn: Connection, attempt_id: int) -> int | None:
-    """Lock the job of attempt `attempt_id` (an attempt never changes job); its id, or
-    None when there is no such attempt. One statement: the attempt's job and its lock."""
-    return conn.execute(_LOCK_ATTEMPT_JOB, {"attempt_id": attempt_id}).scalar()
-
-
-_LOCK_ATTEMPT_JOB = (
-    sa.select(jobs.c.id)
-    .where(
-        jobs.c.id
-        == sa.select(attempts.c.job_id)
-        .where(attempts.c.id == sa.bindparam("attempt_id"))
-        .scalar_subquery()
-    )
-    .with_for_update()
-)
-
-
 def complete_and_fence(
-    conn: Connection,
-    *,
-    job_id: int,
-    attempt_id: int,
-    result: Any,
-    provider_request_id: str | None,
-    now: datetime,
-) -> tuple[JobRecord, Attempt] | None:
-    """The compare-and-swap that picks the one winner (`jobs.complete_job`'s, against the
-    attempt's own read version), and when it wins: the attempt succeeded, `won`
-    recorded, every other live attempt superseded with its `attempt_superseded`, in one
-    statement; the job as it left it and the winner. None when the swap refuses
-    (nothing written). The caller holds the job's lock (`lock_attempt_job`)."""
+    raw: Any, *, attempt_id: int, result: Any, provider_request_id: str | None, now: datetime
+) -> tuple[JobRecord, Attempt, list[Fields]] | None:
+    """Lock the job of attempt `attempt_id`, then run the compare-and-swap that picks
+    the one winner (`jobs.complete_job`'s, against the attempt's own read version) and,
+    when it wins, the attempt succeeded, `won` recorded, every other live attempt
+    superseded with its `attempt_superseded`: in one transaction of two statements, sent
+    together (a pipeline: one round trip). The job as it left it, the winner, and the
+    events' fields for the journal; None when the swap refuses or there is no such
+    attempt (nothing written).
+
+    `raw` is the driver connection of `Database.driver()` (autocommit: the transaction
+    is begun and committed here)."""
     reason = DiscardReason.JOB_COMPLETED
     # No parameter is named as a column of a table the statement updates: SQLAlchemy
-    # would add it to that UPDATE's SET clause.
+    # would add it to that UPDATE's SET clause when compiling.
     given = {
-        "w_job": job_id,
         "w_attempt": attempt_id,
-        "w_result": result,
+        "w_result": json.dumps(result),
         "w_request": provider_request_id or None,
         "now": now,
         "w_outcome": OutcomeKind.EXECUTED.value,
@@ -205,22 +195,61 @@ def complete_and_fence(
         "reason": reason.value,
         "w_error": f"fenced: {reason.value}; it may still finish at the provider",
     }
-    found = conn.execute(_win_statement(*_win_key()), given).mappings().all()
+    win = _compiled_win(*_win_key())
+    try:
+        with raw.pipeline() if psycopg.Pipeline.is_supported() else nullcontext():
+            raw.execute("BEGIN")
+            raw.execute(_LOCK.sql, _LOCK.params(w_attempt=attempt_id))
+            cursor = raw.execute(win.sql, win.params(**given))
+            raw.execute("COMMIT")
+        found = cursor.fetchall()
+    except BaseException:
+        if not raw.closed and raw.info.transaction_status != TransactionStatus.IDLE:
+            raw.execute("ROLLBACK")
+        raise
     if not found:
         return None
-    by_id = {r[rows.PREFIX + "id"]: r for r in found}
-    job_attempts = [
-        rows.attempt_of({n: r[rows.PREFIX + n] for n in rows.ATTEMPT_COLUMNS})
-        for r in sorted(by_id.values(), key=lambda r: r[rows.PREFIX + "number"])
-    ]
-    job = rows.job_of(found[0], job_attempts)
-    winner = next(a for a in job_attempts if a.id == attempt_id)
-    _journal(conn, EventKind.WON, winner)
-    for row in found:
-        if row["fenced"]:
-            fenced = next(a for a in job_attempts if a.id == row[rows.PREFIX + "id"])
-            _journal(conn, EventKind.ATTEMPT_SUPERSEDED, fenced)
-    return job, winner
+    width, span = len(rows.JOB_COLUMNS), len(rows.ATTEMPT_COLUMNS)
+    made = sorted(
+        (
+            (rows.attempt_of(rows.driver_attempt(r[width : width + span], text=False)), r[-1])
+            for r in found
+        ),
+        key=lambda pair: pair[0].number,
+    )
+    job = rows.job_of(rows.driver_job(found[0][:width], text=False), [a for a, _ in made])
+    winner = next(a for a, _ in made if a.id == attempt_id)
+    recorded = [_fields(EventKind.WON, winner)]
+    recorded += [_fields(EventKind.ATTEMPT_SUPERSEDED, a) for a, fenced in made if fenced]
+    return job, winner, recorded
+
+
+_LOCK = Compiled(
+    sa.select(jobs.c.id)
+    .where(
+        jobs.c.id
+        == sa.select(attempts.c.job_id)
+        .where(attempts.c.id == sa.bindparam("w_attempt"))
+        .scalar_subquery()
+    )
+    .with_for_update(),
+    _PSYCOPG,
+    given=("w_attempt",),
+)
+
+
+@cache
+def _compiled_win(
+    job_from: frozenset[JobState],
+    succeed_from: frozenset[AttemptState],
+    supersede_from: frozenset[AttemptState],
+) -> Compiled:
+    given = ("w_attempt", "w_result", "w_request", "now", "w_outcome", "won", "superseded")
+    return Compiled(
+        _win_statement(job_from, succeed_from, supersede_from),
+        _PSYCOPG,
+        given=(*given, "reason", "w_error"),
+    )
 
 
 def _win_key() -> tuple[frozenset[JobState], frozenset[AttemptState], frozenset[AttemptState]]:
@@ -243,7 +272,7 @@ def _win_statement(
         return sa.bindparam(name, type_=column.type)
 
     attempt_id = bind("w_attempt", attempts.c.id)
-    job_id = bind("w_job", jobs.c.id)
+    job_id = sa.select(attempts.c.job_id).where(attempts.c.id == attempt_id).scalar_subquery()
     now = bind("now", attempts.c.finished_at)
     own = attempts.alias("own")
     swapped = (
@@ -383,19 +412,20 @@ def _win_events(swapped: Any, moved: Any, fenced: Any, live: Any, now: Any) -> A
 def _journal(
     conn: Connection, kind: EventKind, attempt: Attempt, *, actor: str | None = None
 ) -> None:
-    """The event's fields for the log and the listeners, as `history.insert_event`
-    keeps them."""
+    """Keep the event's fields for the log and the listeners (`journal`)."""
     if journal.recording(conn):
-        journal.note(
-            conn,
-            {
-                "action": kind.value,
-                "job_id": attempt.job_id,
-                "attempt_id": attempt.id,
-                "provider": attempt.provider,
-                "actor": actor,
-            },
-        )
+        journal.note(conn, _fields(kind, attempt, actor=actor))
 
 
-__all__: Sequence[str] = ("claim_and_start", "complete_and_fence", "lock_attempt_job")
+def _fields(kind: EventKind, attempt: Attempt, *, actor: str | None = None) -> Fields:
+    """An event's fields as `history.insert_event` keeps them for the journal."""
+    return {
+        "action": kind.value,
+        "job_id": attempt.job_id,
+        "attempt_id": attempt.id,
+        "provider": attempt.provider,
+        "actor": actor,
+    }
+
+
+__all__: Sequence[str] = ("claim_and_start", "complete_and_fence")
