@@ -127,11 +127,14 @@ def _create_or_replay_postgresql() -> Any:
 
 
 class Compiled:
-    """A statement compiled once for one dialect: its SQL and its constant parameters."""
+    """A statement compiled once for one dialect: its SQL and its constant parameters.
+    With a dialect of numbered parameters (`$1`, PostgreSQL's own), `args` gives them in
+    their order, for a driver cursor that sends the SQL as it is (`psycopg.RawCursor`)."""
 
     def __init__(self, statement: Any, dialect: Any, *, given: tuple[str, ...]) -> None:
         compiled = statement.compile(dialect=dialect)
         self.sql = str(compiled)
+        self.order = tuple(compiled.positiontup or ())
         placeholders = dict.fromkeys(given)
         self.constants = {
             k: v for k, v in compiled.construct_params(placeholders).items() if k not in given
@@ -139,6 +142,10 @@ class Compiled:
 
     def params(self, **given: Any) -> dict[str, Any]:
         return {**self.constants, **given}
+
+    def args(self, **given: Any) -> tuple[Any, ...]:
+        values = self.params(**given)
+        return tuple(values[name] for name in self.order)
 
 
 _GIVEN = (

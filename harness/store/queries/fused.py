@@ -62,6 +62,7 @@ from harness.store.rows import JobRecord
 from harness.store.tables import attempts, events, jobs
 
 _PSYCOPG = psycopg_dialect.dialect()  # type: ignore[no-untyped-call]  # unannotated
+_NUMBERED = psycopg_dialect.dialect(paramstyle="numeric_dollar")  # type: ignore[no-untyped-call]
 _STARTED = [
     "job_id",
     "number",
@@ -200,7 +201,9 @@ def complete_and_fence(
         with raw.pipeline() if psycopg.Pipeline.is_supported() else nullcontext():
             raw.execute("BEGIN")
             raw.execute(_LOCK.sql, _LOCK.params(w_attempt=attempt_id))
-            cursor = raw.execute(win.sql, win.params(**given))
+            # numbered parameters, sent as they are: psycopg converts named ones with a
+            # regular expression per call for a statement this long (it caches short ones)
+            cursor = psycopg.RawCursor(raw).execute(win.sql, win.args(**given))
             raw.execute("COMMIT")
         found = cursor.fetchall()
     except BaseException:
@@ -247,7 +250,7 @@ def _compiled_win(
     given = ("w_attempt", "w_result", "w_request", "now", "w_outcome", "won", "superseded")
     return Compiled(
         _win_statement(job_from, succeed_from, supersede_from),
-        _PSYCOPG,
+        _NUMBERED,
         given=(*given, "reason", "w_error"),
     )
 
