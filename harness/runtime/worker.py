@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 from harness.core.breaker import (
     Availability,
     BreakerState,
+    Health,
     availability,
     available_after,
 )
@@ -52,6 +53,7 @@ from harness.core.states import (
     Resolution,
 )
 from harness.engine import Engine
+from harness.engine.health import health_view
 from harness.errors import (
     AttemptRefused,
     HarnessError,
@@ -120,7 +122,8 @@ class Worker:
         job = job if job is not None and job.id == job_id else self.engine.get_job(job_id)
         if job.status is not JobState.PENDING or job.attempt_count:
             return None
-        return self._carry_out(job, self._plan(job), first=True)
+        # the providers' health as read beside the job's creation, when it was
+        return self._carry_out(job, self._plan(job, read=getattr(job, "health", None)), first=True)
 
     def fallback(self, job_id: int, provider: str | None = None, *, actor: str) -> Attempt:
         """The fallback button: start the next (or the named) provider now.
@@ -396,12 +399,24 @@ class Worker:
             return None
         return self._carry_out(job, self._plan(job), first=not job.attempt_count)
 
-    def _plan(self, job: Job, refused: frozenset[str] = frozenset()) -> Plan:
+    def _plan(
+        self,
+        job: Job,
+        refused: frozenset[str] = frozenset(),
+        *,
+        read: Sequence[Health] | None = None,
+    ) -> Plan:
         """`refused`: providers the gate just refused for this job; the plan passes them
-        over for good (they stay refused until a verdict changes)."""
+        over for good (they stay refused until a verdict changes). `read`: the providers'
+        stored health, when it was just read (else it is read now)."""
         now = self.engine.clock.now()
         view: dict[str, tuple[Availability, datetime | None]] = {}
-        for name, health in self.engine.provider_health(list(job.providers)).items():
+        found = (
+            self.engine.provider_health(list(job.providers))
+            if read is None
+            else health_view(list(job.providers), read)
+        )
+        for name, health in found.items():
             view[name] = (
                 availability(health, now, self.settings.breaker),
                 available_after(health, self.settings.breaker),

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -33,10 +34,11 @@ from harness.store.rows import (
     attempt_of,
     driver_attempt,
     driver_job,
+    health_of,
     job_of,
     sqlite_time,
 )
-from harness.store.tables import attempts, events, jobs
+from harness.store.tables import attempts, events, jobs, provider_health
 
 
 def _job_values() -> dict[str, Any]:
@@ -164,6 +166,14 @@ _PG = Compiled(
     psycopg.dialect(),  # type: ignore[no-untyped-call]  # SQLAlchemy leaves it unannotated
     given=(*_GIVEN, "trace_parent"),
 )
+_HEALTH = Compiled(
+    sa.select(provider_health).where(
+        provider_health.c.provider
+        == sa.func.any(sa.bindparam("providers", type_=postgresql.ARRAY(sa.String)))
+    ),
+    psycopg.dialect(),  # type: ignore[no-untyped-call]  # SQLAlchemy leaves it unannotated
+    given=("providers",),
+)
 _NAMED = sqlite.dialect(paramstyle="named")
 _SQLITE_UPSERT = Compiled(_upsert(sqlite), _NAMED, given=_GIVEN)
 _SQLITE_EVENT = Compiled(
@@ -219,11 +229,19 @@ def insert_job(
     }
     if isinstance(conn, sqlite3.Connection):
         return _sqlite(conn, given, intent=intent, now=now, trace_parent=trace_parent)
-    rows = conn.execute(_PG.sql, _PG.params(**given, now=now, trace_parent=trace_parent)).fetchall()
+    params = _PG.params(**given, now=now, trace_parent=trace_parent)
+    with conn.pipeline():  # the providers' health read beside it: one round trip
+        made = conn.execute(_PG.sql, params)
+        read = conn.execute(_HEALTH.sql, _HEALTH.params(providers=list(intent.providers)))
+    rows, health = made.fetchall(), read.fetchall()
     if not rows:
         return None
     if rows[0][JOB_COLUMNS.index("replays")] == 0:
-        return _created(rows[0][0], intent=intent, given=given, now=now)
+        job = _created(rows[0][0], intent=intent, given=given, now=now)
+        names = [c.name for c in read.description or ()]
+        return replace(
+            job, health=tuple(health_of(dict(zip(names, r, strict=True))) for r in health)
+        )
     found = [
         attempt_of(driver_attempt(r[_WIDTH : _WIDTH + len(_ATTEMPTS)], text=False))
         for r in rows

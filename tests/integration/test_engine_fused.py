@@ -5,6 +5,7 @@ checker's broken engines replace one of them."""
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Iterator
@@ -12,9 +13,11 @@ from collections.abc import Iterator
 import pytest
 import sqlalchemy as sa
 
+from harness.core.breaker import BreakerState
 from harness.core.models import Intent, Policy
 from harness.core.states import AttemptEvent, AttemptState, EventKind, JobState
 from harness.engine import Engine
+from harness.engine.health import health_view
 from harness.store import queries
 from harness.store.database import Database
 
@@ -170,3 +173,28 @@ def _until_a_backend_waits_on_a_lock(db: Database) -> None:
                 return
         time.sleep(0.01)
     raise AssertionError("the completion never waited on the job's lock")
+
+
+def test_a_new_job_carries_its_providers_health_as_stored(engine: Engine, db: Database) -> None:
+    """PostgreSQL reads the providers' health beside the creation (one round trip), and
+    a new job's first plan starts from it: it must be what a read finds."""
+    now = engine.clock.now()
+    with db.write() as conn:
+        held = queries.lock_health(conn, "a", now=now)
+        queries.save_health(
+            conn, dataclasses.replace(held, state=BreakerState.OPEN, opened_at=now), now=now
+        )
+    created = engine.create_job(
+        "alice", "fresh", Intent(operation="op", input={}, providers=("a", "b"))
+    )
+    read = getattr(created.job, "health", None)
+    if db.dialect != "postgresql":
+        assert read is None  # read by the plan instead
+        return
+    assert read is not None
+    assert health_view(["a", "b"], read) == engine.provider_health(["a", "b"])
+    assert health_view(["a", "b"], read)["a"].state is BreakerState.OPEN
+    replayed = engine.create_job(
+        "alice", "fresh", Intent(operation="op", input={}, providers=("a", "b"))
+    )
+    assert getattr(replayed.job, "health", None) is None  # a replay starts nothing
