@@ -8,7 +8,9 @@ new job is built from what was inserted, not read back.
 
     PostgreSQL  one statement in autocommit (one round trip): the upsert, its `created`
                 event (or a `replayed` one when a burst of replays begins) and the job's
-                attempts; a replay's commit does not wait for the WAL flush.
+                attempts; a replay's commit does not wait for the WAL flush. Beside it,
+                in the same pipeline (still one round trip), the providers' health, which
+                a new job's first plan reads (`JobRecord.health`).
     SQLite      the upsert and its event in one `BEGIN IMMEDIATE` transaction (a round
                 trip costs nothing in-process); a replay reads the attempts too.
 """
@@ -17,10 +19,12 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from contextlib import nullcontext
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
+import psycopg as psycopg_driver
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.dialects.postgresql import psycopg
@@ -230,7 +234,8 @@ def insert_job(
     if isinstance(conn, sqlite3.Connection):
         return _sqlite(conn, given, intent=intent, now=now, trace_parent=trace_parent)
     params = _PG.params(**given, now=now, trace_parent=trace_parent)
-    with conn.pipeline():  # the providers' health read beside it: one round trip
+    # the providers' health read beside it, in a pipeline where libpq has one: one round trip
+    with conn.pipeline() if psycopg_driver.Pipeline.is_supported() else nullcontext():
         made = conn.execute(_PG.sql, params)
         read = conn.execute(_HEALTH.sql, _HEALTH.params(providers=list(intent.providers)))
     rows, health = made.fetchall(), read.fetchall()
