@@ -29,6 +29,7 @@ from harness.errors import (
     IntegrityViolation,
     InvalidTransition,
 )
+from harness.store import journal
 from harness.store import queries as q
 from harness.store.tables import LIVE_SLOT_INDEX
 
@@ -36,6 +37,18 @@ DEFAULT_CLAIM_LOCK_BOUND = 5.0
 """Seconds a claim may hold its rows (PostgreSQL): far beyond the milliseconds a claim of
 a batch takes on a busy machine, far below a pause that would strand its jobs."""
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)  # "no maximum runtime": every start is after it
+_START = ("claim_attempt", "insert_attempt", "insert_event")
+"""The statements `queries.claim_and_start` stands for."""
+_WIN = (
+    "lock_job",
+    "get_attempt",
+    "complete_job",
+    "transition_attempt",
+    "insert_event",
+    "fence_live_attempts",
+    "get_job",
+)
+"""The statements `queries.complete_and_fence` stands for."""
 
 
 class AttemptUnits(BaseUnits):
@@ -142,6 +155,8 @@ class AttemptUnits(BaseUnits):
         hedge: bool = False,
         conn: Connection | None = None,
     ) -> Attempt:
+        if conn is None and not hedge and self._fused(_START):
+            return self._start_at_once(job, provider, model, slot, actor=actor, first=first)
         if conn is None:
             with self.db.write() as conn:
                 return self._insert_attempt(
@@ -150,19 +165,7 @@ class AttemptUnits(BaseUnits):
         now = self.clock.now()
         claim = q.claim_attempt(conn, job.id, now=now, first=first, hedge=hedge)
         if claim is None:
-            current = self._job(conn, job.id)
-            if current.status is JobState.BLOCKED_UNKNOWN:
-                raise AttemptRefused(
-                    f"job {job.id} waits on an unknown attempt; resolve it first",
-                    reason=RefusalReason.UNKNOWN_ATTEMPT,
-                )
-            if first and current.status not in FINISHED_JOB_STATES:
-                raise AttemptRefused(
-                    f"job {job.id} was already started", reason=RefusalReason.ALREADY_STARTED
-                )
-            raise AttemptRefused(
-                f"job {job.id} is {current.status.value}", reason=RefusalReason.JOB_FINISHED
-            )
+            raise self._refused(self._job(conn, job.id), first=first)
         number, version = claim
         attempt = q.insert_attempt(
             conn,
@@ -191,6 +194,50 @@ class AttemptUnits(BaseUnits):
             },
         )
         return attempt
+
+    def _fused(self, names: tuple[str, ...]) -> bool:
+        """Whether a unit runs its fused statement (`queries.fused`): on PostgreSQL,
+        while the statements it stands for are the store's own."""
+        return self.db.dialect == "postgresql" and q.unreplaced(*names)
+
+    def _start_at_once(
+        self, job: Job, provider: str, model: str | None, slot: int, *, actor: str, first: bool
+    ) -> Attempt:
+        """`_insert_attempt`'s claim, insert and event as one statement (PostgreSQL)."""
+        now = self.clock.now()
+        with self.db.single() as conn:
+            attempt = q.claim_and_start(
+                conn,
+                job_id=job.id,
+                first=first,
+                provider=provider,
+                model=model,
+                live_slot=slot,
+                now=now,
+                deadline=now + timedelta(seconds=job.policy.attempt_timeout),
+                token=self.tokens(),
+                actor=actor,
+            )
+        if attempt is not None:
+            return attempt
+        with self.db.single(write=False) as conn:  # refused, nothing written: why
+            raise self._refused(self._job(conn, job.id), first=first)
+
+    @staticmethod
+    def _refused(current: Job, *, first: bool) -> AttemptRefused:
+        """Why a claim of `current` (as read after it) was refused."""
+        if current.status is JobState.BLOCKED_UNKNOWN:
+            return AttemptRefused(
+                f"job {current.id} waits on an unknown attempt; resolve it first",
+                reason=RefusalReason.UNKNOWN_ATTEMPT,
+            )
+        if first and current.status not in FINISHED_JOB_STATES:
+            return AttemptRefused(
+                f"job {current.id} was already started", reason=RefusalReason.ALREADY_STARTED
+            )
+        return AttemptRefused(
+            f"job {current.id} is {current.status.value}", reason=RefusalReason.JOB_FINISHED
+        )
 
     def _hedged(self, conn: Connection, job_id: int, number: int) -> dict[str, list[int]]:
         """What a hedge was started beside: the live attempts, and which were unknown."""
@@ -257,12 +304,13 @@ class AttemptUnits(BaseUnits):
 
         Only while the attempt's deadline is ahead and, given `max_runtime` (seconds), it
         started less than the provider's maximum runtime ago, by the clock read once the
-        write lock is held. A worker that stopped after recording the attempt (paused
+        unit has begun (SQLite: with the write lock held; PostgreSQL: the guard and the
+        move are one statement). A worker that stopped after recording the attempt (paused
         inside its claim, say) finds it too late and sends nothing: meanwhile a sweep may
         have made it unknown and a reconciler abandoned it and failed over, and a call
         sent now would be a second execution (I8). Refused with InvalidTransition,
         nothing written, when it is not starting or too late (`withdraw_unsent`)."""
-        with self.db.write() as conn:
+        with self.db.single() as conn:  # one statement on PostgreSQL: its own transaction
             now = self.clock.now()
             oldest = now - timedelta(seconds=max_runtime) if max_runtime is not None else _EPOCH
             moved = q.run_attempt(
@@ -289,6 +337,21 @@ class AttemptUnits(BaseUnits):
         cancelled attempt's late answer, is kept for audit and never becomes the result."""
         self.faults.hit(fp.BEFORE_COMPLETE)
         now = self.clock.now()
+        if self._fused(_WIN):  # PostgreSQL: the job's lock and the win, one round trip
+            with self.db.driver() as raw:
+                won = q.complete_and_fence(
+                    raw,
+                    attempt_id=attempt_id,
+                    result=result,
+                    provider_request_id=provider_request_id,
+                    now=now,
+                )
+            if won is not None:
+                job, winner, recorded = won
+                if self.db.listeners or journal.wanted():
+                    journal.committed(recorded, self.db.listeners)
+                return Completion(won=True, job=job, attempt=winner, reason=None)
+            # refused (a loser, a fenced attempt) or no such attempt: nothing was written
         with self.db.write() as conn:
             attempt = self._attempt(conn, attempt_id, lock=True)
             return self._complete(conn, attempt, result, provider_request_id, now=now)

@@ -3,6 +3,8 @@ process shares, decided by `harness.core.breaker` under a row lock."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from sqlalchemy.engine import Connection
 
 from harness.core import breaker
@@ -14,6 +16,14 @@ from harness.engine.units import BaseUnits
 from harness.store import queries as q
 
 
+def health_view(providers: list[str] | None, stored: Iterable[Health]) -> dict[str, Health]:
+    """`HealthUnits.provider_health`'s answer from the rows it read (`stored`): each
+    provider's row, or closed and clean without one (every stored provider, for None)."""
+    found = {h.provider: h for h in stored}
+    names = providers if providers is not None else sorted(found)
+    return {name: found.get(name, Health(provider=name)) for name in names}
+
+
 class HealthUnits(BaseUnits):
     """Provider health, shared through the database by every worker and API process."""
 
@@ -22,9 +32,8 @@ class HealthUnits(BaseUnits):
         one statement, so one round trip on PostgreSQL (every start and every success
         reads it)."""
         with self.db.single(write=False) as conn:
-            found = {h.provider: h for h in q.list_health(conn, providers)}
-        names = providers if providers is not None else sorted(found)
-        return {name: found.get(name, Health(provider=name)) for name in names}
+            found = q.list_health(conn, providers)
+        return health_view(providers, found)
 
     def take_probe(self, provider: str, settings: BreakerSettings) -> bool:
         """Claim the half-open probe of an open breaker whose cool-down has passed: true

@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 from harness.core.breaker import (
     Availability,
     BreakerState,
+    Health,
     availability,
     available_after,
 )
@@ -52,6 +53,7 @@ from harness.core.states import (
     Resolution,
 )
 from harness.engine import Engine
+from harness.engine.health import health_view
 from harness.errors import (
     AttemptRefused,
     HarnessError,
@@ -120,7 +122,8 @@ class Worker:
         job = job if job is not None and job.id == job_id else self.engine.get_job(job_id)
         if job.status is not JobState.PENDING or job.attempt_count:
             return None
-        return self._carry_out(job, self._plan(job), first=True)
+        # the providers' health as read beside the job's creation, when it was
+        return self._carry_out(job, self._plan(job, read=getattr(job, "health", None)), first=True)
 
     def fallback(self, job_id: int, provider: str | None = None, *, actor: str) -> Attempt:
         """The fallback button: start the next (or the named) provider now.
@@ -248,12 +251,14 @@ class Worker:
         outcome kinds to engine operations), and feed the provider's shared breaker.
         True when the attempt is now past its deadline's reach (recorded, or moved on
         before); False when recording failed and the deadline must still cover it."""
-        recorded, after = True, None
+        recorded, told = True, False
         try:
             if outcome.kind is OutcomeKind.EXECUTED:
                 after = self.engine.complete_attempt(
                     attempt.id, outcome.result(), provider_request_id=outcome.request_id
                 ).job
+                # The waiters answer now; the breaker's bookkeeping needs no one to wait.
+                told = self._tell(attempt.job_id, after)
                 self._healthy(attempt)
             elif outcome.kind is OutcomeKind.UNKNOWN:
                 self.engine.record_unknown(
@@ -289,10 +294,17 @@ class Worker:
         except HarnessError:
             log.exception("recording the outcome of attempt %s failed", attempt.id)
             recorded = False
-        for listener in self.outcome_listeners:
-            listener(attempt.job_id, after)
+        if not told:
+            self._tell(attempt.job_id, None)
         self.abort_lost_calls(attempt.job_id)
         return recorded
+
+    def _tell(self, job_id: int, job: Job | None) -> bool:
+        """Tell the outcome listeners that job `job_id` has a recorded outcome (and `job`,
+        the job as it left it, when known)."""
+        for listener in self.outcome_listeners:
+            listener(job_id, job)
+        return True
 
     def abort_lost_calls(self, job_id: int | None = None) -> int:
         """Abort the in-flight call of every attempt (of `job_id`, else of any job) that
@@ -387,12 +399,24 @@ class Worker:
             return None
         return self._carry_out(job, self._plan(job), first=not job.attempt_count)
 
-    def _plan(self, job: Job, refused: frozenset[str] = frozenset()) -> Plan:
+    def _plan(
+        self,
+        job: Job,
+        refused: frozenset[str] = frozenset(),
+        *,
+        read: Sequence[Health] | None = None,
+    ) -> Plan:
         """`refused`: providers the gate just refused for this job; the plan passes them
-        over for good (they stay refused until a verdict changes)."""
+        over for good (they stay refused until a verdict changes). `read`: the providers'
+        stored health, when it was just read (else it is read now)."""
         now = self.engine.clock.now()
         view: dict[str, tuple[Availability, datetime | None]] = {}
-        for name, health in self.engine.provider_health(list(job.providers)).items():
+        found = (
+            self.engine.provider_health(list(job.providers))
+            if read is None
+            else health_view(list(job.providers), read)
+        )
+        for name, health in found.items():
             view[name] = (
                 availability(health, now, self.settings.breaker),
                 available_after(health, self.settings.breaker),

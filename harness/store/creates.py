@@ -8,7 +8,9 @@ new job is built from what was inserted, not read back.
 
     PostgreSQL  one statement in autocommit (one round trip): the upsert, its `created`
                 event (or a `replayed` one when a burst of replays begins) and the job's
-                attempts; a replay's commit does not wait for the WAL flush.
+                attempts; a replay's commit does not wait for the WAL flush. Beside it,
+                in the same pipeline (still one round trip), the providers' health, which
+                a new job's first plan reads (`JobRecord.health`).
     SQLite      the upsert and its event in one `BEGIN IMMEDIATE` transaction (a round
                 trip costs nothing in-process); a replay reads the attempts too.
 """
@@ -17,9 +19,12 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from contextlib import nullcontext
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
+import psycopg as psycopg_driver
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.dialects.postgresql import psycopg
@@ -33,10 +38,11 @@ from harness.store.rows import (
     attempt_of,
     driver_attempt,
     driver_job,
+    health_of,
     job_of,
     sqlite_time,
 )
-from harness.store.tables import attempts, events, jobs
+from harness.store.tables import attempts, events, jobs, provider_health
 
 
 def _job_values() -> dict[str, Any]:
@@ -126,12 +132,15 @@ def _create_or_replay_postgresql() -> Any:
     )
 
 
-class _Compiled:
-    """A statement compiled once for one dialect: its SQL and its constant parameters."""
+class Compiled:
+    """A statement compiled once for one dialect: its SQL and its constant parameters.
+    With a dialect of numbered parameters (`$1`, PostgreSQL's own), `args` gives them in
+    their order, for a driver cursor that sends the SQL as it is (`psycopg.RawCursor`)."""
 
     def __init__(self, statement: Any, dialect: Any, *, given: tuple[str, ...]) -> None:
         compiled = statement.compile(dialect=dialect)
         self.sql = str(compiled)
+        self.order = tuple(compiled.positiontup or ())
         placeholders = dict.fromkeys(given)
         self.constants = {
             k: v for k, v in compiled.construct_params(placeholders).items() if k not in given
@@ -139,6 +148,10 @@ class _Compiled:
 
     def params(self, **given: Any) -> dict[str, Any]:
         return {**self.constants, **given}
+
+    def args(self, **given: Any) -> tuple[Any, ...]:
+        values = self.params(**given)
+        return tuple(values[name] for name in self.order)
 
 
 _GIVEN = (
@@ -152,14 +165,22 @@ _GIVEN = (
     "policy",
     "now",
 )
-_PG = _Compiled(
+_PG = Compiled(
     _create_or_replay_postgresql(),
     psycopg.dialect(),  # type: ignore[no-untyped-call]  # SQLAlchemy leaves it unannotated
     given=(*_GIVEN, "trace_parent"),
 )
+_HEALTH = Compiled(
+    sa.select(provider_health).where(
+        provider_health.c.provider
+        == sa.func.any(sa.bindparam("providers", type_=postgresql.ARRAY(sa.String)))
+    ),
+    psycopg.dialect(),  # type: ignore[no-untyped-call]  # SQLAlchemy leaves it unannotated
+    given=("providers",),
+)
 _NAMED = sqlite.dialect(paramstyle="named")
-_SQLITE_UPSERT = _Compiled(_upsert(sqlite), _NAMED, given=_GIVEN)
-_SQLITE_EVENT = _Compiled(
+_SQLITE_UPSERT = Compiled(_upsert(sqlite), _NAMED, given=_GIVEN)
+_SQLITE_EVENT = Compiled(
     sa.insert(events).values(
         job_id=sa.bindparam("job_id"),
         kind=sa.bindparam("kind"),
@@ -170,10 +191,10 @@ _SQLITE_EVENT = _Compiled(
     _NAMED,
     given=("job_id", "kind", "owner", "detail", "now"),
 )
-_SQLITE_LAST_KIND = _Compiled(
+_SQLITE_LAST_KIND = Compiled(
     sa.select(_last_kind(sa.bindparam("job_id"))), _NAMED, given=("job_id",)
 )
-_SQLITE_ATTEMPTS = _Compiled(
+_SQLITE_ATTEMPTS = Compiled(
     sa.select(attempts)
     .where(attempts.c.job_id == sa.bindparam("job_id"))
     .order_by(attempts.c.number),
@@ -212,11 +233,20 @@ def insert_job(
     }
     if isinstance(conn, sqlite3.Connection):
         return _sqlite(conn, given, intent=intent, now=now, trace_parent=trace_parent)
-    rows = conn.execute(_PG.sql, _PG.params(**given, now=now, trace_parent=trace_parent)).fetchall()
+    params = _PG.params(**given, now=now, trace_parent=trace_parent)
+    # the providers' health read beside it, in a pipeline where libpq has one: one round trip
+    with conn.pipeline() if psycopg_driver.Pipeline.is_supported() else nullcontext():
+        made = conn.execute(_PG.sql, params)
+        read = conn.execute(_HEALTH.sql, _HEALTH.params(providers=list(intent.providers)))
+    rows, health = made.fetchall(), read.fetchall()
     if not rows:
         return None
     if rows[0][JOB_COLUMNS.index("replays")] == 0:
-        return _created(rows[0][0], intent=intent, given=given, now=now)
+        job = _created(rows[0][0], intent=intent, given=given, now=now)
+        names = [c.name for c in read.description or ()]
+        return replace(
+            job, health=tuple(health_of(dict(zip(names, r, strict=True))) for r in health)
+        )
     found = [
         attempt_of(driver_attempt(r[_WIDTH : _WIDTH + len(_ATTEMPTS)], text=False))
         for r in rows

@@ -154,13 +154,17 @@ class Database:
         """A unit of work that is one statement on PostgreSQL, run in autocommit: one
         round trip, with no BEGIN and no COMMIT of its own (the statement is its own
         transaction, atomic as any). On SQLite, where a round trip costs nothing, it is
-        `write()` (or `read()`), and may hold several statements."""
+        `write()` (or `read()`), and may hold several statements. The events a write
+        records are logged (and told to the listeners) once it has run, as `write()`'s."""
         if self.dialect == "sqlite":
             with self.write() if write else self.read() as conn:
                 yield conn
             return
         with translate_errors(), self.engine.connect() as conn:
-            yield conn.execution_options(isolation_level="AUTOCOMMIT")
+            conn = conn.execution_options(isolation_level="AUTOCOMMIT")
+            recorded = journal.begin(conn, listened=bool(self.listeners)) if write else None
+            yield conn
+        journal.committed(recorded, self.listeners)
 
     @contextmanager
     def driver(self) -> Iterator[Any]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -68,6 +68,9 @@ class JobRecord(Job):
     last_replayed_at: datetime | None = None
     refused_failovers: int = 0
     last_refused_at: datetime | None = None
+    health: tuple[Health, ...] | None = field(default=None, compare=False, repr=False)
+    """Its providers' health (the rows stored) as read beside the job's creation, when it
+    was (PostgreSQL: in the same round trip); what a new job's first plan reads."""
 
 
 def job_of(row: Row, job_attempts: Iterable[Attempt] = ()) -> JobRecord:
@@ -78,6 +81,7 @@ def job_of(row: Row, job_attempts: Iterable[Attempt] = ()) -> JobRecord:
         policy=Policy.from_dict(row["policy"]),
         status=JobState(row["status"]),
         attempts=tuple(job_attempts),
+        health=None,
     )
 
 

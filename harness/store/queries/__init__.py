@@ -26,6 +26,10 @@ from harness.store.queries.attempts import (
     unknown_attempts,
     used_live_slots,
 )
+from harness.store.queries.fused import (
+    claim_and_start,
+    complete_and_fence,
+)
 from harness.store.queries.health import (
     forget_health,
     list_health,
@@ -66,7 +70,9 @@ __all__ = [
     "COALESCED_KINDS",
     "JobRecord",
     "bound_transaction",
+    "claim_and_start",
     "claim_attempt",
+    "complete_and_fence",
     "complete_job",
     "defer_job",
     "events_page",
@@ -100,6 +106,19 @@ __all__ = [
     "stranded_job_ids",
     "transition_attempt",
     "unknown_attempts",
+    "unreplaced",
     "used_live_slots",
     "work_waiting",
 ]
+
+
+_STORED = dict(globals())
+
+
+def unreplaced(*names: str) -> bool:
+    """Whether the named statements are still the store's own: not replaced, as the
+    checker's deliberately broken engines replace them (`harness.mutants`). A unit runs
+    a fused statement (`claim_and_start`, `complete_and_fence`) in place of separate
+    ones only while those are unreplaced, so a broken statement is what it runs."""
+    current = globals()
+    return all(current[name] is _STORED[name] for name in names)

@@ -71,11 +71,20 @@ def forget_health(conn: Connection, providers: Iterable[str]) -> None:
 def list_health(conn: Connection, providers: Iterable[str] | None = None) -> list[Health]:
     if providers is None:
         return [_health(r) for r in conn.execute(_ALL_HEALTH).mappings()]
-    found = conn.execute(_SOME_HEALTH, {"providers": sorted(providers)}).mappings()
+    statement = _SOME_HEALTH[conn.dialect.name == "postgresql"]
+    found = conn.execute(statement, {"providers": sorted(providers)}).mappings()
     return [_health(r) for r in found]
 
 
 _ALL_HEALTH = sa.select(provider_health).order_by(provider_health.c.provider)
-_SOME_HEALTH = _ALL_HEALTH.where(
-    provider_health.c.provider.in_(sa.bindparam("providers", expanding=True))
-)
+_SOME_HEALTH = {
+    # PostgreSQL: one array parameter, so the SQL is the same whatever the list (an
+    # expanding IN is rendered again for every execution: every start, every success)
+    True: _ALL_HEALTH.where(
+        provider_health.c.provider
+        == sa.func.any(sa.bindparam("providers", type_=postgresql.ARRAY(sa.String)))
+    ),
+    False: _ALL_HEALTH.where(
+        provider_health.c.provider.in_(sa.bindparam("providers", expanding=True))
+    ),
+}
