@@ -648,7 +648,12 @@ def mutant_named(name: str) -> Mutant:
 
 @contextmanager
 def applied(mutant: Mutant) -> Iterator[None]:
+    """The engine broken as `mutant` says, until the block ends. A mutant that replaces a
+    store statement also turns off the PostgreSQL units' fused statements, which stand
+    for the separate ones (`AttemptUnits.FUSED`): the broken statement is what runs."""
     patches = mutant.patch()
+    if any(owner is queries for owner, _ in patches):
+        patches = {**patches, (AttemptUnits, "FUSED"): False}
     saved = {
         (owner, name): owner.__dict__.get(name, getattr(owner, name)) for owner, name in patches
     }

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from sqlalchemy.engine import Connection
 
@@ -37,18 +37,6 @@ DEFAULT_CLAIM_LOCK_BOUND = 5.0
 """Seconds a claim may hold its rows (PostgreSQL): far beyond the milliseconds a claim of
 a batch takes on a busy machine, far below a pause that would strand its jobs."""
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)  # "no maximum runtime": every start is after it
-_START = ("claim_attempt", "insert_attempt", "insert_event")
-"""The statements `queries.claim_and_start` stands for."""
-_WIN = (
-    "lock_job",
-    "get_attempt",
-    "complete_job",
-    "transition_attempt",
-    "insert_event",
-    "fence_live_attempts",
-    "get_job",
-)
-"""The statements `queries.complete_and_fence` stands for."""
 
 
 class AttemptUnits(BaseUnits):
@@ -155,7 +143,7 @@ class AttemptUnits(BaseUnits):
         hedge: bool = False,
         conn: Connection | None = None,
     ) -> Attempt:
-        if conn is None and not hedge and self._fused(_START):
+        if conn is None and not hedge and self._fused():
             return self._start_at_once(job, provider, model, slot, actor=actor, first=first)
         if conn is None:
             with self.db.write() as conn:
@@ -195,10 +183,14 @@ class AttemptUnits(BaseUnits):
         )
         return attempt
 
-    def _fused(self, names: tuple[str, ...]) -> bool:
-        """Whether a unit runs its fused statement (`queries.fused`): on PostgreSQL,
-        while the statements it stands for are the store's own."""
-        return self.db.dialect == "postgresql" and q.unreplaced(*names)
+    FUSED: ClassVar[bool] = True
+    """Whether a start and a win run as their fused statements on PostgreSQL
+    (`queries.claim_and_start`, `queries.complete_and_fence`: one round trip each) rather
+    than as the separate statements they stand for (a broken engine that replaces one of
+    those turns this off: `harness.mutants.applied`)."""
+
+    def _fused(self) -> bool:
+        return self.FUSED and self.db.dialect == "postgresql"
 
     def _start_at_once(
         self, job: Job, provider: str, model: str | None, slot: int, *, actor: str, first: bool
@@ -337,7 +329,7 @@ class AttemptUnits(BaseUnits):
         cancelled attempt's late answer, is kept for audit and never becomes the result."""
         self.faults.hit(fp.BEFORE_COMPLETE)
         now = self.clock.now()
-        if self._fused(_WIN):  # PostgreSQL: the job's lock and the win, one round trip
+        if self._fused():  # PostgreSQL: the job's lock and the win, one round trip
             with self.db.driver() as raw:
                 won = q.complete_and_fence(
                     raw,

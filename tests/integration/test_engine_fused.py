@@ -8,7 +8,6 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-from collections.abc import Iterator
 
 import pytest
 import sqlalchemy as sa
@@ -109,27 +108,21 @@ def test_a_loser_after_a_win_is_discarded_not_written(engine: Engine) -> None:
     assert events(engine, job_id)[-1][0] == EventKind.DISCARDED_LATE_RESULT
 
 
-@pytest.fixture
-def counted(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
-    """Replace the separate statements with wrappers that count their calls, as the
-    checker's broken engines replace them."""
-    calls: list[str] = []
-    for name in ("claim_attempt", "complete_job"):
-        real = getattr(queries, name)
+def test_a_broken_engine_that_replaces_a_statement_runs_it(engine: Engine) -> None:
+    """A mutant replacing a store statement turns the fused ones off while it is applied
+    (so the broken statement is what runs, on PostgreSQL too); one that replaces none
+    leaves them on; either way they are on again after."""
+    from harness.engine.attempts import AttemptUnits
+    from harness.mutants import applied, mutant_named
 
-        def wrapper(*args: object, _real: object = real, _name: str = name, **kw: object):
-            calls.append(_name)
-            return _real(*args, **kw)  # type: ignore[operator]
-
-        monkeypatch.setattr(queries, name, wrapper)
-    yield calls
-
-
-def test_a_replaced_statement_is_run_not_its_fused_form(engine: Engine, counted: list[str]) -> None:
-    job_id = new_job(engine)
-    attempt = engine.start_attempt(job_id, "a")
-    assert engine.complete_attempt(attempt.id, {"answer": 1}).won
-    assert counted == ["claim_attempt", "complete_job"]
+    with applied(mutant_named("last_writer_wins")):  # replaces complete_job
+        assert AttemptUnits.FUSED is False
+        job_id = new_job(engine)
+        attempt = engine.start_attempt(job_id, "a")
+        assert engine.complete_attempt(attempt.id, {"answer": 1}).won
+    assert AttemptUnits.FUSED is True
+    with applied(mutant_named("retry_after_ignored")):  # replaces the worker's plan
+        assert AttemptUnits.FUSED is True
 
 
 def test_a_win_waits_for_the_jobs_earlier_writer_and_sees_its_cancel(

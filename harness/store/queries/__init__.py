@@ -106,19 +106,6 @@ __all__ = [
     "stranded_job_ids",
     "transition_attempt",
     "unknown_attempts",
-    "unreplaced",
     "used_live_slots",
     "work_waiting",
 ]
-
-
-_STORED = dict(globals())
-
-
-def unreplaced(*names: str) -> bool:
-    """Whether the named statements are still the store's own: not replaced, as the
-    checker's deliberately broken engines replace them (`harness.mutants`). A unit runs
-    a fused statement (`claim_and_start`, `complete_and_fence`) in place of separate
-    ones only while those are unreplaced, so a broken statement is what it runs."""
-    current = globals()
-    return all(current[name] is _STORED[name] for name in names)
