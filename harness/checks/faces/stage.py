@@ -11,13 +11,16 @@ fakes' ledger and the final jobs.
 
 from __future__ import annotations
 
+import json
+import threading
 import uuid
 from collections.abc import Mapping
 from typing import Any, TypedDict
 
+import httpx
 import sqlalchemy as sa
 
-from fake_providers import FakeProviders
+from fake_providers import FakeProviders, FakeTransport
 from harness.api.app import create_app
 from harness.checks.faces.clients import TOKEN, Wire
 from harness.config import Route, ServiceConfig
@@ -27,7 +30,7 @@ from harness.core.models import CompletionRequest, Job
 from harness.core.states import OutcomeKind
 from harness.engine import Engine
 from harness.providers.base import BaseProvider, LookupResult, Outcome
-from harness.runtime.builtin import builtin_fake_providers
+from harness.providers.build import BUILTIN_FAKES, build_providers
 from harness.runtime.scheduler import ThreadScheduler
 from harness.runtime.worker import Worker, WorkerSettings
 from harness.scenarios.checker import REAL_TIME
@@ -66,6 +69,30 @@ _TYPES = {
     OutcomeKind.EXECUTED_UNUSABLE: "fail",
     OutcomeKind.UNKNOWN: "unknown",
 }
+
+
+class SentTransport(httpx.BaseTransport):
+    """The fakes' transport, keeping the JSON body of every request an adapter sent
+    (what a provider was asked for, as it crossed the wire: the stories read the
+    parts the fakes' ledger keeps no trace of, such as an image's `detail`)."""
+
+    def __init__(self, fakes: FakeProviders) -> None:
+        self.inner = FakeTransport(fakes)
+        self.bodies: list[tuple[str, Any]] = []  # (the request's path, its JSON body)
+        self._lock = threading.Lock()
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        try:
+            body = json.loads(request.read() or b"null")
+        except ValueError:
+            body = None
+        with self._lock:
+            self.bodies.append((request.url.path, body))
+        return self.inner.handle_request(request)
+
+    def sent(self) -> list[tuple[str, Any]]:
+        with self._lock:
+            return list(self.bodies)
 
 
 class RecordedProvider:
@@ -112,7 +139,9 @@ class FaceStage:
         self.namespace = f"face-{uuid.uuid4().hex[:10]}"
         self.owner = f"{self.namespace}{NAMESPACE_SEPARATOR}alice"
         self.fakes = FakeProviders()
-        adapters = builtin_fake_providers(self.fakes)
+        self.transport = SentTransport(self.fakes)  # the built-in fakes, each body kept
+        client = httpx.Client(transport=self.transport)
+        adapters = build_providers(BUILTIN_FAKES, client=client, environ={})
         self.engine = Engine(database, gate=StaticGate(set(allowed or adapters)))
         self.start = self.engine.clock.now()
         self.history = History(
