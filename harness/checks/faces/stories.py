@@ -767,6 +767,14 @@ async def parameter_bounds(p: Play) -> None:
         entry = done[-1] if len(done) == 1 + (name == "upper") else None
         carried = None if entry is None else (entry.temperature, entry.max_tokens)
         want = (float(members["temperature"]), members[_limit(p.face)])
+        sent = [body for path, body in p.stage.transport.sent() if "/openai/" in path]
+        body = sent[-1] if len(sent) == len(done) and isinstance(sent[-1], dict) else {}
+        stops = members.get("stop") or members.get("stop_sequences")
+        given = (body.get("top_p"), body.get("stop"))
+        p.expect(
+            given == (members["top_p"], stops),
+            f"the provider was sent top_p and stop {given}, not {(members['top_p'], stops)}",
+        )
         p.expect(
             carried == want, f"the provider was asked {carried}, not {want} (temperature, limit)"
         )
