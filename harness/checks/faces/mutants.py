@@ -5,7 +5,8 @@ conflict answered from the first job, members dropped from the fingerprint, a st
 begun before a winner exists, an SDK's retry not recognised, a timeout at the bound
 answered as an error, tool calls left out of the answer, errors in another API's shape,
 a tool turn sent back and not read, an image's detail or the sampling members not
-carried, an answer's ending or usage misreported).
+carried, an answer's ending or usage misreported, a refusal's status, a document
+without the key's header).
 The scenario suite never calls a face, so none of these can be caught by it; `harness
 check --mutants` plays the face stories against each (`run_face_mutants`), and a face
 mutant no story catches is a blind spot. They are `harness.mutants.Mutant`s:
@@ -21,6 +22,8 @@ from typing import Any
 from fastapi.responses import JSONResponse
 
 from harness.api.faces import anthropic_messages, openai_chat, openai_responses
+from harness.api.faces import errors as face_errors
+from harness.api.faces import face as face_module
 from harness.api.faces import gateway as face_gateway
 from harness.api.faces.errors import ErrorTable
 from harness.api.faces.gateway import Held
@@ -206,6 +209,18 @@ def _usage_swapped() -> Patches:
     return {(openai_chat, "usage_of"): usage_of}
 
 
+def _repeated_content_type_as_400() -> Patches:
+    """Two `Content-Type` headers are answered as any other malformed request (400), not
+    415 as on every route of the API."""
+    return {(face_errors, "KEPT_STATUS"): frozenset()}
+
+
+def _headers_undocumented() -> Patches:
+    """`/openapi.json` leaves out the `Idempotency-Key` and `Prefer` headers: a client
+    made from the document never sends a key."""
+    return {(face_module, "HEADERS"): ()}
+
+
 FACE_MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "face_key_header_ignored",
@@ -285,6 +300,18 @@ FACE_MUTANTS: tuple[Mutant, ...] = (
         "the answer's usage has its input and output tokens swapped",
         _usage_swapped,
     ),
+    Mutant(
+        "face_repeated_content_type_as_400",
+        "I2",
+        "two Content-Type headers are answered 400, not 415",
+        _repeated_content_type_as_400,
+    ),
+    Mutant(
+        "face_headers_undocumented",
+        "I1",
+        "/openapi.json documents no Idempotency-Key or Prefer header",
+        _headers_undocumented,
+    ),
 )
 
 LIKELIEST = {
@@ -301,6 +328,8 @@ LIKELIEST = {
     "face_endings_lost": "endings",
     "face_sampling_dropped": "parameter-bounds",
     "face_usage_swapped": "endings",
+    "face_repeated_content_type_as_400": "error-table",
+    "face_headers_undocumented": "openapi",
 }
 """The story that states the promise each face mutant breaks: played first, so that a
 run stopping at the first catch plays one story, not all of them. Whether a mutant is

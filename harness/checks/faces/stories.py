@@ -784,6 +784,121 @@ async def parameter_bounds(p: Play) -> None:
     p.counts(jobs=2, executions=2)
 
 
+ROUTING: tuple[tuple[str, int, str, str | None, str], ...] = (
+    # what is wrong, the status, the OpenAI type and code, the Anthropic type
+    ("another method", 405, INVALID, "method_not_allowed", INVALID),
+    ("a path under the face's", 404, INVALID, "not_found", "not_found_error"),
+    ("Content-Type twice", 415, INVALID, "unsupported_media_type", INVALID),
+    ("a body over the limit", 413, INVALID, None, "request_too_large"),
+)
+"""The refusals before any reading, from docs/gateway.md's error table."""
+OVER_THE_LIMIT = 64 * 1024 + 1  # limits.max_body_bytes' default, one byte past it
+
+
+def _raw(p: Play, wrong: str) -> Any:
+    """A request to the face that is wrong in one way, as raw HTTP (no SDK sends it)."""
+    import httpx2
+
+    from harness.checks.faces.clients import BASE_URL, TOKEN
+
+    body: dict[str, Any] = {"model": "chat", "max_tokens": 8, "messages": [], "input": "hi"}
+    method, path = "POST", p.face.path
+    headers = [("authorization", f"Bearer {TOKEN}"), ("content-type", "application/json")]
+    if wrong == "another method":
+        method = "GET"
+    elif wrong == "a path under the face's":
+        path += "/elsewhere"
+    elif wrong == "Content-Type twice":
+        headers.append(("content-type", "application/json"))
+    else:
+        body["user"] = "x" * OVER_THE_LIMIT
+    content = json.dumps(body).encode() if method == "POST" else b""
+    return httpx2.Request(method, f"{BASE_URL}{path}", content=content, headers=headers)
+
+
+async def error_table(p: Play) -> None:
+    for wrong, status, openai_type, code, anthropic_type in ROUTING:
+        answer = await p.stage.wire.handle_async_request(_raw(p, wrong))
+        try:
+            body = json.loads(answer.content)
+        except ValueError:
+            body = None
+        seen = body.get("error") if p.face.sdk == "openai" and isinstance(body, dict) else body
+        p.expect(
+            answer.status_code == status, f"{wrong}: status {answer.status_code}, not {status}"
+        )
+        shape = _error_shape(p.face, seen)
+        p.expect(shape is None, f"{wrong}: {shape}")
+        if shape is not None:
+            continue
+        kind = openai_type if p.face.sdk == "openai" else anthropic_type
+        found = _error_type(p.face, seen)
+        p.expect(found == kind, f"{wrong}: the error's type is {found}, not {kind}")
+        if p.face.sdk == "openai" and code is not None:
+            given = _code(p.face, seen)
+            p.expect(given == code, f"{wrong}: the code is {given}, not {code}")
+    p.counts(jobs=0, executions=0)
+
+
+REQUESTS = {
+    "openai.chat": ("ChatCompletionRequest", "max_tokens"),
+    "openai.responses": ("ResponsesRequest", "max_output_tokens"),
+    "anthropic.messages": ("MessagesRequest", "max_tokens"),
+}
+"""Each face's request schema in `/openapi.json`, and its token limit's member."""
+
+
+def _bounds_of(schema: Any) -> tuple[Any, Any]:
+    """A member's documented (minimum, maximum), whether or not it may be null."""
+    for branch in [schema, *(schema.get("anyOf") or ())] if isinstance(schema, dict) else ():
+        if isinstance(branch, dict) and "maximum" in branch:
+            return branch.get("minimum"), branch["maximum"]
+    return None, None
+
+
+async def openapi(p: Play) -> None:
+    """`/openapi.json` documents the face as docs/gateway.md says: the key and wait
+    headers, its stream's events, a whole and a streamed example, the models (the
+    routes, then the providers) and the bounds of its sampling members."""
+    import httpx2
+
+    from harness.checks.faces.clients import BASE_URL
+
+    answer = await p.stage.wire.handle_async_request(
+        httpx2.Request("GET", f"{BASE_URL}/openapi.json")
+    )
+    p.expect(answer.status_code == 200, f"/openapi.json answered {answer.status_code}")
+    document = json.loads(answer.content) if answer.status_code == 200 else {}
+    operation = document.get("paths", {}).get(p.face.path, {}).get("post") or {}
+    headers = {h.get("name") for h in operation.get("parameters", ())}
+    p.expect({"Idempotency-Key", "Prefer"} <= headers, f"the headers documented: {headers}")
+    answers = operation.get("responses", {}).get("200", {}).get("content", {})
+    events = answers.get("text/event-stream", {}).get("itemSchema")
+    p.expect(bool(events), "the stream's events are not documented (itemSchema)")
+    body = operation.get("requestBody", {}).get("content", {}).get("application/json", {})
+    examples = {k: v.get("value", {}) for k, v in (body.get("examples") or {}).items()}
+    streams = sorted(bool(v.get("stream")) for v in examples.values())
+    p.expect(streams == [False, True], f"the examples are not one whole, one streamed: {streams}")
+    p.expect(
+        all(v.get("model") == "chat" for v in examples.values()),
+        "an example does not ask for the first model listed",
+    )
+    name, limit = REQUESTS[p.face.name]
+    members = document.get("components", {}).get("schemas", {}).get(name, {}).get("properties")
+    members = members or {}
+    models = members.get("model", {}).get("enum") or []
+    routes, providers = models[:3], set(models[3:])
+    p.expect(
+        routes == ["chat", "quick", "hedged"] and providers == {"primary", "fallback"},
+        f"the models documented are {models}, not the routes then the providers",
+    )
+    top = TEMPERATURE.get(p.face.name, 2.0)
+    for member, want in (("temperature", (0, top)), ("top_p", (0, 1)), (limit, (1, MOST_TOKENS))):
+        found = _bounds_of(members.get(member))
+        p.expect(found == want, f"{member} is documented within {found}, not {want}")
+    p.counts(jobs=0, executions=0)
+
+
 async def cut_response(p: Play) -> None:
     """A Responses answer cut at `max_output_tokens` says so, as the API does: `status:
     incomplete`, `incomplete_details.reason: max_output_tokens` (not `completed`)."""
@@ -861,6 +976,12 @@ STORIES: tuple[Story, ...] = (
         tool_round_trip,
     ),
     Story("image-parts", "an image part, with its detail, reaches the provider", image_parts),
+    Story("openapi", "/openapi.json documents the face as the docs say", openapi),
+    Story(
+        "error-table",
+        "a wrong method, path, Content-Type or size: the documented status and type",
+        error_table,
+    ),
     Story(
         "parameter-bounds",
         "sampling members accepted at their bounds and carried, refused past them",
