@@ -623,9 +623,11 @@ def _round_trip(face: FaceClient) -> dict[str, Any]:
         }
         result = {"role": "tool", "tool_call_id": "call_1", "content": RESULT}
         return {"messages": [{"role": "user", "content": ASKED}, assistant, result], **offered}
-    if face.name == "openai.responses":
+    if face.name == "openai.responses":  # two rounds: the first call's output is empty
         items = [
             {"role": "user", "content": ASKED},
+            {"type": "function_call", "call_id": "call_0", **call},
+            {"type": "function_call_output", "call_id": "call_0", "output": ""},
             {"type": "function_call", "call_id": "call_1", **call},
             {"type": "function_call_output", "call_id": "call_1", "output": RESULT},
         ]
@@ -646,9 +648,11 @@ def _round_trip(face: FaceClient) -> dict[str, Any]:
 async def tool_round_trip(p: Play) -> None:
     """Both kinds of provider receive the whole turn: the fakes' ledger keeps a digest of
     the texts each execution was asked (docs/providers.md: the question, the assistant's
-    words then its calls' arguments, the tool's result), the same from either dialect."""
-    said = "" if p.face.name == "openai.responses" else SAID
-    want = prompt_digest([ASKED, said + ARGUMENTS, RESULT])
+    words then its calls' arguments, each tool's result), the same from either dialect."""
+    turn = [ASKED, SAID + ARGUMENTS, RESULT]
+    if p.face.name == "openai.responses":
+        turn = [ASKED, ARGUMENTS, "", ARGUMENTS, RESULT]
+    want = prompt_digest(turn)
     for kind in ("openai", "anthropic"):
         if kind == "anthropic":
             p.stage.fakes.script("server_error", api="openai", then="server_error")
