@@ -497,6 +497,11 @@ async def refusals(p: Play) -> None:
     p.refused(bad, 400, "BadRequestError", "a temperature out of range", INVALID)
     below = await p.call(key="r4", extra={"top_p": -0.5})
     p.refused(below, 400, "BadRequestError", "a top_p below 0", INVALID)
+    # a refused member is refused at every value but the one that asks for nothing
+    thinking = {"type": "enabled", "budget_tokens": 1024}
+    member, value = ("thinking", thinking) if anthropic else ("store", True)
+    asked = await p.call(key="r5", extra={member: value})
+    p.refused(asked, 400, "BadRequestError", f"{member}: {value!r}", INVALID)
     listed = await sdk_client(p.face, p.stage.wire).models.list()
     names = {m.id for m in listed.data}
     p.expect({"chat", "quick", "hedged"} <= names, f"the model list lacks the routes: {names}")
@@ -670,30 +675,34 @@ PIXELS = "iVBORw0KGgo="
 
 
 def _images(face: FaceClient) -> tuple[dict[str, Any], list[tuple[str, str | None]]]:
-    """A question with images in the face's shape (docs/gateway.md), and the images an
-    OpenAI-kind provider must be sent (each URL with its `detail`, if any)."""
+    """A question with an image, then a message of an image alone, in the face's shape
+    (docs/gateway.md), and the images an OpenAI-kind provider must be sent (each URL with
+    its `detail`, if any)."""
     text = "what is in them?"
     if face.name == "openai.chat":
         parts = [
             {"type": "text", "text": text},
             {"type": "image_url", "image_url": {"url": IMAGE, "detail": "low"}},
-            {"type": "image_url", "image_url": {"url": SKETCH}},
         ]
-        return {"messages": [{"role": "user", "content": parts}]}, [(IMAGE, "low"), (SKETCH, None)]
+        alone = [{"type": "image_url", "image_url": {"url": SKETCH}}]
+        messages = [{"role": "user", "content": c} for c in (parts, alone)]
+        return {"messages": messages}, [(IMAGE, "low"), (SKETCH, None)]
     if face.name == "openai.responses":
         parts = [
             {"type": "input_text", "text": text},
             {"type": "input_image", "image_url": IMAGE, "detail": "low"},
-            {"type": "input_image", "image_url": SKETCH},
         ]
-        return {"input": [{"role": "user", "content": parts}]}, [(IMAGE, "low"), (SKETCH, None)]
+        alone = [{"type": "input_image", "image_url": SKETCH}]
+        items = [{"role": "user", "content": c} for c in (parts, alone)]
+        return {"input": items}, [(IMAGE, "low"), (SKETCH, None)]
     blocks = [
         {"type": "text", "text": text},
         {"type": "image", "source": {"type": "url", "url": IMAGE}},
-        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PIXELS}},
     ]
-    inline = f"data:image/png;base64,{PIXELS}"
-    return {"messages": [{"role": "user", "content": blocks}]}, [(IMAGE, None), (inline, None)]
+    inline = {"type": "base64", "media_type": "image/png", "data": PIXELS}
+    alone = [{"type": "image", "source": inline}]
+    messages = [{"role": "user", "content": c} for c in (blocks, alone)]
+    return {"messages": messages}, [(IMAGE, None), (f"data:image/png;base64,{PIXELS}", None)]
 
 
 def _bad_image(face: FaceClient) -> dict[str, Any]:
