@@ -502,6 +502,11 @@ async def refusals(p: Play) -> None:
     member, value = ("thinking", thinking) if anthropic else ("store", True)
     asked = await p.call(key="r5", extra={member: value})
     p.refused(asked, 400, "BadRequestError", f"{member}: {value!r}", INVALID)
+    if anthropic:  # a tool_use block is the assistant's; a user's is refused, not dropped
+        use = {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {}}
+        said = [{"role": "user", "content": [{"type": "text", "text": "hi"}, use]}]
+        misplaced = await p.call(key="r6", extra={"messages": said})
+        p.refused(misplaced, 400, "BadRequestError", "a user's tool_use block", INVALID)
     listed = await sdk_client(p.face, p.stage.wire).models.list()
     names = {m.id for m in listed.data}
     p.expect({"chat", "quick", "hedged"} <= names, f"the model list lacks the routes: {names}")
