@@ -759,7 +759,9 @@ def _bounds(
     """The members at their lower bounds, at their upper bounds, and each just past one
     (each refused alone)."""
     top, limit = TEMPERATURE.get(face.name, 2.0), _limit(face)
-    low = {"temperature": 0, "top_p": 0, limit: 1}
+    # and a refused member at the one value that asks for nothing (docs/gateway.md)
+    harmless = {"thinking": {"type": "disabled"}} if face.sdk == "anthropic" else {"store": False}
+    low = {"temperature": 0, "top_p": 0, limit: 1, **harmless}
     high: dict[str, Any] = {"temperature": top, "top_p": 1, limit: MOST_TOKENS}
     past: list[tuple[str, Any]] = [
         ("temperature", -0.1),
