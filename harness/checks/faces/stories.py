@@ -625,6 +625,7 @@ def _round_trip(face: FaceClient) -> dict[str, Any]:
     result, in the face's own shape (docs/gateway.md, "a call, sent back")."""
     call = {"name": "get_weather", "arguments": ARGUMENTS}
     offered = {k: v for k, v in TOOL_FORMAT[face.name]().items() if k == "tools"}
+    offered["tool_choice"] = {"type": "auto"} if face.sdk == "anthropic" else "auto"
     if face.name == "openai.chat":
         assistant = {
             "role": "assistant",
