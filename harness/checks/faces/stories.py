@@ -657,23 +657,20 @@ def _round_trip(face: FaceClient) -> dict[str, Any]:
 
 
 async def tool_round_trip(p: Play) -> None:
-    """Both kinds of provider receive the whole turn: the fakes' ledger keeps a digest of
-    the texts each execution was asked (docs/providers.md: the question, the assistant's
-    words then its calls' arguments, each tool's result), the same from either dialect."""
+    """The provider receives the whole turn: the fakes' ledger keeps a digest of the
+    texts an execution was asked (docs/providers.md: the question, the assistant's words
+    then its calls' arguments, each tool's result; the same from either dialect)."""
     turn = [ASKED, SAID + ARGUMENTS, RESULT]
     if p.face.name == "openai.responses":
         turn = [ASKED, ARGUMENTS, "", ARGUMENTS, RESULT]
-    want = prompt_digest(turn)
-    for kind in ("openai", "anthropic"):
-        if kind == "anthropic":
-            p.stage.fakes.script("server_error", api="openai", then="server_error")
-        got = await p.call(ASKED, key=f"turn-{kind}", extra=_round_trip(p.face))
-        p.answered(got, f"the turn answered by the {kind} kind")
-        asked = [e.prompt_sha256 for e in p.executed() if e.provider_kind == kind]
-        p.expect(
-            asked == [want],
-            f"the {kind} provider was not asked the whole turn (question, call, result)",
-        )
+    got = await p.call(ASKED, key="turn", extra=_round_trip(p.face))
+    p.answered(got, "the turn sent back")
+    asked = [e.prompt_sha256 for e in p.executed()]
+    p.expect(
+        asked == [prompt_digest(turn)],
+        "the provider was not asked the whole turn (question, calls, results)",
+    )
+    p.counts(jobs=1, executions=1)
 
 
 IMAGE, SKETCH = "https://example.com/cat.png", "https://example.com/sketch.png"
@@ -993,7 +990,7 @@ STORIES: tuple[Story, ...] = (
     ),
     Story(
         "tool-round-trip",
-        "a tool call and its result sent back reach either kind of provider",
+        "a tool call and its result sent back reach the provider",
         tool_round_trip,
     ),
     Story("image-parts", "an image part, with its detail, reaches the provider", image_parts),
