@@ -2,7 +2,8 @@
 in-process transport, with what came back read into one plain `Received`.
 
 A `FaceClient` knows how one face is asked (the SDK call, a whole answer or a stream) and
-how its answer's text is read from the SDK's own types; it knows nothing of the gateway's
+how its answer is read from the SDK's own types (its text and tool calls, why it ended,
+its usage, its parts and its stream's events in order); it knows nothing of the gateway's
 code (only its HTTP behaviour), so a broken face cannot move what the client reads.
 `Wire` is the transport under every client: the app over `httpx2.ASGITransport`, each
 exchange recorded (the route and status the coverage reads), and a response lost on

@@ -2,7 +2,8 @@
 built-in fakes behind it, and a history of the run in the checker's form.
 
 Each story gets a stage of its own: its own owner (a namespace, so that runs sharing a
-database never meet), its own fakes and worker (real time, a thread scheduler, as
+database never meet), its own fakes (whose transport keeps every body the adapters sent)
+and worker (real time, a thread scheduler, as
 `harness serve` runs them), and a fresh record of the providers' health. The worker's
 adapters are wrapped so that every provider call is in the history as invoke then ok /
 fail / unknown, which is what the history checker reads beside the engine's events, the

@@ -2,10 +2,13 @@
 
 A story scripts the fakes, makes its calls as an application would, and says what the
 client must have received: the job's result as the answer's text, the SDK's exception
-class and the error's shape, `Idempotent-Replayed`, the 202 at the wait bound, and how
-many jobs and provider executions the calls cost (read from the store and the fakes'
-ledger: what happened, not what the gateway said). The history checker then judges the
-same run as it judges a scenario (`harness.checks.faces.run`).
+class and the error's shape and type, `Idempotent-Replayed`, the 202 at the wait bound,
+an answer's ending, usage and stream events, and how many jobs and provider executions
+the calls cost (read from the store and the fakes' ledger: what happened, not what the
+gateway said). What a provider was asked (a tool turn sent back, an image's detail, the
+sampling members) is read from the ledger and from the bodies the adapters sent
+(`FaceStage.transport`), never from the job's input the face wrote. The history
+checker then judges the same run as it judges a scenario (`harness.checks.faces.run`).
 
 The expectations are written here, from the documented behaviour (docs/gateway.md),
 never taken from the faces' code.
