@@ -513,6 +513,10 @@ async def refusals(p: Play) -> None:
     listed = await sdk_client(p.face, p.stage.wire).models.list()
     names = {m.id for m in listed.data}
     p.expect({"chat", "quick", "hedged"} <= names, f"the model list lacks the routes: {names}")
+    if anthropic and listed.data:  # Anthropic's list names its first and last model
+        ends = (listed.first_id, listed.last_id)
+        want = (listed.data[0].id, listed.data[-1].id)
+        p.expect(ends == want, f"the list's first and last ids are {ends}, not {want}")
     p.counts(jobs=0, executions=0)
 
 
