@@ -1,10 +1,28 @@
 """The face stories' client-side judges, each shown what must fail it: an error body in
-another API's shape, a structured answer outside its schema, a Location naming no job."""
+another API's shape, a structured answer outside its schema, a Location naming no job, a
+stream out of its documented order, a usage other than the provider's, an image read
+without its detail."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, cast
+
 from harness.checks.faces.clients import FACES, Received
-from harness.checks.faces.stories import _conforms, _error_shape, _job_id
+from harness.checks.faces.stories import (
+    PENDING,
+    STORIES,
+    STREAM_EVENTS,
+    Play,
+    _conforms,
+    _error_shape,
+    _job_id,
+    _runs,
+    _sent_images,
+    _usage_holds,
+)
+
+if TYPE_CHECKING:
+    from harness.checks.faces.stage import FaceStage
 
 CHAT, RESPONSES, MESSAGES = FACES
 
@@ -54,3 +72,59 @@ def test_the_judges_never_import_the_gateway_they_judge() -> None:
                 importer=f"harness.checks.faces.{judge}", imported=judged
             )
             assert chain is None, chain
+
+
+def test_a_stream_out_of_order_is_not_the_documented_order() -> None:
+    said = STREAM_EVENTS["anthropic.messages"]
+    played = ("message_start", "ping", "content_block_start", "content_block_delta")
+    played += ("content_block_delta", "content_block_stop", "message_delta", "message_stop")
+    assert _runs(played) == said
+    assert _runs(("message_start", *played[2:6], "message_stop", "message_delta")) != said
+    assert _runs(played[:-1]) != said
+    assert _runs(("role", "content", "content", "finish", "usage")) == STREAM_EVENTS["openai.chat"]
+    assert _runs(("role", "finish", "content", "usage")) != STREAM_EVENTS["openai.chat"]
+
+
+def test_the_images_sent_are_read_with_their_detail() -> None:
+    body = {
+        "messages": [
+            {"role": "system", "content": "be brief"},
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "what?"},
+                    {"type": "image_url", "image_url": {"url": "u1", "detail": "low"}},
+                    {"type": "image_url", "image_url": {"url": "u2"}},
+                ],
+            },
+        ]
+    }
+    assert _sent_images(body) == [("u1", "low"), ("u2", None)]
+    assert _sent_images({"messages": [{"role": "user", "content": "no image"}]}) == []
+    assert _sent_images(None) == []
+
+
+def test_a_usage_other_than_the_providers_is_a_problem() -> None:
+    class Entry:
+        input_tokens, output_tokens = 12, 5
+
+    def judged(usage: tuple[int, int, int | None] | None) -> list[str]:
+        play = Play(stage=cast("FaceStage", None), face=CHAT, problems=[], notes=[])
+        _usage_holds(play, Received(status=200, headers={}, usage=usage), Entry(), "x")
+        return play.problems
+
+    assert judged((12, 5, 17)) == [] and judged((12, 5, None)) == []
+    assert judged((5, 12, 17)) and judged((12, 5, 12)) and judged(None)
+
+
+def test_what_an_api_never_answers_is_a_problem() -> None:
+    play = Play(stage=cast("FaceStage", None), face=CHAT, problems=[], notes=[])
+    play.read_well(Received(status=200, headers={}), "fine")
+    assert play.problems == []
+    play.read_well(Received(status=200, headers={}, flaws=("the first choice's index is -1",)), "x")
+    assert play.problems == ["x: the first choice's index is -1"]
+
+
+def test_pending_stories_are_not_played_by_check() -> None:
+    assert not {story.name for _, story in PENDING} & {story.name for story in STORIES}
+    assert {face for face, _ in PENDING} <= {face.name for face in FACES}

@@ -2,7 +2,8 @@
 in-process transport, with what came back read into one plain `Received`.
 
 A `FaceClient` knows how one face is asked (the SDK call, a whole answer or a stream) and
-how its answer's text is read from the SDK's own types; it knows nothing of the gateway's
+how its answer is read from the SDK's own types (its text and tool calls, why it ended,
+its usage, its parts and its stream's events in order); it knows nothing of the gateway's
 code (only its HTTP behaviour), so a broken face cannot move what the client reads.
 `Wire` is the transport under every client: the app over `httpx2.ASGITransport`, each
 exchange recorded (the route and status the coverage reads), and a response lost on
@@ -22,6 +23,7 @@ import httpx2
 import openai
 
 TOKEN = "face-story-token"
+READ_TIMEOUT = 600.0  # the SDKs' default: every call is in process, none waits for it
 BASE_URL = "http://gateway.local"
 
 
@@ -83,6 +85,11 @@ class Received:
     error: str | None = None  # the SDK exception's class name
     body: Any = None  # the error's (or the 202's) JSON body
     tools: tuple[tuple[str, Any], ...] = ()  # each tool call: its name, its arguments read
+    ending: str | None = None  # finish_reason, stop_reason, or a response's status[:reason]
+    usage: tuple[int, int, int | None] | None = None  # input, output, total (when given)
+    layout: tuple[str, ...] = ()  # the answer's parts in order (blocks, items, text/calls)
+    events: tuple[str, ...] = ()  # a stream's events in order, as the SDK yielded them
+    flaws: tuple[str, ...] = ()  # what the SDK read that its API never answers
 
     @property
     def replayed(self) -> bool:
@@ -123,35 +130,80 @@ async def _parsed(raw: Any) -> Any:
 async def _chat(
     client: Any, *, model: str, text: str, stream: bool, headers: dict, extra: dict | None = None
 ) -> Received:
+    messages = (extra or {}).get("messages") or [{"role": "user", "content": text}]
+    rest = {k: v for k, v in (extra or {}).items() if k != "messages"}
     raw = await client.chat.completions.with_raw_response.create(
         model=model,
-        messages=[{"role": "user", "content": text}],
+        messages=messages,
         stream=stream,
         extra_headers=headers,
-        extra_body=extra,
+        extra_body=rest or None,
     )
     pending = _pending(raw)
     if pending is not None:
         return pending
     answer = await _parsed(raw)
+    read = await (_chat_stream(answer) if stream else _chat_whole(answer))
+    return Received(status=raw.status_code, headers=_headers(raw), **read)
+
+
+async def _chat_whole(answer: Any) -> dict[str, Any]:
+    choice = answer.choices[0]
+    message = choice.message
+    calls = [(c.function.name, c.function.arguments) for c in message.tool_calls or ()]
+    layout = ("text",) if message.content is not None else ()
+    usage = answer.usage
+    return {
+        "text": message.content or "",
+        "tools": tuple((name, read_arguments(args)) for name, args in calls),
+        "ending": choice.finish_reason,
+        "usage": usage and (usage.prompt_tokens, usage.completion_tokens, usage.total_tokens),
+        "layout": layout + ("tool_call",) * len(calls),
+        "flaws": () if choice.index == 0 else (f"the first choice's index is {choice.index}",),
+    }
+
+
+async def _chat_stream(answer: Any) -> dict[str, Any]:
+    parts: list[str] = []
+    events: list[str] = []
+    flaws: list[str] = []
+    ending: str | None = None
+    usage: tuple[int, int, int | None] | None = None
+    layout: tuple[str, ...] = ()  # the role's chunk: content "" for text, null for calls
     calls: dict[int, list[str]] = {}  # index -> [name, arguments so far]
-    if stream:
-        parts = []
-        async for chunk in answer:
-            delta = chunk.choices[0].delta if chunk.choices else None
-            parts.append((delta and delta.content) or "")
-            for call in (delta and delta.tool_calls) or ():
-                named = calls.setdefault(call.index, ["", ""])
-                named[0] += (call.function and call.function.name) or ""
-                named[1] += (call.function and call.function.arguments) or ""
-        got = "".join(parts)
-    else:
-        message = answer.choices[0].message
-        got = message.content or ""
-        for i, call in enumerate(message.tool_calls or ()):
-            calls[i] = [call.function.name, call.function.arguments]
-    tools = tuple((name, read_arguments(args)) for name, args in calls.values())
-    return Received(status=raw.status_code, headers=_headers(raw), text=got, tools=tools)
+    async for chunk in answer:
+        if chunk.usage is not None and not chunk.choices:
+            got = chunk.usage
+            usage = (got.prompt_tokens, got.completion_tokens, got.total_tokens)
+            events.append("usage")
+            continue
+        choice = chunk.choices[0]
+        if choice.index != 0:
+            flaws.append(f"a chunk's choice index is {choice.index}")
+        delta = choice.delta
+        if delta.role:
+            events.append("role")
+            layout = ("text",) if delta.content is not None else ()
+        elif delta.content:
+            events.append("content")
+            parts.append(delta.content)
+        for call in delta.tool_calls or ():
+            events.append("tool_call")
+            named = calls.setdefault(call.index, ["", ""])
+            named[0] += (call.function and call.function.name) or ""
+            named[1] += (call.function and call.function.arguments) or ""
+        if choice.finish_reason:
+            events.append("finish")
+            ending = choice.finish_reason
+    return {
+        "text": "".join(parts),
+        "tools": tuple((name, read_arguments(args)) for name, args in calls.values()),
+        "ending": ending,
+        "usage": usage,
+        "layout": layout + ("tool_call",) * len(calls),
+        "events": tuple(events),
+        "flaws": tuple(flaws),
+    }
 
 
 def read_arguments(raw: Any) -> Any:
@@ -165,60 +217,119 @@ def read_arguments(raw: Any) -> Any:
 async def _responses(
     client: Any, *, model: str, text: str, stream: bool, headers: dict, extra: dict | None = None
 ) -> Received:
+    given = (extra or {}).get("input") or text
+    rest = {k: v for k, v in (extra or {}).items() if k != "input"}
     raw = await client.responses.with_raw_response.create(
-        model=model, input=text, stream=stream, extra_headers=headers, extra_body=extra
+        model=model, input=given, stream=stream, extra_headers=headers, extra_body=rest or None
     )
     pending = _pending(raw)
     if pending is not None:
         return pending
     answer = await _parsed(raw)
+    events: list[str] = []
+    flaws: list[str] = []
     if stream:
-        parts, items = [], []
+        parts, items, whole = [], [], None
         async for event in answer:
+            if event.sequence_number != len(events):
+                flaws.append(f"{event.type} numbered {event.sequence_number}, not {len(events)}")
+            events.append(event.type)
             if event.type == "response.output_text.delta":
                 parts.append(event.delta)
             elif event.type == "response.output_item.done":
                 items.append(event.item)
+            elif event.type in ("response.completed", "response.incomplete"):
+                whole = event.response
         got = "".join(parts)
     else:
-        got, items = answer.output_text, list(answer.output)
+        got, items, whole = answer.output_text, list(answer.output), answer
     tools = tuple(
         (item.name, read_arguments(item.arguments))
         for item in items
         if item.type == "function_call"
     )
-    return Received(status=raw.status_code, headers=_headers(raw), text=got, tools=tools)
+    return Received(
+        status=raw.status_code,
+        headers=_headers(raw),
+        text=got,
+        tools=tools,
+        layout=tuple(item.type for item in items),
+        events=tuple(events),
+        flaws=tuple(flaws),
+        **_response_ending(whole),
+    )
+
+
+def _response_ending(response: Any) -> dict[str, Any]:
+    """A response's status (with its `incomplete_details` reason) and usage."""
+    if response is None:
+        return {}
+    details = response.incomplete_details
+    ending = response.status + (f":{details.reason}" if details is not None else "")
+    usage = response.usage
+    totals = usage and (usage.input_tokens, usage.output_tokens, usage.total_tokens)
+    return {"ending": ending, "usage": totals}
 
 
 async def _messages(
     client: Any, *, model: str, text: str, stream: bool, headers: dict, extra: dict | None = None
 ) -> Received:
+    messages = (extra or {}).get("messages") or [{"role": "user", "content": text}]
+    rest = {k: v for k, v in (extra or {}).items() if k not in ("messages", "max_tokens")}
     raw = await client.messages.with_raw_response.create(
         model=model,
-        max_tokens=64,
-        messages=[{"role": "user", "content": text}],
+        max_tokens=(extra or {}).get("max_tokens", 64),
+        messages=messages,
         stream=stream,
         extra_headers=headers,
-        extra_body=extra,
+        extra_body=rest or None,
+        timeout=READ_TIMEOUT,  # given: the SDK asks no stream of a long answer's whole call
     )
     pending = _pending(raw)
     if pending is not None:
         return pending
     answer = await _parsed(raw)
     if not stream:
-        got = "".join(b.text for b in answer.content if b.type == "text")
-        tools = tuple((b.name, b.input) for b in answer.content if b.type == "tool_use")
-        return Received(status=raw.status_code, headers=_headers(raw), text=got, tools=tools)
-    parts, uses = [], {}  # uses: block index -> [name, input JSON so far]
+        usage = (answer.usage.input_tokens, answer.usage.output_tokens, None)
+        return Received(
+            status=raw.status_code,
+            headers=_headers(raw),
+            text="".join(b.text for b in answer.content if b.type == "text"),
+            tools=tuple((b.name, b.input) for b in answer.content if b.type == "tool_use"),
+            ending=answer.stop_reason,
+            usage=usage,
+            layout=tuple(b.type for b in answer.content),
+        )
+    read = await _message_stream(answer)
+    return Received(status=raw.status_code, headers=_headers(raw), **read)
+
+
+async def _message_stream(answer: Any) -> dict[str, Any]:
+    parts, events, layout, ending = [], [], [], None
+    uses: dict[int, list[str]] = {}  # block index -> [name, input JSON so far]
+    given = made = 0
     async for event in answer:
-        if event.type == "content_block_start" and event.content_block.type == "tool_use":
-            uses[event.index] = [event.content_block.name, ""]
+        events.append(event.type)
+        if event.type == "message_start":
+            given = event.message.usage.input_tokens
+        elif event.type == "content_block_start":
+            layout.append(event.content_block.type)
+            if event.content_block.type == "tool_use":
+                uses[event.index] = [event.content_block.name, ""]
         elif event.type == "content_block_delta" and event.delta.type == "text_delta":
             parts.append(event.delta.text)
         elif event.type == "content_block_delta" and event.delta.type == "input_json_delta":
             uses.setdefault(event.index, ["", ""])[1] += event.delta.partial_json
-    tools = tuple((name, read_arguments(args or "{}")) for name, args in uses.values())
-    return Received(status=raw.status_code, headers=_headers(raw), text="".join(parts), tools=tools)
+        elif event.type == "message_delta":
+            ending, made = event.delta.stop_reason, event.usage.output_tokens
+    return {
+        "text": "".join(parts),
+        "tools": tuple((name, read_arguments(args or "{}")) for name, args in uses.values()),
+        "ending": ending,
+        "usage": (given, made, None),
+        "layout": tuple(layout),
+        "events": tuple(events),
+    }
 
 
 FACES: tuple[FaceClient, ...] = (

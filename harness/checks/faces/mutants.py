@@ -3,7 +3,10 @@
 Each breaks the face the way a real gateway does (a key header read by the wrong name, a
 conflict answered from the first job, members dropped from the fingerprint, a stream
 begun before a winner exists, an SDK's retry not recognised, a timeout at the bound
-answered as an error, tool calls left out of the answer, errors in another API's shape).
+answered as an error, tool calls left out of the answer, errors in another API's shape,
+a tool turn sent back and not read, an image's detail or the sampling members not
+carried, an answer's ending or usage misreported, a refusal's status, a document
+without the key's header).
 The scenario suite never calls a face, so none of these can be caught by it; `harness
 check --mutants` plays the face stories against each (`run_face_mutants`), and a face
 mutant no story catches is a blind spot. They are `harness.mutants.Mutant`s:
@@ -19,6 +22,8 @@ from typing import Any
 from fastapi.responses import JSONResponse
 
 from harness.api.faces import anthropic_messages, openai_chat, openai_responses
+from harness.api.faces import errors as face_errors
+from harness.api.faces import face as face_module
 from harness.api.faces import gateway as face_gateway
 from harness.api.faces.errors import ErrorTable
 from harness.api.faces.gateway import Held
@@ -129,6 +134,93 @@ def _errors_as_problem_details() -> Patches:
     return {(ErrorTable, "render"): render}
 
 
+def _tool_turns_unread() -> Patches:
+    """A conversation sent back after a tool call loses the assistant's calls: the
+    provider is asked the tool's result with no call it answers."""
+    chat, responses = openai_chat._assistant, openai_responses._item
+    anthropic = anthropic_messages._messages
+
+    def assistant(m: Any, where: str) -> dict[str, Any]:
+        found = chat(m, where)
+        found.pop("tool_calls", None)
+        return found
+
+    def item(item: Any, where: str, messages: list[dict[str, Any]]) -> None:
+        responses(item, where, messages)
+        for message in messages:
+            message.pop("tool_calls", None)
+
+    def messages(m: Any, where: str) -> list[dict[str, Any]]:
+        found = anthropic(m, where)
+        for message in found:
+            message.pop("tool_calls", None)
+        return found
+
+    return {
+        (openai_chat, "_assistant"): assistant,
+        (openai_responses, "_item"): item,
+        (anthropic_messages, "_messages"): messages,
+    }
+
+
+def _image_detail_dropped() -> Patches:
+    """An image part's `detail` is not read: the provider sees every image at its
+    default resolution."""
+    chat, responses = openai_chat._user, openai_responses._user
+
+    def without_detail(read: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
+        def user(content: Any, where: str) -> dict[str, Any]:
+            found = read(content, where)
+            for part in found.get("parts", ()):
+                part.pop("detail", None)
+            return found
+
+        return user
+
+    return {
+        (openai_chat, "_user"): without_detail(chat),
+        (openai_responses, "_user"): without_detail(responses),
+    }
+
+
+def _endings_lost() -> Patches:
+    """Every answer that calls no tool ends as if it had ended by itself: an answer cut
+    at its token limit reads as whole."""
+    return {(openai_chat, "FINISH"): {}, (anthropic_messages, "STOP"): {}}
+
+
+def _sampling_dropped() -> Patches:
+    """`top_p` and the stop sequences are read, bound by the key, and never sent."""
+
+    def sampling(body: Any) -> dict[str, Any]:
+        return {}
+
+    return {(openai_chat, "_sampling"): sampling, (anthropic_messages, "_sampling"): sampling}
+
+
+def _usage_swapped() -> Patches:
+    """The usage is answered with its input and output tokens swapped."""
+
+    def usage_of(result: dict[str, Any]) -> dict[str, int]:
+        usage = result.get("usage") or {}
+        given, made = int(usage.get("output_tokens", 0)), int(usage.get("input_tokens", 0))
+        return {"prompt_tokens": given, "completion_tokens": made, "total_tokens": given + made}
+
+    return {(openai_chat, "usage_of"): usage_of}
+
+
+def _repeated_content_type_as_400() -> Patches:
+    """Two `Content-Type` headers are answered as any other malformed request (400), not
+    415 as on every route of the API."""
+    return {(face_errors, "KEPT_STATUS"): frozenset()}
+
+
+def _headers_undocumented() -> Patches:
+    """`/openapi.json` leaves out the `Idempotency-Key` and `Prefer` headers: a client
+    made from the document never sends a key."""
+    return {(face_module, "HEADERS"): ()}
+
+
 FACE_MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "face_key_header_ignored",
@@ -178,6 +270,48 @@ FACE_MUTANTS: tuple[Mutant, ...] = (
         "the faces answer errors as problem details, not in their API's error shape",
         _errors_as_problem_details,
     ),
+    Mutant(
+        "face_tool_turns_unread",
+        "I2",
+        "a tool call sent back is not read: the provider gets a result answering no call",
+        _tool_turns_unread,
+    ),
+    Mutant(
+        "face_image_detail_dropped",
+        "I2",
+        "an image part's detail is not carried to the provider",
+        _image_detail_dropped,
+    ),
+    Mutant(
+        "face_endings_lost",
+        "I5",
+        "an answer cut at its token limit reads as one that ended by itself",
+        _endings_lost,
+    ),
+    Mutant(
+        "face_sampling_dropped",
+        "I2",
+        "top_p and the stop sequences are accepted and never sent",
+        _sampling_dropped,
+    ),
+    Mutant(
+        "face_usage_swapped",
+        "I5",
+        "the answer's usage has its input and output tokens swapped",
+        _usage_swapped,
+    ),
+    Mutant(
+        "face_repeated_content_type_as_400",
+        "I2",
+        "two Content-Type headers are answered 400, not 415",
+        _repeated_content_type_as_400,
+    ),
+    Mutant(
+        "face_headers_undocumented",
+        "I1",
+        "/openapi.json documents no Idempotency-Key or Prefer header",
+        _headers_undocumented,
+    ),
 )
 
 LIKELIEST = {
@@ -189,6 +323,13 @@ LIKELIEST = {
     "face_timeout_at_the_bound": "wait-bound",
     "face_tool_calls_dropped": "tool-call",
     "face_errors_as_problem_details": "refusals",
+    "face_tool_turns_unread": "tool-round-trip",
+    "face_image_detail_dropped": "image-parts",
+    "face_endings_lost": "endings",
+    "face_sampling_dropped": "parameter-bounds",
+    "face_usage_swapped": "endings",
+    "face_repeated_content_type_as_400": "error-table",
+    "face_headers_undocumented": "openapi",
 }
 """The story that states the promise each face mutant breaks: played first, so that a
 run stopping at the first catch plays one story, not all of them. Whether a mutant is

@@ -2,7 +2,8 @@
 built-in fakes behind it, and a history of the run in the checker's form.
 
 Each story gets a stage of its own: its own owner (a namespace, so that runs sharing a
-database never meet), its own fakes and worker (real time, a thread scheduler, as
+database never meet), its own fakes (whose transport keeps every body the adapters sent)
+and worker (real time, a thread scheduler, as
 `harness serve` runs them), and a fresh record of the providers' health. The worker's
 adapters are wrapped so that every provider call is in the history as invoke then ok /
 fail / unknown, which is what the history checker reads beside the engine's events, the
@@ -11,13 +12,16 @@ fakes' ledger and the final jobs.
 
 from __future__ import annotations
 
+import json
+import threading
 import uuid
 from collections.abc import Mapping
 from typing import Any, TypedDict
 
+import httpx
 import sqlalchemy as sa
 
-from fake_providers import FakeProviders
+from fake_providers import FakeProviders, FakeTransport
 from harness.api.app import create_app
 from harness.checks.faces.clients import TOKEN, Wire
 from harness.config import Route, ServiceConfig
@@ -27,7 +31,7 @@ from harness.core.models import CompletionRequest, Job
 from harness.core.states import OutcomeKind
 from harness.engine import Engine
 from harness.providers.base import BaseProvider, LookupResult, Outcome
-from harness.runtime.builtin import builtin_fake_providers
+from harness.providers.build import BUILTIN_FAKES, build_providers
 from harness.runtime.scheduler import ThreadScheduler
 from harness.runtime.worker import Worker, WorkerSettings
 from harness.scenarios.checker import REAL_TIME
@@ -66,6 +70,30 @@ _TYPES = {
     OutcomeKind.EXECUTED_UNUSABLE: "fail",
     OutcomeKind.UNKNOWN: "unknown",
 }
+
+
+class SentTransport(httpx.BaseTransport):
+    """The fakes' transport, keeping the JSON body of every request an adapter sent
+    (what a provider was asked for, as it crossed the wire: the stories read the
+    parts the fakes' ledger keeps no trace of, such as an image's `detail`)."""
+
+    def __init__(self, fakes: FakeProviders) -> None:
+        self.inner = FakeTransport(fakes)
+        self.bodies: list[tuple[str, Any]] = []  # (the request's path, its JSON body)
+        self._lock = threading.Lock()
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        try:
+            body = json.loads(request.read() or b"null")
+        except ValueError:
+            body = None
+        with self._lock:
+            self.bodies.append((request.url.path, body))
+        return self.inner.handle_request(request)
+
+    def sent(self) -> list[tuple[str, Any]]:
+        with self._lock:
+            return list(self.bodies)
 
 
 class RecordedProvider:
@@ -112,7 +140,9 @@ class FaceStage:
         self.namespace = f"face-{uuid.uuid4().hex[:10]}"
         self.owner = f"{self.namespace}{NAMESPACE_SEPARATOR}alice"
         self.fakes = FakeProviders()
-        adapters = builtin_fake_providers(self.fakes)
+        self.transport = SentTransport(self.fakes)  # the built-in fakes, each body kept
+        client = httpx.Client(transport=self.transport)
+        adapters = build_providers(BUILTIN_FAKES, client=client, environ={})
         self.engine = Engine(database, gate=StaticGate(set(allowed or adapters)))
         self.start = self.engine.clock.now()
         self.history = History(
