@@ -9,8 +9,6 @@ from typing import TYPE_CHECKING, cast
 
 from harness.checks.faces.clients import FACES, Received
 from harness.checks.faces.stories import (
-    PENDING,
-    STORIES,
     STREAM_EVENTS,
     Play,
     _conforms,
@@ -123,8 +121,3 @@ def test_what_an_api_never_answers_is_a_problem() -> None:
     assert play.problems == []
     play.read_well(Received(status=200, headers={}, flaws=("the first choice's index is -1",)), "x")
     assert play.problems == ["x: the first choice's index is -1"]
-
-
-def test_pending_stories_are_not_played_by_check() -> None:
-    assert not {story.name for _, story in PENDING} & {story.name for story in STORIES}
-    assert {face for face, _ in PENDING} <= {face.name for face in FACES}
