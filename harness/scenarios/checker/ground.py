@@ -38,7 +38,12 @@ from harness.scenarios.checker.history import (
     _policy,
     _t,
 )
-from harness.scenarios.checker.oracle import expected_kind, expected_reason, sends_retry_after
+from harness.scenarios.checker.oracle import (
+    ENDED_BY_THE_CALLER,
+    expected_kind,
+    expected_reason,
+    sends_retry_after,
+)
 from harness.scenarios.checker.outcomes import _spans
 
 _ANSWERED = "provider answered: "  # how the engine words a resolution by the call's answer
@@ -75,6 +80,7 @@ class Exchange:
     invoke: Entry | None  # its worker's call, when the history records it
     answer: Entry | None
     kind: OutcomeKind | None  # what the fake's ending makes the call (None: undecided)
+    deadline: float | None = None  # when the caller's deadline ends the call (run's clock)
 
     @property
     def where(self) -> str:
@@ -105,13 +111,26 @@ class Exchange:
         return None
 
     def ended(self) -> tuple[float, Entry] | None:
-        """When the exchange ended on the run's clock: the ledger's own end when it
-        carries one, else the worker's answer to its call."""
-        if isinstance(self.execution.get("ended"), int | float):
-            return float(self.execution["ended"]), self.execution
+        """When the exchange ended on the run's clock: the ledger's own end where the
+        fake ended it, else the worker's answer to its call. A call its caller ended
+        (its deadline came first, the harness aborted it) ended when the caller gave up,
+        whenever the fake would have ended it."""
+        end = self.execution.get("ended")
+        if isinstance(end, int | float) and self._ended_by_the_fake(float(end)):
+            return float(end), self.execution
         if self.answer is not None:
             return _t(self.answer), self.answer
         return None
+
+    def _ended_by_the_fake(self, end: float) -> bool:
+        """The fake's ending decided the call (`kind`): before the caller's deadline, and
+        for a behaviour only the caller ends (a stall, a trickle) by an end of its own
+        that came before that deadline."""
+        if self.kind is None:
+            return False
+        if self.execution.get("behaviour") not in ENDED_BY_THE_CALLER:
+            return True
+        return self.deadline is not None and end < self.deadline - EPSILON
 
 
 def _by_call(event: Entry) -> bool:
@@ -148,10 +167,11 @@ def exchanges(history: Mapping[str, Any]) -> Iterator[Exchange]:
             continue
         (index, execution), job = runs[0], label.split("#")[0]
         invoke, answer = spans.get(label, (None, None))
-        kind = None
+        kind, deadline = None, None
         if invoke is not None and answer is not None and not _aborted(events[label], answer):
             timeout = _policy(history, job, "attempt_timeout")
             kind = expected_kind(execution, _t(answer) - _t(invoke), timeout)
+            deadline = _t(invoke) + timeout if isinstance(timeout, int | float) else None
         yield Exchange(
             job,
             label,
@@ -162,6 +182,7 @@ def exchanges(history: Mapping[str, Any]) -> Iterator[Exchange]:
             invoke,
             answer,
             kind,
+            deadline,
         )
 
 
