@@ -15,7 +15,9 @@ An attempt is judged only where the ground truth decides: it has exactly one exe
 in the ledger (none: it never reached the fake; two: `outcomes._attributable` says so),
 and for what the call ended as, one answered call of its own worker and a ledger row
 that decides it (`oracle.expected_kind`), that the harness did not abort first (a lost
-attempt's call is ended by the caller, not the fake). A fact the history does not carry (a ledger
+attempt's call is ended by the caller, not the fake); the ledger's end of an exchange
+counts only where the fake, not the caller's deadline, ended it (a fake that would have
+answered after the deadline, a trickle). A fact the history does not carry (a ledger
 without the fake's `retry_after`, `ended` or `answer_sha256`, a job without
 `result_sha256`) says nothing.
 """
@@ -325,7 +327,8 @@ def _ended_after_the_exchange(history: Mapping[str, Any]) -> Iterator[Finding]:
     """I8, *ground truth*: an attempt's record of its call keeps the exchange's times:
     the attempt started no later than the fake received its request, and its record of
     the call's answer (its event, and the row's end when that settled it) is no earlier
-    than the exchange ended (the ledger's end, else its worker's answer). Judged on one
+    than the exchange ended (the ledger's end where the fake ended it before the
+    caller's deadline, else its worker's answer). Judged on one
     clock only: a live service's history (real time) times the engine and the fakes by
     two clocks, and the run's scale magnifies their skew."""
     if history.get("database") == REAL_TIME:
