@@ -65,6 +65,13 @@ class LedgerEntry:
     hung_up_at: float | None = None  # the caller closed the connection before the whole
     # response reached it, at this time on the fakes' clock (over HTTP only: in-process
     # there is no connection to close)
+    retry_after: float | None = None  # the Retry-After (seconds) its answer's head carried
+    answer_sent: bool = False  # it sent its answer as produced (`response`), whole and
+    # intact (not cut, garbled, withheld or queued): a success or a content fault
+    ends_at: float | None = None  # when the fake's answer ends on the fakes' clock, played
+    # to a caller who keeps listening: its last byte sent, its connection dropped, its
+    # client's failure raised (`completes_at` is when the work is done); None: never on
+    # its own (a stall: the caller's deadline or a release ends it)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

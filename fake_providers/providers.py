@@ -39,7 +39,18 @@ from fake_providers.gates import ModelGates
 from fake_providers.ledger import DEFAULT_CAPACITY, Ledger, LedgerEntry, prompt_digest
 from fake_providers.nonce import find_nonce
 from fake_providers.openai_wire import OpenAIDialect
-from fake_providers.plans import Exchange, FakeRequest, Plan, plan, whole_response
+from fake_providers.plans import (
+    Exchange,
+    FakeRequest,
+    Head,
+    Pause,
+    Plan,
+    Stall,
+    Step,
+    Trickle,
+    plan,
+    whole_response,
+)
 from fake_providers.prices import Price, PriceTable
 from fake_providers.responses_wire import ResponsesDialect
 from fake_providers.retrieval import ID_PREFIXES, STORABLE, ModelList, handle_retrieval
@@ -69,6 +80,18 @@ RETRY_COUNT_HEADER = "x-stainless-retry-count"
 PROVIDER_PREFIX = "/p/"  # a named fake provider: /p/{name}/openai/..., /p/{name}/anthropic/...
 DEFAULT_PROVIDER = "default"  # the provider name of the unprefixed routes
 PROVIDER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+SENDS_ITS_ANSWER = frozenset(
+    {
+        BehaviourName.SUCCESS,
+        BehaviourName.MALFORMED_JSON,
+        BehaviourName.HALLUCINATED_KEY,
+        BehaviourName.PROSE_INSTEAD_OF_JSON,
+        BehaviourName.WRONG_TYPES,
+    }
+)
+"""Behaviours that send the answer they produced as it is, whole (`plans._answered` with
+no fault): the ledger's `answer_sent`. A background request's answer is fetched, not
+sent with the reply."""
 
 
 @dataclass(frozen=True)
@@ -266,6 +289,7 @@ class FakeProviders:
                     output_tokens=0,
                     billed=False,
                     completes_at=now,
+                    ends_at=now,
                     response=_json_or_none(refusal.body),
                 )
             )
@@ -292,6 +316,9 @@ class FakeProviders:
                 max_tokens=req.max_tokens,
                 error_kind=planned.error_kind,
                 completes_at=None if planned.duration is None else now + planned.duration,
+                ends_at=ends_at(planned.steps, now),
+                answer_sent=behaviour.name in SENDS_ITS_ANSWER and not req.background,
+                retry_after=retry_after(planned.steps),
                 response=planned.response,
                 stored=req.store and behaviour.name in STORABLE,
                 metadata=dict(req.metadata) if req.metadata else None,
@@ -313,6 +340,33 @@ class FakeProviders:
             return self.model_gates.resolve(api, model, chosen, now, provider)
         chosen = self.scripts.take(api, model, attempt_id, now, provider)
         return chosen or Behaviour(name=BehaviourName.SUCCESS)
+
+
+def ends_at(steps: Iterable[Step], received: float) -> float | None:
+    """When an exchange that began at `received` ends, on the fakes' clock, played to a
+    caller who keeps listening: after every pause before its last step (the last byte
+    sent, the connection dropped, the caller's client failing), or after a trickle's
+    whole run (then dropped); None when it stalls (only the caller's deadline or a
+    release ends it). A caller who stops listening earlier ends it earlier."""
+    at = received
+    for step in steps:
+        if isinstance(step, Stall):
+            return None
+        if isinstance(step, Pause):
+            at += step.seconds
+        elif isinstance(step, Trickle):
+            at += step.interval * step.count
+    return at
+
+
+def retry_after(steps: Iterable[Step]) -> float | None:
+    """The Retry-After, in seconds, that an exchange's head carries; None without one."""
+    head = next((s for s in steps if isinstance(s, Head)), None)
+    sent = None if head is None else {k.lower(): v for k, v in head.headers}.get("retry-after")
+    try:
+        return None if sent is None else float(sent)
+    except ValueError:  # an HTTP date: the fakes send seconds only
+        return None
 
 
 def _refusal(dialect: Dialect, ids: Ids, exc: WireError | InvalidInput) -> WireResponse:

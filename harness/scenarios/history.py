@@ -8,7 +8,12 @@ worker names, the breaker's thresholds and each provider's maximum runtime, as t
 scenario and the documented defaults set them), `end` (the virtual time the final state
 was read), each job's `policy`, each attempt's `retry_after`, the Retry-After of a
 call that was refused with one, and with a contract `verdicts` (its verdicts as
-`harness contracts verdicts --provider P` lists them, for each provider). An owner
+`harness contracts verdicts --provider P` lists them, for each provider). The ground
+truth's facts come from the fakes' ledger and the stored jobs alone, never from the
+engine's code: each ledger entry's `ended` (when the exchange ended on the run's
+clock: the caller's hang-up, else the fake's own end; None: it never ended), its
+`retry_after` (the Retry-After the fake sent), its `error` (the fake's own error
+message) and its `answer_sha256`, and each job's `result_sha256` (`text_digest`). An owner
 outside the run's namespace (a job only a broken engine hands out) is shown as
 `(another run)/NAME`, never by the other namespace; so is such a job's key.
 
@@ -18,6 +23,7 @@ for one file and one seed on one database kind: that is what `--history` compare
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import threading
@@ -201,10 +207,30 @@ class History:
             "prompt": entry.prompt_sha256,  # the digest of the prompt's texts it received
             "max_tokens": entry.max_tokens,  # the output cap its request asked for
             "temperature": entry.temperature,  # the sampling temperature it asked for
+            "retry_after": getattr(entry, "retry_after", None),  # what its head carried
+            "ended": self._ended(entry),
+            "error": error_message(entry.response),  # the fake's own error message
+            "answer_sha256": self._sent_digest(entry),
             # the tools it offered and the response format it asked for, where the
             # ledger records them (a ledger that does not says nothing of them)
             **{f: getattr(entry, f) for f in _REQUEST_EXTRAS if hasattr(entry, f)},
         }
+
+    def _ended(self, entry: Any) -> float | None:
+        """When the exchange ended on the run's clock: when its caller hung up, if it did
+        before the fake's answer ended, else when that answer ended (its last byte, its
+        drop, its client's failure); None: it never ended (a stall nobody left)."""
+        ends, hung = getattr(entry, "ends_at", None), getattr(entry, "hung_up_at", None)
+        at = hung if hung is not None and (ends is None or hung < ends) else ends
+        return None if at is None else round(at - self.start.timestamp(), 6)
+
+    @staticmethod
+    def _sent_digest(entry: Any) -> str | None:
+        """The digest of the answer text the fake sent whole, and that reached its
+        caller; None where it sent none (an error, a cut or garbled answer, tool calls)."""
+        if not (getattr(entry, "answer_sent", False) and entry.delivered):
+            return None
+        return _digest(answer_text(entry.response))
 
     def _execution_of(self, request_id: str | None) -> int | str | None:
         """The index in `ledger` of the execution a provider request id names; `unknown`
@@ -245,6 +271,7 @@ class History:
             "result_provider": (job.result or {}).get("provider")
             if isinstance(job.result, dict)
             else None,
+            "result_sha256": _digest(result_text(job.result)),
             "attempts": [
                 {
                     "attempt": self.names.attempt(a.id),
@@ -295,6 +322,74 @@ class History:
 NAMESPACE_SEPARATOR = "/"
 FOREIGN_OWNER = "(another run)"
 """How the history names an owner outside the run's namespace (I10: never seen)."""
+
+
+def text_digest(text: str) -> str:
+    """What the history keeps of an answer's text, on both sides of the ground truth (the
+    text a fake sent, `answer_sha256`; a job's kept result, `result_sha256`): SHA-256,
+    lowercase hex, of its UTF-8 bytes."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _digest(text: str | None) -> str | None:
+    return None if text is None else text_digest(text)
+
+
+def error_message(response: Any) -> str | None:
+    """A fake's own error message, from its error body: `error.message` in both dialects
+    (OpenAI's `{"error": {...}}`, Anthropic's `{"type": "error", "error": {...}}`)."""
+    error = response.get("error") if isinstance(response, Mapping) else None
+    message = error.get("message") if isinstance(error, Mapping) else None
+    return message if isinstance(message, str) else None
+
+
+def answer_text(response: Any) -> str | None:
+    """The plain text a fake answered, read off its body by each API's documented shape:
+    Chat Completions' one choice's `message.content` (no tool calls), Messages' one
+    `text` block (a thinking block is not the answer), the Responses API's one message
+    with one `output_text`; None for anything else (tool calls, several choices, an
+    error), where no plain text is to be compared."""
+    if not isinstance(response, Mapping) or response.get("error"):
+        return None
+    if isinstance(response.get("choices"), list):
+        return _chat_text(response["choices"])
+    if response.get("type") == "message":
+        blocks = [b for b in response.get("content") or () if _part(b) != "thinking"]
+        return _only_text(blocks, "text")
+    if isinstance(response.get("output"), list):
+        items = [i for i in response["output"] if _part(i) != "reasoning"]
+        if len(items) == 1 and _part(items[0]) == "message":
+            return _only_text(items[0].get("content") or (), "output_text")
+    return None
+
+
+def _part(value: Any) -> Any:
+    return value.get("type") if isinstance(value, Mapping) else None
+
+
+def _chat_text(choices: list[Any]) -> str | None:
+    message = choices[0].get("message") if len(choices) == 1 else None
+    if not isinstance(message, Mapping) or message.get("tool_calls"):
+        return None
+    content = message.get("content")
+    return content if isinstance(content, str) else None
+
+
+def _only_text(parts: Iterable[Any], kind: str) -> str | None:
+    found = list(parts)
+    if len(found) != 1 or _part(found[0]) != kind:
+        return None
+    text = found[0].get("text")
+    return text if isinstance(text, str) else None
+
+
+def result_text(result: Any) -> str | None:
+    """A job's kept result as plain text: its `text`, when it calls no tools; None for a
+    structured result or none."""
+    if not isinstance(result, Mapping) or result.get("tool_calls"):
+        return None
+    text = result.get("text")
+    return text if isinstance(text, str) else None
 
 
 def _one_per_burst(events: list[dict[str, Any]]) -> list[dict[str, Any]]:

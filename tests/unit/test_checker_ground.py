@@ -152,6 +152,40 @@ def test_a_failure_recorded_before_the_ledgers_end_is_i8() -> None:
     assert "ended at t=2, yet a#1 records the call's end in its attempt_failed" in finding.message
 
 
+def test_the_fakes_end_after_the_callers_deadline_is_not_the_exchanges_end() -> None:
+    """A 200 the fake would have sent at t=45: the caller's 30 s deadline ended the call
+    first, and it recorded that end then; the fake's later end judges nothing."""
+    data = failed("timeout_after_send", None, outcome="unknown", t=30, kind="became_unknown")
+    data["ledger"] = [exchange("success", 200, delivered=False, ended=45.0)]
+    assert ground(data) == []
+    data["operations"][1]["t"] = data["events"][1]["t"] = 20  # answered before the deadline
+    # so the fake's own end decided it, and the call's end is recorded before that end
+    ended = [f for f in ground(data) if "ended at t=45" in f.message]
+    assert [f.invariant for f in ended] == ["I8"]
+
+
+def test_a_trickle_is_judged_by_its_own_end_only_when_that_came_before_the_deadline() -> None:
+    events = [
+        ev(0, "attempt_started", "a#1", "w1", provider="primary"),
+        ev(30, "became_unknown", "a#1", "w1", cause="deadline"),
+        ev(30, "observed", "a#1", "w1", cause="stream_stalled", outcome="executed_unusable"),
+    ]
+    row = attempt("a#1", "primary", "unknown") | {"resolution": None, "finished_at": 30}
+    ops = [call(0, 0, "a#1", "invoke"), call(1, 30, "a#1", "fail", reason="stream_stalled")]
+    data = history(events, {"a": job("blocked_unknown", None, row, policy=POLICY)}, ops)
+    data["ledger"] = [exchange("stream_trickle", 200, delivered=False, ended=600.0)]
+    assert ground(data) == []  # the caller's deadline ended it, long before the fake would
+    data["ledger"][0]["ended"] = 31.0  # the fake's drop came after the deadline: the
+    assert ground(data) == []  # caller's deadline still ended it
+    data["ledger"][0]["ended"] = 29.5  # before the deadline, after the recorded end
+    for record in (events[2], ops[1]):
+        record["t"] = 29
+    (finding,) = ground(data)
+    assert "ended at t=29.5, yet a#1 records the call's end in its observed event" in (
+        finding.message
+    )
+
+
 def test_a_row_that_ends_before_the_call_answered_is_i8() -> None:
     data = failed("server_error", 500, t=4)
     data["ledger"] = [exchange("server_error", 500)]

@@ -15,7 +15,9 @@ An attempt is judged only where the ground truth decides: it has exactly one exe
 in the ledger (none: it never reached the fake; two: `outcomes._attributable` says so),
 and for what the call ended as, one answered call of its own worker and a ledger row
 that decides it (`oracle.expected_kind`), that the harness did not abort first (a lost
-attempt's call is ended by the caller, not the fake). A fact the history does not carry (a ledger
+attempt's call is ended by the caller, not the fake); the ledger's end of an exchange
+counts only where the fake, not the caller's deadline, ended it (a fake that would have
+answered after the deadline, a trickle). A fact the history does not carry (a ledger
 without the fake's `retry_after`, `ended` or `answer_sha256`, a job without
 `result_sha256`) says nothing.
 """
@@ -38,7 +40,12 @@ from harness.scenarios.checker.history import (
     _policy,
     _t,
 )
-from harness.scenarios.checker.oracle import expected_kind, expected_reason, sends_retry_after
+from harness.scenarios.checker.oracle import (
+    ENDED_BY_THE_CALLER,
+    expected_kind,
+    expected_reason,
+    sends_retry_after,
+)
 from harness.scenarios.checker.outcomes import _spans
 
 _ANSWERED = "provider answered: "  # how the engine words a resolution by the call's answer
@@ -75,6 +82,7 @@ class Exchange:
     invoke: Entry | None  # its worker's call, when the history records it
     answer: Entry | None
     kind: OutcomeKind | None  # what the fake's ending makes the call (None: undecided)
+    deadline: float | None = None  # when the caller's deadline ends the call (run's clock)
 
     @property
     def where(self) -> str:
@@ -105,13 +113,26 @@ class Exchange:
         return None
 
     def ended(self) -> tuple[float, Entry] | None:
-        """When the exchange ended on the run's clock: the ledger's own end when it
-        carries one, else the worker's answer to its call."""
-        if isinstance(self.execution.get("ended"), int | float):
-            return float(self.execution["ended"]), self.execution
+        """When the exchange ended on the run's clock: the ledger's own end where the
+        fake ended it, else the worker's answer to its call. A call its caller ended
+        (its deadline came first, the harness aborted it) ended when the caller gave up,
+        whenever the fake would have ended it."""
+        end = self.execution.get("ended")
+        if isinstance(end, int | float) and self._ended_by_the_fake(float(end)):
+            return float(end), self.execution
         if self.answer is not None:
             return _t(self.answer), self.answer
         return None
+
+    def _ended_by_the_fake(self, end: float) -> bool:
+        """The fake's ending decided the call (`kind`): before the caller's deadline, and
+        for a behaviour only the caller ends (a stall, a trickle) by an end of its own
+        that came before that deadline."""
+        if self.kind is None:
+            return False
+        if self.execution.get("behaviour") not in ENDED_BY_THE_CALLER:
+            return True
+        return self.deadline is not None and end < self.deadline - EPSILON
 
 
 def _by_call(event: Entry) -> bool:
@@ -148,10 +169,11 @@ def exchanges(history: Mapping[str, Any]) -> Iterator[Exchange]:
             continue
         (index, execution), job = runs[0], label.split("#")[0]
         invoke, answer = spans.get(label, (None, None))
-        kind = None
+        kind, deadline = None, None
         if invoke is not None and answer is not None and not _aborted(events[label], answer):
             timeout = _policy(history, job, "attempt_timeout")
             kind = expected_kind(execution, _t(answer) - _t(invoke), timeout)
+            deadline = _t(invoke) + timeout if isinstance(timeout, int | float) else None
         yield Exchange(
             job,
             label,
@@ -162,6 +184,7 @@ def exchanges(history: Mapping[str, Any]) -> Iterator[Exchange]:
             invoke,
             answer,
             kind,
+            deadline,
         )
 
 
@@ -304,7 +327,8 @@ def _ended_after_the_exchange(history: Mapping[str, Any]) -> Iterator[Finding]:
     """I8, *ground truth*: an attempt's record of its call keeps the exchange's times:
     the attempt started no later than the fake received its request, and its record of
     the call's answer (its event, and the row's end when that settled it) is no earlier
-    than the exchange ended (the ledger's end, else its worker's answer). Judged on one
+    than the exchange ended (the ledger's end where the fake ended it before the
+    caller's deadline, else its worker's answer). Judged on one
     clock only: a live service's history (real time) times the engine and the fakes by
     two clocks, and the run's scale magnifies their skew."""
     if history.get("database") == REAL_TIME:
