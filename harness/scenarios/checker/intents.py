@@ -29,8 +29,16 @@ the input as JSON with its keys sorted (Python's `json.dumps(input, sort_keys=Tr
 The ledger keeps a digest of the texts a request carried (docs/providers.md, the
 ledger's `prompt_sha256`: SHA-256 of the compact JSON array of the system prompt and
 each message's text), so every execution's digest is the one of the texts the intent
-documents. An input whose messages are not all objects with string contents is judged
-by its nonce alone. The output cap each request asks for (the ledger's `max_tokens`) is
+documents, as its provider's kind receives them (docs/providers.md, "What an adapter
+sends"). A message's text is its content (with `parts`, the texts of its parts that are
+not images) followed by the `arguments` of each of its `tool_calls`; a `tool` message's
+is its content. OpenAI-kind providers receive every message and the arguments as
+written; Anthropic-kind ones receive consecutive tool results as one message (their
+texts joined) and a call's arguments parsed, `{}` when they are not a JSON object,
+whose text is that object written back as JSON (Python's `json.dumps`: `", "` and
+`": "`, `\\u` escapes). An input whose messages are not all objects with string
+contents (string texts for parts, string ids, names and arguments for tool calls) is
+judged by its nonce alone. The output cap each request asks for (the ledger's `max_tokens`) is
 the input's `max_tokens` when that is a positive integer, else 1,024; its temperature
 (the ledger's `temperature`) is the input's when that is a number, else none is sent.
 The tools a request offers (the ledger's `tools`, in the order sent) are the names of the
@@ -120,23 +128,95 @@ def documented_system(intent: Mapping[str, Any]) -> str:
     return system if isinstance(system, str) else f"operation: {intent.get('operation')}"
 
 
-def documented_texts(intent: Mapping[str, Any]) -> list[str] | None:
-    """The texts of the conversation the engine sends for an intent (the module doc):
-    the system prompt, then each message's text; None for messages the documentation
-    does not cover (an item that is not an object, or content that is not a string)."""
+def documented_texts(intent: Mapping[str, Any], kind: str = "openai") -> list[str] | None:
+    """The texts of the conversation the engine sends for an intent to a provider of this
+    kind (the module doc): the system prompt, then each message's text; None for messages
+    the documentation does not cover (an item that is not an object, content that is not
+    a string, a part without string text, a tool call without string id, name and
+    arguments)."""
     data = intent.get("input")
     fields = data if isinstance(data, Mapping) else {}
     messages = fields.get("messages")
     if isinstance(messages, list):
-        texts = [m.get("content", "") if isinstance(m, Mapping) else None for m in messages]
-        if not all(isinstance(t, str) for t in texts):
+        said = _conversation(messages, kind)
+        if said is None:
             return None
-        said = [t for t in texts if isinstance(t, str)]
     elif isinstance(fields.get("prompt"), str):
         said = [fields["prompt"]]
     else:
         said = [json.dumps(data, sort_keys=True)]
     return [documented_system(intent), *said]
+
+
+def _conversation(messages: list[Any], kind: str) -> list[str] | None:
+    """Each message's text as a provider of this kind receives it: in Messages
+    (`anthropic`) consecutive tool results are one message, so their texts are one."""
+    said: list[str] = []
+    results = False  # the last text is a run of tool results (Messages joins them)
+    for message in messages:
+        text = _message_text(message, kind) if isinstance(message, Mapping) else None
+        if text is None:
+            return None
+        tool = message.get("role") == "tool"
+        if tool and results and kind == "anthropic":
+            said[-1] += text
+        else:
+            said.append(text)
+        results = tool
+    return said
+
+
+def _message_text(message: Mapping[str, Any], kind: str) -> str | None:
+    """One message's text: a tool result's content; else its content (its parts' texts
+    when it has parts) followed by its tool calls' arguments, each as `kind` sends them."""
+    content = message.get("content", "")
+    if not isinstance(content, str):
+        return None
+    if message.get("role") == "tool":
+        return content
+    parts = message.get("parts")
+    if parts is not None and not isinstance(parts, list):
+        return None
+    if parts:  # an empty list of parts sends the content
+        texts = [_part_text(p) for p in parts]
+        if not all(isinstance(t, str) for t in texts):
+            return None
+        content = "".join(t for t in texts if isinstance(t, str))
+    calls = message.get("tool_calls", [])
+    arguments = [_arguments(c, kind) for c in calls] if isinstance(calls, list) else [None]
+    if not all(isinstance(a, str) for a in arguments):
+        return None
+    return content + "".join(a for a in arguments if isinstance(a, str))
+
+
+def _part_text(part: object) -> str | None:
+    """A part's text: an image carries none; any other part its `text`."""
+    if not isinstance(part, Mapping):
+        return None
+    if part.get("type") == "image":
+        return ""
+    text = part.get("text", "")
+    return text if isinstance(text, str) else None
+
+
+def _arguments(call: object, kind: str) -> str | None:
+    """A tool call's arguments as sent: OpenAI's as written; Messages' `tool_use.input` is
+    the arguments parsed (`{}` when they are not a JSON object), whose text is that object
+    written back as JSON (`json.dumps`, its default `", "` and `": "`, `\\u` escapes)."""
+    if not isinstance(call, Mapping) or not all(
+        isinstance(call.get(k, ""), str) for k in ("id", "name", "arguments")
+    ):
+        return None
+    if "id" not in call or "name" not in call:
+        return None
+    written = str(call.get("arguments", ""))
+    if kind != "anthropic":
+        return written
+    try:
+        parsed = json.loads(written) if written.strip() else {}
+    except ValueError:
+        parsed = {}
+    return json.dumps(parsed if isinstance(parsed, dict) else {})
 
 
 DEFAULT_MAX_TOKENS = 1024
@@ -199,12 +279,12 @@ def texts_digest(texts: list[str]) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def documented_request(intent: Mapping[str, Any]) -> dict[str, Any]:
-    """What a provider's ledger records of the request the engine sends for an intent
-    (the module doc), field by field; a field the documentation does not cover for this
-    intent is left out."""
+def documented_request(intent: Mapping[str, Any], kind: str = "openai") -> dict[str, Any]:
+    """What the ledger of a provider of this kind records of the request the engine sends
+    for an intent (the module doc), field by field; a field the documentation does not
+    cover for this intent is left out."""
     found = NONCE.search(documented_system(intent))
-    texts = documented_texts(intent)
+    texts = documented_texts(intent, kind)
     cap = documented_max_tokens(intent)
     tools, fmt = documented_tools(intent), documented_response_format(intent)
     return {
@@ -239,20 +319,24 @@ _UNREAD = frozenset({"prompt", "max_tokens", "tools", "response_format"})
 def _prompt_sent(history: Mapping[str, Any]) -> Iterator[Finding]:
     """I8, *prompt sent*: every execution of a job's attempts records the request its
     intent documents (`documented_request`: the probe nonce of its system prompt, the
-    digest of its texts, its output cap and temperature). An execution without a field
-    (a view that does not carry it) says nothing of that field."""
-    expected: dict[str, tuple[dict[str, Any], Mapping[str, Any]]] = {}
+    digest of its texts as its provider's kind receives them, its output cap and
+    temperature). An execution without a field (a view that does not carry it) says
+    nothing of that field."""
+    creates: dict[str, Mapping[str, Any]] = {}
     for invoke, answer in _answered_creates(history):
         alias, intent = answer.get("job"), invoke.get("intent")
         if answer.get("answer") == "created" and isinstance(intent, Mapping):
-            expected.setdefault(str(alias), (documented_request(intent), invoke))
+            creates.setdefault(str(alias), invoke)
+    documented_for: dict[tuple[str, str], dict[str, Any]] = {}
     for execution in history.get("ledger", ()):
         attempt = execution.get("attempt")
         job = str(attempt).split("#")[0]
-        if attempt in _FOREIGN or job not in expected:
+        if attempt in _FOREIGN or job not in creates:
             continue
-        documented, create = expected[job]
-        for field, want in documented.items():
+        create, kind = creates[job], str(execution.get("provider_kind") or "openai")
+        if (job, kind) not in documented_for:
+            documented_for[job, kind] = documented_request(create["intent"], kind)
+        for field, want in documented_for[job, kind].items():
             got = execution.get(field, want)
             if got == want or (got is None and field in _UNREAD):
                 continue
