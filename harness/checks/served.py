@@ -26,13 +26,14 @@ from __future__ import annotations
 
 import email.utils
 import hashlib
+import json
 import logging
 import math
 import os
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -245,15 +246,14 @@ class Stage:
     logs: list[str]
 
 
-def play_served(*, breaks: Callable[[], Any] | None = None) -> ServedResult:
-    """Play the served story and judge it. `breaks`: a context manager applied while it
-    plays (the tests break the product with one and expect a failure)."""
+def play_served() -> ServedResult:
+    """Play the served story and judge it."""
     result = ServedResult()
     started = time.perf_counter()
     key = f"sk-canary-{uuid.uuid4().hex}"
     try:
         with tempfile.TemporaryDirectory(prefix="harness-served-") as where:
-            _play(Path(where), key, result, breaks)
+            _play(Path(where), key, result)
     except Exception as exc:  # a broken service may fail the story in any way
         result.failures.append(f"the served story raised {type(exc).__name__}: {exc}")
     result.seconds = time.perf_counter() - started
@@ -261,12 +261,9 @@ def play_served(*, breaks: Callable[[], Any] | None = None) -> ServedResult:
     return result
 
 
-def _play(where: Path, key: str, result: ServedResult, breaks: Callable[[], Any] | None) -> None:
-    from contextlib import nullcontext
-
+def _play(where: Path, key: str, result: ServedResult) -> None:
     logs: list[str] = []
     with (
-        breaks() if breaks is not None else nullcontext(),
         _captured(logs),
         fake_providers() as (fakes, tap, fakes_url),
         _environment(key) as env,
@@ -618,6 +615,7 @@ def _judge_history(stage: Stage, played: Played, entries: list[Any], result: Ser
         for attempt in job["attempts"]:
             if isinstance(attempt.get("retry_after"), float):
                 attempt["retry_after"] = round(attempt["retry_after"], 6)
-    if stage.key in repr(found):
+    if stage.key in json.dumps(found):  # judged, and then kept out of the findings
         result.failures.append("the canary key is in the run's history")
+        found = json.loads(json.dumps(found).replace(stage.key, "[canary key]"))
     result.findings = check_history(found)
