@@ -329,7 +329,7 @@ def write_reports(
     recap += swarm_recap(played.swarm, database_args(given))
     if played.served is not None and not played.served.passed:
         problem = played.served.problems()[0].splitlines()[0]
-        recap.append((f"served: {problem}", "harness check --only served"))
+        recap.append((f"served: {problem}", "harness check --only served --swarm 0"))
     if recap:
         console.echo(f"\n{len(recap)} failed, each with the command that replays it:")
         console.echo("\n".join(f"{head}\n    replay: {replay}" for head, replay in recap))
