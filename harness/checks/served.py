@@ -464,30 +464,52 @@ def _environment(key: str) -> Iterator[str]:
         os.environ.pop(name, None)
 
 
+class _Keep(logging.Handler):
+    """Keeps each record once (a record that propagates meets it on several loggers)."""
+
+    def __init__(self, logs: list[str]) -> None:
+        super().__init__(logging.DEBUG)
+        self.logs = logs
+        self.setFormatter(logging.Formatter("%(levelname)s %(name)s %(message)s"))
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if not getattr(record, "served_kept", False):
+            record.served_kept = True
+            self.logs.append(self.format(record))
+
+
+class _AtLeast(logging.Filter):
+    def __init__(self, level: int) -> None:
+        super().__init__()
+        self.level = level
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= self.level
+
+
 @contextmanager
 def _captured(logs: list[str]) -> Iterator[None]:
-    """Every log record of the run, formatted with its arguments and exception, kept in
-    `logs` (and not shown: the story's failures say what went wrong)."""
-
-    class Keep(logging.Handler):
-        def emit(self, record: logging.LogRecord) -> None:
-            logs.append(logging.Formatter("%(levelname)s %(name)s %(message)s").format(record))
-
-    root = logging.getLogger()
-    quiet = logging.getLogger("harness")
-    handler, level, quiet_level = Keep(logging.DEBUG), root.level, quiet.level
-    root.addHandler(handler)
-    root.setLevel(logging.DEBUG)
-    quiet.setLevel(logging.DEBUG)
-    propagate = quiet.propagate
-    quiet.propagate = True
+    """Every log record of the run, formatted with its arguments, kept in `logs`; the
+    handlers already there print no more than they did before."""
+    loggers = [logging.getLogger(name) for name in ("", "harness", "fake_providers")]
+    keep = _Keep(logs)
+    saved = [(logger, logger.level, logger.getEffectiveLevel()) for logger in loggers]
+    gated = []
+    for logger, _, prior in saved:
+        gate = _AtLeast(prior)
+        gated += [(handler, gate) for handler in logger.handlers]
+        for handler in logger.handlers:
+            handler.addFilter(gate)
+        logger.addHandler(keep)
+        logger.setLevel(logging.DEBUG)
     try:
         yield
     finally:
-        root.removeHandler(handler)
-        root.setLevel(level)
-        quiet.setLevel(quiet_level)
-        quiet.propagate = propagate
+        for logger, level, _ in saved:
+            logger.removeHandler(keep)
+            logger.setLevel(level)
+        for handler, gate in gated:
+            handler.removeFilter(gate)
 
 
 def _keep_key_out(result: ServedResult, key: str) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -96,3 +97,41 @@ def test_only_served_plans_the_served_story_alone() -> None:
     plan = plan_check((), ("served",))
     assert plan.served and not plan.scenarios and not plan.stories
     assert not plan_check((), ()).served
+
+
+def test_a_check_run_counts_a_failed_served_story_and_says_how_to_replay_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from collections.abc import Callable, Iterator
+    from contextlib import contextmanager
+
+    from harness.checks.run import CheckRequest, Console, run_check
+
+    @contextmanager
+    def no_bar(total: int, what: str) -> Iterator[Callable[..., None]]:
+        yield lambda n=1: None
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(provider_config, "_store", lambda *args: False)
+    lines: list[str] = []
+    request = CheckRequest(
+        database_url=f"sqlite:///{tmp_path}/check.db",
+        contracts_dir=tmp_path / "no-contracts",
+        only=("served",),
+        swarm_seeds=0,
+    )
+    assert run_check(request, Console(lines.append, no_bar)) is True
+    output = "\n".join(lines)
+    assert lines[0].startswith("FAIL  served"), output
+    assert "replay: harness check --only served --swarm 0" in output
+    assert lines[-1] == "0 passed, 1 failed, 0 skipped"
+    skipped = CheckRequest(
+        database_url=f"sqlite:///{tmp_path}/check.db",
+        contracts_dir=tmp_path / "no-contracts",
+        only=("served",),
+        swarm_seeds=0,
+        play_served=False,
+    )
+    lines.clear()
+    assert run_check(skipped, Console(lines.append, no_bar)) is False
+    assert lines == ["0 passed, 0 failed, 0 skipped"]
