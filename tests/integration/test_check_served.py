@@ -135,3 +135,35 @@ def test_a_check_run_counts_a_failed_served_story_and_says_how_to_replay_it(
     lines.clear()
     assert run_check(skipped, Console(lines.append, no_bar)) is False
     assert lines == ["0 passed, 0 failed, 0 skipped"]
+
+
+@pytest.mark.postgres
+def test_the_served_story_holds_beside_a_run_on_postgres(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, postgres_url: str
+) -> None:
+    """Whatever database the run plays its scenarios on, the served story plays on a
+    SQLite file of its own, as a fresh `harness serve` would."""
+    from collections.abc import Callable, Iterator
+    from contextlib import contextmanager
+
+    from harness.checks.run import CheckRequest, Console, run_check
+
+    @contextmanager
+    def no_bar(total: int, what: str) -> Iterator[Callable[..., None]]:
+        yield lambda n=1: None
+
+    monkeypatch.chdir(tmp_path)
+    lines: list[str] = []
+    request = CheckRequest(
+        database_url=postgres_url,
+        contracts_dir=tmp_path / "no-contracts",
+        only=("double-click", "served"),
+        swarm_seeds=0,
+    )
+    assert run_check(request, Console(lines.append, no_bar)) is False, lines
+    assert [line[:12] for line in lines if line[:4] in ("PASS", "FAIL")] == [
+        "PASS  double",
+        "PASS  served",
+    ]
+    assert "(postgres)" in lines[0] and "(sqlite)" in next(x for x in lines if "served" in x)
+    assert lines[-1] == "2 passed, 0 failed, 0 skipped"
