@@ -92,19 +92,24 @@ def check_report(
     links: list[Link],
     *,
     faces: list[Any] | None = None,
+    served: Any = None,
 ) -> dict[str, Any]:
     """The JSON report; its summary counts what held, what did not and what was skipped
     (a skipped scenario is neither passed nor failed). `faces`: the face stories played
     (`harness.checks.faces.run.FaceResult`), each a check of its own; listed under
-    ``faces`` once the report's schema describes them."""
+    ``faces`` once the report's schema describes them. `served`: the served story
+    (`harness.checks.served.ServedResult`), one check, listed under ``served`` likewise."""
     played = [r for r in results if r.skipped is None]
     outcomes = (
         [r.passed for r in played]
         + [f.passed for f in faces or []]
         + [bool(m.caught_by) for m in mutants or []]
         + [link.allowed for link in links]
+        + ([] if served is None else [served.passed])
     )
-    listed = {"faces": [f.to_dict() for f in faces]} if faces and _schema_lists_faces() else {}
+    listed = {"faces": [f.to_dict() for f in faces]} if faces and _schema_lists("faces") else {}
+    if served is not None and _schema_lists("served"):
+        listed["served"] = served.to_dict()
     return {
         "run_id": run_id,
         "scenarios": [r.to_dict() for r in results],
@@ -131,10 +136,10 @@ def check_report(
     }
 
 
-def _schema_lists_faces() -> bool:
-    """Whether the report's schema has a ``faces`` section (the JSON never carries what
-    its schema does not describe)."""
-    return "faces" in report_schema().get("properties", {})
+def _schema_lists(section: str) -> bool:
+    """Whether the report's schema has this section (``faces``, ``served``): the JSON
+    never carries what its schema does not describe."""
+    return section in report_schema().get("properties", {})
 
 
 def summary_line(summary: dict[str, Any]) -> str:

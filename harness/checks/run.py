@@ -34,6 +34,7 @@ from harness.scenarios.suite import scenario_database
 
 if TYPE_CHECKING:
     from harness.checks.faces.run import FaceResult
+    from harness.checks.served import ServedResult
     from harness.checks.suite import MutantResult
     from harness.config import ServiceConfig
     from harness.contracts.chains import Link
@@ -62,6 +63,7 @@ class CheckRequest:
     only: tuple[str, ...] = ()
     mutants: bool = False
     play_faces: bool | None = None  # None: yes, unless `only` names scenarios alone
+    play_served: bool | None = None  # the served story; None: as `play_faces`
     swarm_seeds: int = SWARM_SEEDS
     swarm_seed: int | None = None  # None: the day's (`harness.checks.swarm.date_seed`)
     coverage: bool = False
@@ -92,10 +94,12 @@ class Console:
 
 @dataclass(frozen=True)
 class CheckPlan:
-    """The scenarios a run plays and the face stories `only` named (none: all or none)."""
+    """The scenarios a run plays, the face stories `only` named (none: all or none) and
+    whether it named the served story."""
 
     scenarios: list[Scenario]
     stories: tuple[str, ...] = ()
+    served: bool = False
 
 
 @dataclass
@@ -104,6 +108,7 @@ class Played:
 
     results: list[RunResult]
     faces: list[FaceResult] = field(default_factory=list)
+    served: ServedResult | None = None
     swarm: SwarmResult | None = None
     mutants: list[MutantResult] | None = None
     links: list[Link] = field(default_factory=list)
@@ -120,7 +125,14 @@ def run_check(request: CheckRequest, console: Console) -> bool:
     plan = plan_check(request.scenario_dirs, request.only)
     with scenario_database(request.database_url) as database:
         played = play(request, plan, database, console)
-    report = check_report(run_id, played.results, played.mutants, played.links, faces=played.faces)
+    report = check_report(
+        run_id,
+        played.results,
+        played.mutants,
+        played.links,
+        faces=played.faces,
+        served=played.served,
+    )
     if request.coverage:
         report["coverage"] = coverage(played, console)
     write_reports(request, report, played, console)
@@ -141,13 +153,16 @@ def plan_check(scenario_dirs: tuple[Path, ...], only: tuple[str, ...]) -> CheckP
     from harness.checks.faces.stories import STORIES  # the SDKs: only when asked
 
     only = tuple(name.replace("_", "-") for name in only)  # the stories' old names
-    unknown = sorted(set(only) - {s.name for s in loaded} - {s.name for s in STORIES})
+    from harness.checks.served import STORY
+
+    known = {s.name for s in loaded} | {s.name for s in STORIES} | {STORY}
+    unknown = sorted(set(only) - known)
     if unknown:
         raise ConfigError(
             f"unknown scenario or face story {unknown[0]!r}; see `harness scenarios list`"
         )
     stories = tuple(s.name for s in STORIES if s.name in only)
-    return CheckPlan([s for s in loaded if s.name in only], stories)
+    return CheckPlan([s for s in loaded if s.name in only], stories, served=STORY in only)
 
 
 def play(request: CheckRequest, plan: CheckPlan, database: Database, console: Console) -> Played:
@@ -164,6 +179,9 @@ def play(request: CheckRequest, plan: CheckPlan, database: Database, console: Co
     faces = (not request.only or bool(plan.stories)) if faces is None else faces
     if faces:
         played.faces = play_faces(database, plan.stories or None, console)
+    served = request.play_served
+    if (not request.only or plan.served) if served is None else served:
+        played.served = play_served(console)
     played.swarm = play_swarm(database, request, console)
     if request.mutants:
         played.mutants = play_mutants(plan.scenarios, database, console, faces=faces)
@@ -195,6 +213,19 @@ def play_faces(
 
     with console.progress(len(FACES) * len(stories), "face stories") as step:
         return run_face_stories(database, stories=stories, on_result=ended)
+
+
+def play_served(console: Console) -> ServedResult:
+    """The served story (`harness.checks.served`: the service as `harness serve` builds
+    it, on its own SQLite file and real sockets), printed as it ends."""
+    from harness.checks.served import play_served as play
+    from harness.checks.served import served_line
+
+    with console.progress(1, "served story") as step:
+        result = play()
+        step()
+    console.show(served_line(result), passed=result.passed)
+    return result
 
 
 def play_swarm(database: Database, request: CheckRequest, console: Console) -> SwarmResult | None:
@@ -296,6 +327,9 @@ def write_reports(
         config_file=request.config_file,
     )
     recap += swarm_recap(played.swarm, database_args(given))
+    if played.served is not None and not played.served.passed:
+        problem = played.served.problems()[0].splitlines()[0]
+        recap.append((f"served: {problem}", "harness check --only served --swarm 0"))
     if recap:
         console.echo(f"\n{len(recap)} failed, each with the command that replays it:")
         console.echo("\n".join(f"{head}\n    replay: {replay}" for head, replay in recap))

@@ -57,7 +57,9 @@ def test_check_passes_and_writes_valid_reports(tmp_path) -> None:
     files = bundled_files()
     faces = [line for line in output.splitlines() if line.startswith("PASS  face ")]
     assert len(faces) == len(STORIES) * len(FACES)  # the gateway's faces played too
-    assert output.count("PASS") + output.count("SKIP") == len(files) + len(faces)
+    served = [line for line in output.splitlines() if line.startswith("PASS  served ")]
+    assert len(served) == 1  # the service as `harness serve` builds it
+    assert output.count("PASS") + output.count("SKIP") == len(files) + len(faces) + 1
     assert "won by" in output and "[|" in output  # the timelines
     report = json.loads((tmp_path / "r.json").read_text())
     jsonschema.validate(report, report_schema())
@@ -74,7 +76,7 @@ def test_check_passes_and_writes_valid_reports(tmp_path) -> None:
         assert Path(case["suite"]["@file"]).name.endswith(".scenario.yaml")
         assert case["@name"].endswith("(seed 0, sqlite)")
     skipped = sum(not worked(c) for c in cases)
-    passed = len(cases) - skipped + len(faces)
+    passed = len(cases) - skipped + len(faces) + len(served)
     assert f"{passed} passed, 0 failed, {skipped} skipped" in output
     html = (tmp_path / "r.html").read_text()
     assert html.count('<svg class="timeline"') == len(files) - html.count(

@@ -1,0 +1,643 @@
+"""The served story: the service as `harness serve` builds it, on real sockets and time.
+
+The scenarios and the face stories build their engines themselves; this story builds the
+service from a provider configuration file the way `harness serve` does
+(`harness.runtime.service.build_service`, its worker on a real-time scheduler), on a
+fresh SQLite file, with two providers of different kinds reached over a loopback socket:
+
+- the file names an OpenAI-kind primary (`store_completions: true`) and an
+  Anthropic-kind fallback, both `stream: false` with explicit timeouts, each with
+  `api_key_env` naming a variable set, for this run only, to a canary key;
+- four jobs go through the job API over HTTP: one the primary answers; one the primary
+  refuses with a 429 whose Retry-After is an HTTP date, retried no earlier than that date;
+  one whose answer the primary loses after doing the work (a reset), left unknown and
+  settled by the stored-completion lookup with no second execution; one the primary
+  refuses with a 503 and the fallback answers;
+- judged by what the providers saw (the fakes' ledger and a tap on their socket: the key
+  each request carried, as a digest), by the final jobs, by the history checker over the
+  run's history, and by where the canary key went: never into the database file, the
+  logs or the story's own report.
+
+The story waits for states by polling the database within a bound, never by sleeping a
+guess; the only real waiting is the Retry-After the primary asked for (about a second).
+"""
+
+from __future__ import annotations
+
+import email.utils
+import hashlib
+import json
+import logging
+import math
+import os
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import httpx
+import uvicorn
+
+from harness.scenarios.checker import Finding
+
+STORY = "served"
+OWNER = "served"
+PRIMARY, FALLBACK = "primary", "fallback"
+MODELS = {PRIMARY: "gpt-4o-mini", FALLBACK: "claude-haiku-4-5"}
+RETRY_AFTER = 1  # seconds the primary's 429 asks for (sent as an HTTP date)
+WAIT_BOUND = 30.0  # seconds a job may take to settle before the story says so
+POLL_EVERY = 0.02  # seconds between two reads of the database while waiting
+RECONCILE_INTERVAL = 0.1  # `harness serve --reconcile-interval`: lookups come soon
+_CONFIG = """\
+tokens: {{{token}: {owner}}}
+providers:
+  - name: {primary}
+    kind: openai
+    base_url: {primary_url}
+    model: {primary_model}
+    api_key_env: {env}
+    store_completions: true
+    stream: false
+    timeout: 5
+    connect_timeout: 2
+  - name: {fallback}
+    kind: anthropic
+    base_url: {fallback_url}
+    model: {fallback_model}
+    api_key_env: {env}
+    stream: false
+    timeout: 5
+    connect_timeout: 2
+defaults:
+  providers: [{primary}, {fallback}]
+  policy: {{attempt_timeout: 5}}
+failover_without_contract: allow
+max_runtime: {{{primary}: 60, {fallback}: 60}}
+"""
+
+
+@dataclass
+class ServedResult:
+    """The served story as it ended: whether it held, and why not. Never holds the key."""
+
+    database: str = "sqlite"
+    seconds: float = 0.0
+    failures: list[str] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)  # the history checker's
+    notes: list[str] = field(default_factory=list)
+
+    name = STORY
+
+    @property
+    def passed(self) -> bool:
+        return not self.failures and not self.findings
+
+    def problems(self) -> list[str]:
+        from harness.scenarios.witness import finding_blocks
+
+        return [*self.failures, *finding_blocks(self.findings)]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "database": self.database,
+            "passed": self.passed,
+            "seconds": round(self.seconds, 4),
+            "failures": self.failures,
+            "violations": [f.to_dict() for f in self.findings],
+            "notes": self.notes,
+        }
+
+
+def served_line(result: ServedResult) -> list[str]:
+    """The served story's line in the console, and its problems."""
+    mark = "PASS" if result.passed else "FAIL"
+    head = f"{mark}  served {'the service as `harness serve` builds it':<44}"
+    lines = [f"{head} {result.seconds * 1000:6.0f} ms  ({result.database})"]
+    for problem in result.problems():
+        lines.extend(f"      {line}" for line in problem.splitlines())
+    lines.extend(f"      note: {note}" for note in result.notes)
+    return lines
+
+
+# --- the providers' socket, tapped ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Heard:
+    """One request the fakes' socket received: when (wall clock), at which provider, the
+    digest of the key it carried (None: none) and, for a 429, the Retry-After date sent."""
+
+    at: float
+    provider: str
+    key_digest: str | None
+    retry_date: float | None = None
+
+
+def digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+class Tap:
+    """An ASGI layer before the fakes: notes each request's key as a digest, and turns
+    the Retry-After of a 429 into an HTTP date (`RETRY_AFTER` seconds on, whole seconds
+    up), as some providers send it."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.heard: list[Heard] = []
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
+        key = headers.get("x-api-key") or headers.get("authorization", "").removeprefix("Bearer ")
+        parts = scope["path"].split("/")
+        provider = parts[2] if len(parts) > 2 and parts[1] == "p" else "control"
+        heard = Heard(time.time(), provider, digest(key) if key else None)
+        index = len(self.heard)
+        self.heard.append(heard)
+
+        async def dated(message: Any) -> None:
+            if message["type"] == "http.response.start" and message["status"] == 429:
+                when = math.ceil(time.time()) + RETRY_AFTER
+                date = email.utils.formatdate(when, usegmt=True).encode()
+                message = {
+                    **message,
+                    "headers": [
+                        (k, date if k.lower() == b"retry-after" else v)
+                        for k, v in message["headers"]
+                    ],
+                }
+                self.heard[index] = replace(heard, retry_date=float(when))
+            await send(message)
+
+        await self.app(scope, receive, dated)
+
+
+@contextmanager
+def fake_providers() -> Iterator[tuple[Any, Tap, str]]:
+    """The fakes (`primary`, `fallback`) on a loopback socket behind a `Tap`: the fakes,
+    the tap and the server's URL."""
+    from fake_providers import FakeProviders
+    from fake_providers.asgi import create_app
+    from fake_providers.server import FakeH11Protocol
+    from harness.formats.loopback import ServerThread, listening_socket
+
+    fakes = FakeProviders(providers=(PRIMARY, FALLBACK))
+    tap = Tap(create_app(fakes))
+    config = uvicorn.Config(
+        tap, http=FakeH11Protocol, lifespan="off", access_log=False, log_config=None
+    )
+    server = ServerThread(
+        config, listening_socket(), name="served-fakes", on_shutdown=fakes.release
+    )
+    server.start()
+    try:
+        yield fakes, tap, server.url
+    finally:
+        fakes.release()
+        server.stop()
+
+
+# --- the story ---------------------------------------------------------------------------
+
+
+@dataclass
+class Job:
+    """One job of the story: its name, the primary's scripted behaviours and what it
+    must end as (the provider whose attempt won)."""
+
+    name: str
+    script: tuple[Any, ...]
+    winner: str
+    policy: dict[str, Any] = field(default_factory=dict)
+    id: int | None = None
+    sent_at: float = 0.0
+
+
+def jobs() -> list[Job]:
+    return [
+        Job("answered", (), PRIMARY),
+        Job("rate-limited", ({"behaviour": "rate_limit", "retry_after": RETRY_AFTER},), PRIMARY),
+        Job("lost", ({"behaviour": "accept_then_drop", "drop": "reset"},), PRIMARY),
+        Job("failover", ("service_unavailable",), FALLBACK, {"same_provider_retries": 0}),
+    ]
+
+
+@dataclass
+class Stage:
+    """The story's world while it plays: the canary key, the fakes and their tap, the
+    service and its history, the API's URL and the logs captured."""
+
+    key: str
+    fakes: Any
+    tap: Tap
+    service: Any
+    history: Any
+    api: Any  # the API's server thread (its `url`)
+    token: str
+    database_file: Path
+    logs: list[str]
+
+
+def play_served() -> ServedResult:
+    """Play the served story and judge it."""
+    result = ServedResult()
+    started = time.perf_counter()
+    key = f"sk-canary-{uuid.uuid4().hex}"
+    try:
+        with tempfile.TemporaryDirectory(prefix="harness-served-") as where:
+            _play(Path(where), key, result)
+    except Exception as exc:  # a broken service may fail the story in any way
+        result.failures.append(f"the served story raised {type(exc).__name__}: {exc}")
+    result.seconds = time.perf_counter() - started
+    _keep_key_out(result, key)
+    return result
+
+
+def _play(where: Path, key: str, result: ServedResult) -> None:
+    logs: list[str] = []
+    with (
+        _captured(logs),
+        fake_providers() as (fakes, tap, fakes_url),
+        _environment(key) as env,
+    ):
+        stage = _stage(where, key, env, fakes, tap, fakes_url, logs)
+        try:
+            played = _jobs(stage, result)
+            stage.service.worker.stop()
+        finally:
+            _close(stage)
+        judge(stage, played, result)
+
+
+def _stage(
+    where: Path, key: str, env: str, fakes: Any, tap: Tap, fakes_url: str, logs: list[str]
+) -> Stage:
+    from fake_providers.providers import ANTHROPIC_PREFIX, OPENAI_PREFIX, PROVIDER_PREFIX
+    from harness.config import load_config
+
+    token = uuid.uuid4().hex
+    config_file = where / "harness.yaml"
+    config_file.write_text(
+        _CONFIG.format(
+            token=token,
+            owner=OWNER,
+            env=env,
+            primary=PRIMARY,
+            fallback=FALLBACK,
+            primary_url=f"{fakes_url}{PROVIDER_PREFIX}{PRIMARY}{OPENAI_PREFIX}/v1",
+            fallback_url=f"{fakes_url}{PROVIDER_PREFIX}{FALLBACK}{ANTHROPIC_PREFIX}",
+            primary_model=MODELS[PRIMARY],
+            fallback_model=MODELS[FALLBACK],
+        )
+    )
+    settings = load_config(config_file, environ={})
+    database_file = where / "served.sqlite3"
+    service, history, api = _serve(settings, database_file)
+    return Stage(key, fakes, tap, service, history, api, token, database_file, logs)
+
+
+def _serve(settings: Any, database_file: Path) -> tuple[Any, Any, Any]:
+    """The service as `harness serve` builds it, its worker recording every provider
+    call in a history, the API on a loopback socket (started; stopped by `_close`)."""
+    from harness.api.app import create_app
+    from harness.formats.loopback import ServerThread
+    from harness.runtime.service import build_service
+    from harness.scenarios.checker import REAL_TIME
+    from harness.scenarios.history import History
+
+    service = build_service(settings, f"sqlite:///{database_file}", worker_name=WORKER)
+    worker = service.worker
+    worker.settings = replace(worker.settings, reconcile_interval=RECONCILE_INTERVAL)
+    breaker = settings.breaker
+    history = History(
+        scenario=STORY,
+        seed=0,
+        database=REAL_TIME,
+        start=service.engine.clock.now(),
+        config={
+            "workers": [WORKER],
+            "breaker": {
+                "failures": breaker.failures,
+                "window": breaker.window,
+                "cool_down": breaker.cool_down,
+            },
+            "max_runtime": dict(settings.max_runtime),
+            "lookups": [PRIMARY],
+        },
+    )
+    recorded = {n: Recorded(p, history, service.engine.clock) for n, p in worker.providers.items()}
+    worker.providers = worker.resolver.providers = recorded
+    app = create_app(
+        service.engine,
+        worker,
+        settings,
+        provider_names=lambda: set(service.providers),
+        contract_names=lambda: set(service.registry),
+        resolver=worker.resolver,
+        faces=True,
+    )
+    api = ServerThread(uvicorn.Config(app, lifespan="off", access_log=False, log_config=None))
+    api.start()
+    worker.start_background()
+    return service, history, api
+
+
+WORKER = "served-worker"
+_TYPES = {
+    "executed": "ok",
+    "not_executed": "fail",
+    "executed_unusable": "fail",
+    "unknown": "unknown",
+}
+
+
+class Recorded:
+    """A configured adapter that puts each of its calls in the history (invoke, then its
+    outcome), which the history checker reads beside the events and the ledger."""
+
+    def __init__(self, inner: Any, history: Any, clock: Any) -> None:
+        self.inner, self.history, self.clock = inner, history, clock
+        self.name, self.kind = inner.name, inner.kind
+        self.model = getattr(inner, "model", None)
+        self.stream = getattr(inner, "stream", False)
+
+    def complete(self, request: Any, *, timeout: float) -> Any:
+        token = request.attempt_id
+        self.history.op(self.clock.now(), WORKER, "invoke", "call", provider=self.name, token=token)
+        outcome = self.inner.complete(request, timeout=timeout)
+        extra = {} if outcome.retry_after is None else {"retry_after": outcome.retry_after}
+        self.history.op(
+            self.clock.now(),
+            WORKER,
+            _TYPES[str(outcome.kind)],
+            "call",
+            provider=self.name,
+            token=token,
+            kind=str(outcome.kind),
+            reason=outcome.reason,
+            status=outcome.status_code,
+            **extra,
+        )
+        return outcome
+
+    def count_tokens(self, request: Any) -> Any:
+        return self.inner.count_tokens(request)
+
+    def lookup(self, attempt_id: str) -> Any:
+        return self.inner.lookup(attempt_id)
+
+
+def _close(stage: Stage) -> None:
+    stage.api.stop()
+    stage.service.close()
+
+
+@dataclass
+class Played:
+    """The jobs as the story played them, and the jobs and events read back at the end."""
+
+    jobs: list[Job]
+    final: dict[str, Any] = field(default_factory=dict)  # job name -> the engine's Job
+    events: list[Any] = field(default_factory=list)
+
+
+def _jobs(stage: Stage, result: ServedResult) -> Played:
+    played = Played(jobs())
+    engine = stage.service.engine
+    headers = {"Authorization": f"Bearer {stage.token}"}
+    with httpx.Client(base_url=stage.api.url, headers=headers, timeout=10) as client:
+        for job in played.jobs:
+            for behaviour in job.script:
+                stage.fakes.script(behaviour, provider=PRIMARY)
+            job.sent_at = time.time()
+            body = {"operation": "chat", "input": {"prompt": f"served {job.name}"}}
+            if job.policy:
+                body["policy"] = job.policy
+            answer = client.post(
+                "/v1/jobs", json=body, headers={"Idempotency-Key": f"served-{job.name}"}
+            )
+            if answer.status_code != 201:
+                result.failures.append(
+                    f"job {job.name}: POST /v1/jobs answered {answer.status_code}: "
+                    f"{answer.text[:300]}"
+                )
+                continue
+            job.id = answer.json()["id"]
+            played.final[job.name] = _settled(engine, job.id, job.name)
+            result.notes.append(f"job {job.name}: settled in {time.time() - job.sent_at:.2f} s")
+    for job in played.jobs:
+        if job.id is not None:
+            played.events += engine.events(job.id)
+    return played
+
+
+def _settled(engine: Any, job_id: int, name: str) -> Any:
+    """The job once it and its attempts have ended, read from the database within
+    `WAIT_BOUND` seconds; the job as it stands when the bound passes."""
+    bound = time.monotonic() + WAIT_BOUND
+    while True:
+        job = engine.get_job(job_id)
+        live = any(a.state.value in ("starting", "running", "unknown") for a in job.attempts)
+        if job.status.value in ("succeeded", "failed", "cancelled") and not live:
+            return job
+        if time.monotonic() > bound:
+            return job
+        time.sleep(POLL_EVERY)
+
+
+@contextmanager
+def _environment(key: str) -> Iterator[str]:
+    """A variable of this run's own holding the canary key, gone afterwards."""
+    name = f"HARNESS_SERVED_KEY_{uuid.uuid4().hex[:8].upper()}"
+    os.environ[name] = key
+    try:
+        yield name
+    finally:
+        os.environ.pop(name, None)
+
+
+class _Keep(logging.Handler):
+    """Keeps each record once (a record that propagates meets it on several loggers)."""
+
+    def __init__(self, logs: list[str]) -> None:
+        super().__init__(logging.DEBUG)
+        self.logs = logs
+        self.setFormatter(logging.Formatter("%(levelname)s %(name)s %(message)s"))
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if not getattr(record, "served_kept", False):
+            record.served_kept = True
+            self.logs.append(self.format(record))
+
+
+class _AtLeast(logging.Filter):
+    def __init__(self, level: int) -> None:
+        super().__init__()
+        self.level = level
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= self.level
+
+
+@contextmanager
+def _captured(logs: list[str]) -> Iterator[None]:
+    """Every log record of the run, formatted with its arguments, kept in `logs`; the
+    handlers already there print no more than they did before."""
+    loggers = [logging.getLogger(name) for name in ("", "harness", "fake_providers")]
+    keep = _Keep(logs)
+    saved = [(logger, logger.level, logger.getEffectiveLevel()) for logger in loggers]
+    gated = []
+    for logger, _, prior in saved:
+        gate = _AtLeast(prior)
+        gated += [(handler, gate) for handler in logger.handlers]
+        for handler in logger.handlers:
+            handler.addFilter(gate)
+        logger.addHandler(keep)
+        logger.setLevel(logging.DEBUG)
+    try:
+        yield
+    finally:
+        for logger, level, _ in saved:
+            logger.removeHandler(keep)
+            logger.setLevel(level)
+        for handler, gate in gated:
+            handler.removeFilter(gate)
+
+
+def _keep_key_out(result: ServedResult, key: str) -> None:
+    """The story's own report never carries the key: a failure that quotes it is masked,
+    and that it was quoted is a failure of its own."""
+    if key not in repr(result.to_dict()):
+        return
+    result.failures = [f.replace(key, "[canary key]") for f in result.failures]
+    result.notes = [n.replace(key, "[canary key]") for n in result.notes]
+    result.failures.append("the canary key appeared in the story's report or an exception")
+
+
+# --- the judge ----------------------------------------------------------------------------
+
+
+def judge(stage: Stage, played: Played, result: ServedResult) -> None:
+    """Every judgement of the story, each adding its failures to `result`."""
+    entries = stage.fakes.ledger.entries()
+    tokens = {name: {a.token for a in job.attempts} for name, job in played.final.items()}
+    for job in played.jobs:
+        if job.name in played.final:
+            _judge_job(job, played.final[job.name], entries, tokens[job.name], result)
+    _judge_wire(stage, entries, result)
+    _judge_retry_date(stage.tap.heard, result)
+    _judge_key_kept(stage, result)
+    _judge_history(stage, played, entries, result)
+
+
+def _judge_job(
+    job: Job, final: Any, entries: list[Any], tokens: set[str], result: ServedResult
+) -> None:
+    winners = [a.provider for a in final.attempts if a.id == final.completed_by]
+    if final.status.value != "succeeded" or winners != [job.winner]:
+        states = ", ".join(f"{a.provider} {a.state.value}" for a in final.attempts)
+        result.failures.append(
+            f"job {job.name}: ended {final.status.value} won by {winners or 'none'} "
+            f"(attempts: {states or 'none'}); expected succeeded, won by {job.winner}"
+        )
+    billed = [e for e in entries if e.attempt_id in tokens and e.billed]
+    if len(billed) != 1:
+        where = ", ".join(f"{e.provider} {e.behaviour}" for e in billed) or "none"
+        result.failures.append(
+            f"job {job.name}: {len(billed)} billed executions at the providers ({where}); "
+            "one intent is executed once"
+        )
+    if job.name == "lost":
+        resolutions = [a.resolution.value for a in final.attempts if a.resolution is not None]
+        if resolutions != ["succeeded"]:
+            result.failures.append(
+                f"job lost: the unknown attempt was resolved {resolutions or 'never'}; "
+                "expected succeeded, from the stored-completion lookup"
+            )
+
+
+def _judge_wire(stage: Stage, entries: list[Any], result: ServedResult) -> None:
+    """The configuration's values as the providers received them."""
+    unstored = [e for e in entries if e.provider == PRIMARY and e.billed and not e.stored]
+    if unstored:
+        result.failures.append(
+            f"{len(unstored)} executions at {PRIMARY} were not stored although the "
+            "configuration says store_completions: true"
+        )
+    streamed = [e for e in entries if e.stream]
+    if streamed:
+        result.failures.append(
+            f"{len(streamed)} requests were streamed although the configuration says stream: false"
+        )
+    calls = [h for h in stage.tap.heard if h.provider in (PRIMARY, FALLBACK)]
+    wrong = [h for h in calls if h.key_digest != digest(stage.key)]
+    if not calls or wrong:
+        result.failures.append(
+            f"{len(wrong)} of {len(calls)} provider requests did not carry the key of "
+            "api_key_env (compared by digest)"
+        )
+    reached = {h.provider for h in calls}
+    if reached != {PRIMARY, FALLBACK}:
+        result.failures.append(f"requests reached {sorted(reached)}; expected both providers")
+
+
+def _judge_retry_date(heard: list[Heard], result: ServedResult) -> None:
+    """The call after a 429 with an HTTP-date Retry-After came no earlier than the date
+    (a scheduler's timer may fire a few milliseconds early: 50 ms of slack)."""
+    primary = [h for h in heard if h.provider == PRIMARY]
+    dated = [i for i, h in enumerate(primary) if h.retry_date is not None]
+    if len(dated) != 1 or dated[0] + 1 >= len(primary):
+        result.failures.append(
+            f"{len(dated)} 429s with an HTTP-date Retry-After at {PRIMARY}, followed by "
+            f"{len(primary) - 1 - dated[0] if dated else 0} calls; expected one, then a retry"
+        )
+        return
+    date = primary[dated[0]].retry_date or 0.0
+    early = date - primary[dated[0] + 1].at
+    if early > 0.05:
+        result.failures.append(
+            f"{PRIMARY} was called again {early:.2f} s before the Retry-After date it sent"
+        )
+
+
+def _judge_key_kept(stage: Stage, result: ServedResult) -> None:
+    """The canary key is in none of the database's files and none of the logs; and the
+    run logged no error."""
+    needle = stage.key.encode()
+    folder = stage.database_file.parent
+    for path in sorted(folder.glob(f"{stage.database_file.name}*")):
+        if needle in path.read_bytes():
+            result.failures.append(f"the canary key is in the database file {path.name}")
+    if any(stage.key in line for line in stage.logs):
+        result.failures.append("the canary key is in the logs")
+    errors = [line for line in stage.logs if line.startswith(("ERROR", "CRITICAL"))]
+    for line in errors[:3]:
+        result.failures.append(f"the service logged an error: {line.splitlines()[0][:300]}")
+    result.notes.append(f"{len(stage.logs)} log records, {len(errors)} errors")
+
+
+def _judge_history(stage: Stage, played: Played, entries: list[Any], result: ServedResult) -> None:
+    from harness.scenarios.checker import check_history
+
+    history = stage.history
+    history.finish(list(played.final.values()), played.events, entries)
+    found = history.to_dict()
+    # The history rounds an event's floats to 6 places but not an attempt row's
+    # Retry-After; one read off an HTTP date is no whole number, so both are compared
+    # as the history keeps events.
+    for job in found["jobs"].values():
+        for attempt in job["attempts"]:
+            if isinstance(attempt.get("retry_after"), float):
+                attempt["retry_after"] = round(attempt["retry_after"], 6)
+    if stage.key in json.dumps(found):  # judged, and then kept out of the findings
+        result.failures.append("the canary key is in the run's history")
+        found = json.loads(json.dumps(found).replace(stage.key, "[canary key]"))
+    result.findings = check_history(found)
