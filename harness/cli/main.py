@@ -413,6 +413,13 @@ def worker(
     help="Also play the gateway faces' stories through the official SDKs, in process "
     "(default: yes, unless --only names scenarios).",
 )
+@click.option(
+    "--served/--no-served",
+    "play_served",
+    default=None,
+    help="Also play the served story: the service as `harness serve` builds it from a "
+    "provider configuration file, on real sockets and time (default: as --faces).",
+)
 @count_option(
     "--swarm",
     "swarm_seeds",
@@ -456,6 +463,7 @@ def check(
     quiet: bool,
     mutants: bool,
     play_faces: bool | None,
+    play_served: bool | None,
     swarm_seeds: int,
     swarm_seed: int | None,
     show_coverage: bool,
@@ -486,6 +494,7 @@ def check(
             only=only,
             mutants=mutants,
             play_faces=play_faces,
+            play_served=play_served,
             swarm_seeds=swarm_seeds,
             swarm_seed=swarm_seed,
             coverage=show_coverage,

@@ -286,7 +286,7 @@ class History:
                     "execution": self._execution_of(a.provider_request_id),
                     "status_code": a.status_code,
                     "billed": a.billed,
-                    "retry_after": a.retry_after,
+                    "retry_after": _plain(a.retry_after),  # as events keep floats
                     "started_at": seconds(self.start, a.started_at),
                     "finished_at": seconds(self.start, a.finished_at),
                 }
