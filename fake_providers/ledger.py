@@ -81,8 +81,10 @@ def prompt_digest(texts: Iterable[str]) -> str:
     """What a ledger entry records of the prompt a request carried: SHA-256, in lowercase
     hex, of the UTF-8 bytes of the JSON array of its texts (the system prompt, then each
     message's text, in order; compact separators, non-ASCII characters as themselves).
-    Both dialects give the same texts for the same conversation, so a client can tell
-    what a provider was asked without the ledger keeping the prompt itself."""
+    Both dialects give the same texts for the same plain conversation (a tool
+    conversation's follow each wire: arguments as sent, the results an Anthropic request
+    joins in one message joined), so a client can tell what a provider was asked without
+    the ledger keeping the prompt itself."""
     text = json.dumps(list(texts), ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
