@@ -681,7 +681,28 @@ async def tool_round_trip(p: Play) -> None:
         asked == [prompt_digest(turn)],
         "the provider was not asked the whole turn (question, calls, results)",
     )
+    sent = [body for path, body in p.stage.transport.sent() if "/openai/" in path]
+    p.expect(
+        len(sent) == 1 and _results_answer_calls(sent[0]),
+        "the provider was sent tool results that answer no call of the turn",
+    )
     p.counts(jobs=1, executions=1)
+
+
+def _results_answer_calls(body: Any) -> bool:
+    """In a Chat Completions body: there are tool results, and each answers, by its
+    `tool_call_id`, a call an assistant message of the same body made."""
+    messages = body.get("messages") if isinstance(body, dict) else None
+    if not isinstance(messages, list):
+        return False
+    made = {
+        call.get("id")
+        for m in messages
+        if m.get("role") == "assistant"
+        for call in m.get("tool_calls") or ()
+    }
+    answered = [m.get("tool_call_id") for m in messages if m.get("role") == "tool"]
+    return bool(answered) and all(id_ in made for id_ in answered)
 
 
 IMAGE, SKETCH = "https://example.com/cat.png", "https://example.com/sketch.png"
