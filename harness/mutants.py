@@ -408,9 +408,6 @@ def _unusable_accepted() -> Patches:
 
 
 def _rate_limit_misnamed() -> Patches:
-    """The outcome table's row for a 429 names it a server error: the attempt's evidence
-    says the provider failed when it said "slow down"."""
-
     def rewrite(outcome: Any) -> Any:
         if outcome.reason == Signal.RATE_LIMITED:
             return dataclasses.replace(outcome, reason=Signal.SERVER_ERROR)
@@ -648,12 +645,11 @@ def mutant_named(name: str) -> Mutant:
 
 @contextmanager
 def applied(mutant: Mutant) -> Iterator[None]:
-    """The engine broken as `mutant` says, until the block ends. A mutant that replaces a
-    store statement also turns off the PostgreSQL units' fused statements, which stand
-    for the separate ones (`AttemptUnits.FUSED`): the broken statement is what runs."""
+    """The engine broken as `mutant` says; one replacing a store statement also turns the
+    fused PostgreSQL ones off (`AttemptUnits._FUSED`), so the broken statement runs."""
     patches = mutant.patch()
     if any(owner is queries for owner, _ in patches):
-        patches = {**patches, (AttemptUnits, "FUSED"): False}
+        patches = {**patches, (AttemptUnits, "_FUSED"): False}
     saved = {
         (owner, name): owner.__dict__.get(name, getattr(owner, name)) for owner, name in patches
     }

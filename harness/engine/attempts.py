@@ -183,14 +183,14 @@ class AttemptUnits(BaseUnits):
         )
         return attempt
 
-    FUSED: ClassVar[bool] = True
+    _FUSED: ClassVar[bool] = True
     """Whether a start and a win run as their fused statements on PostgreSQL
     (`queries.claim_and_start`, `queries.complete_and_fence`: one round trip each) rather
     than as the separate statements they stand for (a broken engine that replaces one of
     those turns this off: `harness.mutants.applied`)."""
 
     def _fused(self) -> bool:
-        return self.FUSED and self.db.dialect == "postgresql"
+        return self._FUSED and self.db.dialect == "postgresql"
 
     def _start_at_once(
         self, job: Job, provider: str, model: str | None, slot: int, *, actor: str, first: bool

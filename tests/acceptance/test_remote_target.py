@@ -132,10 +132,12 @@ def assert_same_shape(remote: dict[str, Any], local: dict[str, Any]) -> None:
     same judge and checker read both. Only `config` (the worker's breaker and maximum
     runtimes, known in-process) is absent, since a live server's settings are its own, and
     `api`, the in-process run's second observer (its jobs read back through the API app):
-    a live run reads everything through the API already."""
+    a live run reads everything through the API already. And the job's `result_sha256`,
+    which ground truth compares with the fakes' ledger digests: kept in-process only."""
     assert remote.keys() == local.keys() - {"config", "api"}
     assert remote["jobs"].keys() == local["jobs"].keys() == {"a"}
-    job, local_job = remote["jobs"]["a"], local["jobs"]["a"]
+    job, local_job = remote["jobs"]["a"], dict(local["jobs"]["a"])
+    assert local_job.pop("result_sha256", None) is not None
     assert job == {**local_job, **{k: job[k] for k in ("version", "attempts")}}
     assert [a.keys() for a in job["attempts"]] == [a.keys() for a in local_job["attempts"]]
     kinds = [(e["kind"], e["attempt"], sorted(e["detail"])) for e in remote["events"]]

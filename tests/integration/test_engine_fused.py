@@ -116,13 +116,13 @@ def test_a_broken_engine_that_replaces_a_statement_runs_it(engine: Engine) -> No
     from harness.mutants import applied, mutant_named
 
     with applied(mutant_named("last_writer_wins")):  # replaces complete_job
-        assert AttemptUnits.FUSED is False
+        assert AttemptUnits._FUSED is False
         job_id = new_job(engine)
         attempt = engine.start_attempt(job_id, "a")
         assert engine.complete_attempt(attempt.id, {"answer": 1}).won
-    assert AttemptUnits.FUSED is True
+    assert AttemptUnits._FUSED is True
     with applied(mutant_named("retry_after_ignored")):  # replaces the worker's plan
-        assert AttemptUnits.FUSED is True
+        assert AttemptUnits._FUSED is True
 
 
 def test_a_win_waits_for_the_jobs_earlier_writer_and_sees_its_cancel(

@@ -8,16 +8,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, cast
 
 from harness.checks.faces.clients import FACES, Received
-from harness.checks.faces.stories import (
+from harness.checks.faces.rendered import (
     STREAM_EVENTS,
-    Play,
-    _conforms,
     _error_shape,
-    _job_id,
     _runs,
     _sent_images,
     _usage_holds,
 )
+from harness.checks.faces.stories import Play, _conforms, _job_id
 
 if TYPE_CHECKING:
     from harness.checks.faces.stage import FaceStage

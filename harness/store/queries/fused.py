@@ -196,7 +196,10 @@ def complete_and_fence(
         "reason": reason.value,
         "w_error": f"fenced: {reason.value}; it may still finish at the provider",
     }
-    win = _compiled_win(*_win_key())
+    key = _win_key()
+    if key is None:  # the state table moves one event's sources apart: the separate ones
+        return None
+    win = _compiled_win(*key)
     try:
         with raw.pipeline() if psycopg.Pipeline.is_supported() else nullcontext():
             raw.execute("BEGIN")
@@ -246,23 +249,41 @@ def _compiled_win(
     job_from: frozenset[JobState],
     succeed_from: frozenset[AttemptState],
     supersede_from: frozenset[AttemptState],
+    succeeded: AttemptState,
+    superseded: AttemptState,
 ) -> Compiled:
     given = ("w_attempt", "w_result", "w_request", "now", "w_outcome", "won", "superseded")
     return Compiled(
-        _win_statement(job_from, succeed_from, supersede_from),
+        _win_statement(job_from, succeed_from, supersede_from, succeeded, superseded),
         _NUMBERED,
         given=(*given, "reason", "w_error"),
     )
 
 
-def _win_key() -> tuple[frozenset[JobState], frozenset[AttemptState], frozenset[AttemptState]]:
-    """What the state table says now: the job states a success leaves, and the attempt
-    states a success and a supersede move (the statement is built once per answer)."""
-    return (
-        job_sources(JobEvent.SUCCEED),
-        attempt_sources(AttemptEvent.SUCCEED),
-        attempt_sources(AttemptEvent.SUPERSEDE),
+_WinKey = tuple[
+    frozenset[JobState],
+    frozenset[AttemptState],
+    frozenset[AttemptState],
+    AttemptState,
+    AttemptState,
+]
+
+
+def _win_key() -> _WinKey | None:
+    """What the state table says now: the job states a success leaves, the attempt states
+    a success and a supersede move, and where each moves them (the statement is built
+    once per answer). None when the table moves the sources of one event to more than one
+    state: the statement states one target per event."""
+    succeed, supersede = (
+        attempt_sources(e) for e in (AttemptEvent.SUCCEED, AttemptEvent.SUPERSEDE)
     )
+    targets = []
+    for event, sources in ((AttemptEvent.SUCCEED, succeed), (AttemptEvent.SUPERSEDE, supersede)):
+        moved = {attempt_next(state, event) for state in sources}
+        if len(moved) != 1:
+            return None
+        targets.append(moved.pop())
+    return job_sources(JobEvent.SUCCEED), succeed, supersede, targets[0], targets[1]
 
 
 @cache
@@ -270,6 +291,8 @@ def _win_statement(
     job_from: frozenset[JobState],
     succeed_from: frozenset[AttemptState],
     supersede_from: frozenset[AttemptState],
+    succeeded: AttemptState,
+    superseded: AttemptState,
 ) -> Any:
     def bind(name: str, column: Any) -> Any:
         return sa.bindparam(name, type_=column.type)
@@ -305,7 +328,6 @@ def _win_statement(
         .cte("swapped")
     )
     did_swap = sa.select(swapped.c.id).exists()
-    succeeded = attempt_next(min(succeed_from, key=lambda s: s.value), AttemptEvent.SUCCEED)
     moved = (
         sa.update(attempts)
         .where(attempts.c.id == attempt_id, among(attempts.c.state, succeed_from), did_swap)
@@ -335,7 +357,6 @@ def _win_statement(
         )
         .cte("live")
     )
-    superseded = attempt_next(min(supersede_from, key=lambda s: s.value), AttemptEvent.SUPERSEDE)
     fenced = (
         sa.update(attempts)
         .where(
