@@ -308,6 +308,7 @@ def _serve(settings: Any, database_file: Path) -> tuple[Any, Any, Any]:
     """The service as `harness serve` builds it, its worker recording every provider
     call in a history, the API on a loopback socket (started; stopped by `_close`)."""
     from harness.api.app import create_app
+    from harness.checks.faces.stage import RecordedProvider
     from harness.formats.loopback import ServerThread
     from harness.runtime.service import build_service
     from harness.scenarios.checker import REAL_TIME
@@ -333,7 +334,10 @@ def _serve(settings: Any, database_file: Path) -> tuple[Any, Any, Any]:
             "lookups": [PRIMARY],
         },
     )
-    recorded = {n: Recorded(p, history, service.engine.clock) for n, p in worker.providers.items()}
+    recorded = {
+        n: RecordedProvider(p, history, service.engine, worker=WORKER)
+        for n, p in worker.providers.items()
+    }
     worker.providers = worker.resolver.providers = recorded
     app = create_app(
         service.engine,
@@ -351,48 +355,6 @@ def _serve(settings: Any, database_file: Path) -> tuple[Any, Any, Any]:
 
 
 WORKER = "served-worker"
-_TYPES = {
-    "executed": "ok",
-    "not_executed": "fail",
-    "executed_unusable": "fail",
-    "unknown": "unknown",
-}
-
-
-class Recorded:
-    """A configured adapter that puts each of its calls in the history (invoke, then its
-    outcome), which the history checker reads beside the events and the ledger."""
-
-    def __init__(self, inner: Any, history: Any, clock: Any) -> None:
-        self.inner, self.history, self.clock = inner, history, clock
-        self.name, self.kind = inner.name, inner.kind
-        self.model = getattr(inner, "model", None)
-        self.stream = getattr(inner, "stream", False)
-
-    def complete(self, request: Any, *, timeout: float) -> Any:
-        token = request.attempt_id
-        self.history.op(self.clock.now(), WORKER, "invoke", "call", provider=self.name, token=token)
-        outcome = self.inner.complete(request, timeout=timeout)
-        extra = {} if outcome.retry_after is None else {"retry_after": outcome.retry_after}
-        self.history.op(
-            self.clock.now(),
-            WORKER,
-            _TYPES[str(outcome.kind)],
-            "call",
-            provider=self.name,
-            token=token,
-            kind=str(outcome.kind),
-            reason=outcome.reason,
-            status=outcome.status_code,
-            **extra,
-        )
-        return outcome
-
-    def count_tokens(self, request: Any) -> Any:
-        return self.inner.count_tokens(request)
-
-    def lookup(self, attempt_id: str) -> Any:
-        return self.inner.lookup(attempt_id)
 
 
 def _close(stage: Stage) -> None:

@@ -99,19 +99,23 @@ class SentTransport(httpx.BaseTransport):
 class RecordedProvider:
     """An adapter that puts each of its calls in the history (invoke, then its outcome)."""
 
-    def __init__(self, inner: BaseProvider, history: History, engine: Engine) -> None:
+    def __init__(
+        self, inner: BaseProvider, history: History, engine: Engine, *, worker: str = WORKER
+    ) -> None:
         self.inner, self.history, self.clock = inner, history, engine.clock
+        self.worker = worker  # the worker the history names as the caller
         self.name, self.kind = inner.name, inner.kind
         self.model = getattr(inner, "model", None)
         self.stream = getattr(inner, "stream", False)
 
     def complete(self, request: CompletionRequest, *, timeout: float) -> Outcome:
         token = request.attempt_id
-        self.history.op(self.clock.now(), WORKER, "invoke", "call", provider=self.name, token=token)
+        now, name = self.clock.now(), self.name
+        self.history.op(now, self.worker, "invoke", "call", provider=name, token=token)
         outcome = self.inner.complete(request, timeout=timeout)
         self.history.op(
             self.clock.now(),
-            WORKER,
+            self.worker,
             _TYPES[outcome.kind],
             "call",
             provider=self.name,
