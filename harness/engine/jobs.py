@@ -29,13 +29,7 @@ class JobUnits(BaseUnits):
     attempt fenced (I6), failed only with nothing live, deferred durably."""
 
     def create_job(
-        self,
-        owner: str,
-        key: str,
-        intent: Intent,
-        *,
-        trace_parent: str | None = None,
-        flush: bool = True,
+        self, owner: str, key: str, intent: Intent, *, trace_parent: str | None = None
     ) -> Created:
         """The job for `(owner, key)`: created now, or the earlier one replayed (I1, I2).
 
@@ -44,10 +38,7 @@ class JobUnits(BaseUnits):
         of replays) and returned with its attempts. Only a conflict takes a second
         transaction, to record it. `trace_parent` (a W3C `traceparent` the caller sent,
         checked by `harness.core.tracing`) is kept in the `created` event, so the job's
-        trace continues the caller's whichever process finishes it. `flush` False: the
-        creation's commit does not wait for the WAL flush, for a caller that tells no
-        one of the job, and sends nothing for it, before a later commit that waits
-        (a start's mark) or `make_durable` (I9)."""
+        trace continues the caller's whichever process finishes it."""
         check_owner(owner)
         check_key(key)
         fingerprint = intent.fingerprint
@@ -62,7 +53,6 @@ class JobUnits(BaseUnits):
                 fingerprint=fingerprint,
                 now=now,
                 trace_parent=trace_parent,
-                flush=flush,
             )
         if job is not None:
             if journal.wanted():
@@ -87,11 +77,6 @@ class JobUnits(BaseUnits):
             key=key,
             job_id=existing.id,
         )
-
-    def make_durable(self) -> None:
-        """Every commit made before this call survives a crash of the database server
-        from now on: those of jobs created with `flush=False` among them."""
-        self.db.flush_log()
 
     def get_job(self, job_id: int, *, owner: str | None = None) -> Job:
         """The job with its attempts, read in one statement (one round trip)."""

@@ -88,8 +88,7 @@ def _create_or_replay_postgresql() -> Any:
     trip in autocommit): the upsert, its `created` event (or a `replayed` one when a new
     burst of replays begins), and the job's attempts. A replay changes nothing but the
     counters, so its commit does not wait for the WAL flush (`synchronous_commit` off
-    for that one transaction); a new job's commit keeps the server's setting (I9),
-    unless its creator defers the flush (`insert_job(flush=False)`)."""
+    for that one transaction); a new job's commit keeps the server's setting (I9)."""
     up = _upsert(postgresql).cte("up")
     new = up.c.replays == 0
     event = (
@@ -119,10 +118,9 @@ def _create_or_replay_postgresql() -> Any:
         )
         .cte("event")
     )
-    flush = sa.bindparam("flush", type_=sa.Boolean)
     commit = sa.func.set_config(
         "synchronous_commit",
-        sa.case((sa.and_(new, flush), sa.func.current_setting("synchronous_commit")), else_="off"),
+        sa.case((new, sa.func.current_setting("synchronous_commit")), else_="off"),
         True,
     )
     a = attempts.alias("a")
@@ -170,7 +168,7 @@ _GIVEN = (
 _PG = Compiled(
     _create_or_replay_postgresql(),
     psycopg.dialect(),  # type: ignore[no-untyped-call]  # SQLAlchemy leaves it unannotated
-    given=(*_GIVEN, "trace_parent", "flush"),
+    given=(*_GIVEN, "trace_parent"),
 )
 _HEALTH = Compiled(
     sa.select(provider_health).where(
@@ -215,18 +213,12 @@ def insert_job(
     fingerprint: str,
     now: datetime,
     trace_parent: str | None = None,
-    flush: bool = True,
 ) -> JobRecord | None:
     """Insert the job unless `(owner, key)` exists; if it exists with the same
     fingerprint, count the replay and return that job with its attempts (`replays` > 0
     tells a replay from a creation); None when the key holds another intent (conflict,
     nothing written). Each writes its event: `created`, or `replayed` once per burst of
     replays (while the job's newest event is a replay, only the counter moves).
-
-    `flush` False: a new job's commit does not wait for the WAL flush either (on
-    PostgreSQL; on SQLite no commit does). Only for a creator whose job is made durable
-    before anyone is told of it or anything is sent for it: by a later commit that
-    waits (a flush is of the whole log up to it), or by `Database.flush_log`.
 
     `conn` is the driver connection of `Database.driver()`."""
     given = {
@@ -241,7 +233,7 @@ def insert_job(
     }
     if isinstance(conn, sqlite3.Connection):
         return _sqlite(conn, given, intent=intent, now=now, trace_parent=trace_parent)
-    params = _PG.params(**given, now=now, trace_parent=trace_parent, flush=flush)
+    params = _PG.params(**given, now=now, trace_parent=trace_parent)
     # the providers' health read beside it, in a pipeline where libpq has one: one round trip
     with conn.pipeline() if psycopg_driver.Pipeline.is_supported() else nullcontext():
         made = conn.execute(_PG.sql, params)

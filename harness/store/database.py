@@ -205,19 +205,6 @@ class Database:
             with conn.begin():
                 yield conn
 
-    def flush_log(self) -> None:
-        """Make every commit made before this call durable. PostgreSQL: a commit that
-        wrote to the log waits (at the server's `synchronous_commit`) for the log's
-        flush up to its own record, and so covers every commit before it, those that
-        did not wait included (`creates.insert_job(flush=False)`, a start). One
-        statement that writes the least there is, a transactional message of no
-        content. (A transaction id alone writes nothing, and its commit waits for
-        nothing.) SQLite: nothing to do (`synchronous=NORMAL`: no commit waits)."""
-        if self.dialect == "sqlite":
-            return
-        with self.single() as conn:
-            conn.exec_driver_sql("select pg_logical_emit_message(true, 'harness', '')")
-
     def create_schema(self) -> None:
         """Create the tables directly from the definitions (tests, throwaway databases)."""
         with translate_errors():

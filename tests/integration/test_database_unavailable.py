@@ -56,7 +56,6 @@ OPERATIONS: dict[str, Callable[[Engine], object]] = {
         1, kind=OutcomeKind.EXECUTED, cause="x", actor="t"
     ),
     "latest_job_by_key_prefix": lambda e: e.latest_job_by_key_prefix("o", "k"),
-    "make_durable": lambda e: e.make_durable(),
     "fail_attempt": lambda e: e.fail_attempt(1, error="refused"),
     "record_failure": lambda e: e.record_failure(
         1, kind=OutcomeKind.NOT_EXECUTED, error="refused", actor="worker"
@@ -106,9 +105,6 @@ def test_every_engine_operation_on_an_unreachable_database_raises_store_error(
     unreachable: Database, operation: str
 ) -> None:
     engine = Engine(unreachable, gate=AllowAllGate())
-    if operation == "make_durable" and unreachable.dialect == "sqlite":
-        assert engine.make_durable() is None  # no commit there waits: nothing is opened
-        return
     with pytest.raises(StoreError, match="database error"):
         OPERATIONS[operation](engine)
 

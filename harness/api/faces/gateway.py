@@ -244,10 +244,8 @@ class Gateway:
         retry = tries.isdigit() and int(tries) > 0
         trace = trace_parent(request.headers.get("traceparent"))
         job, created = await run_in_threadpool(self._job, owner, key, intent, retry, trace)
-        held = Held(job=await self.watch.wait(job, wait), replayed=not created, wait=wait)
-        if not held.finished:  # told of while open: its creation may not have waited (I9)
-            await run_in_threadpool(self.state.engine.make_durable)
-        return held
+        done = await self.watch.wait(job, wait)
+        return Held(job=done, replayed=not created, wait=wait)
 
     def _job(
         self, owner: str, key: str | None, intent: Intent, retry: bool, trace: str | None = None
@@ -255,14 +253,9 @@ class Gateway:
         """Create (or replay) the job and, when this process runs the worker, start a new
         job's first attempt in the same thread hop: the call is on its way to the
         provider before the loop sees the job. A start that fails here is the worker's
-        claim's to retry (the job stays pending, unstarted), never the caller's error.
-
-        The creation's commit then does not wait for the WAL flush: the caller is told
-        of the job only once it is durable (finished by a commit that waited, or made
-        durable before a 202), and its request is sent only after the attempt's mark,
-        which waits for the flush of the whole log up to it, the creation included."""
+        claim's to retry (the job stays pending, unstarted), never the caller's error."""
+        job, created = self._create(owner, key, intent, retry, trace)
         worker = self.state.worker
-        job, created = self._create(owner, key, intent, retry, trace, flush=worker is None)
         if created and worker is not None:
             try:
                 worker.start_job(job.id, job=job)
@@ -271,14 +264,7 @@ class Gateway:
         return job, created
 
     def _create(
-        self,
-        owner: str,
-        key: str | None,
-        intent: Intent,
-        retry: bool,
-        trace: str | None = None,
-        *,
-        flush: bool = True,
+        self, owner: str, key: str | None, intent: Intent, retry: bool, trace: str | None = None
     ) -> tuple[Job, bool]:
         """The job for the call (`trace`: the caller's W3C traceparent, checked)."""
         engine = self.state.engine
@@ -290,7 +276,7 @@ class Gateway:
                 if earlier is not None and engine.clock.now() - earlier.created_at <= window:
                     return earlier, False
             key = prefix + secrets.token_hex(16)
-        made = engine.create_job(owner, key, intent, trace_parent=trace, flush=flush)
+        made = engine.create_job(owner, key, intent, trace_parent=trace)
         return made.job, made.created
 
 
