@@ -220,3 +220,23 @@ def test_a_starts_unflushed_commit_leaves_the_connections_setting_alone(
     engine.start_attempt(job_id, "b")
     with db.engine.connect() as conn:
         assert conn.exec_driver_sql(show).scalar() == server
+
+
+def test_only_the_start_holding_the_token_is_marked_or_withdrawn(engine: Engine) -> None:
+    """An attempt id can name another start after a crash of the database server (a
+    start that did not wait for the WAL flush is lost with its sequence step): a worker
+    holding the lost start's token must neither send for the new one nor withdraw it."""
+    from harness.errors import InvalidTransition
+
+    job_id = new_job(engine)
+    attempt = engine.start_attempt(job_id, "a", first=True)
+    assert attempt.token
+    before = events(engine, job_id)
+    with pytest.raises(InvalidTransition, match="another start's"):
+        engine.mark_running(attempt.id, token="0" * 32)
+    with pytest.raises(InvalidTransition, match="another start's"):
+        engine.withdraw_unsent(attempt.id, actor="w", reason="late", token="0" * 32)
+    assert engine.get_job(job_id).attempts[0].state is AttemptState.STARTING
+    assert events(engine, job_id) == before
+    moved = engine.mark_running(attempt.id, token=attempt.token)
+    assert moved.state is AttemptState.RUNNING
