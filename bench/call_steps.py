@@ -1,18 +1,16 @@
 """Benchmark: where a gateway call's database time goes on PostgreSQL, step by step.
 
 Client threads (8 by default) each run a gateway call's engine steps back to back, as
-`harness serve` runs them (no provider, no HTTP): the creation (with its flush deferred,
-as the gateway defers it when its process starts the attempt), the first attempt's start,
+`harness serve` runs them (no provider, no HTTP): the creation, the first attempt's start,
 its mark (`mark_running`) and its win (`complete_attempt`). Per step, the median and 90th
 percentile wall time, and the whole call's median. Once per `--synchronous-commit`
 setting, on the benchmark's own database (`ALTER DATABASE … SET synchronous_commit`):
-`on` as deployed (the mark and the win wait for the WAL flush, the creation and the start
-do not), `off` what is left without any flush. Their difference per step is what the
-flushes cost on this disk at this load; `--flushed` also makes the creation wait (the
-creation as `POST /v1/jobs` commits it), for the step's cost with and without.
+`on` as deployed (the creation, the mark and the win wait for the WAL flush, the start
+does not), `off` what is left without any flush. Their difference per step is what the
+flushes cost on this disk at this load.
 
     python bench/call_steps.py [--calls 60] [--clients 8] [--synchronous-commit on,off]
-                               [--flushed] [--postgres URL] [--root DIR] [--json [PATH]]
+                               [--postgres URL] [--root DIR] [--json [PATH]]
 """
 
 from __future__ import annotations
@@ -40,7 +38,7 @@ INTENT = Intent(operation="chat", input={"messages": [{"role": "user", "content"
                 providers=("primary", "fallback"))  # fmt: skip
 
 
-def run(engine: Engine, calls: int, clients: int, flush: bool) -> dict[str, list[float]]:
+def run(engine: Engine, calls: int, clients: int) -> dict[str, list[float]]:
     """Seconds per step of `calls` calls per client thread."""
     taken: dict[str, list[float]] = {step: [] for step in (*STEPS, "call")}
     lock = threading.Lock()
@@ -49,11 +47,11 @@ def run(engine: Engine, calls: int, clients: int, flush: bool) -> dict[str, list
         for i in range(calls):
             t0 = time.perf_counter()
             key = f"{n}-{i}-{uuid.uuid4().hex}"
-            job = engine.create_job("bench", key, INTENT, flush=flush).job
+            job = engine.create_job("bench", key, INTENT).job
             t1 = time.perf_counter()
             attempt = engine.start_attempt(job.id, "primary", first=True, job=job)
             t2 = time.perf_counter()
-            engine.mark_running(attempt.id)
+            engine.mark_running(attempt.id, token=attempt.token)
             t3 = time.perf_counter()
             engine.complete_attempt(attempt.id, {"text": "hello"})
             t4 = time.perf_counter()
@@ -75,7 +73,6 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=60, help="calls per client a round")
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--synchronous-commit", default="on,off")
-    parser.add_argument("--flushed", action="store_true", help="the creation waits too")
     parser.add_argument("--postgres", default=c.DEFAULT_POSTGRES)
     args = parser.parse_args()
     import sqlalchemy as sa
@@ -87,8 +84,8 @@ def main() -> None:
             c.set_database_setting(url, "synchronous_commit", setting)
             database = c.migrated(url, pool_size=args.clients * 2)
             engine = Engine(database, gate=AllowAllGate(), clock=SystemClock())
-            run(engine, 3, args.clients, args.flushed)  # warm up
-            rounds = [run(engine, args.calls, args.clients, args.flushed) for _ in range(c.ROUNDS)]
+            run(engine, 3, args.clients)  # warm up
+            rounds = [run(engine, args.calls, args.clients) for _ in range(c.ROUNDS)]
             database.dispose()
         finally:
             server = sa.create_engine(args.postgres, isolation_level="AUTOCOMMIT")
@@ -96,7 +93,7 @@ def main() -> None:
                 conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
             server.dispose()
         row: dict = {"bench": "call_steps", "synchronous_commit": setting,
-                     "creation_waits": args.flushed, "clients": args.clients}  # fmt: skip
+                     "clients": args.clients}  # fmt: skip
         for step in (*STEPS, "call"):
             p50 = [1000 * statistics.median(r[step]) for r in rounds]
             p90 = [1000 * statistics.quantiles(r[step], n=10)[-1] for r in rounds]
