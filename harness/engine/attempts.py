@@ -291,6 +291,7 @@ class AttemptUnits(BaseUnits):
         *,
         provider_request_id: str | None = None,
         max_runtime: float | None = None,
+        token: str | None = None,
     ) -> Attempt:
         """The request is about to be sent: from here on a crash means unknown.
 
@@ -301,7 +302,9 @@ class AttemptUnits(BaseUnits):
         inside its claim, say) finds it too late and sends nothing: meanwhile a sweep may
         have made it unknown and a reconciler abandoned it and failed over, and a call
         sent now would be a second execution (I8). Refused with InvalidTransition,
-        nothing written, when it is not starting or too late (`withdraw_unsent`)."""
+        nothing written, when it is not starting or too late (`withdraw_unsent`). With
+        `token` (the attempt's, as its start returned it), only that attempt moves: the
+        id of a start lost in a crash of the database may name another after it."""
         with self.db.single() as conn:  # one statement on PostgreSQL: its own transaction
             now = self.clock.now()
             oldest = now - timedelta(seconds=max_runtime) if max_runtime is not None else _EPOCH
@@ -311,13 +314,17 @@ class AttemptUnits(BaseUnits):
                 now=now,
                 started_after=oldest,
                 provider_request_id=provider_request_id,
+                token=token,
             )
             if moved is None:  # only now read it, for the refusal's message (or NotFound)
                 attempt = self._attempt(conn, attempt_id)
                 late = attempt.state is AttemptState.STARTING
+                if token is not None and attempt.token != token:
+                    late, why = False, ", another start's"
+                else:
+                    why = ", too late to send" if late else ", not starting"
                 raise InvalidTransition(
-                    f"attempt {attempt_id} is {attempt.state.value}"
-                    + (", too late to send" if late else ", not starting"),
+                    f"attempt {attempt_id} is {attempt.state.value}" + why,
                     attempt_id=attempt_id,
                 )
             return moved

@@ -131,16 +131,23 @@ class OutcomeUnits(AttemptUnits, HealthUnits):
             attempt = self._attempt(conn, attempt_id, lock=True)
             return self._fail(conn, attempt, error=error, outcome=outcome, actor=actor, now=now)
 
-    def withdraw_unsent(self, attempt_id: int, *, actor: str, reason: str) -> Attempt:
+    def withdraw_unsent(
+        self, attempt_id: int, *, actor: str, reason: str, token: str | None = None
+    ) -> Attempt:
         """Its worker will not send this attempt (too late, see `mark_running`): a
         starting attempt fails as not executed (cause `not_sent`, never billed); one a
         sweep made unknown meanwhile is resolved failed, for only the worker that holds
         a starting attempt could have sent it. One transaction. InvalidTransition when
-        it is neither (cancelled, fenced or resolved meanwhile: nothing to do)."""
+        it is neither (cancelled, fenced or resolved meanwhile: nothing to do), or when
+        `token` is not the attempt's (its id names another start: see `mark_running`)."""
         text = f"never sent: {reason}"
         with self.db.write() as conn:
             now = self.clock.now()
             attempt = self._attempt(conn, attempt_id, lock=True)
+            if token is not None and attempt.token != token:
+                raise InvalidTransition(
+                    f"attempt {attempt_id} is another start's", attempt_id=attempt_id
+                )
             if attempt.state is AttemptState.UNKNOWN:
                 return self._resolve(
                     conn, attempt, resolution=Resolution.FAILED, reason=text, actor=actor, now=now

@@ -215,7 +215,7 @@ class Worker:
             return
         try:
             runtime = self.settings.runtime_of(attempt.provider)
-            self.engine.mark_running(attempt.id, max_runtime=runtime)
+            self.engine.mark_running(attempt.id, max_runtime=runtime, token=attempt.token)
         except InvalidTransition:
             self._withdraw(attempt)
             return
@@ -241,7 +241,9 @@ class Worker:
         cancelled or moved on meanwhile (whoever moved it moves the job on)."""
         why = "its deadline or maximum runtime passed before the request went out"
         try:
-            self.engine.withdraw_unsent(attempt.id, actor=self.settings.name, reason=why)
+            self.engine.withdraw_unsent(
+                attempt.id, actor=self.settings.name, reason=why, token=attempt.token
+            )
         except InvalidTransition:
             return
         self.advance(attempt.job_id)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -191,3 +192,51 @@ def test_a_new_job_carries_its_providers_health_as_stored(engine: Engine, db: Da
         "alice", "fresh", Intent(operation="op", input={}, providers=("a", "b"))
     )
     assert getattr(replayed.job, "health", None) is None  # a replay starts nothing
+
+
+def test_a_starts_unflushed_commit_leaves_the_connections_setting_alone(
+    engine: Engine, db: Database
+) -> None:
+    """A start's own commit does not wait for the WAL flush (`fused`: the mark that must
+    precede its request does); that is its transaction's setting alone. Were it the
+    connection's, every later write on that pooled connection, a mark or a win among
+    them, would be acknowledged before it is durable."""
+    if db.dialect != "postgresql":
+        pytest.skip("the WAL flush of a commit is PostgreSQL's")
+    server = "on"  # as a deployment runs (the tests' databases turn it off, for speed)
+
+    @sa.event.listens_for(db.engine, "connect")
+    def _durable(dbapi_connection: Any, _record: object) -> None:
+        dbapi_connection.execute(f"set synchronous_commit = {server}")
+        dbapi_connection.commit()
+
+    db.engine.dispose()  # every connection from here on is a new one
+    show = "select current_setting('synchronous_commit')"
+    job_id = new_job(engine)
+    first = engine.start_attempt(job_id, "a", first=True)
+    with db.engine.connect() as conn:  # the pool is last in, first out: the start's
+        assert conn.exec_driver_sql(show).scalar() == server
+    engine.fail_attempt(first.id, error="refused")
+    engine.start_attempt(job_id, "b")
+    with db.engine.connect() as conn:
+        assert conn.exec_driver_sql(show).scalar() == server
+
+
+def test_only_the_start_holding_the_token_is_marked_or_withdrawn(engine: Engine) -> None:
+    """An attempt id can name another start after a crash of the database server (a
+    start that did not wait for the WAL flush is lost with its sequence step): a worker
+    holding the lost start's token must neither send for the new one nor withdraw it."""
+    from harness.errors import InvalidTransition
+
+    job_id = new_job(engine)
+    attempt = engine.start_attempt(job_id, "a", first=True)
+    assert attempt.token
+    before = events(engine, job_id)
+    with pytest.raises(InvalidTransition, match="another start's"):
+        engine.mark_running(attempt.id, token="0" * 32)
+    with pytest.raises(InvalidTransition, match="another start's"):
+        engine.withdraw_unsent(attempt.id, actor="w", reason="late", token="0" * 32)
+    assert engine.get_job(job_id).attempts[0].state is AttemptState.STARTING
+    assert events(engine, job_id) == before
+    moved = engine.mark_running(attempt.id, token=attempt.token)
+    assert moved.state is AttemptState.RUNNING

@@ -140,11 +140,17 @@ def run_attempt(
     now: datetime,
     started_after: datetime,
     provider_request_id: str | None = None,
+    token: str | None = None,
 ) -> Attempt | None:
     """Move an attempt by RUN (starting → running) only while its deadline is ahead of
     `now` and it started after `started_after` (now less the provider's maximum runtime):
     the guard and the move in one statement, so no sweep can find the attempt expired
-    between the two. None if it did not move (not starting, or too late to send)."""
+    between the two. None if it did not move (not starting, or too late to send).
+
+    `token` (the attempt's own, random): only the attempt its starter holds moves. An
+    attempt id is a sequence's value, and a start whose commit did not wait for the WAL
+    flush can be lost with its sequence step in a crash of the server, so after the
+    recovery the same id can name another start; the token never repeats."""
     sources = attempt_sources(AttemptEvent.RUN)
     target = attempt_next(min(sources, key=lambda state: state.value), AttemptEvent.RUN)
     given = {
@@ -152,15 +158,20 @@ def run_attempt(
         "now": now,
         "started_after": started_after,
         "v_provider_request_id": provider_request_id,
+        "held": token,
     }
-    found = conn.execute(_run_statement(sources, target), given).mappings().first()
+    statement = _run_statement(sources, target, keyed=token is not None)
+    found = conn.execute(statement, given).mappings().first()
     return _attempt(found) if found is not None else None
 
 
 @cache
-def _run_statement(sources: frozenset[AttemptState], target: AttemptState) -> Any:
-    """`_transition_statement`'s move (keyed on what the state table says), in time only."""
+def _run_statement(sources: frozenset[AttemptState], target: AttemptState, *, keyed: bool) -> Any:
+    """`_transition_statement`'s move (keyed on what the state table says), in time only,
+    and (`keyed`) only for the attempt holding the given token."""
     moved = _transition_statement(sources, target, ("provider_request_id",))
+    if keyed:
+        moved = moved.where(attempts.c.token == sa.bindparam("held", type_=attempts.c.token.type))
     return moved.where(
         sa.or_(
             attempts.c.deadline_at.is_(None),

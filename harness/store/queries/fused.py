@@ -19,6 +19,13 @@ together, with the transaction's BEGIN and COMMIT, in a pipeline: one round trip
 a win returns is built from what the statement wrote (its RETURNING rows) and the
 attempts it left alone, not read back. The start runs in autocommit.
 
+The start commits without waiting for the WAL flush (its own `synchronous_commit` is
+off, for that one transaction): on a busy disk each flush costs milliseconds, and a
+start is never what a caller is told nor what a provider is sent. The `mark_running`
+that must precede the attempt's request commits at the server's setting, and a flush is
+of the whole log up to that commit, so by the time anything is sent the start is as
+durable as ever (I8, I9). The win keeps the server's setting: its caller is answered.
+
 SQLite keeps the separate statements: a round trip there costs nothing.
 """
 
@@ -166,7 +173,13 @@ def _start_statement(first: bool, sources: frozenset[JobState], status: JobState
         )
         .cte("event")
     )
-    return sa.select(inserted).add_cte(event)
+    # The start's commit does not wait for the WAL flush: nothing is sent on a start
+    # alone. The attempt's request goes out only after `mark_running`'s statement has
+    # committed at the server's setting, and that flush covers every earlier record of
+    # the log, this start's among them; a start lost in a crash of the server before
+    # then was never sent (its job is pending with nothing live: the sweep moves it on).
+    unflushed = sa.func.set_config("synchronous_commit", "off", True)
+    return sa.select(inserted, unflushed.label("sync")).add_cte(event)
 
 
 def complete_and_fence(
