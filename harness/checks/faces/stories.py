@@ -31,6 +31,7 @@ from harness.checks.faces.clients import (
     received,
     sdk_client,
 )
+from harness.checks.faces.malformed import carried_members, malformed_requests
 from harness.checks.faces.rendered import (
     CITY,
     ENDINGS,
@@ -531,6 +532,16 @@ STORIES: tuple[Story, ...] = (
         "error-table",
         "a wrong method, path, Content-Type or size: the documented status and type",
         error_table,
+    ),
+    Story(
+        "malformed-requests",
+        "each bad input: 400 in the face's shape naming its member, no job",
+        malformed_requests,
+    ),
+    Story(
+        "carried-members",
+        "system prompts, a tool's description, formats and earlier turns reach the provider",
+        carried_members,
     ),
     Story(
         "parameter-bounds",
