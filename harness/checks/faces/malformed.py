@@ -85,6 +85,7 @@ RESPONSES: tuple[tuple[str, str, dict[str, Any]], ...] = (
         {"input": [*USER, {"type": "function_call_output", "call_id": "c1"}]},
     ),
     ("a function tool without a name", "tools", {"tools": [{"type": "function"}]}),
+    ("a message item without a role", "input", {"input": [*USER, {"content": "and?"}]}),
     (
         "a named tool choice without the name",
         "tool_choice",
@@ -185,9 +186,10 @@ RESULT = "Sunny, 24 C."
 
 def _carried(face: str) -> dict[str, Any]:
     """One request of the members the face carries beyond the question, in its API's
-    shape: a system prompt in two parts, a tool with a description (strict), parallel
-    calls off, JSON output, and an earlier turn (the chat face's in the legacy
-    `function` spelling; an assistant's words; a tool's error)."""
+        shape: a system prompt in two parts, a tool with a description (strict) and (OpenAI) one
+    without parameters, parallel
+        calls off, JSON output, and an earlier turn (the chat face's in the legacy
+        `function` spelling; an assistant's words; a tool's error)."""
     if face == "openai.chat":
         called = {"name": "get_weather", "arguments": ARGUMENTS}
         return {
@@ -202,7 +204,8 @@ def _carried(face: str) -> dict[str, Any]:
                 {
                     "type": "function",
                     "function": {**WEATHER, "description": DESCRIPTION, "strict": True},
-                }
+                },
+                {"type": "function", "function": {"name": "get_time"}},
             ],
             "tool_choice": "auto",
             "parallel_tool_calls": False,
@@ -217,7 +220,10 @@ def _carried(face: str) -> dict[str, Any]:
                 {"role": "assistant", "content": SAID},
                 *USER,
             ],
-            "tools": [{"type": "function", **WEATHER, "description": DESCRIPTION, "strict": True}],
+            "tools": [
+                {"type": "function", **WEATHER, "description": DESCRIPTION, "strict": True},
+                {"type": "function", "name": "get_time"},
+            ],
             "tool_choice": "auto",
             "parallel_tool_calls": False,
             "text": {"format": {"type": "json_object"}},
@@ -249,10 +255,16 @@ def _sent_flaws(face: str, body: Any) -> list[str]:
     ):
         flaws.append(f"the system prompt sent is {system!r}, not both parts in order")
     functions = [t.get("function") or {} for t in body.get("tools") or () if isinstance(t, dict)]
-    if [f.get("description") for f in functions] != [DESCRIPTION]:
-        flaws.append(f"the tool sent is {functions!r:.160}, without its description")
-    if face != "anthropic.messages" and [f.get("strict") for f in functions] != [True]:
-        flaws.append("the tool was sent without strict: true")
+    weather = [f for f in functions if f.get("name") == "get_weather"]
+    if [f.get("description") for f in weather] != [DESCRIPTION]:
+        flaws.append(f"the tool sent is {weather!r:.160}, without its description")
+    if face != "anthropic.messages":
+        if [f.get("strict") for f in weather] != [True]:
+            flaws.append("the tool was sent without strict: true")
+        # OpenAI: a function without `parameters` takes no arguments
+        bare = [f.get("parameters") for f in functions if f.get("name") == "get_time"]
+        if not (len(bare) == 1 and _no_arguments(bare[0])):
+            flaws.append(f"the tool without parameters was sent with {bare!r}, not no arguments")
     if body.get("parallel_tool_calls") is not False:
         flaws.append(f"parallel_tool_calls sent as {body.get('parallel_tool_calls')!r}, not false")
     want = "json_schema" if face == "anthropic.messages" else "json_object"
@@ -271,6 +283,14 @@ def _sent_flaws(face: str, body: Any) -> list[str]:
     if face == "anthropic.messages" and f"error: {RESULT}" not in contents:
         flaws.append("the tool's error was not sent as its text prefixed with 'error: '")
     return flaws
+
+
+def _no_arguments(schema: Any) -> bool:
+    """A JSON Schema of a function that takes no arguments: an object with no properties
+    (every provider's tool schema must be an object)."""
+    return (
+        isinstance(schema, dict) and schema.get("type") == "object" and not schema.get("properties")
+    )
 
 
 TEXT_FORMAT: dict[str, dict[str, Any]] = {

@@ -5,8 +5,9 @@ conflict answered from the first job, members dropped from the fingerprint, a st
 begun before a winner exists, an SDK's retry not recognised, a timeout at the bound
 answered as an error, tool calls left out of the answer, errors in another API's shape,
 a tool turn sent back and not read, an image's detail, the sampling members or a
-tool's description not carried, a malformed tool taken as given, an answer's ending or
-usage misreported, a refusal's status, a document without the key's header).
+tool's description not carried, a malformed tool taken as given, a failed stream
+that just ends, an answer's ending or usage misreported, a refusal's status, a document
+without the key's header).
 The scenario suite never calls a face, so none of these can be caught by it; `harness
 check --mutants` plays the face stories against each (`run_face_mutants`), and a face
 mutant no story catches is a blind spot. They are `harness.mutants.Mutant`s:
@@ -198,6 +199,19 @@ def _sampling_dropped() -> Patches:
     return {(openai_chat, "_sampling"): sampling, (anthropic_messages, "_sampling"): sampling}
 
 
+def _failed_stream_silent() -> Patches:
+    """A streamed call whose job failed gets a stream that just ends: no error event, so
+    the SDK reads an empty answer as a success."""
+    real = face_gateway.answer
+
+    def answer(held: Held, *, stream: bool, **kw: Any) -> Any:
+        if stream and held.finished and held.job.status.value != "succeeded":
+            kw["error_event"] = lambda problem: ""
+        return real(held, stream=stream, **kw)
+
+    return {(face_module, "answer"): answer}
+
+
 def _bad_tools_carried() -> Patches:
     """A tool is taken as given: one without a name, or whose parameters are no JSON
     Schema, becomes a job (and a provider's 400) instead of the caller's."""
@@ -319,6 +333,12 @@ FACE_MUTANTS: tuple[Mutant, ...] = (
         _sampling_dropped,
     ),
     Mutant(
+        "face_failed_stream_silent",
+        "I5",
+        "a streamed call whose job failed gets a stream that just ends, no error event",
+        _failed_stream_silent,
+    ),
+    Mutant(
         "face_bad_tools_carried",
         "I2",
         "a tool without a name, or with no schema, is taken as given: a job, not a 400",
@@ -363,6 +383,7 @@ LIKELIEST = {
     "face_image_detail_dropped": "image-parts",
     "face_endings_lost": "endings",
     "face_sampling_dropped": "parameter-bounds",
+    "face_failed_stream_silent": "failed-stream",
     "face_bad_tools_carried": "malformed-requests",
     "face_tool_descriptions_dropped": "carried-members",
     "face_usage_swapped": "endings",

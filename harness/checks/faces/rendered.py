@@ -401,6 +401,7 @@ ROUTING: tuple[tuple[str, int, str, str | None, str], ...] = (
     # what is wrong, the status, the OpenAI type and code, the Anthropic type
     ("another method", 405, INVALID, "method_not_allowed", INVALID),
     ("a path under the face's", 404, INVALID, "not_found", "not_found_error"),
+    ("a path under the models'", 404, INVALID, "not_found", "not_found_error"),
     ("Content-Type twice", 415, INVALID, "unsupported_media_type", INVALID),
     ("a body over the limit", 413, INVALID, None, "request_too_large"),
 )
@@ -417,10 +418,16 @@ def _raw(p: Play, wrong: str) -> Any:
     body: dict[str, Any] = {"model": "chat", "max_tokens": 8, "messages": [], "input": "hi"}
     method, path = "POST", p.face.path
     headers = [("authorization", f"Bearer {TOKEN}"), ("content-type", "application/json")]
+    if p.face.sdk == "anthropic":  # the Anthropic SDK sends it on every request
+        headers.append(("anthropic-version", "2023-06-01"))
     if wrong == "another method":
         method = "GET"
     elif wrong == "a path under the face's":
         path += "/elsewhere"
+    elif wrong == "a path under the models'":  # both SDKs list models there
+        method, path = "GET", "/v1/models/chat/elsewhere"
+    elif wrong == "a path of no face":
+        method, path = "GET", "/v1/elsewhere"
     elif wrong == "Content-Type twice":
         headers.append(("content-type", "application/json"))
     else:
@@ -450,6 +457,13 @@ async def error_table(p: Play) -> None:
         if p.face.sdk == "openai" and code is not None:
             given = _code(p.face, seen)
             p.expect(given == code, f"{wrong}: the code is {given}, not {code}")
+    # a path under no face keeps the job API's problem details (RFC 9457)
+    elsewhere = await p.stage.wire.handle_async_request(_raw(p, "a path of no face"))
+    kind = elsewhere.headers.get("content-type", "")
+    p.expect(
+        (elsewhere.status_code, kind) == (404, "application/problem+json"),
+        f"a path of no face: {elsewhere.status_code} {kind}, not 404 application/problem+json",
+    )
     p.counts(jobs=0, executions=0)
 
 

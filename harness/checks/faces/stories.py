@@ -357,6 +357,25 @@ async def gate_refuses(p: Play) -> None:
     p.expect(len(p.stage.jobs()) == 1, "one call made other than one job")
 
 
+async def failed_stream(p: Play) -> None:
+    """A streamed call whose job fails ends its stream with the API's error event, which
+    the SDK raises as an error (docs/gateway.md, "Streaming"): never an answer."""
+    p.stage.fakes.script("server_error", api="openai", then="server_error")  # an outage
+    got = await p.call(key="failed-stream", stream=True)
+    p.expect(got.error is not None, f"a failed job's stream read as an answer: {got.text!r}")
+    p.expect(got.text is None, "a failed job's stream carried text")
+    shape = _error_shape(p.face, got.body)
+    p.expect(shape is None, f"the stream's error event: {shape}")
+    if shape is None:
+        found = _error_type(p.face, got.body)
+        p.expect(found == "api_error", f"the stream's error is {found}, not api_error")
+    if p.face.sdk == "openai" and shape is None:
+        code = _code(p.face, got.body)
+        p.expect(code == "job_failed", f"the stream's error code is {code}, not job_failed")
+    p.expect(p.executions("anthropic") == 0, "the unverified fallback was called")
+    p.expect(len(p.stage.jobs()) == 1, "one call made other than one job")
+
+
 async def cut_stream(p: Play) -> None:
     p.stage.fakes.script("stream_cut", api="openai")
     got = await p.call("tell me a story", key="cut", stream=True)
@@ -502,6 +521,12 @@ STORIES: tuple[Story, ...] = (
         "gate-refuses",
         "the primary fails; the unverified fallback is never called: 502",
         gate_refuses,
+        allowed=frozenset({"primary"}),
+    ),
+    Story(
+        "failed-stream",
+        "a streamed call whose job fails: the API's error event, raised by the SDK",
+        failed_stream,
         allowed=frozenset({"primary"}),
     ),
     Story("cut-stream", "a cut stream never reaches the client", cut_stream),
