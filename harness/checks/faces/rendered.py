@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from fake_providers import Behaviour, BehaviourName
 from fake_providers.ledger import prompt_digest
 from harness.checks.faces.clients import (
     FaceClient,
@@ -144,11 +145,20 @@ def _usage_holds(p: Play, got: Received, entry: Any, what: str) -> None:
         p.expect(total == sum(read), f"{what}: the total {total} is not {read[0]} + {read[1]}")
 
 
+LONG = (
+    "Once upon a time a gateway held every answer until it had won, then streamed it at "
+    "once, in pieces: " + "x" * 90 + " and a word longer than any piece, then the end."
+)
+"""A story long enough to stream in several deltas, one word longer than any delta."""
+
+
 async def endings(p: Play) -> None:
     said = ENDINGS[p.face.name]
+    p.stage.fakes.script(Behaviour(name=BehaviourName.SUCCESS, content=LONG), api="openai")
     # a configured provider is a model of its own (a chain of one)
     whole = await p.call("tell me a story", key="end", model="primary")
     p.answered(whole, "a whole answer")
+    p.expect(whole.text == LONG, f"a whole answer read {whole.text!r:.60}, not the provider's")
     p.read_well(whole, "a whole answer")
     p.expect(
         whole.ending == said["stop"], f"a whole answer ended {whole.ending}, not {said['stop']}"
@@ -164,6 +174,7 @@ async def endings(p: Play) -> None:
     )
     what = "the same key streamed"
     p.answered(streamed, what)
+    p.expect(streamed.text == LONG, f"{what} read {streamed.text!r:.60}, not the provider's")
     p.read_well(streamed, what)
     p.expect(streamed.replayed, f"{what} was not a replay")
     p.expect(streamed.ending == whole.ending, f"{what} ended {streamed.ending}, not {whole.ending}")
