@@ -24,6 +24,7 @@ USER = [{"role": "user", "content": ASKED}]
 OBJECT = {"type": "object", "properties": {}}
 WEATHER = {"name": "get_weather", "parameters": CITY}
 ARGUMENTS = '{"city": "Paris"}'
+WEATHER_CALL = {"name": "get_weather", "arguments": ARGUMENTS}
 
 CHAT: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ("no user message", "messages", {"messages": [{"role": "system", "content": "Be brief."}]}),
@@ -219,6 +220,11 @@ def _carried(face: str) -> dict[str, Any]:
                 {"role": "user", "content": "hello"},
                 {"role": "assistant", "content": SAID},
                 *USER,
+                *({"type": "function_call", "call_id": f"c{i}", **WEATHER_CALL} for i in (1, 2)),
+                *(
+                    {"type": "function_call_output", "call_id": f"c{i}", "output": RESULT}
+                    for i in (1, 2)
+                ),
             ],
             "tools": [
                 {"type": "function", **WEATHER, "description": DESCRIPTION, "strict": True},
@@ -274,6 +280,8 @@ def _sent_flaws(face: str, body: Any) -> list[str]:
     if fmt.get("type") != want or (want == "json_schema" and schema != CITY):
         flaws.append(f"the response format sent is {fmt!r:.120}, not {want}")
     contents = [str(m.get("content")) for m in messages]
+    if not _turns_well_formed(messages):
+        flaws.append("a tool result does not follow the assistant message of its call")
     if face == "openai.chat" and not _results_answer_calls(body):
         flaws.append("the legacy function result was not sent as the answer to its call")
     if face == "openai.responses" and not any(
@@ -283,6 +291,21 @@ def _sent_flaws(face: str, body: Any) -> list[str]:
     if face == "anthropic.messages" and f"error: {RESULT}" not in contents:
         flaws.append("the tool's error was not sent as its text prefixed with 'error: '")
     return flaws
+
+
+def _turns_well_formed(messages: list[dict[str, Any]]) -> bool:
+    """Chat Completions' rule for tool turns: each `tool` message answers a call of the
+    assistant message right before its run of `tool` messages (calls made in parallel
+    are one assistant message, their results follow it)."""
+    made: set[Any] = set()
+    for message in messages:
+        if message.get("role") == "tool":
+            if message.get("tool_call_id") not in made:
+                return False
+            continue
+        calls = message.get("tool_calls") if message.get("role") == "assistant" else None
+        made = {c.get("id") for c in calls or () if isinstance(c, dict)}
+    return True
 
 
 def _no_arguments(schema: Any) -> bool:
