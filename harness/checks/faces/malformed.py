@@ -25,6 +25,7 @@ OBJECT = {"type": "object", "properties": {}}
 WEATHER = {"name": "get_weather", "parameters": CITY}
 ARGUMENTS = '{"city": "Paris"}'
 WEATHER_CALL = {"name": "get_weather", "arguments": ARGUMENTS}
+CALLED = {"id": "t1", "name": "get_weather", "input": {"city": "Paris"}}
 
 CHAT: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ("no user message", "messages", {"messages": [{"role": "system", "content": "Be brief."}]}),
@@ -134,6 +135,20 @@ MESSAGES: tuple[tuple[str, str, dict[str, Any]], ...] = (
             ]
         },
     ),
+    (
+        "a tool_result whose content is neither text nor blocks",
+        "messages",
+        {
+            "messages": [
+                *USER,
+                {"role": "assistant", "content": [{"type": "tool_use", **CALLED}]},
+                {
+                    "role": "user",
+                    "content": [{"type": "tool_result", "tool_use_id": "t1", "content": 5}],
+                },
+            ]
+        },
+    ),
     ("a tool without a name", "tools", {"tools": [{"input_schema": CITY}]}),
     ("a server tool", "tools", {"tools": [{"type": "bash_20250124", "name": "bash"}]}),
     ("a tool choice of no kind", "tool_choice", {"tool_choice": {"type": "sometimes"}}),
@@ -155,6 +170,8 @@ EVERY_FACE: tuple[tuple[str, str, dict[str, Any]], ...] = (
 """Refused by every face: an unknown member, and a body key that breaks the key's rules
 (1 to 255 visible ASCII characters)."""
 
+LONGEST_MODEL = 255  # characters (docs/gateway.md)
+
 BAD = {"openai.chat": CHAT, "openai.responses": RESPONSES, "anthropic.messages": MESSAGES}
 
 
@@ -165,7 +182,7 @@ def _param(p: Play, got: Any) -> str | None:
 
 async def malformed_requests(p: Play) -> None:
     """Each bad input is a 400 in the face's shape naming its member, and changes nothing;
-    a one-character model name is a model like any other (404 when unknown)."""
+    a model name of 1 to 255 characters is a model like any other (404 when unknown)."""
     for i, (what, member, extra) in enumerate((*BAD[p.face.name], *EVERY_FACE)):
         got = await p.call(ASKED, key=f"bad-{i}", extra=extra)
         p.refused(got, 400, "BadRequestError", what, INVALID)
@@ -173,9 +190,16 @@ async def malformed_requests(p: Play) -> None:
         if p.face.sdk == "openai" and got.status == 400:
             root = (named or "").split(".")[0].split("[")[0]
             p.expect(root == member, f"{what}: the error names {named!r}, not {member}")
-    short = await p.call(ASKED, key="short-model", model="x")
+    # a model name is 1 to 255 characters (docs/gateway.md): within them, a name is
+    # looked up (404 when unknown); past them, the request is malformed
     unknown = "not_found_error" if p.face.sdk == "anthropic" else INVALID
-    p.refused(short, 404, "NotFoundError", "an unknown one-character model", unknown)
+    for name, status, error, kind in (
+        ("x", 404, "NotFoundError", unknown),
+        ("m" * LONGEST_MODEL, 404, "NotFoundError", unknown),
+        ("m" * (LONGEST_MODEL + 1), 400, "BadRequestError", INVALID),
+    ):
+        got = await p.call(ASKED, key=f"model-{len(name)}", model=name)
+        p.refused(got, status, error, f"an unknown model of {len(name)} characters", kind)
     p.counts(jobs=0, executions=0)
 
 
