@@ -278,23 +278,7 @@ def _sent_flaws(face: str, body: Any) -> list[str]:
     if not isinstance(body, dict):
         return ["no JSON body was sent"]
     messages = [m for m in body.get("messages") or () if isinstance(m, dict)]
-    flaws = []
-    system = " ".join(str(m.get("content")) for m in messages if m.get("role") == "system")
-    if not (
-        SYSTEM in system and DEVELOPER in system and system.index(SYSTEM) < system.index(DEVELOPER)
-    ):
-        flaws.append(f"the system prompt sent is {system!r}, not both parts in order")
-    functions = [t.get("function") or {} for t in body.get("tools") or () if isinstance(t, dict)]
-    weather = [f for f in functions if f.get("name") == "get_weather"]
-    if [f.get("description") for f in weather] != [DESCRIPTION]:
-        flaws.append(f"the tool sent is {weather!r:.160}, without its description")
-    if face != "anthropic.messages":
-        if [f.get("strict") for f in weather] != [True]:
-            flaws.append("the tool was sent without strict: true")
-        # OpenAI: a function without `parameters` takes no arguments
-        bare = [f.get("parameters") for f in functions if f.get("name") == "get_time"]
-        if not (len(bare) == 1 and _no_arguments(bare[0])):
-            flaws.append(f"the tool without parameters was sent with {bare!r}, not no arguments")
+    flaws = [*_prompt_flaws(face, body, messages), *_tool_flaws(face, body)]
     if body.get("parallel_tool_calls") is not False:
         flaws.append(f"parallel_tool_calls sent as {body.get('parallel_tool_calls')!r}, not false")
     want = "json_schema" if face == "anthropic.messages" else "json_object"
@@ -303,17 +287,46 @@ def _sent_flaws(face: str, body: Any) -> list[str]:
     schema = (fmt.get("json_schema") or {}).get("schema")
     if fmt.get("type") != want or (want == "json_schema" and schema != CITY):
         flaws.append(f"the response format sent is {fmt!r:.120}, not {want}")
-    contents = [str(m.get("content")) for m in messages]
+    return flaws
+
+
+def _prompt_flaws(face: str, body: dict[str, Any], messages: list[dict[str, Any]]) -> list[str]:
+    """The system prompt (both parts, in order) and the earlier turn, as sent."""
+    flaws = []
+    system = " ".join(str(m.get("content")) for m in messages if m.get("role") == "system")
+    if not (SYSTEM in system and DEVELOPER in system) or system.index(SYSTEM) > system.index(
+        DEVELOPER
+    ):
+        flaws.append(f"the system prompt sent is {system!r}, not both parts in order")
     if not _turns_well_formed(messages):
         flaws.append("a tool result does not follow the assistant message of its call")
     if face == "openai.chat" and not _results_answer_calls(body):
         flaws.append("the legacy function result was not sent as the answer to its call")
-    if face == "openai.responses" and not any(
-        m.get("role") == "assistant" and m.get("content") == SAID for m in messages
-    ):
+    earlier = [m.get("content") for m in messages if m.get("role") == "assistant"]
+    if face == "openai.responses" and SAID not in earlier:
         flaws.append("the assistant's earlier words were not sent as the assistant's")
+    contents = [str(m.get("content")) for m in messages]
     if face == "anthropic.messages" and f"error: {RESULT}" not in contents:
         flaws.append("the tool's error was not sent as its text prefixed with 'error: '")
+    return flaws
+
+
+def _tool_flaws(face: str, body: dict[str, Any]) -> list[str]:
+    """The tools as sent: the described one with its description (and, OpenAI, strict),
+    the one without parameters as a function of no arguments."""
+    flaws = []
+    functions = [t.get("function") or {} for t in body.get("tools") or () if isinstance(t, dict)]
+    weather = [f for f in functions if f.get("name") == "get_weather"]
+    if [f.get("description") for f in weather] != [DESCRIPTION]:
+        flaws.append(f"the tool sent is {weather!r:.160}, without its description")
+    if face == "anthropic.messages":
+        return flaws
+    if [f.get("strict") for f in weather] != [True]:
+        flaws.append("the tool was sent without strict: true")
+    # OpenAI: a function without `parameters` takes no arguments
+    bare = [f.get("parameters") for f in functions if f.get("name") == "get_time"]
+    if not (len(bare) == 1 and _no_arguments(bare[0])):
+        flaws.append(f"the tool without parameters was sent with {bare!r}, not no arguments")
     return flaws
 
 
