@@ -300,6 +300,39 @@ async def wait_bound(p: Play) -> None:
     p.counts(jobs=1, executions=2)
 
 
+async def cancelled_job(p: Play) -> None:
+    """A job its owner cancelled answers its key with 409 `job_cancelled`, which the SDK
+    does not retry (docs/gateway.md, "Errors"), and never runs again."""
+    p.stage.fakes.script("hang", api="openai")
+    held = await p.call(key="cancelled", wait=0)
+    p.expect(held.status == 202, f"a call asking not to wait got {held.status}, not 202")
+    job_id = _job_id(held)
+    if job_id is None:
+        return
+    cancelled = await p.stage.wire.handle_async_request(_cancel(job_id))
+    p.expect(cancelled.status_code == 200, f"cancelling the job: {cancelled.status_code}")
+    asked = len(p.stage.wire.exchanges)
+    again = await p.call(key="cancelled", retries=2)
+    p.refused(again, 409, "ConflictError", "the key of a cancelled job", INVALID)
+    want = "job_cancelled" if p.face.sdk == "openai" else INVALID
+    p.expect(_code(p.face, again.body) == want, f"the cancelled job's code is not {want}")
+    p.expect(len(p.stage.wire.exchanges) == asked + 1, "the SDK retried a cancelled job")
+    p.counts(jobs=1, executions=1)  # the hung call, never another
+
+
+def _cancel(job_id: int) -> Any:
+    import httpx2
+
+    from harness.checks.faces.clients import BASE_URL, TOKEN
+
+    return httpx2.Request(
+        "POST",
+        f"{BASE_URL}/v1/jobs/{job_id}/cancel",
+        json={"reason": "the user gave up"},
+        headers={"Authorization": f"Bearer {TOKEN}"},
+    )
+
+
 def _resolve(job_id: int) -> Any:
     import httpx2
 
@@ -513,6 +546,11 @@ STORIES: tuple[Story, ...] = (
     Story("sdk-retry", "a lost answer retried by the SDK: a replay, not a job", sdk_retry),
     Story("key-binds-intent", "a key with another body: 409, never retried", key_binds_intent),
     Story("wait-bound", "timeout, unknown, 202 at the bound, then the replay answers", wait_bound),
+    Story(
+        "cancelled-job",
+        "the key of a job its owner cancelled: 409 job_cancelled, never retried",
+        cancelled_job,
+    ),
     Story("reverse-order", "a hedge finishes first: its answer, once", reverse_order),
     Story(
         "failover-through-gate",
