@@ -411,8 +411,9 @@ async def failed_stream(p: Play) -> None:
 
 async def cut_stream(p: Play) -> None:
     p.stage.fakes.script("stream_cut", api="openai")
-    # the fallback answers a moment later: a client answered at the cut would see no winner
-    p.stage.fakes.script(Behaviour(name=BehaviourName.SUCCESS, latency=0.2), api="anthropic")
+    # the fallback answers a second later: a client answered at the cut sees no winner, and a
+    # face that answers there has a second to show it, on a busy machine too
+    p.stage.fakes.script(Behaviour(name=BehaviourName.SUCCESS, latency=1.0), api="anthropic")
     got = await p.call("tell me a story", key="cut", stream=True)
     p.answered(got, "the streamed call")
     jobs = p.stage.jobs()
