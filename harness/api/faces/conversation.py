@@ -166,7 +166,7 @@ def openai_tools(body: Mapping[str, Any], *, flat: bool) -> dict[str, Any]:
             raise refuse(f"tools[{i}].type", "only function tools are supported")
         function, where = (spec, f"tools[{i}]") if flat else (spec.get("function"), None)
         if not isinstance(function, dict):
-            raise HttpProblem(UNSUPPORTED, f"tools[{i}].function: missing")
+            raise refuse(f"tools[{i}].function", "missing")
         name, description = function.get("name"), function.get("description")
         schema, strict = function.get("parameters"), function.get("strict")
         tools.append(tool(name, description, schema, where or f"tools[{i}].function", strict))

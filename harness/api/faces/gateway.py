@@ -192,7 +192,9 @@ def metadata_key(metadata: object) -> str | None:
         return one_idempotency_key([metadata[METADATA_KEY]])
     except HttpProblem:
         raise HttpProblem(
-            MALFORMED_KEY, f"metadata.{METADATA_KEY} must be 1 to 255 visible ASCII characters"
+            MALFORMED_KEY,
+            f"metadata.{METADATA_KEY} must be 1 to 255 visible ASCII characters",
+            field=f"metadata.{METADATA_KEY}",
         ) from None
 
 

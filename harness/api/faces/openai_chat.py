@@ -33,7 +33,7 @@ from harness.api.faces.conversation import (
     user_message,
 )
 from harness.api.faces.errors import OPENAI, openai_error
-from harness.api.faces.gateway import UNSUPPORTED, Ask, Held, fingerprint_input, metadata_key
+from harness.api.faces.gateway import Ask, Held, fingerprint_input, metadata_key
 from harness.api.problems import HttpProblem
 
 OPERATION = "openai.chat.completions"
@@ -191,7 +191,7 @@ def _conversation(given: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]
         else:  # a tool's (or a legacy function's) result
             call_id = m.get("tool_call_id") if role == "tool" else m.get("name")
             if call_id is None:
-                raise HttpProblem(UNSUPPORTED, f"messages[{i}]: a tool result names no call")
+                raise refuse(f"messages[{i}]", "a tool result names no call")
             content = text_of(content, where, kinds=TEXT)
             messages.append({"role": "tool", "content": content, "tool_call_id": call_id})
     return "\n\n".join(system), messages
@@ -205,7 +205,7 @@ def _user(content: str | list[dict[str, Any]] | None, where: str) -> dict[str, A
         image = part.get("image_url")
         if part.get("type") == "image_url" and isinstance(image, dict):
             if not isinstance(image.get("url"), str):
-                raise HttpProblem(UNSUPPORTED, f"{where}[{j}].image_url.url: a URL is needed")
+                raise refuse(f"{where}[{j}].image_url.url", "a URL is needed")
             detail = {"detail": image["detail"]} if image.get("detail") else {}
             parts.append({"type": "image", "url": image["url"], **detail})
         else:

@@ -4,8 +4,9 @@ Each breaks the face the way a real gateway does (a key header read by the wrong
 conflict answered from the first job, members dropped from the fingerprint, a stream
 begun before a winner exists, an SDK's retry not recognised, a timeout at the bound
 answered as an error, tool calls left out of the answer, errors in another API's shape,
-a tool turn sent back and not read, an image's detail or the sampling members not
-carried, an answer's ending or usage misreported, a refusal's status, a document
+a tool turn sent back and not read, an image's detail, the sampling members or a
+tool's description not carried, a malformed tool taken as given, a failed stream
+that just ends, an answer's ending or usage misreported, a refusal's status, a document
 without the key's header).
 The scenario suite never calls a face, so none of these can be caught by it; `harness
 check --mutants` plays the face stories against each (`run_face_mutants`), and a face
@@ -21,7 +22,7 @@ from typing import Any
 
 from fastapi.responses import JSONResponse
 
-from harness.api.faces import anthropic_messages, openai_chat, openai_responses
+from harness.api.faces import anthropic_messages, conversation, openai_chat, openai_responses
 from harness.api.faces import errors as face_errors
 from harness.api.faces import face as face_module
 from harness.api.faces import gateway as face_gateway
@@ -198,6 +199,43 @@ def _sampling_dropped() -> Patches:
     return {(openai_chat, "_sampling"): sampling, (anthropic_messages, "_sampling"): sampling}
 
 
+def _failed_stream_silent() -> Patches:
+    """A streamed call whose job failed gets a stream that just ends: no error event, so
+    the SDK reads an empty answer as a success."""
+    real = face_gateway.answer
+
+    def answer(held: Held, *, stream: bool, **kw: Any) -> Any:
+        if stream and held.finished and held.job.status.value != "succeeded":
+            kw["error_event"] = lambda problem: ""
+        return real(held, stream=stream, **kw)
+
+    return {(face_module, "answer"): answer}
+
+
+def _bad_tools_carried() -> Patches:
+    """A tool is taken as given: one without a name, or whose parameters are no JSON
+    Schema, becomes a job (and a provider's 400) instead of the caller's."""
+
+    def tool(
+        name: Any, description: Any, parameters: Any, where: str, strict: Any = None
+    ) -> dict[str, Any]:
+        return {"name": name, "parameters": parameters}
+
+    return {(conversation, "tool"): tool, (anthropic_messages, "tool"): tool}
+
+
+def _tool_descriptions_dropped() -> Patches:
+    """A tool's description and strictness are read, bound by the key, and never sent."""
+    real = conversation.tool
+
+    def tool(
+        name: Any, description: Any, parameters: Any, where: str, strict: Any = None
+    ) -> dict[str, Any]:
+        return real(name, None, parameters, where)
+
+    return {(conversation, "tool"): tool, (anthropic_messages, "tool"): tool}
+
+
 def _usage_swapped() -> Patches:
     """The usage is answered with its input and output tokens swapped."""
 
@@ -295,6 +333,24 @@ FACE_MUTANTS: tuple[Mutant, ...] = (
         _sampling_dropped,
     ),
     Mutant(
+        "face_failed_stream_silent",
+        "I5",
+        "a streamed call whose job failed gets a stream that just ends, no error event",
+        _failed_stream_silent,
+    ),
+    Mutant(
+        "face_bad_tools_carried",
+        "I2",
+        "a tool without a name, or with no schema, is taken as given: a job, not a 400",
+        _bad_tools_carried,
+    ),
+    Mutant(
+        "face_tool_descriptions_dropped",
+        "I2",
+        "a tool's description and strictness are accepted and never sent",
+        _tool_descriptions_dropped,
+    ),
+    Mutant(
         "face_usage_swapped",
         "I5",
         "the answer's usage has its input and output tokens swapped",
@@ -327,6 +383,9 @@ LIKELIEST = {
     "face_image_detail_dropped": "image-parts",
     "face_endings_lost": "endings",
     "face_sampling_dropped": "parameter-bounds",
+    "face_failed_stream_silent": "failed-stream",
+    "face_bad_tools_carried": "malformed-requests",
+    "face_tool_descriptions_dropped": "carried-members",
     "face_usage_swapped": "endings",
     "face_repeated_content_type_as_400": "error-table",
     "face_headers_undocumented": "openapi",

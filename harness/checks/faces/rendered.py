@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from fake_providers import Behaviour, BehaviourName
 from fake_providers.ledger import prompt_digest
 from harness.checks.faces.clients import (
     FaceClient,
@@ -144,11 +145,20 @@ def _usage_holds(p: Play, got: Received, entry: Any, what: str) -> None:
         p.expect(total == sum(read), f"{what}: the total {total} is not {read[0]} + {read[1]}")
 
 
+LONG = (
+    "Once upon a time a gateway held every answer until it had won, then streamed it at "
+    "once, in pieces: " + "x" * 90 + " and a word longer than any piece, then the end."
+)
+"""A story long enough to stream in several deltas, one word longer than any delta."""
+
+
 async def endings(p: Play) -> None:
     said = ENDINGS[p.face.name]
+    p.stage.fakes.script(Behaviour(name=BehaviourName.SUCCESS, content=LONG), api="openai")
     # a configured provider is a model of its own (a chain of one)
     whole = await p.call("tell me a story", key="end", model="primary")
     p.answered(whole, "a whole answer")
+    p.expect(whole.text == LONG, f"a whole answer read {whole.text!r:.60}, not the provider's")
     p.read_well(whole, "a whole answer")
     p.expect(
         whole.ending == said["stop"], f"a whole answer ended {whole.ending}, not {said['stop']}"
@@ -164,6 +174,7 @@ async def endings(p: Play) -> None:
     )
     what = "the same key streamed"
     p.answered(streamed, what)
+    p.expect(streamed.text == LONG, f"{what} read {streamed.text!r:.60}, not the provider's")
     p.read_well(streamed, what)
     p.expect(streamed.replayed, f"{what} was not a replay")
     p.expect(streamed.ending == whole.ending, f"{what} ended {streamed.ending}, not {whole.ending}")
@@ -401,6 +412,7 @@ ROUTING: tuple[tuple[str, int, str, str | None, str], ...] = (
     # what is wrong, the status, the OpenAI type and code, the Anthropic type
     ("another method", 405, INVALID, "method_not_allowed", INVALID),
     ("a path under the face's", 404, INVALID, "not_found", "not_found_error"),
+    ("a path under the models'", 404, INVALID, "not_found", "not_found_error"),
     ("Content-Type twice", 415, INVALID, "unsupported_media_type", INVALID),
     ("a body over the limit", 413, INVALID, None, "request_too_large"),
 )
@@ -417,10 +429,16 @@ def _raw(p: Play, wrong: str) -> Any:
     body: dict[str, Any] = {"model": "chat", "max_tokens": 8, "messages": [], "input": "hi"}
     method, path = "POST", p.face.path
     headers = [("authorization", f"Bearer {TOKEN}"), ("content-type", "application/json")]
+    if p.face.sdk == "anthropic":  # the Anthropic SDK sends it on every request
+        headers.append(("anthropic-version", "2023-06-01"))
     if wrong == "another method":
         method = "GET"
     elif wrong == "a path under the face's":
         path += "/elsewhere"
+    elif wrong == "a path under the models'":  # both SDKs list models there
+        method, path = "GET", "/v1/models/chat/elsewhere"
+    elif wrong == "a path of no face":
+        method, path = "GET", "/v1/elsewhere"
     elif wrong == "Content-Type twice":
         headers.append(("content-type", "application/json"))
     else:
@@ -450,6 +468,13 @@ async def error_table(p: Play) -> None:
         if p.face.sdk == "openai" and code is not None:
             given = _code(p.face, seen)
             p.expect(given == code, f"{wrong}: the code is {given}, not {code}")
+    # a path under no face keeps the job API's problem details (RFC 9457)
+    elsewhere = await p.stage.wire.handle_async_request(_raw(p, "a path of no face"))
+    kind = elsewhere.headers.get("content-type", "")
+    p.expect(
+        (elsewhere.status_code, kind) == (404, "application/problem+json"),
+        f"a path of no face: {elsewhere.status_code} {kind}, not 404 application/problem+json",
+    )
     p.counts(jobs=0, executions=0)
 
 

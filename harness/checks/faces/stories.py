@@ -31,6 +31,7 @@ from harness.checks.faces.clients import (
     received,
     sdk_client,
 )
+from harness.checks.faces.malformed import carried_members, malformed_requests
 from harness.checks.faces.rendered import (
     CITY,
     ENDINGS,
@@ -299,6 +300,39 @@ async def wait_bound(p: Play) -> None:
     p.counts(jobs=1, executions=2)
 
 
+async def cancelled_job(p: Play) -> None:
+    """A job its owner cancelled answers its key with 409 `job_cancelled`, which the SDK
+    does not retry (docs/gateway.md, "Errors"), and never runs again."""
+    p.stage.fakes.script("hang", api="openai")
+    held = await p.call(key="cancelled", wait=0)
+    p.expect(held.status == 202, f"a call asking not to wait got {held.status}, not 202")
+    job_id = _job_id(held)
+    if job_id is None:
+        return
+    cancelled = await p.stage.wire.handle_async_request(_cancel(job_id))
+    p.expect(cancelled.status_code == 200, f"cancelling the job: {cancelled.status_code}")
+    asked = len(p.stage.wire.exchanges)
+    again = await p.call(key="cancelled", retries=2)
+    p.refused(again, 409, "ConflictError", "the key of a cancelled job", INVALID)
+    want = "job_cancelled" if p.face.sdk == "openai" else INVALID
+    p.expect(_code(p.face, again.body) == want, f"the cancelled job's code is not {want}")
+    p.expect(len(p.stage.wire.exchanges) == asked + 1, "the SDK retried a cancelled job")
+    p.counts(jobs=1, executions=1)  # the hung call, never another
+
+
+def _cancel(job_id: int) -> Any:
+    import httpx2
+
+    from harness.checks.faces.clients import BASE_URL, TOKEN
+
+    return httpx2.Request(
+        "POST",
+        f"{BASE_URL}/v1/jobs/{job_id}/cancel",
+        json={"reason": "the user gave up"},
+        headers={"Authorization": f"Bearer {TOKEN}"},
+    )
+
+
 def _resolve(job_id: int) -> Any:
     import httpx2
 
@@ -356,8 +390,30 @@ async def gate_refuses(p: Play) -> None:
     p.expect(len(p.stage.jobs()) == 1, "one call made other than one job")
 
 
+async def failed_stream(p: Play) -> None:
+    """A streamed call whose job fails ends its stream with the API's error event, which
+    the SDK raises as an error (docs/gateway.md, "Streaming"): never an answer."""
+    p.stage.fakes.script("server_error", api="openai", then="server_error")  # an outage
+    got = await p.call(key="failed-stream", stream=True)
+    p.expect(got.error is not None, f"a failed job's stream read as an answer: {got.text!r}")
+    p.expect(got.text is None, "a failed job's stream carried text")
+    shape = _error_shape(p.face, got.body)
+    p.expect(shape is None, f"the stream's error event: {shape}")
+    if shape is None:
+        found = _error_type(p.face, got.body)
+        p.expect(found == "api_error", f"the stream's error is {found}, not api_error")
+    if p.face.sdk == "openai" and shape is None:
+        code = _code(p.face, got.body)
+        p.expect(code == "job_failed", f"the stream's error code is {code}, not job_failed")
+    p.expect(p.executions("anthropic") == 0, "the unverified fallback was called")
+    p.expect(len(p.stage.jobs()) == 1, "one call made other than one job")
+
+
 async def cut_stream(p: Play) -> None:
     p.stage.fakes.script("stream_cut", api="openai")
+    # the fallback answers a second later: a client answered at the cut sees no winner, and a
+    # face that answers there has a second to show it, on a busy machine too
+    p.stage.fakes.script(Behaviour(name=BehaviourName.SUCCESS, latency=1.0), api="anthropic")
     got = await p.call("tell me a story", key="cut", stream=True)
     p.answered(got, "the streamed call")
     jobs = p.stage.jobs()
@@ -491,6 +547,11 @@ STORIES: tuple[Story, ...] = (
     Story("sdk-retry", "a lost answer retried by the SDK: a replay, not a job", sdk_retry),
     Story("key-binds-intent", "a key with another body: 409, never retried", key_binds_intent),
     Story("wait-bound", "timeout, unknown, 202 at the bound, then the replay answers", wait_bound),
+    Story(
+        "cancelled-job",
+        "the key of a job its owner cancelled: 409 job_cancelled, never retried",
+        cancelled_job,
+    ),
     Story("reverse-order", "a hedge finishes first: its answer, once", reverse_order),
     Story(
         "failover-through-gate",
@@ -501,6 +562,12 @@ STORIES: tuple[Story, ...] = (
         "gate-refuses",
         "the primary fails; the unverified fallback is never called: 502",
         gate_refuses,
+        allowed=frozenset({"primary"}),
+    ),
+    Story(
+        "failed-stream",
+        "a streamed call whose job fails: the API's error event, raised by the SDK",
+        failed_stream,
         allowed=frozenset({"primary"}),
     ),
     Story("cut-stream", "a cut stream never reaches the client", cut_stream),
@@ -531,6 +598,16 @@ STORIES: tuple[Story, ...] = (
         "error-table",
         "a wrong method, path, Content-Type or size: the documented status and type",
         error_table,
+    ),
+    Story(
+        "malformed-requests",
+        "each bad input: 400 in the face's shape naming its member, no job",
+        malformed_requests,
+    ),
+    Story(
+        "carried-members",
+        "system prompts, a tool's description, formats and earlier turns reach the provider",
+        carried_members,
     ),
     Story(
         "parameter-bounds",

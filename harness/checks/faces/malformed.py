@@ -1,0 +1,379 @@
+"""The stories of what a face reads from a request beyond the plain question: each bad
+input its API documents refused (400 in the face's shape, the member in `param`, no job,
+no execution), and the members it carries (system prompts, a tool's description and
+strictness, parallel calls, response formats, a legacy `function` turn, an assistant's
+earlier words, a tool's error) reaching the provider as the provider's API spells them.
+
+The expectations are written here, from the documented behaviour (docs/gateway.md, its
+"Errors" and "Tools, structured output and images" sections, and each face's member
+table), never taken from the faces' code; what a provider was asked is read from the
+bodies the adapters sent (`FaceStage.transport`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from harness.checks.faces.rendered import CITY, INVALID, _results_answer_calls
+
+if TYPE_CHECKING:
+    from harness.checks.faces.stories import Play
+
+ASKED = "what is the weather in Paris?"
+USER = [{"role": "user", "content": ASKED}]
+OBJECT = {"type": "object", "properties": {}}
+WEATHER = {"name": "get_weather", "parameters": CITY}
+ARGUMENTS = '{"city": "Paris"}'
+WEATHER_CALL = {"name": "get_weather", "arguments": ARGUMENTS}
+CALLED = {"id": "t1", "name": "get_weather", "input": {"city": "Paris"}}
+
+CHAT: tuple[tuple[str, str, dict[str, Any]], ...] = (
+    ("no user message", "messages", {"messages": [{"role": "system", "content": "Be brief."}]}),
+    (
+        "a tool result naming no call",
+        "messages",
+        {"messages": [*USER, {"role": "tool", "content": "sunny"}]},
+    ),
+    (
+        "a text part whose text is no string",
+        "messages",
+        {"messages": [{"role": "user", "content": [{"type": "text", "text": 5}]}]},
+    ),
+    (
+        "a function tool without a name",
+        "tools",
+        {"tools": [{"type": "function", "function": {"parameters": OBJECT}}]},
+    ),
+    (
+        "a function tool whose parameters are no schema",
+        "tools",
+        {"tools": [{"type": "function", "function": {"name": "f", "parameters": "city"}}]},
+    ),
+    ("a function tool without its function", "tools", {"tools": [{"type": "function"}]}),
+    ("a hosted tool", "tools", {"tools": [{"type": "web_search"}]}),
+    ("a tool choice of no kind", "tool_choice", {"tool_choice": "sometimes"}),
+    (
+        "a named tool choice without the name",
+        "tool_choice",
+        {"tool_choice": {"type": "function", "function": {}}},
+    ),
+    ("a response format of no kind", "response_format", {"response_format": {"type": "xml"}}),
+    (
+        "a json_schema format without its schema",
+        "response_format",
+        {"response_format": {"type": "json_schema", "json_schema": {"name": "city"}}},
+    ),
+    (
+        "a json_schema format with an empty name",
+        "response_format",
+        {"response_format": {"type": "json_schema", "json_schema": {"name": "", "schema": CITY}}},
+    ),
+    ("a refused member", "seed", {"seed": 7}),
+)
+"""Chat Completions requests this gateway refuses: (what, the member named, the body's
+members). docs/gateway.md: function tools only; a tool result answers a call; a format
+is `text`, `json_object` or `json_schema` with a schema."""
+
+RESPONSES: tuple[tuple[str, str, dict[str, Any]], ...] = (
+    ("no user message", "input", {"input": [{"role": "system", "content": "Be brief."}]}),
+    (
+        "a function_call without its arguments",
+        "input",
+        {"input": [*USER, {"type": "function_call", "call_id": "c1", "name": "get_weather"}]},
+    ),
+    (
+        "a function_call_output without its output",
+        "input",
+        {"input": [*USER, {"type": "function_call_output", "call_id": "c1"}]},
+    ),
+    ("a function tool without a name", "tools", {"tools": [{"type": "function"}]}),
+    ("a message item without a role", "input", {"input": [*USER, {"content": "and?"}]}),
+    (
+        "a named tool choice without the name",
+        "tool_choice",
+        {"tool_choice": {"type": "function"}},
+    ),
+    ("a text member other than format", "text", {"text": {"verbosity": "low"}}),
+    ("a text format that is no object", "text", {"text": {"format": "json"}}),
+    (
+        "a json_schema format without its schema",
+        "text",
+        {"text": {"format": {"type": "json_schema", "name": "city"}}},
+    ),
+    ("a refused member", "reasoning", {"reasoning": {"effort": "low"}}),
+)
+"""Responses requests this gateway refuses (as `CHAT`)."""
+
+MESSAGES: tuple[tuple[str, str, dict[str, Any]], ...] = (
+    (
+        "a tool_result naming no tool_use",
+        "messages",
+        {"messages": [{"role": "user", "content": [{"type": "tool_result", "content": "x"}]}]},
+    ),
+    (
+        "a tool_use without its id",
+        "messages",
+        {
+            "messages": [
+                *USER,
+                {"role": "assistant", "content": [{"type": "tool_use", "name": "f", "input": {}}]},
+                *USER,
+            ]
+        },
+    ),
+    (
+        "a tool_use whose input is no object",
+        "messages",
+        {
+            "messages": [
+                *USER,
+                {
+                    "role": "assistant",
+                    "content": [{"type": "tool_use", "id": "t1", "name": "f", "input": "x"}],
+                },
+                *USER,
+            ]
+        },
+    ),
+    (
+        "a tool_result whose content is neither text nor blocks",
+        "messages",
+        {
+            "messages": [
+                *USER,
+                {"role": "assistant", "content": [{"type": "tool_use", **CALLED}]},
+                {
+                    "role": "user",
+                    "content": [{"type": "tool_result", "tool_use_id": "t1", "content": 5}],
+                },
+            ]
+        },
+    ),
+    ("a tool without a name", "tools", {"tools": [{"input_schema": CITY}]}),
+    ("a server tool", "tools", {"tools": [{"type": "bash_20250124", "name": "bash"}]}),
+    ("a tool choice of no kind", "tool_choice", {"tool_choice": {"type": "sometimes"}}),
+    ("a tool choice of a tool without its name", "tool_choice", {"tool_choice": {"type": "tool"}}),
+    ("an output_config member other than format", "output_config", {"output_config": {"x": 1}}),
+    (
+        "an output format other than json_schema",
+        "output_config",
+        {"output_config": {"format": {"type": "text"}}},
+    ),
+    ("a refused member", "top_k", {"top_k": 5}),
+)
+"""Messages requests this gateway refuses (as `CHAT`)."""
+
+EVERY_FACE: tuple[tuple[str, str, dict[str, Any]], ...] = (
+    ("a member no API of the face has", "frobnicate", {"frobnicate": 1}),
+    ("a metadata key that is no key", "metadata", {"metadata": {"idempotency_key": "é"}}),
+)
+"""Refused by every face: an unknown member, and a body key that breaks the key's rules
+(1 to 255 visible ASCII characters)."""
+
+LONGEST_MODEL = 255  # characters (docs/gateway.md)
+
+BAD = {"openai.chat": CHAT, "openai.responses": RESPONSES, "anthropic.messages": MESSAGES}
+
+
+def _param(p: Play, got: Any) -> str | None:
+    """The member an OpenAI error names (`param`)."""
+    return got.body.get("param") if isinstance(got.body, dict) else None
+
+
+async def malformed_requests(p: Play) -> None:
+    """Each bad input is a 400 in the face's shape naming its member, and changes nothing;
+    a model name of 1 to 255 characters is a model like any other (404 when unknown)."""
+    for i, (what, member, extra) in enumerate((*BAD[p.face.name], *EVERY_FACE)):
+        got = await p.call(ASKED, key=f"bad-{i}", extra=extra)
+        p.refused(got, 400, "BadRequestError", what, INVALID)
+        named = _param(p, got)
+        if p.face.sdk == "openai" and got.status == 400:
+            root = (named or "").split(".")[0].split("[")[0]
+            p.expect(root == member, f"{what}: the error names {named!r}, not {member}")
+    # a model name is 1 to 255 characters (docs/gateway.md): within them, a name is
+    # looked up (404 when unknown); past them, the request is malformed
+    unknown = "not_found_error" if p.face.sdk == "anthropic" else INVALID
+    for name, status, error, kind in (
+        ("x", 404, "NotFoundError", unknown),
+        ("m" * LONGEST_MODEL, 404, "NotFoundError", unknown),
+        ("m" * (LONGEST_MODEL + 1), 400, "BadRequestError", INVALID),
+    ):
+        got = await p.call(ASKED, key=f"model-{len(name)}", model=name)
+        p.refused(got, status, error, f"an unknown model of {len(name)} characters", kind)
+    p.counts(jobs=0, executions=0)
+
+
+SYSTEM, DEVELOPER = "Be brief.", "Answer in English."
+DESCRIPTION = "The weather of a city, today."
+SAID = "Let me look that up."
+RESULT = "Sunny, 24 C."
+
+
+def _carried(face: str) -> dict[str, Any]:
+    """One request of the members the face carries beyond the question, in its API's
+        shape: a system prompt in two parts, a tool with a description (strict) and (OpenAI) one
+    without parameters, parallel
+        calls off, JSON output, and an earlier turn (the chat face's in the legacy
+        `function` spelling; an assistant's words; a tool's error)."""
+    if face == "openai.chat":
+        called = {"name": "get_weather", "arguments": ARGUMENTS}
+        return {
+            "messages": [
+                {"role": "system", "content": SYSTEM},
+                {"role": "developer", "content": [{"type": "text", "text": DEVELOPER}]},
+                *USER,
+                {"role": "assistant", "content": SAID, "function_call": called},
+                {"role": "function", "name": "get_weather", "content": RESULT},
+            ],
+            "tools": [
+                {
+                    "type": "function",
+                    "function": {**WEATHER, "description": DESCRIPTION, "strict": True},
+                },
+                {"type": "function", "function": {"name": "get_time"}},
+            ],
+            "tool_choice": "auto",
+            "parallel_tool_calls": False,
+            "response_format": {"type": "json_object"},
+        }
+    if face == "openai.responses":
+        return {
+            "instructions": SYSTEM,
+            "input": [
+                {"role": "developer", "content": DEVELOPER},
+                {"role": "user", "content": "hello"},
+                {"role": "assistant", "content": SAID},
+                *USER,
+                *({"type": "function_call", "call_id": f"c{i}", **WEATHER_CALL} for i in (1, 2)),
+                *(
+                    {"type": "function_call_output", "call_id": f"c{i}", "output": RESULT}
+                    for i in (1, 2)
+                ),
+            ],
+            "tools": [
+                {"type": "function", **WEATHER, "description": DESCRIPTION, "strict": True},
+                {"type": "function", "name": "get_time"},
+            ],
+            "tool_choice": "auto",
+            "parallel_tool_calls": False,
+            "text": {"format": {"type": "json_object"}},
+        }
+    use = {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Paris"}}
+    failed = {"type": "tool_result", "tool_use_id": "toolu_1", "content": RESULT, "is_error": True}
+    return {
+        "system": f"{SYSTEM}\n\n{DEVELOPER}",
+        "messages": [
+            *USER,
+            {"role": "assistant", "content": [{"type": "text", "text": SAID}, use]},
+            {"role": "user", "content": [failed, {"type": "text", "text": "and now?"}]},
+        ],
+        "tools": [{"name": "get_weather", "input_schema": CITY, "description": DESCRIPTION}],
+        "tool_choice": {"type": "auto", "disable_parallel_tool_use": True},
+        "output_format": {"type": "json_schema", "schema": CITY},
+    }
+
+
+def _sent_flaws(face: str, body: Any) -> list[str]:
+    """What a Chat Completions body the provider was sent lacks of `_carried(face)`."""
+    if not isinstance(body, dict):
+        return ["no JSON body was sent"]
+    messages = [m for m in body.get("messages") or () if isinstance(m, dict)]
+    flaws = [*_prompt_flaws(face, body, messages), *_tool_flaws(face, body)]
+    if body.get("parallel_tool_calls") is not False:
+        flaws.append(f"parallel_tool_calls sent as {body.get('parallel_tool_calls')!r}, not false")
+    want = "json_schema" if face == "anthropic.messages" else "json_object"
+    fmt = body.get("response_format")
+    fmt = fmt if isinstance(fmt, dict) else {}
+    schema = (fmt.get("json_schema") or {}).get("schema")
+    if fmt.get("type") != want or (want == "json_schema" and schema != CITY):
+        flaws.append(f"the response format sent is {fmt!r:.120}, not {want}")
+    return flaws
+
+
+def _prompt_flaws(face: str, body: dict[str, Any], messages: list[dict[str, Any]]) -> list[str]:
+    """The system prompt (both parts, in order) and the earlier turn, as sent."""
+    flaws = []
+    system = " ".join(str(m.get("content")) for m in messages if m.get("role") == "system")
+    if not (SYSTEM in system and DEVELOPER in system) or system.index(SYSTEM) > system.index(
+        DEVELOPER
+    ):
+        flaws.append(f"the system prompt sent is {system!r}, not both parts in order")
+    if not _turns_well_formed(messages):
+        flaws.append("a tool result does not follow the assistant message of its call")
+    if face == "openai.chat" and not _results_answer_calls(body):
+        flaws.append("the legacy function result was not sent as the answer to its call")
+    earlier = [m.get("content") for m in messages if m.get("role") == "assistant"]
+    if face == "openai.responses" and SAID not in earlier:
+        flaws.append("the assistant's earlier words were not sent as the assistant's")
+    contents = [str(m.get("content")) for m in messages]
+    if face == "anthropic.messages" and f"error: {RESULT}" not in contents:
+        flaws.append("the tool's error was not sent as its text prefixed with 'error: '")
+    return flaws
+
+
+def _tool_flaws(face: str, body: dict[str, Any]) -> list[str]:
+    """The tools as sent: the described one with its description (and, OpenAI, strict),
+    the one without parameters as a function of no arguments."""
+    flaws = []
+    functions = [t.get("function") or {} for t in body.get("tools") or () if isinstance(t, dict)]
+    weather = [f for f in functions if f.get("name") == "get_weather"]
+    if [f.get("description") for f in weather] != [DESCRIPTION]:
+        flaws.append(f"the tool sent is {weather!r:.160}, without its description")
+    if face == "anthropic.messages":
+        return flaws
+    if [f.get("strict") for f in weather] != [True]:
+        flaws.append("the tool was sent without strict: true")
+    # OpenAI: a function without `parameters` takes no arguments
+    bare = [f.get("parameters") for f in functions if f.get("name") == "get_time"]
+    if not (len(bare) == 1 and _no_arguments(bare[0])):
+        flaws.append(f"the tool without parameters was sent with {bare!r}, not no arguments")
+    return flaws
+
+
+def _turns_well_formed(messages: list[dict[str, Any]]) -> bool:
+    """Chat Completions' rule for tool turns: each `tool` message answers a call of the
+    assistant message right before its run of `tool` messages (calls made in parallel
+    are one assistant message, their results follow it)."""
+    made: set[Any] = set()
+    for message in messages:
+        if message.get("role") == "tool":
+            if message.get("tool_call_id") not in made:
+                return False
+            continue
+        calls = message.get("tool_calls") if message.get("role") == "assistant" else None
+        made = {c.get("id") for c in calls or () if isinstance(c, dict)}
+    return True
+
+
+def _no_arguments(schema: Any) -> bool:
+    """A JSON Schema of a function that takes no arguments: an object with no properties
+    (every provider's tool schema must be an object)."""
+    return (
+        isinstance(schema, dict) and schema.get("type") == "object" and not schema.get("properties")
+    )
+
+
+TEXT_FORMAT: dict[str, dict[str, Any]] = {
+    "openai.chat": {"response_format": {"type": "text"}},
+    "openai.responses": {"text": {"format": {"type": "text"}}},
+}
+"""Plain text asked for explicitly: the default, no format sent to the provider."""
+
+
+async def carried_members(p: Play) -> None:
+    got = await p.call(ASKED, key="carried", extra=_carried(p.face.name))
+    p.answered(got, "the call with every carried member")
+    sent = [body for path, body in p.stage.transport.sent() if "/openai/" in path]
+    p.expect(len(sent) == 1, f"{len(sent)} provider requests for one call, not 1")
+    for flaw in _sent_flaws(p.face.name, sent[0] if sent else None):
+        p.problems.append(f"the call with every carried member: {flaw}")
+    plain = TEXT_FORMAT.get(p.face.name)
+    if plain is not None:
+        text = await p.call(ASKED, key="text", extra=plain)
+        p.answered(text, "the call asking for plain text")
+        last = p.stage.transport.sent()[-1][1]
+        p.expect(
+            isinstance(last, dict) and "response_format" not in last,
+            "plain text asked for, a response format was sent",
+        )
+    p.counts(jobs=1 + (plain is not None), executions=1 + (plain is not None))
