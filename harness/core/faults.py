@@ -17,6 +17,7 @@ BEFORE_COMPLETE = "complete_attempt.before_cas"
 BEFORE_TIMEOUT = "record_timeout.before_update"
 BEFORE_CANCEL = "cancel.before_update"
 BEFORE_DEFER = "defer.before_update"
+BEFORE_PROBE = "take_probe.before_update"  # a start that planned the half-open probe
 CLAIM_BEFORE_COMMIT = "claim_new_jobs.before_commit"  # attempts recorded, locks still held
 
 FAULT_POINTS = frozenset(
@@ -27,6 +28,7 @@ FAULT_POINTS = frozenset(
         BEFORE_TIMEOUT,
         BEFORE_CANCEL,
         BEFORE_DEFER,
+        BEFORE_PROBE,
     }
 )
 """The points scenario files may name (their schema lists them)."""
