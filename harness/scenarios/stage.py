@@ -247,7 +247,21 @@ class Stage:
             **({"breaker": _breaker(breaker)} if breaker else {}),
         )
         worker = Worker(engine, providers, scheduler, settings)
+        if self.scenario.worker.get("rounds"):
+            self._run_rounds(name, worker)
         return WorkerHandle(name, engine, scheduler, worker, generation)
+
+    def _run_rounds(self, name: str, worker: Worker) -> None:
+        """The worker's background rounds, as a deployed worker runs them, on the virtual
+        clock; each round is recorded (a `round` operation) as it begins."""
+        tick = worker.tick
+
+        def round_() -> dict[str, int | None]:
+            self.history.op(self.now(), name, "info", "round")
+            return tick()
+
+        worker.tick = round_  # type: ignore[method-assign]
+        worker.start_background()
 
     def restart(self, name: str) -> WorkerHandle:
         old = self.workers[name]
