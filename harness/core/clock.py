@@ -13,8 +13,9 @@ Two views of one time, for two kinds of reader:
                  each wait instead of blocking, so a 30 s hang replays in microseconds.
 
 A `VirtualTime` built on the engine's `VirtualClock` makes the fakes and the engine share
-one timeline. (``harness.runtime.scheduler.SteppedTime`` is a third `BaseTime`: its
-sleepers block until a driver moves the shared clock past their wake-up time.)
+one timeline. (The worker tests' ``tests.support.manual_time.SteppedTime`` is a third
+`BaseTime`: its sleepers block until a driver moves the shared clock past their wake-up
+time.)
 
 Pure in the sense of the core: standard library only, no I/O beyond reading the clock
 and sleeping.

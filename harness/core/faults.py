@@ -17,6 +17,8 @@ BEFORE_COMPLETE = "complete_attempt.before_cas"
 BEFORE_TIMEOUT = "record_timeout.before_update"
 BEFORE_CANCEL = "cancel.before_update"
 BEFORE_DEFER = "defer.before_update"
+BEFORE_PROBE = "take_probe.before_update"  # a start that planned the half-open probe
+BEFORE_FAIL = "fail_job.before_update"  # a worker about to fail a job its chain ran out on
 CLAIM_BEFORE_COMMIT = "claim_new_jobs.before_commit"  # attempts recorded, locks still held
 
 FAULT_POINTS = frozenset(
@@ -27,6 +29,8 @@ FAULT_POINTS = frozenset(
         BEFORE_TIMEOUT,
         BEFORE_CANCEL,
         BEFORE_DEFER,
+        BEFORE_PROBE,
+        BEFORE_FAIL,
     }
 )
 """The points scenario files may name (their schema lists them)."""

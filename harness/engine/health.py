@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from sqlalchemy.engine import Connection
 
 from harness.core import breaker
+from harness.core import faults as fp
 from harness.core.breaker import BreakerSettings, Health
 from harness.core.states import (
     EventKind,
@@ -38,6 +39,7 @@ class HealthUnits(BaseUnits):
     def take_probe(self, provider: str, settings: BreakerSettings) -> bool:
         """Claim the half-open probe of an open breaker whose cool-down has passed: true
         for exactly one caller, whatever the number of workers asking at once."""
+        self.faults.hit(fp.BEFORE_PROBE)
         now = self.clock.now()
         with self.db.write() as conn:
             health = q.lock_health(conn, provider, now=now)

@@ -147,6 +147,7 @@ class JobUnits(BaseUnits):
 
     def fail_job(self, job_id: int, *, reason: str, actor: str = "engine") -> Job:
         """Give up on a job with nothing live (e.g. its failover chain is exhausted)."""
+        self.faults.hit(fp.BEFORE_FAIL)
         now = self.clock.now()
         with self.db.write() as conn:
             self._lock(conn, job_id)

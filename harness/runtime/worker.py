@@ -453,8 +453,8 @@ class Worker:
                 self._defer(job, plan)
                 return None
             if plan.probe and not self.engine.take_probe(plan.provider, self.settings.breaker):
-                # Another process sends the probe; the sweep comes back later. Said in the
-                # job's events, so a job left to the sweep is never silently stranded.
+                # Another start sends the probe; the worker's claim or sweep comes back
+                # later. Said in the job's events, so such a job is never silently stranded.
                 detail = {"provider": plan.provider, "why": PlanReason.PROBE_ELSEWHERE}
                 self.engine.note(job.id, EventKind.WAITING, actor=actor, detail=detail)
                 return None

@@ -141,6 +141,7 @@ def create(stage: Stage, args: Mapping[str, Any], step: Step) -> Answer:
     count = args.get("count", 1)
     processes = args.get("processes", 1)
     made: dict[int, int] = {}
+    answered: dict[int, Any] = {}  # job id -> the job as its create answered it
     versions: dict[int, int] = {}  # the version each create answered (the checker's I5)
 
     def one(i: int) -> str:
@@ -161,6 +162,7 @@ def create(stage: Stage, args: Mapping[str, Any], step: Step) -> Answer:
         except InvalidIntent:
             return "invalid"
         made[i], versions[i] = result.job.id, result.job.version
+        answered[result.job.id] = result.job
         return "created" if result.created else "replayed"
 
     process = f"client:{owner}"
@@ -200,7 +202,8 @@ def create(stage: Stage, args: Mapping[str, Any], step: Step) -> Answer:
             stage.now(), process, kind, "create", client=i, answer=answer, job=job, **seen
         )
     if args.get("start", True):
-        _start_all(stage, sorted({made[i] for i, a in enumerate(answers) if a == "created"}))
+        new = sorted({made[i] for i, a in enumerate(answers) if a == "created"})
+        _start_all(stage, [answered[job_id] for job_id in new])
     return _tally(answers)
 
 
@@ -243,21 +246,22 @@ def _sent(args: Mapping[str, Any], scenario: Any, intent_print: str | None) -> d
     return {"intent": _intent(args, scenario)}
 
 
-def _start_all(stage: Stage, job_ids: list[int]) -> None:
+def _start_all(stage: Stage, jobs: list[Any]) -> None:
     """Each new job's first start, as the worker's task (in order, each after the one
     before it finished or parked), so a `pause` can hold it at a fault point; what a
-    start that finished raised is the step's, as if the step had called it."""
-    starts = [stage.turns.spawn(functools.partial(_start, stage, job_id)) for job_id in job_ids]
+    start that finished raised is the step's, as if the step had called it. Each start
+    is given the job as its create answered it, as the gateway's start is."""
+    starts = [stage.turns.spawn(functools.partial(_start, stage, job)) for job in jobs]
     stage.turns.settle()
     for start in starts:
         if start.done():  # else it waits at a pause, and goes on after the step
             start.result()
 
 
-def _start(stage: Stage, job_id: int) -> None:
+def _start(stage: Stage, job: Any) -> None:
     handle = stage.live_worker()
     try:
-        handle.worker.start_job(job_id)
+        handle.worker.start_job(job.id, job=job)
     except WorkerKilled:
         pass  # the crash is the point; the sweep or another worker will find the job
 

@@ -64,6 +64,7 @@ def judge(
     if received is not None:
         found.extend(_sent(expect.get("sent") or {}, received))
     found.extend(_per_owner(expect.get("jobs_per_owner") or {}, history))
+    found.extend(_rounds(expect.get("rounds") or {}, history))
     if expect.get("settled"):
         found.extend(f"not settled: {block}" for block in finding_blocks(unsettled(history)))
     for reached in scenario.reached:
@@ -166,6 +167,20 @@ def _same(seen: Any, wanted: Any) -> bool:
 def _in_order(wanted: list[str], kinds: list[str]) -> bool:
     rest = iter(kinds)
     return all(any(k == w for k in rest) for w in wanted)
+
+
+def _rounds(wanted: Mapping[str, Sequence[float]], history: Mapping[str, Any]) -> Iterator[str]:
+    """`rounds: {WORKER: [t, ...]}`: the instants of every background round the worker
+    ran, exactly (virtual time)."""
+    for worker, instants in wanted.items():
+        seen = [
+            op["t"]
+            for op in history.get("operations", ())
+            if op.get("op") == "round" and op.get("process") == worker
+        ]
+        if [round(t, 6) for t in seen] != [round(float(t), 6) for t in instants]:
+            wanted_text = value_text(list(instants))
+            yield f"worker {worker}: rounds at {value_text(seen)}, expected {wanted_text}"
 
 
 def _ledger(wanted: Mapping[str, int], history: Mapping[str, Any]) -> Iterator[str]:

@@ -65,6 +65,7 @@ class RecordingProvider:
         self.kind = inner.kind
         self.model = getattr(inner, "model", None)
         self.stream = getattr(inner, "stream", False) and inner.name not in stage.whole
+        self.looks_up = inner.name not in (stage.scenario.worker.get("no_lookup") or ())
 
     def complete(self, request: CompletionRequest, *, timeout: float) -> Outcome:
         history, now = self.stage.history, self.stage.turns.clock.now
@@ -100,6 +101,8 @@ class RecordingProvider:
         return self.inner.count_tokens(request)
 
     def lookup(self, attempt_id: str) -> LookupResult | None:
+        if not self.looks_up:
+            return None  # a provider with no lookup is asked nothing
         found = self.inner.lookup(attempt_id)
         self.stage.history.op(
             self.stage.turns.clock.now(),
@@ -247,7 +250,21 @@ class Stage:
             **({"breaker": _breaker(breaker)} if breaker else {}),
         )
         worker = Worker(engine, providers, scheduler, settings)
+        if self.scenario.worker.get("rounds"):
+            self._run_rounds(name, worker)
         return WorkerHandle(name, engine, scheduler, worker, generation)
+
+    def _run_rounds(self, name: str, worker: Worker) -> None:
+        """The worker's background rounds, as a deployed worker runs them, on the virtual
+        clock; each round is recorded (a `round` operation) as it begins."""
+        tick = worker.tick
+
+        def round_() -> dict[str, int | None]:
+            self.history.op(self.now(), name, "info", "round")
+            return tick()
+
+        worker.tick = round_  # type: ignore[method-assign]
+        worker.start_background()
 
     def restart(self, name: str) -> WorkerHandle:
         old = self.workers[name]
@@ -339,13 +356,14 @@ def run_config(scenario: Scenario, providers: list[str]) -> dict[str, Any]:
     breaker = {**DOCUMENTED_BREAKER, **(scenario.worker.get("breaker") or {})}
     declared = scenario.worker.get("max_runtime") or {}
     missing = set(scenario.worker.get("unconfigured") or ())
+    unasked = set(scenario.worker.get("no_lookup") or ())
     return {
         "workers": list(scenario.workers),
         "breaker": breaker,
         "max_runtime": {p: declared.get(p, DOCUMENTED_MAX_RUNTIME) for p in providers},
-        # The built-in fakes each offer a lookup (docs/providers.md); a provider the
-        # workers are not configured with is asked nothing.
-        "lookups": sorted(set(providers) - missing),
+        # The built-in fakes each offer a lookup (docs/providers.md) unless the file says
+        # not; a provider the workers are not configured with is asked nothing.
+        "lookups": sorted(set(providers) - missing - unasked),
     }
 
 

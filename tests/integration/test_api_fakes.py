@@ -22,12 +22,13 @@ from harness.core.gate import AllowAllGate
 from harness.core.models import Policy
 from harness.engine import Engine
 from harness.runtime.builtin import builtin_fake_providers
-from harness.runtime.scheduler import ManualScheduler, SteppedTime, ThreadScheduler
+from harness.runtime.scheduler import ThreadScheduler
 from harness.runtime.worker import Worker
 from harness.store.database import Database
 from harness.store.tables import jobs
 from tests.support.api import ALICE, BODY
 from tests.support.live import double_click, serve
+from tests.support.manual_time import ManualScheduler, SteppedTime
 from tests.support.polling import wait_until
 
 pytestmark = pytest.mark.slow

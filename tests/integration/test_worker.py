@@ -14,9 +14,9 @@ from harness.core.states import AttemptState, JobState
 from harness.engine import Engine
 from harness.errors import AttemptRefused, InvalidTransition
 from harness.providers.base import LookupResult, Outcome, OutcomeKind
-from harness.runtime.scheduler import ManualScheduler
 from harness.runtime.worker import Worker, WorkerSettings
 from harness.store.database import Database
+from tests.support.manual_time import ManualScheduler
 from tests.support.polling import wait_until
 from tests.support.scripted import ScriptedProvider, Step, submit
 

@@ -24,9 +24,9 @@ from harness.core.states import AbortReason, EventKind, JobState, OutcomeKind
 from harness.engine import Engine
 from harness.providers import ProviderConfig, ProviderKind, build_provider
 from harness.providers.calls import CallHandle, calling
-from harness.runtime.scheduler import ManualScheduler
 from harness.runtime.worker import Worker
 from harness.store.database import Database
+from tests.support.manual_time import ManualScheduler
 from tests.support.polling import wait_until
 from tests.support.scripted import submit
 

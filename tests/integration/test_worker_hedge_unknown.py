@@ -15,9 +15,9 @@ from harness.core.models import Policy
 from harness.core.states import JobState
 from harness.engine import Engine
 from harness.providers.base import OutcomeKind
-from harness.runtime.scheduler import ManualScheduler
 from harness.runtime.worker import Worker, WorkerSettings
 from harness.store.database import Database
+from tests.support.manual_time import ManualScheduler
 from tests.support.polling import wait_until
 from tests.support.scripted import ScriptedProvider, Step, submit
 

@@ -14,9 +14,9 @@ from harness.core.models import Intent
 from harness.core.states import JobState
 from harness.engine import Engine
 from harness.runtime.builtin import builtin_fake_providers
-from harness.runtime.scheduler import ManualScheduler
 from harness.runtime.worker import Worker
 from harness.store.database import Database
+from tests.support.manual_time import ManualScheduler
 
 
 @pytest.fixture

@@ -22,10 +22,10 @@ from harness.core.models import Intent, Policy
 from harness.core.states import AttemptState, JobState
 from harness.engine import Engine
 from harness.errors import StoreError
-from harness.runtime.scheduler import ManualScheduler
 from harness.runtime.worker import Worker, WorkerSettings
 from harness.store.database import Database
 from tests.support.databases import empty_tables
+from tests.support.manual_time import ManualScheduler
 from tests.support.polling import wait_until
 from tests.support.scripted import ScriptedProvider, Step
 

@@ -20,9 +20,9 @@ from harness.core.models import Intent, Policy
 from harness.core.states import EventKind, JobState
 from harness.engine import Engine
 from harness.providers.base import CompletionRequest, Outcome, OutcomeKind
-from harness.runtime.scheduler import ManualScheduler
 from harness.runtime.worker import Worker, WorkerSettings
 from harness.store.database import Database
+from tests.support.manual_time import ManualScheduler
 
 RETRY_AFTER = 2.0
 

@@ -14,9 +14,9 @@ from harness.core.models import Intent, Job, Policy
 from harness.core.states import JobState
 from harness.engine import Engine
 from harness.providers.base import Outcome, OutcomeKind
-from harness.runtime.scheduler import ManualScheduler
 from harness.runtime.worker import Worker
 from harness.store.database import Database
+from tests.support.manual_time import ManualScheduler
 from tests.support.scripted import ScriptedProvider
 
 
