@@ -36,7 +36,13 @@ from fake_providers.control import handle_control
 from fake_providers.embeddings import EmbeddingsDialect
 from fake_providers.errors import InvalidInput
 from fake_providers.gates import ModelGates
-from fake_providers.ledger import DEFAULT_CAPACITY, Ledger, LedgerEntry, prompt_digest
+from fake_providers.ledger import (
+    DEFAULT_CAPACITY,
+    Ledger,
+    LedgerEntry,
+    prompt_digest,
+    response_format_of,
+)
 from fake_providers.nonce import find_nonce
 from fake_providers.openai_wire import OpenAIDialect
 from fake_providers.plans import (
@@ -314,6 +320,11 @@ class FakeProviders:
                 cost_usd=cost,
                 prompt_sha256=prompt_digest(req.texts),
                 max_tokens=req.max_tokens,
+                tools=[t.name for t in req.tool_use.tools],
+                strict_tools=[t.name for t in req.tool_use.tools if t.strict],
+                response_format=response_format_of(
+                    req.schema, req.json_mode, any_object_is_json_mode=dialect.api is Api.ANTHROPIC
+                ),
                 error_kind=planned.error_kind,
                 completes_at=None if planned.duration is None else now + planned.duration,
                 ends_at=ends_at(planned.steps, now),

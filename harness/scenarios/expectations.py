@@ -178,7 +178,18 @@ def _ledger(wanted: Mapping[str, int], history: Mapping[str, Any]) -> Iterator[s
             yield f"ledger: {got} execution(s) on {provider}, expected {count}"
 
 
-RECEIVED_FIELDS = ("model", "stream", "stored", "metadata", "max_tokens", "temperature", "endpoint")
+RECEIVED_FIELDS = (
+    "model",
+    "stream",
+    "stored",
+    "metadata",
+    "max_tokens",
+    "temperature",
+    "endpoint",
+    "tools",
+    "strict_tools",
+    "response_format",
+)
 """What `expect.sent` may state of each request a provider received (the fakes' ledger)."""
 
 
