@@ -8,15 +8,19 @@ fresh SQLite file, with two providers of different kinds reached over a loopback
 - the file names an OpenAI-kind primary (`store_completions: true`) and an
   Anthropic-kind fallback, both `stream: false` with explicit timeouts, each with
   `api_key_env` naming a variable set, for this run only, to a canary key;
-- four jobs go through the job API over HTTP: one the primary answers; one the primary
+- five jobs go through the job API over HTTP: one the primary answers; one the primary
   refuses with a 429 whose Retry-After is an HTTP date, retried no earlier than that date;
   one whose answer the primary loses after doing the work (a reset), left unknown and
   settled by the stored-completion lookup with no second execution; one the primary
-  refuses with a 503 and the fallback answers;
+  refuses with a 503 and the fallback answers; one the primary refuses with a 401 that
+  echoes the key shortened, as OpenAI does (``sk-canar****...wxyz``), and the fallback
+  answers;
 - judged by what the providers saw (the fakes' ledger and a tap on their socket: the key
   each request carried, as a digest), by the final jobs, by the history checker over the
   run's history, and by where the canary key went: never into the database file, the
-  logs or the story's own report.
+  logs or the story's own report, whole or in part (a run of eight of its characters,
+  its last four beside a mask mark: docs/providers.md), the 401's message shown by the
+  API with the echo masked as ``***``.
 
 The story waits for states by polling the database within a bound, never by sleeping a
 guess; the only real waiting is the Retry-After the primary asked for (about a second).
@@ -30,6 +34,9 @@ import json
 import logging
 import math
 import os
+import re
+import secrets
+import string
 import tempfile
 import time
 import uuid
@@ -51,6 +58,7 @@ MODELS = {PRIMARY: "gpt-4o-mini", FALLBACK: "claude-haiku-4-5"}
 RETRY_AFTER = 1  # seconds the primary's 429 asks for (sent as an HTTP date)
 WAIT_BOUND = 30.0  # seconds a job may take to settle before the story says so
 POLL_EVERY = 0.02  # seconds between two reads of the database while waiting
+KEY_ALPHABET = string.ascii_letters + string.digits
 RECONCILE_INTERVAL = 0.1  # `harness serve --reconcile-interval`: lookups come soon
 _CONFIG = """\
 tokens: {{{token}: {owner}}}
@@ -227,7 +235,13 @@ def jobs() -> list[Job]:
         Job("rate-limited", ({"behaviour": "rate_limit", "retry_after": RETRY_AFTER},), PRIMARY),
         Job("lost", ({"behaviour": "accept_then_drop", "drop": "reset"},), PRIMARY),
         Job("failover", ("service_unavailable",), FALLBACK, {"same_provider_retries": 0}),
+        Job("wrong-key", (WRONG_KEY,), FALLBACK, {"same_provider_retries": 0}),
     ]
+
+
+WRONG_KEY = {"behaviour": "http_error", "status": 401}
+"""The primary refuses the key as OpenAI does, echoing it shortened in its message
+(``Incorrect API key provided: sk-proj-****...abcd``)."""
 
 
 @dataclass
@@ -250,7 +264,8 @@ def play_served() -> ServedResult:
     """Play the served story and judge it."""
     result = ServedResult()
     started = time.perf_counter()
-    key = f"sk-canary-{uuid.uuid4().hex}"
+    # Letters and digits: a run of eight of them turns up in no id or digest by chance.
+    key = "sk-canary-" + "".join(secrets.choice(KEY_ALPHABET) for _ in range(32))
     try:
         with tempfile.TemporaryDirectory(prefix="harness-served-") as where:
             _play(Path(where), key, result)
@@ -369,6 +384,7 @@ class Played:
     jobs: list[Job]
     final: dict[str, Any] = field(default_factory=dict)  # job name -> the engine's Job
     events: list[Any] = field(default_factory=list)
+    served: dict[str, str] = field(default_factory=dict)  # job name -> what the API showed
 
 
 def _jobs(stage: Stage, result: ServedResult) -> Played:
@@ -395,6 +411,10 @@ def _jobs(stage: Stage, result: ServedResult) -> Played:
             job.id = answer.json()["id"]
             played.final[job.name] = _settled(engine, job.id, job.name)
             result.notes.append(f"job {job.name}: settled in {time.time() - job.sent_at:.2f} s")
+        for job in played.jobs:
+            if job.id is not None:
+                shown = [client.get(f"/v1/jobs/{job.id}"), client.get(f"/v1/jobs/{job.id}/events")]
+                played.served[job.name] = "\n".join(answer.text for answer in shown)
     for job in played.jobs:
         if job.id is not None:
             played.events += engine.events(job.id)
@@ -497,6 +517,7 @@ def judge(stage: Stage, played: Played, result: ServedResult) -> None:
     _judge_wire(stage, entries, result)
     _judge_retry_date(stage.tap.heard, result)
     _judge_key_kept(stage, result)
+    _judge_key_echo(stage, played, entries, result)
     _judge_history(stage, played, entries, result)
 
 
@@ -586,6 +607,51 @@ def _judge_key_kept(stage: Stage, result: ServedResult) -> None:
     result.notes.append(f"{len(stage.logs)} log records, {len(errors)} errors")
 
 
+def _echoes(key: str, text: str) -> list[str]:
+    """The echoes of `key` in `text` that docs/providers.md says a user never meets: a run
+    of eight of its characters past its vendor prefix (``sk-canary-``), or its last four
+    shown beside a mask mark (``*``, ``...``, ``…``), the shape of a shortened key."""
+    secret = key.removeprefix("sk-canary-")
+    runs = {secret[i : i + 8] for i in range(len(secret) - 7)}
+    found = sorted(run for run in runs if run in text)
+    found += re.findall(rf"(?:\*|\.\.\.|…){re.escape(key[-4:])}", text)
+    return found
+
+
+def _judge_key_echo(stage: Stage, played: Played, entries: list[Any], result: ServedResult) -> None:
+    """The primary's 401 echoed the key shortened (its own last four beside stars); what
+    the service stored, logged and served of that job carries the message with the echo
+    masked as ``***`` and no echo of the key anywhere."""
+    from harness.scenarios.history import error_message
+
+    refused = [e for e in entries if e.provider == PRIMARY and e.status_code == 401]
+    messages = [error_message(e.response) or "" for e in refused]
+    if len(refused) != 1 or not _echoes(stage.key, messages[0]):
+        result.failures.append(
+            f"{len(refused)} 401s at {PRIMARY}, echoing {messages}: expected one whose "
+            "message echoes the key shortened (the story cannot judge the masking)"
+        )
+        return
+    shown = played.served.get("wrong-key", "")
+    if "Incorrect API key provided: ***" not in shown:
+        result.failures.append(
+            "the API does not show job wrong-key's 401 as the provider's message with the "
+            "key's echo masked (`Incorrect API key provided: ***`)"
+        )
+    folder = stage.database_file.parent
+    places = {
+        f"file {p.name}": p.read_bytes().decode("utf-8", "replace")
+        for p in sorted(folder.glob(f"{stage.database_file.name}*"))
+    }
+    places |= {"the logs": "\n".join(stage.logs), "the API's answers": shown}
+    for place, text in places.items():
+        echoes = _echoes(stage.key, text)
+        if echoes:
+            result.failures.append(
+                f"the canary key is echoed in part in {place}: {len(echoes)} pieces"
+            )
+
+
 def _judge_history(stage: Stage, played: Played, entries: list[Any], result: ServedResult) -> None:
     from harness.scenarios.checker import check_history
 
@@ -594,9 +660,24 @@ def _judge_history(stage: Stage, played: Played, entries: list[Any], result: Ser
     # `_judge_retry_date`), not the seconds the fakes' ledger keeps: the checker judges
     # the value the call read instead.
     entries = [replace(e, retry_after=None) for e in entries]
+    # The primary's 401 echoed the key shortened, which the service masks as `***`
+    # (judged by `_judge_key_echo`): the message the attempt must carry is the fake's
+    # with that word masked.
+    entries = [_masked(e, stage.key) for e in entries]
     history.finish(list(played.final.values()), played.events, entries)
     found = history.to_dict()
     if stage.key in json.dumps(found):  # judged, and then kept out of the findings
         result.failures.append("the canary key is in the run's history")
         found = json.loads(json.dumps(found).replace(stage.key, "[canary key]"))
     result.findings = check_history(found)
+
+
+def _masked(entry: Any, key: str) -> Any:
+    """`entry` with the word of its error message that echoes `key` shortened (the
+    key's last four after stars) written as ``***``."""
+    error = entry.response.get("error") if isinstance(entry.response, dict) else None
+    message = error.get("message") if isinstance(error, dict) else None
+    if not isinstance(message, str):
+        return entry
+    masked = re.sub(rf"[\w-]*\*+{re.escape(key[-4:])}", "***", message)
+    return replace(entry, response={**entry.response, "error": {**error, "message": masked}})

@@ -1,7 +1,7 @@
 """The served story of `harness check`: the service as `harness serve` builds it, played
 over real sockets, holds; and each of its judges fails when the product is broken the
 way it watches for (the config reader, the HTTP-date Retry-After, the key kept out of
-logs and the database, one execution per intent after a lost answer)."""
+logs and the database, whole or shortened, one execution per intent after a lost answer)."""
 
 from __future__ import annotations
 
@@ -78,6 +78,29 @@ def test_a_key_kept_in_an_attempt_error_fails_it(monkeypatch: pytest.MonkeyPatch
     result = play_served()
     failed_with(result, "the canary key is in the database file")
     assert "sk-canary-" not in repr(result.to_dict())
+
+
+@pytest.mark.parametrize("edge", [5, 99])
+def test_a_shortened_key_left_unmasked_fails_it(monkeypatch: pytest.MonkeyPatch, edge: int) -> None:
+    """The primary's 401 echoes the key as OpenAI does (`sk-canar****...wxyz`): masking
+    that needs five edge characters, or none at all, leaves the echo where a user meets
+    it (the API, the database)."""
+    from harness.providers import secrets
+
+    monkeypatch.setattr(secrets, "MIN_EDGE", edge)
+    result = play_served()
+    failed_with(result, "Incorrect API key provided: ***")
+    failed_with(result, "the canary key is echoed in part in the API's answers")
+    failed_with(result, "the canary key is echoed in part in file served.sqlite3")
+
+
+def test_a_fake_that_echoes_no_key_fails_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without the echo the masking goes unplayed: the story says so."""
+    from fake_providers import openai_common, openai_wire
+
+    monkeypatch.setattr(openai_wire, "shown_key", lambda headers: None)
+    monkeypatch.setattr(openai_common, "shown_key", lambda headers: None)
+    failed_with(play_served(), "the story cannot judge the masking")
 
 
 def test_a_second_execution_of_a_lost_answer_fails_it(monkeypatch: pytest.MonkeyPatch) -> None:
