@@ -15,6 +15,8 @@ fresh SQLite file, with two providers of different kinds reached over a loopback
   refuses with a 503 and the fallback answers; one the primary refuses with a 401 that
   echoes the key shortened, as OpenAI does (``sk-canar****...wxyz``), and the fallback
   answers;
+- first, the configuration readers are handed files a user gets wrong and right
+  (`harness.checks.served_config`), each error judged by the file and field it names;
 - judged by what the providers saw (the fakes' ledger and a tap on their socket: the key
   each request carried, as a digest), by the final jobs, by the history checker over the
   run's history, and by where the canary key went: never into the database file, the
@@ -277,6 +279,9 @@ def play_served() -> ServedResult:
 
 
 def _play(where: Path, key: str, result: ServedResult) -> None:
+    from harness.checks.served_config import judge_config_files
+
+    result.failures += judge_config_files(where, key)
     logs: list[str] = []
     with (
         _captured(logs),
