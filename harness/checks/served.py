@@ -8,13 +8,14 @@ fresh SQLite file, with two providers of different kinds reached over a loopback
 - the file names an OpenAI-kind primary (`store_completions: true`) and an
   Anthropic-kind fallback, both `stream: false` with explicit timeouts, each with
   `api_key_env` naming a variable set, for this run only, to a canary key;
-- five jobs go through the job API over HTTP: one the primary answers; one the primary
+- six jobs go through the job API over HTTP: one the primary answers; one the primary
   refuses with a 429 whose Retry-After is an HTTP date, retried no earlier than that date;
   one whose answer the primary loses after doing the work (a reset), left unknown and
   settled by the stored-completion lookup with no second execution; one the primary
   refuses with a 503 and the fallback answers; one the primary refuses with a 401 that
   echoes the key shortened, as OpenAI does (``sk-canar****...wxyz``), and the fallback
-  answers;
+  answers; one the primary never answers, won by the fallback hedged beside it, the
+  primary's lost call aborted with its socket shut;
 - first, the configuration readers are handed files a user gets wrong and right
   (`harness.checks.served_config`), each error judged by the file and field it names;
 - judged by what the providers saw (the fakes' ledger and a tap on their socket: the key
@@ -36,7 +37,6 @@ import json
 import logging
 import math
 import os
-import re
 import secrets
 import string
 import tempfile
@@ -51,6 +51,7 @@ from typing import Any
 import httpx
 import uvicorn
 
+from harness.checks.served_keys import judge_key_echo, judge_key_kept, masked
 from harness.scenarios.checker import Finding
 
 STORY = "served"
@@ -238,7 +239,13 @@ def jobs() -> list[Job]:
         Job("lost", ({"behaviour": "accept_then_drop", "drop": "reset"},), PRIMARY),
         Job("failover", ("service_unavailable",), FALLBACK, {"same_provider_retries": 0}),
         Job("wrong-key", (WRONG_KEY,), FALLBACK, {"same_provider_retries": 0}),
+        Job("hedged", ("hang",), FALLBACK, HEDGED),
     ]
+
+
+HEDGED = {"max_live_attempts": 2, "hedge_after": 0.2, "attempt_timeout": 5}
+"""The primary never answers; the fallback, hedged beside it, wins, and the primary's
+call, lost, is aborted: its socket shut, so the provider sees the caller hang up."""
 
 
 WRONG_KEY = {"behaviour": "http_error", "status": 401}
@@ -521,8 +528,9 @@ def judge(stage: Stage, played: Played, result: ServedResult) -> None:
             _judge_job(job, played.final[job.name], entries, tokens[job.name], result)
     _judge_wire(stage, entries, result)
     _judge_retry_date(stage.tap.heard, result)
-    _judge_key_kept(stage, result)
-    _judge_key_echo(stage, played, entries, result)
+    judge_key_kept(stage, result)
+    judge_key_echo(stage, played, entries, result, provider=PRIMARY)
+    _judge_abort(played, entries, result)
     _judge_history(stage, played, entries, result)
 
 
@@ -596,65 +604,29 @@ def _judge_retry_date(heard: list[Heard], result: ServedResult) -> None:
         )
 
 
-def _judge_key_kept(stage: Stage, result: ServedResult) -> None:
-    """The canary key is in none of the database's files and none of the logs; and the
-    run logged no error."""
-    needle = stage.key.encode()
-    folder = stage.database_file.parent
-    for path in sorted(folder.glob(f"{stage.database_file.name}*")):
-        if needle in path.read_bytes():
-            result.failures.append(f"the canary key is in the database file {path.name}")
-    if any(stage.key in line for line in stage.logs):
-        result.failures.append("the canary key is in the logs")
-    errors = [line for line in stage.logs if line.startswith(("ERROR", "CRITICAL"))]
-    for line in errors[:3]:
-        result.failures.append(f"the service logged an error: {line.splitlines()[0][:300]}")
-    result.notes.append(f"{len(stage.logs)} log records, {len(errors)} errors")
-
-
-def _echoes(key: str, text: str) -> list[str]:
-    """The echoes of `key` in `text` that docs/providers.md says a user never meets: a run
-    of eight of its characters past its vendor prefix (``sk-canary-``), or its last four
-    shown beside a mask mark (``*``, ``...``, ``…``), the shape of a shortened key."""
-    secret = key.removeprefix("sk-canary-")
-    runs = {secret[i : i + 8] for i in range(len(secret) - 7)}
-    found = sorted(run for run in runs if run in text)
-    found += re.findall(rf"(?:\*|\.\.\.|…){re.escape(key[-4:])}", text)
-    return found
-
-
-def _judge_key_echo(stage: Stage, played: Played, entries: list[Any], result: ServedResult) -> None:
-    """The primary's 401 echoed the key shortened (its own last four beside stars); what
-    the service stored, logged and served of that job carries the message with the echo
-    masked as ``***`` and no echo of the key anywhere."""
-    from harness.scenarios.history import error_message
-
-    refused = [e for e in entries if e.provider == PRIMARY and e.status_code == 401]
-    messages = [error_message(e.response) or "" for e in refused]
-    if len(refused) != 1 or not _echoes(stage.key, messages[0]):
-        result.failures.append(
-            f"{len(refused)} 401s at {PRIMARY}, echoing {messages}: expected one whose "
-            "message echoes the key shortened (the story cannot judge the masking)"
-        )
+def _judge_abort(played: Played, entries: list[Any], result: ServedResult) -> None:
+    """Job hedged: once the fallback won, the primary's call still waiting for its head
+    was aborted with its socket shut down (docs/providers.md, "A lost attempt's call is
+    aborted"): the event says `interrupted: true` and the provider saw the caller close
+    the connection first (the ledger's `hung_up_at`)."""
+    final = played.final.get("hedged")
+    if final is None:
         return
-    shown = played.served.get("wrong-key", "")
-    if "Incorrect API key provided: ***" not in shown:
+    primary = {a.token for a in final.attempts if a.provider == PRIMARY}
+    hung = [e.hung_up_at for e in entries if e.attempt_id in primary]
+    aborted = [
+        e.detail
+        for e in played.events
+        if e.job_id == final.id and e.kind.value == "attempt_call_aborted"
+    ]
+    interrupted = [d.get("interrupted") for d in aborted]
+    if interrupted != [True] or len(hung) != 1 or hung[0] is None:
         result.failures.append(
-            "the API does not show job wrong-key's 401 as the provider's message with the "
-            "key's echo masked (`Incorrect API key provided: ***`)"
+            f"job hedged: the primary's lost call was aborted {len(aborted)} time(s) "
+            f"(interrupted: {interrupted}) and its provider saw {len(hung)} request(s), "
+            f"hung up on: {[h is not None for h in hung]}; expected one abort that shut "
+            "the socket, seen by the provider as the caller hanging up"
         )
-    folder = stage.database_file.parent
-    places = {
-        f"file {p.name}": p.read_bytes().decode("utf-8", "replace")
-        for p in sorted(folder.glob(f"{stage.database_file.name}*"))
-    }
-    places |= {"the logs": "\n".join(stage.logs), "the API's answers": shown}
-    for place, text in places.items():
-        echoes = _echoes(stage.key, text)
-        if echoes:
-            result.failures.append(
-                f"the canary key is echoed in part in {place}: {len(echoes)} pieces"
-            )
 
 
 def _judge_history(stage: Stage, played: Played, entries: list[Any], result: ServedResult) -> None:
@@ -666,23 +638,12 @@ def _judge_history(stage: Stage, played: Played, entries: list[Any], result: Ser
     # the value the call read instead.
     entries = [replace(e, retry_after=None) for e in entries]
     # The primary's 401 echoed the key shortened, which the service masks as `***`
-    # (judged by `_judge_key_echo`): the message the attempt must carry is the fake's
+    # (judged by `served_keys.judge_key_echo`): the message the attempt must carry is the fake's
     # with that word masked.
-    entries = [_masked(e, stage.key) for e in entries]
+    entries = [masked(e, stage.key) for e in entries]
     history.finish(list(played.final.values()), played.events, entries)
     found = history.to_dict()
     if stage.key in json.dumps(found):  # judged, and then kept out of the findings
         result.failures.append("the canary key is in the run's history")
         found = json.loads(json.dumps(found).replace(stage.key, "[canary key]"))
     result.findings = check_history(found)
-
-
-def _masked(entry: Any, key: str) -> Any:
-    """`entry` with the word of its error message that echoes `key` shortened (the
-    key's last four after stars) written as ``***``."""
-    error = entry.response.get("error") if isinstance(entry.response, dict) else None
-    message = error.get("message") if isinstance(error, dict) else None
-    if not isinstance(message, str):
-        return entry
-    masked = re.sub(rf"[\w-]*\*+{re.escape(key[-4:])}", "***", message)
-    return replace(entry, response={**entry.response, "error": {**error, "message": masked}})

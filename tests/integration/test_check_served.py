@@ -190,3 +190,12 @@ def test_the_served_story_holds_beside_a_run_on_postgres(
     ]
     assert "(postgres)" in lines[0] and "(sqlite)" in next(x for x in lines if "served" in x)
     assert lines[-1] == "2 passed, 0 failed, 0 skipped"
+
+
+def test_a_lost_call_whose_socket_stays_open_fails_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Job hedged: the abort that shuts no socket leaves the provider working for a caller
+    who no longer listens."""
+    from harness.providers import calls
+
+    monkeypatch.setattr(calls, "_shut", lambda stream: False)
+    failed_with(play_served(), "job hedged: the primary's lost call was aborted")
