@@ -56,6 +56,12 @@ class LedgerEntry:
     prompt_sha256: str | None = None  # of the prompt's texts (`prompt_digest`); None: unread
     max_tokens: int | None = None  # the output cap the request asked for; None: none, or unread
     temperature: float | None = None  # the sampling temperature it asked for; None: none
+    top_p: float | None = None  # the nucleus sampling it asked for; None: none
+    stop: list[str] | None = None  # its stop sequences (OpenAI `stop`, Anthropic
+    # `stop_sequences`); None: none
+    parallel_tools: bool | None = None  # it lets the model call several tools at once
+    # (False: OpenAI `parallel_tool_calls: false`, Anthropic `tool_choice.
+    # disable_parallel_tool_use: true`); None: unread
     tools: list[str] | None = None  # the function tools it offered, by name, in order
     # (`[]`: none); None: unread
     strict_tools: list[str] | None = None  # of those, the ones sent with `strict: true`

@@ -267,6 +267,8 @@ class FakeProviders:
             "provider": provider,
             "nonce": find_nonce(raw),
             "temperature": _temperature(raw),
+            "top_p": _number(raw, "top_p"),
+            "stop": _stop(raw, "stop_sequences" if dialect.api is Api.ANTHROPIC else "stop"),
             "body_digest": hashlib.blake2b(request.body, digest_size=12).hexdigest(),
             "request_id": ids.request_id,
             "attempt_id": attempt_id,
@@ -320,6 +322,7 @@ class FakeProviders:
                 cost_usd=cost,
                 prompt_sha256=prompt_digest(req.texts),
                 max_tokens=req.max_tokens,
+                parallel_tools=req.tool_use.parallel,
                 tools=[t.name for t in req.tool_use.tools],
                 strict_tools=[t.name for t in req.tool_use.tools if t.strict],
                 response_format=response_format_of(
@@ -415,6 +418,21 @@ def _temperature(body: object) -> float | None:
     dialect), when it is a number."""
     value = body.get("temperature") if isinstance(body, Mapping) else None
     return value if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _number(body: object, member: str) -> float | None:
+    value = body.get(member) if isinstance(body, Mapping) else None
+    return value if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _stop(body: object, member: str) -> list[str] | None:
+    """The stop sequences a request body gives in `member` (one string or a list)."""
+    value = body.get(member) if isinstance(body, Mapping) else None
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        return list(value)
+    return None
 
 
 def _json_or_none(body: bytes) -> dict[str, Any] | None:

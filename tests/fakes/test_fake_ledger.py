@@ -269,3 +269,30 @@ def test_a_refused_request_records_no_format_or_tools(fakes, client) -> None:
     (entry,) = fakes.ledger.entries()
     assert entry.behaviour == "invalid_request"
     assert (entry.tools, entry.strict_tools, entry.response_format) == (None, None, None)
+
+
+def test_sampling_stop_and_parallel_tools_recorded(fakes, client) -> None:
+    tools = [{"type": "function", "function": {"name": "a", "parameters": WEATHER}}]
+    client.post(
+        URL,
+        json={**BODY, "top_p": 0.5, "stop": "END", "tools": tools, "parallel_tool_calls": False},
+    )
+    body = {
+        "model": "claude-haiku-4-5",
+        "max_tokens": 20,
+        "messages": BODY["messages"],
+        "top_p": 0.25,
+        "stop_sequences": ["END", "STOP"],
+        "tools": [{"name": "a", "input_schema": WEATHER}],
+        "tool_choice": {"type": "auto", "disable_parallel_tool_use": True},
+    }
+    client.post(ANTHROPIC_URL, json=body, headers=ANTHROPIC_HEADERS)
+    client.post(URL, json=BODY)
+    openai, anthropic, plain = fakes.ledger.entries()
+    assert (openai.top_p, openai.stop, openai.parallel_tools) == (0.5, ["END"], False)
+    assert (anthropic.top_p, anthropic.stop, anthropic.parallel_tools) == (
+        0.25,
+        ["END", "STOP"],
+        False,
+    )
+    assert (plain.top_p, plain.stop, plain.parallel_tools) == (None, None, True)
