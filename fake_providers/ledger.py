@@ -62,6 +62,8 @@ class LedgerEntry:
     parallel_tools: bool | None = None  # it lets the model call several tools at once
     # (False: OpenAI `parallel_tool_calls: false`, Anthropic `tool_choice.
     # disable_parallel_tool_use: true`); None: unread
+    images: list[str] | None = None  # the images its messages carry, in order
+    # (`image_sources`); None: unread
     tools: list[str] | None = None  # the function tools it offered, by name, in order
     # (`[]`: none); None: unread
     strict_tools: list[str] | None = None  # of those, the ones sent with `strict: true`
@@ -117,6 +119,55 @@ def response_format_of(
         return "json_object"
     text = json.dumps(_canonical(schema), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return f"json_schema:{hashlib.sha256(text.encode('utf-8')).hexdigest()}"
+
+
+def image_sources(body: Any) -> list[str] | None:
+    """The images a request's messages carry, in order, each as one text whichever API
+    sent it: an inline image as ``data:<media type>;sha256=<SHA-256 of its base64
+    text>`` (Chat Completions' and Responses' ``data:`` URL, Messages' ``base64``
+    source), one fetched by URL as that URL. None: a body with no messages to read."""
+    if not isinstance(body, Mapping):
+        return None
+    messages = body.get("messages", body.get("input"))
+    if not isinstance(messages, list):
+        return [] if isinstance(messages, str) else None
+    found: list[str] = []
+    for message in messages:
+        content = message.get("content") if isinstance(message, Mapping) else None
+        for part in content if isinstance(content, list) else ():
+            source = _image(part) if isinstance(part, Mapping) else None
+            if source is not None:
+                found.append(source)
+    return found
+
+
+def _image(part: Mapping[str, Any]) -> str | None:
+    kind = part.get("type")
+    if kind == "image_url":  # Chat Completions
+        image = part.get("image_url")
+        url = image.get("url") if isinstance(image, Mapping) else None
+    elif kind == "input_image":  # Responses
+        url = part.get("image_url")
+    elif kind == "image":  # Messages
+        source = part.get("source")
+        if not isinstance(source, Mapping):
+            return None
+        if source.get("type") == "base64":
+            return _inline(str(source.get("media_type")), str(source.get("data")))
+        url = source.get("url")  # fetched by URL, whatever it holds: never decoded
+        return url if isinstance(url, str) else None
+    else:
+        return None
+    if not isinstance(url, str):
+        return None
+    head, comma, data = url.partition(",")
+    if comma and head.startswith("data:") and head.endswith(";base64"):
+        return _inline(head.removeprefix("data:").removesuffix(";base64"), data)
+    return url
+
+
+def _inline(media: str, data: str) -> str:
+    return f"data:{media};sha256={hashlib.sha256(data.encode('utf-8')).hexdigest()}"
 
 
 def _canonical(value: Any) -> Any:

@@ -40,6 +40,7 @@ from fake_providers.ledger import (
     DEFAULT_CAPACITY,
     Ledger,
     LedgerEntry,
+    image_sources,
     prompt_digest,
     response_format_of,
 )
@@ -323,6 +324,7 @@ class FakeProviders:
                 prompt_sha256=prompt_digest(req.texts),
                 max_tokens=req.max_tokens,
                 parallel_tools=req.tool_use.parallel,
+                images=image_sources(raw),
                 tools=[t.name for t in req.tool_use.tools],
                 strict_tools=[t.name for t in req.tool_use.tools if t.strict],
                 response_format=response_format_of(

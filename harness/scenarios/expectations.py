@@ -189,6 +189,7 @@ RECEIVED_FIELDS = (
     "top_p",
     "stop",
     "parallel_tools",
+    "images",
     "tools",
     "strict_tools",
     "response_format",

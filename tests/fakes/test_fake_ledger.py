@@ -296,3 +296,32 @@ def test_sampling_stop_and_parallel_tools_recorded(fakes, client) -> None:
         False,
     )
     assert (plain.top_p, plain.stop, plain.parallel_tools) == (None, None, True)
+
+
+def test_images_recorded_alike_for_both_kinds(fakes, client) -> None:
+    import base64
+    import hashlib
+
+    data = base64.b64encode(b"\x89PNG tiny").decode()
+    inline = f"data:image/png;sha256={hashlib.sha256(data.encode()).hexdigest()}"
+    chat_parts = [
+        {"type": "text", "text": "look"},
+        {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{data}"}},
+        {"type": "image_url", "image_url": {"url": "https://example.com/a.jpg"}},
+    ]
+    client.post(URL, json={**BODY, "messages": [{"role": "user", "content": chat_parts}]})
+    blocks = [
+        {"type": "text", "text": "look"},
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": data}},
+        {"type": "image", "source": {"type": "url", "url": "https://example.com/a.jpg"}},
+    ]
+    body = {
+        "model": "claude-haiku-4-5",
+        "max_tokens": 20,
+        "messages": [{"role": "user", "content": blocks}],
+    }
+    client.post(ANTHROPIC_URL, json=body, headers=ANTHROPIC_HEADERS)
+    client.post(URL, json=BODY)
+    openai, anthropic, plain = fakes.ledger.entries()
+    assert openai.images == anthropic.images == [inline, "https://example.com/a.jpg"]
+    assert plain.images == []
