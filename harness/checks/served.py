@@ -8,14 +8,15 @@ fresh SQLite file, with two providers of different kinds reached over a loopback
 - the file names an OpenAI-kind primary (`store_completions: true`) and an
   Anthropic-kind fallback, both `stream: false` with explicit timeouts, each with
   `api_key_env` naming a variable set, for this run only, to a canary key;
-- six jobs go through the job API over HTTP: one the primary answers; one the primary
+- seven jobs go through the job API over HTTP: one the primary answers; one the primary
   refuses with a 429 whose Retry-After is an HTTP date, retried no earlier than that date;
   one whose answer the primary loses after doing the work (a reset), left unknown and
   settled by the stored-completion lookup with no second execution; one the primary
   refuses with a 503 and the fallback answers; one the primary refuses with a 401 that
   echoes the key shortened, as OpenAI does (``sk-canar****...wxyz``), and the fallback
   answers; one the primary never answers, won by the fallback hedged beside it, the
-  primary's lost call aborted with its socket shut;
+  primary's lost call aborted with its socket shut; one offered two tools it must call,
+  its result the calls the primary's answer made;
 - first, the configuration readers are handed files a user gets wrong and right
   (`harness.checks.served_config`), each error judged by the file and field it names;
 - judged by what the providers saw (the fakes' ledger and a tap on their socket: the key
@@ -51,6 +52,7 @@ from typing import Any
 import httpx
 import uvicorn
 
+from harness.checks.served_calls import judge_abort, judge_tool_calls
 from harness.checks.served_keys import judge_key_echo, judge_key_kept, masked
 from harness.scenarios.checker import Finding
 
@@ -228,6 +230,7 @@ class Job:
     script: tuple[Any, ...]
     winner: str
     policy: dict[str, Any] = field(default_factory=dict)
+    input: dict[str, Any] = field(default_factory=dict)  # beside its prompt
     id: int | None = None
     sent_at: float = 0.0
 
@@ -240,7 +243,32 @@ def jobs() -> list[Job]:
         Job("failover", ("service_unavailable",), FALLBACK, {"same_provider_retries": 0}),
         Job("wrong-key", (WRONG_KEY,), FALLBACK, {"same_provider_retries": 0}),
         Job("hedged", ("hang",), FALLBACK, HEDGED),
+        Job("tool-call", (), PRIMARY, input=TOOLS),
     ]
+
+
+TOOLS = {
+    "tools": [
+        {
+            "name": "get_weather",
+            "parameters": {
+                "type": "object",
+                "properties": {"city": {"type": "string"}},
+                "required": ["city"],
+            },
+        },
+        {
+            "name": "get_time",
+            "parameters": {
+                "type": "object",
+                "properties": {"zone": {"type": "string"}},
+                "required": ["zone"],
+            },
+        },
+    ],
+    "tool_choice": {"type": "required"},
+}
+"""The primary must call the tools offered: its answer is calls, not text."""
 
 
 HEDGED = {"max_live_attempts": 2, "hedge_after": 0.2, "attempt_timeout": 5}
@@ -408,7 +436,7 @@ def _jobs(stage: Stage, result: ServedResult) -> Played:
             for behaviour in job.script:
                 stage.fakes.script(behaviour, provider=PRIMARY)
             job.sent_at = time.time()
-            body = {"operation": "chat", "input": {"prompt": f"served {job.name}"}}
+            body = {"operation": "chat", "input": {"prompt": f"served {job.name}", **job.input}}
             if job.policy:
                 body["policy"] = job.policy
             answer = client.post(
@@ -530,7 +558,8 @@ def judge(stage: Stage, played: Played, result: ServedResult) -> None:
     _judge_retry_date(stage.tap.heard, result)
     judge_key_kept(stage, result)
     judge_key_echo(stage, played, entries, result, provider=PRIMARY)
-    _judge_abort(played, entries, result)
+    judge_abort(played, entries, result, provider=PRIMARY)
+    judge_tool_calls(played, entries, result)
     _judge_history(stage, played, entries, result)
 
 
@@ -601,31 +630,6 @@ def _judge_retry_date(heard: list[Heard], result: ServedResult) -> None:
     if early > 0.05:
         result.failures.append(
             f"{PRIMARY} was called again {early:.2f} s before the Retry-After date it sent"
-        )
-
-
-def _judge_abort(played: Played, entries: list[Any], result: ServedResult) -> None:
-    """Job hedged: once the fallback won, the primary's call still waiting for its head
-    was aborted with its socket shut down (docs/providers.md, "A lost attempt's call is
-    aborted"): the event says `interrupted: true` and the provider saw the caller close
-    the connection first (the ledger's `hung_up_at`)."""
-    final = played.final.get("hedged")
-    if final is None:
-        return
-    primary = {a.token for a in final.attempts if a.provider == PRIMARY}
-    hung = [e.hung_up_at for e in entries if e.attempt_id in primary]
-    aborted = [
-        e.detail
-        for e in played.events
-        if e.job_id == final.id and e.kind.value == "attempt_call_aborted"
-    ]
-    interrupted = [d.get("interrupted") for d in aborted]
-    if interrupted != [True] or len(hung) != 1 or hung[0] is None:
-        result.failures.append(
-            f"job hedged: the primary's lost call was aborted {len(aborted)} time(s) "
-            f"(interrupted: {interrupted}) and its provider saw {len(hung)} request(s), "
-            f"hung up on: {[h is not None for h in hung]}; expected one abort that shut "
-            "the socket, seen by the provider as the caller hanging up"
         )
 
 

@@ -199,3 +199,15 @@ def test_a_lost_call_whose_socket_stays_open_fails_it(monkeypatch: pytest.Monkey
 
     monkeypatch.setattr(calls, "_shut", lambda stream: False)
     failed_with(play_served(), "job hedged: the primary's lost call was aborted")
+
+
+@pytest.mark.parametrize("keep", [1, 0])
+def test_tool_calls_lost_from_a_whole_answer_fail_it(
+    monkeypatch: pytest.MonkeyPatch, keep: int
+) -> None:
+    """Job tool-call: an adapter that keeps only the first call, or reads none."""
+    from harness.providers import openai_chat
+
+    read = openai_chat._tool_calls
+    monkeypatch.setattr(openai_chat, "_tool_calls", lambda raw: read(raw)[:keep])
+    failed_with(play_served(), "job tool-call: the API serves the calls")
