@@ -79,8 +79,8 @@ def masked(entry: Any, key: str) -> Any:
     """`entry` with the word of its error message that echoes `key` shortened (the
     key's last four after stars) written as ``***``."""
     error = entry.response.get("error") if isinstance(entry.response, dict) else None
-    message = error.get("message") if isinstance(error, dict) else None
-    if not isinstance(message, str):
+    if not isinstance(error, dict) or not isinstance(error.get("message"), str):
         return entry
+    message = error["message"]
     masked = re.sub(rf"[\w-]*\*+{re.escape(key[-4:])}", "***", message)
     return replace(entry, response={**entry.response, "error": {**error, "message": masked}})
