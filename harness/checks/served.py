@@ -8,7 +8,7 @@ fresh SQLite file, with two providers of different kinds reached over a loopback
 - the file names an OpenAI-kind primary (`store_completions: true`) and an
   Anthropic-kind fallback, both `stream: false` with explicit timeouts, each with
   `api_key_env` naming a variable set, for this run only, to a canary key;
-- seven jobs go through the job API over HTTP: one the primary answers; one the primary
+- eight jobs go through the job API over HTTP: one the primary answers; one the primary
   refuses with a 429 whose Retry-After is an HTTP date, retried no earlier than that date;
   one whose answer the primary loses after doing the work (a reset), left unknown and
   settled by the stored-completion lookup with no second execution; one the primary
@@ -16,7 +16,8 @@ fresh SQLite file, with two providers of different kinds reached over a loopback
   echoes the key shortened, as OpenAI does (``sk-canar****...wxyz``), and the fallback
   answers; one the primary never answers, won by the fallback hedged beside it, the
   primary's lost call aborted with its socket shut; one offered two tools it must call,
-  its result the calls the primary's answer made;
+  its result the calls the primary's answer made; one whose answer quotes eight
+  characters of the key, which the service must mask;
 - first, the configuration readers are handed files a user gets wrong and right
   (`harness.checks.served_config`), each error judged by the file and field it names;
 - judged by what the providers saw (the fakes' ledger and a tap on their socket: the key
@@ -53,7 +54,7 @@ import httpx
 import uvicorn
 
 from harness.checks.served_calls import judge_abort, judge_tool_calls
-from harness.checks.served_keys import judge_key_echo, judge_key_kept, masked
+from harness.checks.served_keys import KEY_RUN, judge_key_echo, judge_key_kept, masked, with_key
 from harness.scenarios.checker import Finding
 
 STORY = "served"
@@ -244,7 +245,13 @@ def jobs() -> list[Job]:
         Job("wrong-key", (WRONG_KEY,), FALLBACK, {"same_provider_retries": 0}),
         Job("hedged", ("hang",), FALLBACK, HEDGED),
         Job("tool-call", (), PRIMARY, input=TOOLS),
+        Job("echoed-answer", (ECHOED,), PRIMARY),
     ]
+
+
+ECHOED = {"behaviour": "success", "content": f"Your key begins {KEY_RUN} and that is all."}
+"""The primary's answer quotes eight characters of the key (a prompt that carried it,
+a debug text): the service must mask that word."""
 
 
 TOOLS = {
@@ -434,7 +441,7 @@ def _jobs(stage: Stage, result: ServedResult) -> Played:
     with httpx.Client(base_url=stage.api.url, headers=headers, timeout=10) as client:
         for job in played.jobs:
             for behaviour in job.script:
-                stage.fakes.script(behaviour, provider=PRIMARY)
+                stage.fakes.script(with_key(behaviour, stage.key), provider=PRIMARY)
             job.sent_at = time.time()
             body = {"operation": "chat", "input": {"prompt": f"served {job.name}", **job.input}}
             if job.policy:
@@ -641,9 +648,9 @@ def _judge_history(stage: Stage, played: Played, entries: list[Any], result: Ser
     # `_judge_retry_date`), not the seconds the fakes' ledger keeps: the checker judges
     # the value the call read instead.
     entries = [replace(e, retry_after=None) for e in entries]
-    # The primary's 401 echoed the key shortened, which the service masks as `***`
-    # (judged by `served_keys.judge_key_echo`): the message the attempt must carry is the fake's
-    # with that word masked.
+    # The primary's 401 echoed the key shortened and one answer quoted a run of it, which
+    # the service masks as `***` (judged by `served_keys.judge_key_echo`): the message
+    # and the text the attempts must carry are the fake's with those words masked.
     entries = [masked(e, stage.key) for e in entries]
     history.finish(list(played.final.values()), played.events, entries)
     found = history.to_dict()

@@ -7,9 +7,24 @@ its characters) is masked as a whole word, ``***``.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import replace
 from typing import Any
+
+KEY_RUN = "{key_run}"
+"""In a scripted answer: eight characters of the key, past its vendor prefix."""
+
+
+def key_run(key: str) -> str:
+    return key[len("sk-canary-") :][:8]
+
+
+def with_key(behaviour: Any, key: str) -> Any:
+    """A scripted behaviour whose content quotes `KEY_RUN` of the key."""
+    if isinstance(behaviour, dict) and isinstance(behaviour.get("content"), str):
+        return {**behaviour, "content": behaviour["content"].replace(KEY_RUN, key_run(key))}
+    return behaviour
 
 
 def judge_key_kept(stage: Any, result: Any) -> None:
@@ -66,7 +81,14 @@ def judge_key_echo(
         f"file {p.name}": p.read_bytes().decode("utf-8", "replace")
         for p in sorted(folder.glob(f"{stage.database_file.name}*"))
     }
-    places |= {"the logs": "\n".join(stage.logs), "the API's answers": shown}
+    answers = "\n".join(played.served.values())
+    places |= {"the logs": "\n".join(stage.logs), "the API's answers": answers}
+    echoed = played.served.get("echoed-answer", "").split("\n")[0]
+    if f"Your key begins {MASK} and that is all." not in echoed:
+        result.failures.append(
+            "the API does not serve job echoed-answer's text with the key's run masked "
+            f"(`Your key begins {MASK} and that is all.`)"
+        )
     for place, text in places.items():
         echoes = _echoes(stage.key, text)
         if echoes:
@@ -75,12 +97,15 @@ def judge_key_echo(
             )
 
 
+MASK = "***"
+
+
 def masked(entry: Any, key: str) -> Any:
-    """`entry` with the word of its error message that echoes `key` shortened (the
-    key's last four after stars) written as ``***``."""
-    error = entry.response.get("error") if isinstance(entry.response, dict) else None
-    if not isinstance(error, dict) or not isinstance(error.get("message"), str):
+    """`entry` with each word of its answer that echoes `key`, shortened (its last four
+    after stars) or as a run of it (`KEY_RUN`), written as ``***``."""
+    if not isinstance(entry.response, dict):
         return entry
-    message = error["message"]
-    masked = re.sub(rf"[\w-]*\*+{re.escape(key[-4:])}", "***", message)
-    return replace(entry, response={**entry.response, "error": {**error, "message": masked}})
+    text = json.dumps(entry.response)
+    text = re.sub(rf"[\w-]*\*+{re.escape(key[-4:])}", MASK, text)
+    text = re.sub(rf"\b{re.escape(key_run(key))}\b", MASK, text)
+    return replace(entry, response=json.loads(text))

@@ -94,6 +94,17 @@ def test_a_shortened_key_left_unmasked_fails_it(monkeypatch: pytest.MonkeyPatch,
     failed_with(result, "the canary key is echoed in part in file served.sqlite3")
 
 
+def test_a_run_of_the_key_left_in_an_answer_fails_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Job echoed-answer quotes eight characters of the key: masking that needs nine
+    leaves them in the result the API serves and the database keeps."""
+    from harness.providers import secrets
+
+    monkeypatch.setattr(secrets, "MIN_RUN", 9)
+    result = play_served()
+    failed_with(result, "job echoed-answer's text with the key's run masked")
+    failed_with(result, "the canary key is echoed in part in the API's answers")
+
+
 def test_a_fake_that_echoes_no_key_fails_it(monkeypatch: pytest.MonkeyPatch) -> None:
     """Without the echo the masking goes unplayed: the story says so."""
     from fake_providers import openai_common, openai_wire
