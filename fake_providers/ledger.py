@@ -64,6 +64,8 @@ class LedgerEntry:
     # disable_parallel_tool_use: true`); None: unread
     images: list[str] | None = None  # the images its messages carry, in order
     # (`image_sources`); None: unread
+    tool_choice: str | None = None  # how it let the model choose among them: "auto",
+    # "required" (Anthropic "any"), "none" or "tool:<name>"; None: unread
     tools: list[str] | None = None  # the function tools it offered, by name, in order
     # (`[]`: none); None: unread
     strict_tools: list[str] | None = None  # of those, the ones sent with `strict: true`

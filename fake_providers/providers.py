@@ -64,6 +64,7 @@ from fake_providers.retrieval import ID_PREFIXES, STORABLE, ModelList, handle_re
 from fake_providers.scripts import Script, ScriptBook
 from fake_providers.timing import BaseTime, RealTime, Releaser
 from fake_providers.tokens import count_prompt_tokens
+from fake_providers.tools import ChoiceMode, ToolChoice
 from fake_providers.wire import (
     ANTHROPIC_PREFIX,
     CONTROL_PREFIX,
@@ -324,6 +325,7 @@ class FakeProviders:
                 prompt_sha256=prompt_digest(req.texts),
                 max_tokens=req.max_tokens,
                 parallel_tools=req.tool_use.parallel,
+                tool_choice=_choice(req.tool_use.choice),
                 images=image_sources(raw),
                 tools=[t.name for t in req.tool_use.tools],
                 strict_tools=[t.name for t in req.tool_use.tools if t.strict],
@@ -420,6 +422,13 @@ def _temperature(body: object) -> float | None:
     dialect), when it is a number."""
     value = body.get("temperature") if isinstance(body, Mapping) else None
     return value if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _choice(choice: ToolChoice) -> str:
+    """A request's tool choice as the ledger records it, alike for every API."""
+    if choice.mode is ChoiceMode.NAMED:
+        return f"tool:{choice.name}"
+    return choice.mode.value
 
 
 def _number(body: object, member: str) -> float | None:

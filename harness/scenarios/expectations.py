@@ -190,6 +190,7 @@ RECEIVED_FIELDS = (
     "stop",
     "parallel_tools",
     "images",
+    "tool_choice",
     "tools",
     "strict_tools",
     "response_format",

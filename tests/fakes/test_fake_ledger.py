@@ -325,3 +325,26 @@ def test_images_recorded_alike_for_both_kinds(fakes, client) -> None:
     openai, anthropic, plain = fakes.ledger.entries()
     assert openai.images == anthropic.images == [inline, "https://example.com/a.jpg"]
     assert plain.images == []
+
+
+@pytest.mark.parametrize(
+    ("openai", "anthropic", "recorded"),
+    [
+        (None, None, "auto"),
+        ("required", {"type": "any"}, "required"),
+        ("none", {"type": "none"}, "none"),
+        ({"type": "function", "function": {"name": "a"}}, {"type": "tool", "name": "a"}, "tool:a"),
+    ],
+)
+def test_tool_choice_recorded_alike(fakes, client, openai, anthropic, recorded) -> None:
+    tools = [{"type": "function", "function": {"name": "a", "parameters": WEATHER}}]
+    client.post(URL, json={**BODY, "tools": tools, **({"tool_choice": openai} if openai else {})})
+    body = {
+        "model": "claude-haiku-4-5",
+        "max_tokens": 20,
+        "messages": BODY["messages"],
+        "tools": [{"name": "a", "input_schema": WEATHER}],
+        **({"tool_choice": anthropic} if anthropic else {}),
+    }
+    client.post(ANTHROPIC_URL, json=body, headers=ANTHROPIC_HEADERS)
+    assert [e.tool_choice for e in fakes.ledger.entries()] == [recorded, recorded]
