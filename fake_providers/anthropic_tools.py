@@ -44,7 +44,8 @@ def _tool(raw: object, i: int) -> Tool | None:
         raise _invalid(f"tools.{i}.custom.input_schema: Field required")
     if schema.get("type") != "object":
         raise _invalid(f"tools.{i}.custom.input_schema.type: Input should be 'object'")
-    return Tool(name=name, schema=schema)
+    strict = raw.get("strict")
+    return Tool(name=name, schema=schema, strict=strict if isinstance(strict, bool) else None)
 
 
 def _choice(raw: object, tools: tuple[Tool, ...]) -> tuple[ToolChoice, bool]:

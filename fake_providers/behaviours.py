@@ -193,7 +193,8 @@ BEHAVIOURS: Mapping[BehaviourName, BehaviourSpec] = {
     ),
     BehaviourName.HTTP_ERROR: BehaviourSpec(
         summary="the provider's own error answer with `status` (400-599, default 401), its "
-        "JSON error body in the API's shape: a bad key (401), no access (403), an unknown "
+        "JSON error body in the API's shape: a bad key (401; OpenAI's echoes the key "
+        "shortened), no access (403), an unknown "
         "model (404), a slow upload (408), a conflict (409), a body too large (413), an "
         "unprocessable one (422), another 4xx or 5xx",
         bills=False,

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import threading
 from collections import OrderedDict, deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
@@ -55,6 +56,21 @@ class LedgerEntry:
     prompt_sha256: str | None = None  # of the prompt's texts (`prompt_digest`); None: unread
     max_tokens: int | None = None  # the output cap the request asked for; None: none, or unread
     temperature: float | None = None  # the sampling temperature it asked for; None: none
+    top_p: float | None = None  # the nucleus sampling it asked for; None: none
+    stop: list[str] | None = None  # its stop sequences (OpenAI `stop`, Anthropic
+    # `stop_sequences`); None: none
+    parallel_tools: bool | None = None  # it lets the model call several tools at once
+    # (False: OpenAI `parallel_tool_calls: false`, Anthropic `tool_choice.
+    # disable_parallel_tool_use: true`); None: unread
+    images: list[str] | None = None  # the images its messages carry, in order
+    # (`image_sources`); None: unread
+    tool_choice: str | None = None  # how it let the model choose among them: "auto",
+    # "required" (Anthropic "any"), "none" or "tool:<name>"; None: unread
+    tools: list[str] | None = None  # the function tools it offered, by name, in order
+    # (`[]`: none); None: unread
+    strict_tools: list[str] | None = None  # of those, the ones sent with `strict: true`
+    response_format: str | None = None  # the output it asked for (`response_format_of`):
+    # "text", "json_object" or "json_schema:<digest>"; None: unread
     provider: str = "default"  # the named fake provider (/p/{name}/...); unprefixed: default
     cost_usd: float = 0.0  # what a real provider charges for it, from the price table
     charged: bool = False  # billed and its work done by now (computed when read; below)
@@ -87,6 +103,83 @@ def prompt_digest(texts: Iterable[str]) -> str:
     the ledger keeping the prompt itself."""
     text = json.dumps(list(texts), ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def response_format_of(
+    schema: Mapping[str, Any] | None, json_mode: bool, *, any_object_is_json_mode: bool
+) -> str:
+    """What a ledger entry records of the output a request asked for: ``text`` (none
+    asked for), ``json_object`` (a JSON object of any shape: OpenAI's JSON mode) or
+    ``json_schema:`` and the SHA-256 (lowercase hex) of the schema's canonical JSON
+    (keys sorted, compact separators, non-ASCII as itself, a whole-number float as an
+    integer). Anthropic Messages has no JSON mode: there a schema that is
+    ``{"type": "object"}`` alone asks for any object, which is JSON mode
+    (`any_object_is_json_mode`)."""
+    if schema is None:
+        return "json_object" if json_mode else "text"
+    if any_object_is_json_mode and dict(schema) == {"type": "object"}:
+        return "json_object"
+    text = json.dumps(_canonical(schema), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return f"json_schema:{hashlib.sha256(text.encode('utf-8')).hexdigest()}"
+
+
+def image_sources(body: Any) -> list[str] | None:
+    """The images a request's messages carry, in order, each as one text whichever API
+    sent it: an inline image as ``data:<media type>;sha256=<SHA-256 of its base64
+    text>`` (Chat Completions' and Responses' ``data:`` URL, Messages' ``base64``
+    source), one fetched by URL as that URL. None: a body with no messages to read."""
+    if not isinstance(body, Mapping):
+        return None
+    messages = body.get("messages", body.get("input"))
+    if not isinstance(messages, list):
+        return [] if isinstance(messages, str) else None
+    found: list[str] = []
+    for message in messages:
+        content = message.get("content") if isinstance(message, Mapping) else None
+        for part in content if isinstance(content, list) else ():
+            source = _image(part) if isinstance(part, Mapping) else None
+            if source is not None:
+                found.append(source)
+    return found
+
+
+def _image(part: Mapping[str, Any]) -> str | None:
+    kind = part.get("type")
+    if kind == "image_url":  # Chat Completions
+        image = part.get("image_url")
+        url = image.get("url") if isinstance(image, Mapping) else None
+    elif kind == "input_image":  # Responses
+        url = part.get("image_url")
+    elif kind == "image":  # Messages
+        source = part.get("source")
+        if not isinstance(source, Mapping):
+            return None
+        if source.get("type") == "base64":
+            return _inline(str(source.get("media_type")), str(source.get("data")))
+        url = source.get("url")  # fetched by URL, whatever it holds: never decoded
+        return url if isinstance(url, str) else None
+    else:
+        return None
+    if not isinstance(url, str):
+        return None
+    head, comma, data = url.partition(",")
+    if comma and head.startswith("data:") and head.endswith(";base64"):
+        return _inline(head.removeprefix("data:").removesuffix(";base64"), data)
+    return url
+
+
+def _inline(media: str, data: str) -> str:
+    return f"data:{media};sha256={hashlib.sha256(data.encode('utf-8')).hexdigest()}"
+
+
+def _canonical(value: Any) -> Any:
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        return int(value)
+    if isinstance(value, Mapping):
+        return {str(k): _canonical(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_canonical(v) for v in value]
+    return value
 
 
 DEFAULT_CAPACITY = 10_000

@@ -77,6 +77,19 @@ ERRORS: Mapping[ErrorKind, tuple[int, str, str | None, str]] = {
 }
 
 
+def shown_key(headers: Mapping[str, str]) -> str | None:
+    """The bearer key as OpenAI's 401 echoes it (``Incorrect API key provided:
+    sk-proj-****...abcd``): its first 8 characters, a star for each hidden one, its last
+    4; a key of 12 characters or fewer as stars alone. None: no bearer key sent."""
+    auth = next((v for k, v in headers.items() if k.lower() == "authorization"), "")
+    key = auth.removeprefix("Bearer ").strip() if auth.startswith("Bearer ") else ""
+    if not key:
+        return None
+    if len(key) <= 12:
+        return "*" * len(key)
+    return key[:8] + "*" * (len(key) - 12) + key[-4:]
+
+
 def invalid(message: str, param: str | None = None, code: str | None = None) -> WireError:
     return WireError(ErrorKind.INVALID_REQUEST, message, param=param, code=code)
 

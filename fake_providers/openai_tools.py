@@ -37,7 +37,8 @@ def _function(spec: object, where: str) -> Tool:
         parameters = dict(EMPTY_PARAMETERS)
     if not isinstance(parameters, dict):
         raise wrong_type(f"{where}.parameters", "an object", parameters)
-    return Tool(name=name, schema=parameters)
+    strict = spec.get("strict")
+    return Tool(name=name, schema=parameters, strict=strict if isinstance(strict, bool) else None)
 
 
 def _tools(raw: object, *, flat: bool) -> tuple[Tool, ...]:

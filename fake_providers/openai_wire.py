@@ -21,6 +21,7 @@ from fake_providers.openai_common import (
     missing,
     model_of,
     positive_int,
+    shown_key,
     storage_of,
     wrong_type,
 )
@@ -165,6 +166,7 @@ class OpenAIDialect:
         schema, json_mode = self._response_format(data.get("response_format"))
         store, metadata = storage_of(data, default=False)
         return ParsedRequest(
+            key_shown=shown_key(headers),
             api=self.api,
             model=model,
             texts=texts,

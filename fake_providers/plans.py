@@ -541,6 +541,11 @@ def _http_error(ctx: _Context) -> Plan:
         else ("invalid_request_error", "invalid_request_error", None, "The request was refused.")
     )
     anthropic_type, openai_type, code, message = _OWN_ERRORS.get(status, fallback)
+    if status == 401 and ctx.dialect.api is Api.OPENAI and ctx.req.key_shown is not None:
+        message = (  # OpenAI echoes the key it was sent, shortened
+            f"Incorrect API key provided: {ctx.req.key_shown}. You can find your API key "
+            "at https://platform.openai.com/account/api-keys."
+        )
     kind = ErrorKind.SERVER_ERROR if server else ErrorKind.INVALID_REQUEST
     base = ctx.dialect.error(kind, ctx.ids.request_id, message=message)
     if ctx.dialect.api is Api.ANTHROPIC:

@@ -36,7 +36,14 @@ from fake_providers.control import handle_control
 from fake_providers.embeddings import EmbeddingsDialect
 from fake_providers.errors import InvalidInput
 from fake_providers.gates import ModelGates
-from fake_providers.ledger import DEFAULT_CAPACITY, Ledger, LedgerEntry, prompt_digest
+from fake_providers.ledger import (
+    DEFAULT_CAPACITY,
+    Ledger,
+    LedgerEntry,
+    image_sources,
+    prompt_digest,
+    response_format_of,
+)
 from fake_providers.nonce import find_nonce
 from fake_providers.openai_wire import OpenAIDialect
 from fake_providers.plans import (
@@ -57,6 +64,7 @@ from fake_providers.retrieval import ID_PREFIXES, STORABLE, ModelList, handle_re
 from fake_providers.scripts import Script, ScriptBook
 from fake_providers.timing import BaseTime, RealTime, Releaser
 from fake_providers.tokens import count_prompt_tokens
+from fake_providers.tools import ChoiceMode, ToolChoice
 from fake_providers.wire import (
     ANTHROPIC_PREFIX,
     CONTROL_PREFIX,
@@ -261,6 +269,8 @@ class FakeProviders:
             "provider": provider,
             "nonce": find_nonce(raw),
             "temperature": _temperature(raw),
+            "top_p": _number(raw, "top_p"),
+            "stop": _stop(raw, "stop_sequences" if dialect.api is Api.ANTHROPIC else "stop"),
             "body_digest": hashlib.blake2b(request.body, digest_size=12).hexdigest(),
             "request_id": ids.request_id,
             "attempt_id": attempt_id,
@@ -314,6 +324,14 @@ class FakeProviders:
                 cost_usd=cost,
                 prompt_sha256=prompt_digest(req.texts),
                 max_tokens=req.max_tokens,
+                parallel_tools=req.tool_use.parallel,
+                tool_choice=_choice(req.tool_use.choice),
+                images=image_sources(raw),
+                tools=[t.name for t in req.tool_use.tools],
+                strict_tools=[t.name for t in req.tool_use.tools if t.strict],
+                response_format=response_format_of(
+                    req.schema, req.json_mode, any_object_is_json_mode=dialect.api is Api.ANTHROPIC
+                ),
                 error_kind=planned.error_kind,
                 completes_at=None if planned.duration is None else now + planned.duration,
                 ends_at=ends_at(planned.steps, now),
@@ -404,6 +422,28 @@ def _temperature(body: object) -> float | None:
     dialect), when it is a number."""
     value = body.get("temperature") if isinstance(body, Mapping) else None
     return value if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _choice(choice: ToolChoice) -> str:
+    """A request's tool choice as the ledger records it, alike for every API."""
+    if choice.mode is ChoiceMode.NAMED:
+        return f"tool:{choice.name}"
+    return choice.mode.value
+
+
+def _number(body: object, member: str) -> float | None:
+    value = body.get(member) if isinstance(body, Mapping) else None
+    return value if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _stop(body: object, member: str) -> list[str] | None:
+    """The stop sequences a request body gives in `member` (one string or a list)."""
+    value = body.get(member) if isinstance(body, Mapping) else None
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        return list(value)
+    return None
 
 
 def _json_or_none(body: bytes) -> dict[str, Any] | None:

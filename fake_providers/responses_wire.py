@@ -25,6 +25,7 @@ from fake_providers.openai_common import (
     missing,
     model_of,
     positive_int,
+    shown_key,
     storage_of,
     wrong_type,
 )
@@ -219,6 +220,7 @@ class ResponsesDialect:
         stream, background = _flags(data)
         store, metadata = storage_of(data, default=True)
         return ParsedRequest(
+            key_shown=shown_key(headers),
             api=self.api,
             model=model,
             texts=tuple(found.texts),

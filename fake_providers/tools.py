@@ -38,10 +38,12 @@ class ChoiceMode(enum.StrEnum):
 
 @dataclass(frozen=True)
 class Tool:
-    """A function the request offers: its name and its parameters' JSON Schema."""
+    """A function the request offers: its name, its parameters' JSON Schema and its
+    `strict` flag as sent (None: not sent)."""
 
     name: str
     schema: Mapping[str, Any] = field(default_factory=lambda: dict(EMPTY_PARAMETERS))
+    strict: bool | None = None
 
 
 @dataclass(frozen=True)

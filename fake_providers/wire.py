@@ -82,6 +82,8 @@ class ParsedRequest:
     payload: Any = None  # a dialect's own parsed request, where it needs more (embeddings)
     logprobs: int | None = None  # OpenAI logprobs=True: how many top_logprobs (else None)
     thinking: bool = False  # Anthropic extended thinking asked for
+    key_shown: str | None = None  # the key as the API's 401 echoes it, shortened
+    # (`openai_common.shown_key`; never the key itself); None: the API echoes none
 
 
 @dataclass(frozen=True, kw_only=True)

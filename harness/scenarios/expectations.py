@@ -193,7 +193,23 @@ def _ledger(wanted: Mapping[str, int], history: Mapping[str, Any]) -> Iterator[s
             yield f"ledger: {got} execution(s) on {provider}, expected {count}"
 
 
-RECEIVED_FIELDS = ("model", "stream", "stored", "metadata", "max_tokens", "temperature", "endpoint")
+RECEIVED_FIELDS = (
+    "model",
+    "stream",
+    "stored",
+    "metadata",
+    "max_tokens",
+    "temperature",
+    "endpoint",
+    "top_p",
+    "stop",
+    "parallel_tools",
+    "images",
+    "tool_choice",
+    "tools",
+    "strict_tools",
+    "response_format",
+)
 """What `expect.sent` may state of each request a provider received (the fakes' ledger)."""
 
 

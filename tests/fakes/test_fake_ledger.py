@@ -183,3 +183,168 @@ def test_lookup_is_unfinished_while_any_billed_execution_still_works() -> None:
     assert (lookup["finished"], lookup["billed"], lookup["request_id"]) == (False, True, "r1")
     now = 131.0  # the billed work finishes: now it speaks, with its answer
     assert ledger.lookup(attempt_id="twice")["finished"] is True
+
+
+ANTHROPIC_URL = "http://fake.test/anthropic/v1/messages"
+ANTHROPIC_HEADERS = {"anthropic-version": "2023-06-01"}
+WEATHER = {"type": "object", "properties": {"city": {"type": "string"}}}
+
+
+def _digest(schema: dict) -> str:
+    """The documented digest, written out here: SHA-256 of the canonical JSON."""
+    import hashlib
+    import json
+
+    text = json.dumps(schema, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return "json_schema:" + hashlib.sha256(text.encode()).hexdigest()
+
+
+@pytest.mark.parametrize(
+    ("extra", "expected"),
+    [
+        ({}, "text"),
+        ({"response_format": {"type": "text"}}, "text"),
+        ({"response_format": {"type": "json_object"}}, "json_object"),
+        (
+            {
+                "response_format": {
+                    "type": "json_schema",
+                    "json_schema": {"name": "w", "schema": {"type": "object", "n": 2.0}},
+                }
+            },
+            _digest({"n": 2, "type": "object"}),
+        ),
+    ],
+)
+def test_openai_response_format_recorded(fakes, client, extra, expected) -> None:
+    client.post(URL, json={**BODY, **extra})
+    (entry,) = fakes.ledger.entries()
+    assert entry.response_format == expected
+
+
+@pytest.mark.parametrize(
+    ("extra", "expected"),
+    [
+        ({}, "text"),
+        # Messages has no JSON mode: a schema that is any object is its form of it
+        (
+            {"output_config": {"format": {"type": "json_schema", "schema": {"type": "object"}}}},
+            "json_object",
+        ),
+        (
+            {"output_config": {"format": {"type": "json_schema", "schema": WEATHER}}},
+            _digest(WEATHER),
+        ),
+    ],
+)
+def test_anthropic_response_format_recorded(fakes, client, extra, expected) -> None:
+    body = {"model": "claude-haiku-4-5", "max_tokens": 20, "messages": BODY["messages"], **extra}
+    client.post(ANTHROPIC_URL, json=body, headers=ANTHROPIC_HEADERS)
+    (entry,) = fakes.ledger.entries()
+    assert entry.response_format == expected
+
+
+def test_tools_and_their_strict_flags_recorded(fakes, client) -> None:
+    openai_tools = [
+        {"type": "function", "function": {"name": "a", "parameters": WEATHER, "strict": True}},
+        {"type": "function", "function": {"name": "b", "parameters": WEATHER, "strict": False}},
+        {"type": "function", "function": {"name": "c", "parameters": WEATHER}},
+    ]
+    client.post(URL, json={**BODY, "tools": openai_tools, "tool_choice": "none"})
+    anthropic_tools = [
+        {"name": "a", "input_schema": WEATHER},
+        {"name": "b", "input_schema": WEATHER, "strict": True},
+    ]
+    body = {"model": "claude-haiku-4-5", "max_tokens": 20, "messages": BODY["messages"]}
+    client.post(ANTHROPIC_URL, json={**body, "tools": anthropic_tools}, headers=ANTHROPIC_HEADERS)
+    client.post(URL, json=BODY)
+    first, second, plain = fakes.ledger.entries()
+    assert (first.tools, first.strict_tools) == (["a", "b", "c"], ["a"])
+    assert (second.tools, second.strict_tools) == (["a", "b"], ["b"])
+    assert (plain.tools, plain.strict_tools) == ([], [])
+
+
+def test_a_refused_request_records_no_format_or_tools(fakes, client) -> None:
+    client.post(URL, json={**BODY, "response_format": {"type": "yaml"}})
+    (entry,) = fakes.ledger.entries()
+    assert entry.behaviour == "invalid_request"
+    assert (entry.tools, entry.strict_tools, entry.response_format) == (None, None, None)
+
+
+def test_sampling_stop_and_parallel_tools_recorded(fakes, client) -> None:
+    tools = [{"type": "function", "function": {"name": "a", "parameters": WEATHER}}]
+    client.post(
+        URL,
+        json={**BODY, "top_p": 0.5, "stop": "END", "tools": tools, "parallel_tool_calls": False},
+    )
+    body = {
+        "model": "claude-haiku-4-5",
+        "max_tokens": 20,
+        "messages": BODY["messages"],
+        "top_p": 0.25,
+        "stop_sequences": ["END", "STOP"],
+        "tools": [{"name": "a", "input_schema": WEATHER}],
+        "tool_choice": {"type": "auto", "disable_parallel_tool_use": True},
+    }
+    client.post(ANTHROPIC_URL, json=body, headers=ANTHROPIC_HEADERS)
+    client.post(URL, json=BODY)
+    openai, anthropic, plain = fakes.ledger.entries()
+    assert (openai.top_p, openai.stop, openai.parallel_tools) == (0.5, ["END"], False)
+    assert (anthropic.top_p, anthropic.stop, anthropic.parallel_tools) == (
+        0.25,
+        ["END", "STOP"],
+        False,
+    )
+    assert (plain.top_p, plain.stop, plain.parallel_tools) == (None, None, True)
+
+
+def test_images_recorded_alike_for_both_kinds(fakes, client) -> None:
+    import base64
+    import hashlib
+
+    data = base64.b64encode(b"\x89PNG tiny").decode()
+    inline = f"data:image/png;sha256={hashlib.sha256(data.encode()).hexdigest()}"
+    chat_parts = [
+        {"type": "text", "text": "look"},
+        {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{data}"}},
+        {"type": "image_url", "image_url": {"url": "https://example.com/a.jpg"}},
+    ]
+    client.post(URL, json={**BODY, "messages": [{"role": "user", "content": chat_parts}]})
+    blocks = [
+        {"type": "text", "text": "look"},
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": data}},
+        {"type": "image", "source": {"type": "url", "url": "https://example.com/a.jpg"}},
+    ]
+    body = {
+        "model": "claude-haiku-4-5",
+        "max_tokens": 20,
+        "messages": [{"role": "user", "content": blocks}],
+    }
+    client.post(ANTHROPIC_URL, json=body, headers=ANTHROPIC_HEADERS)
+    client.post(URL, json=BODY)
+    openai, anthropic, plain = fakes.ledger.entries()
+    assert openai.images == anthropic.images == [inline, "https://example.com/a.jpg"]
+    assert plain.images == []
+
+
+@pytest.mark.parametrize(
+    ("openai", "anthropic", "recorded"),
+    [
+        (None, None, "auto"),
+        ("required", {"type": "any"}, "required"),
+        ("none", {"type": "none"}, "none"),
+        ({"type": "function", "function": {"name": "a"}}, {"type": "tool", "name": "a"}, "tool:a"),
+    ],
+)
+def test_tool_choice_recorded_alike(fakes, client, openai, anthropic, recorded) -> None:
+    tools = [{"type": "function", "function": {"name": "a", "parameters": WEATHER}}]
+    client.post(URL, json={**BODY, "tools": tools, **({"tool_choice": openai} if openai else {})})
+    body = {
+        "model": "claude-haiku-4-5",
+        "max_tokens": 20,
+        "messages": BODY["messages"],
+        "tools": [{"name": "a", "input_schema": WEATHER}],
+        **({"tool_choice": anthropic} if anthropic else {}),
+    }
+    client.post(ANTHROPIC_URL, json=body, headers=ANTHROPIC_HEADERS)
+    assert [e.tool_choice for e in fakes.ledger.entries()] == [recorded, recorded]

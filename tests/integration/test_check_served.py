@@ -1,7 +1,7 @@
 """The served story of `harness check`: the service as `harness serve` builds it, played
 over real sockets, holds; and each of its judges fails when the product is broken the
 way it watches for (the config reader, the HTTP-date Retry-After, the key kept out of
-logs and the database, one execution per intent after a lost answer)."""
+logs and the database, whole or shortened, one execution per intent after a lost answer)."""
 
 from __future__ import annotations
 
@@ -78,6 +78,40 @@ def test_a_key_kept_in_an_attempt_error_fails_it(monkeypatch: pytest.MonkeyPatch
     result = play_served()
     failed_with(result, "the canary key is in the database file")
     assert "sk-canary-" not in repr(result.to_dict())
+
+
+@pytest.mark.parametrize("edge", [5, 99])
+def test_a_shortened_key_left_unmasked_fails_it(monkeypatch: pytest.MonkeyPatch, edge: int) -> None:
+    """The primary's 401 echoes the key as OpenAI does (`sk-canar****...wxyz`): masking
+    that needs five edge characters, or none at all, leaves the echo where a user meets
+    it (the API, the database)."""
+    from harness.providers import secrets
+
+    monkeypatch.setattr(secrets, "MIN_EDGE", edge)
+    result = play_served()
+    failed_with(result, "Incorrect API key provided: ***")
+    failed_with(result, "the canary key is echoed in part in the API's answers")
+    failed_with(result, "the canary key is echoed in part in file served.sqlite3")
+
+
+def test_a_run_of_the_key_left_in_an_answer_fails_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Job echoed-answer quotes eight characters of the key: masking that needs nine
+    leaves them in the result the API serves and the database keeps."""
+    from harness.providers import secrets
+
+    monkeypatch.setattr(secrets, "MIN_RUN", 9)
+    result = play_served()
+    failed_with(result, "job echoed-answer's text with the key's run masked")
+    failed_with(result, "the canary key is echoed in part in the API's answers")
+
+
+def test_a_fake_that_echoes_no_key_fails_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without the echo the masking goes unplayed: the story says so."""
+    from fake_providers import openai_common, openai_wire
+
+    monkeypatch.setattr(openai_wire, "shown_key", lambda headers: None)
+    monkeypatch.setattr(openai_common, "shown_key", lambda headers: None)
+    failed_with(play_served(), "the story cannot judge the masking")
 
 
 def test_a_second_execution_of_a_lost_answer_fails_it(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -167,3 +201,24 @@ def test_the_served_story_holds_beside_a_run_on_postgres(
     ]
     assert "(postgres)" in lines[0] and "(sqlite)" in next(x for x in lines if "served" in x)
     assert lines[-1] == "2 passed, 0 failed, 0 skipped"
+
+
+def test_a_lost_call_whose_socket_stays_open_fails_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Job hedged: the abort that shuts no socket leaves the provider working for a caller
+    who no longer listens."""
+    from harness.providers import calls
+
+    monkeypatch.setattr(calls, "_shut", lambda stream: False)
+    failed_with(play_served(), "job hedged: the primary's lost call was aborted")
+
+
+@pytest.mark.parametrize("keep", [1, 0])
+def test_tool_calls_lost_from_a_whole_answer_fail_it(
+    monkeypatch: pytest.MonkeyPatch, keep: int
+) -> None:
+    """Job tool-call: an adapter that keeps only the first call, or reads none."""
+    from harness.providers import openai_chat
+
+    read = openai_chat._tool_calls
+    monkeypatch.setattr(openai_chat, "_tool_calls", lambda raw: read(raw)[:keep])
+    failed_with(play_served(), "job tool-call: the API serves the calls")

@@ -1,0 +1,61 @@
+"""The served story's judges of single provider calls: a lost call aborted with its
+socket shut, and an answer's tool calls carried into the job's result.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+
+def judge_tool_calls(played: Any, entries: list[Any], result: Any) -> None:
+    """Job tool-call: its result, as the API serves it, holds the calls the primary's
+    answer made (Chat Completions' `choices[0].message.tool_calls`: id, function name,
+    arguments as JSON text), every one, in order (docs/providers.md: `Outcome.tool_calls`)."""
+    final = played.final.get("tool-call")
+    if final is None:
+        return
+    tokens = {a.token for a in final.attempts}
+    sent = [
+        [
+            {"id": c["id"], "name": c["function"]["name"], "arguments": c["function"]["arguments"]}
+            for c in e.response["choices"][0]["message"].get("tool_calls") or []
+        ]
+        for e in entries
+        if e.attempt_id in tokens and e.status_code == 200 and isinstance(e.response, dict)
+    ]
+    try:
+        served = json.loads(played.served.get("tool-call", "").split("\n")[0])["result"]
+    except (ValueError, KeyError, TypeError):
+        served = None
+    calls = served.get("tool_calls") if isinstance(served, dict) else None
+    if len(sent) != 1 or len(sent[0]) < 2 or calls != sent[0]:
+        result.failures.append(
+            f"job tool-call: the API serves the calls {calls} as its result; the primary's "
+            f"answers called {sent} (expected one answer calling both tools offered)"
+        )
+
+
+def judge_abort(played: Any, entries: list[Any], result: Any, *, provider: str) -> None:
+    """Job hedged: once the fallback won, the primary's call still waiting for its head
+    was aborted with its socket shut down (docs/providers.md, "A lost attempt's call is
+    aborted"): the event says `interrupted: true` and the provider saw the caller close
+    the connection first (the ledger's `hung_up_at`)."""
+    final = played.final.get("hedged")
+    if final is None:
+        return
+    primary = {a.token for a in final.attempts if a.provider == provider}
+    hung = [e.hung_up_at for e in entries if e.attempt_id in primary]
+    aborted = [
+        e.detail
+        for e in played.events
+        if e.job_id == final.id and e.kind.value == "attempt_call_aborted"
+    ]
+    interrupted = [d.get("interrupted") for d in aborted]
+    if interrupted != [True] or len(hung) != 1 or hung[0] is None:
+        result.failures.append(
+            f"job hedged: the primary's lost call was aborted {len(aborted)} time(s) "
+            f"(interrupted: {interrupted}) and its provider saw {len(hung)} request(s), "
+            f"hung up on: {[h is not None for h in hung]}; expected one abort that shut "
+            "the socket, seen by the provider as the caller hanging up"
+        )
