@@ -2,7 +2,7 @@
 
 Time itself is defined once, in `harness.core.clock`: the fakes take a `BaseTime`
 (`RealTime` for the HTTP server and black-box tests, `VirtualTime` to replay a 30 s hang
-in microseconds, or any other implementation such as the scheduler's `SteppedTime`).
+in microseconds, or any other implementation such as the scenario runner's clockwork).
 They are re-exported here so ``fake_providers`` keeps one import path for them.
 
 `Releaser` is what hung requests wait on; releasing it (at test teardown or server
