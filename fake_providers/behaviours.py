@@ -112,9 +112,9 @@ BEHAVIOURS: Mapping[BehaviourName, BehaviourSpec] = {
         params=frozenset({"latency", "content", "drop"}) | TIMED_PARAMS,
     ),
     BehaviourName.RATE_LIMIT: BehaviourSpec(
-        summary="429 with Retry-After",
+        summary="429 with Retry-After (and retry-after-ms when asked)",
         bills=False,
-        params=frozenset({"latency", "retry_after"}) | TIMED_PARAMS,
+        params=frozenset({"latency", "retry_after", "retry_after_ms"}) | TIMED_PARAMS,
     ),
     BehaviourName.RATE_LIMIT_NO_RETRY_AFTER: BehaviourSpec(
         summary="429 without Retry-After", bills=False, params=_LATENCY
@@ -281,6 +281,9 @@ class Behaviour:
     latency: float = 0.0  # seconds before the provider starts answering
     content: str | None = None  # the answer text; None: deterministic from the request
     retry_after: float | None = None  # rate_limit only; None: DEFAULT_RETRY_AFTER
+    # rate_limit only: also send `retry-after-ms` (Azure OpenAI's header, which the SDKs
+    # prefer); Retry-After is then `retry_after` if given, else these rounded up to seconds
+    retry_after_ms: float | None = None
     chunk_latency: float = 0.0  # seconds between stream chunks
     cut_after: int | None = None  # chunks sent before a stream fault; None: half
     drop: DropMode = DropMode.RESET  # accept_then_drop only
@@ -340,6 +343,7 @@ class Behaviour:
 _TEXT_PARSERS: Mapping[str, type] = {
     "latency": float,
     "retry_after": float,
+    "retry_after_ms": float,
     "chunk_latency": float,
     "cut_after": int,
     "window": float,
@@ -406,6 +410,10 @@ def _check(b: Behaviour) -> None:
         object.__setattr__(b, key, float(value))
     for key in ("retry_after", "window", "flap"):
         _positive_seconds(b, key)
+    if b.retry_after_ms is not None:
+        if not _seconds(b.retry_after_ms) or b.retry_after_ms == 0:
+            raise InvalidInput("retry_after_ms", "must be a positive number of milliseconds")
+        object.__setattr__(b, "retry_after_ms", float(b.retry_after_ms))
     if b.content is not None and not isinstance(b.content, str):
         raise InvalidInput("content", "must be a string")
     for key in ("cut_after", "seed"):

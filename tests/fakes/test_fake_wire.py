@@ -148,6 +148,18 @@ def test_retry_after_only_when_scripted(target) -> None:
     assert messages(target, anthropic_body(model="fake/rate_limit")).headers["retry-after"] == "1"
 
 
+def test_retry_after_ms_is_sent_beside_whole_seconds_and_is_what_the_ledger_keeps(
+    target,
+) -> None:
+    headers = chat(target, openai_body(model="fake/rate_limit?retry_after_ms=2500")).headers
+    assert (headers["retry-after-ms"], headers["retry-after"]) == ("2500", "3")
+    both = "fake/rate_limit?retry_after_ms=1500&retry_after=4"
+    headers = messages(target, anthropic_body(model=both)).headers
+    assert (headers["retry-after-ms"], headers["retry-after"]) == ("1500", "4")
+    assert [e.retry_after for e in target.fakes.ledger.entries()] == [2.5, 1.5]
+    assert "retry-after-ms" not in chat(target, openai_body(model="fake/rate_limit")).headers
+
+
 # -- Anthropic --------------------------------------------------------------------------
 
 
@@ -286,6 +298,8 @@ def test_anthropic_output_schema_is_honoured(target) -> None:
         ("fake/no_such_behaviour", "model"),
         ("fake/success?latency=-1", "model.latency"),
         ("fake/success?retry_after=2", "model.retry_after"),
+        ("fake/success?retry_after_ms=2000", "model.retry_after_ms"),
+        ("fake/rate_limit?retry_after_ms=0", "model.retry_after_ms"),
         ("fake/success?volume=11", "model.volume"),
     ],
 )
