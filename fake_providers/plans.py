@@ -162,7 +162,12 @@ class _Context:
 
     def answer(self) -> Answer:
         """What a 200 answer says: tool calls when the request's tools are due this turn
-        (`fake_providers.tools.due`), else text; the content faults apply to either."""
+        (`fake_providers.tools.due`), else text; the content faults apply to either. With
+        `usage: false` it says no token counts (the work is counted in the ledger still)."""
+        answer = self._content()
+        return answer if self.behaviour.usage else replace(answer, usage=False)
+
+    def _content(self) -> Answer:
         digest = request_digest(self.req.model, list(self.req.texts))
         b = self.behaviour
         calls = due(self.req.tool_use)
