@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import enum
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 from urllib.parse import parse_qsl
@@ -101,7 +101,7 @@ BEHAVIOURS: Mapping[BehaviourName, BehaviourSpec] = {
     BehaviourName.SUCCESS: BehaviourSpec(
         summary="200 with deterministic (or the given) content",
         bills=True,
-        params=frozenset({"latency", "content", "chunk_latency"}),
+        params=frozenset({"latency", "content", "chunk_latency", "usage"}),
     ),
     BehaviourName.HANG: BehaviourSpec(
         summary="accept the request and never answer", bills=False, params=TIMED_PARAMS
@@ -112,9 +112,9 @@ BEHAVIOURS: Mapping[BehaviourName, BehaviourSpec] = {
         params=frozenset({"latency", "content", "drop"}) | TIMED_PARAMS,
     ),
     BehaviourName.RATE_LIMIT: BehaviourSpec(
-        summary="429 with Retry-After",
+        summary="429 with Retry-After (and retry-after-ms when asked)",
         bills=False,
-        params=frozenset({"latency", "retry_after"}) | TIMED_PARAMS,
+        params=frozenset({"latency", "retry_after", "retry_after_ms"}) | TIMED_PARAMS,
     ),
     BehaviourName.RATE_LIMIT_NO_RETRY_AFTER: BehaviourSpec(
         summary="429 without Retry-After", bills=False, params=_LATENCY
@@ -281,6 +281,9 @@ class Behaviour:
     latency: float = 0.0  # seconds before the provider starts answering
     content: str | None = None  # the answer text; None: deterministic from the request
     retry_after: float | None = None  # rate_limit only; None: DEFAULT_RETRY_AFTER
+    # rate_limit only: also send `retry-after-ms` (Azure OpenAI's header, which the SDKs
+    # prefer); Retry-After is then `retry_after` if given, else these rounded up to seconds
+    retry_after_ms: float | None = None
     chunk_latency: float = 0.0  # seconds between stream chunks
     cut_after: int | None = None  # chunks sent before a stream fault; None: half
     drop: DropMode = DropMode.RESET  # accept_then_drop only
@@ -289,6 +292,9 @@ class Behaviour:
     p: float | None = None  # the fault holds for this fraction of requests
     seed: int | None = None  # the random sequence `p` draws from (default 0)
     status: int | None = None  # http_error, gateway_error: the status; None: the default
+    # success only: false answers without `usage` (Chat Completions, Responses: their types
+    # make it optional; Messages requires it and keeps it)
+    usage: bool = True
 
     def __post_init__(self) -> None:
         # Accept plain strings from Python callers; validate like the control API does.
@@ -337,9 +343,10 @@ class Behaviour:
         return data
 
 
-_TEXT_PARSERS: Mapping[str, type] = {
+_TEXT_PARSERS: Mapping[str, Callable[[str], object]] = {
     "latency": float,
     "retry_after": float,
+    "retry_after_ms": float,
     "chunk_latency": float,
     "cut_after": int,
     "window": float,
@@ -347,15 +354,17 @@ _TEXT_PARSERS: Mapping[str, type] = {
     "p": float,
     "seed": int,
     "status": int,
+    "usage": {"true": True, "false": False}.__getitem__,
 }
 
 
 def _from_text(key: str, raw: str) -> object:
-    """Query-string values are text; give numbers their type so checks stay uniform (a
-    value that does not parse is kept, and refused by the check with the field's name)."""
+    """Query-string values are text; give numbers and booleans their type so checks stay
+    uniform (a value that does not parse is kept, and refused by the check with the
+    field's name)."""
     try:
         return _TEXT_PARSERS.get(key, str)(raw)
-    except ValueError:
+    except (ValueError, KeyError):
         return raw
 
 
@@ -404,10 +413,10 @@ def _check(b: Behaviour) -> None:
         if not _seconds(value):
             raise InvalidInput(key, "must be a non-negative number of seconds")
         object.__setattr__(b, key, float(value))
-    for key in ("retry_after", "window", "flap"):
-        _positive_seconds(b, key)
-    if b.content is not None and not isinstance(b.content, str):
-        raise InvalidInput("content", "must be a string")
+    for key, unit in (("retry_after", "seconds"), ("window", "seconds"), ("flap", "seconds")):
+        _positive(b, key, unit)
+    _positive(b, "retry_after_ms", "milliseconds")
+    _check_types(b)
     for key in ("cut_after", "seed"):
         value = getattr(b, key)
         if value is not None and (not _is_int(value) or value < 0):
@@ -424,16 +433,23 @@ def _check(b: Behaviour) -> None:
         raise InvalidInput("drop", f"must be one of {modes}") from None
 
 
+def _check_types(b: Behaviour) -> None:
+    if not isinstance(b.usage, bool):
+        raise InvalidInput("usage", "must be true or false")
+    if b.content is not None and not isinstance(b.content, str):
+        raise InvalidInput("content", "must be a string")
+
+
 def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _positive_seconds(b: Behaviour, key: str) -> None:
+def _positive(b: Behaviour, key: str, unit: str) -> None:
     value = getattr(b, key)
     if value is None:
         return
     if not _seconds(value) or value == 0:
-        raise InvalidInput(key, "must be a positive number of seconds")
+        raise InvalidInput(key, f"must be a positive number of {unit}")
     object.__setattr__(b, key, float(value))
 
 

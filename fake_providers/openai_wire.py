@@ -264,7 +264,7 @@ class OpenAIDialect:
             "created": ids.created,
             "model": req.model,
             "choices": choices,
-            "usage": _usage(answer),
+            **({"usage": _usage(answer)} if answer.usage else {}),
             "service_tier": "default",
             "system_fingerprint": SYSTEM_FINGERPRINT,
         }
@@ -309,7 +309,7 @@ class OpenAIDialect:
         else:
             content = _text_events(req, answer, chunk)
         tail = each({}, answer.finish)
-        if req.include_usage:
+        if req.include_usage and answer.usage:
             tail.append(
                 sse(
                     {

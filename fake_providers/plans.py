@@ -9,8 +9,9 @@ fakes fail in exactly the same places.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from http import HTTPStatus
 from typing import Any
 
@@ -39,6 +40,7 @@ from fake_providers.wire import (
     StreamEvents,
     WireResponse,
     json_body,
+    retry_after_header,
 )
 
 
@@ -160,7 +162,12 @@ class _Context:
 
     def answer(self) -> Answer:
         """What a 200 answer says: tool calls when the request's tools are due this turn
-        (`fake_providers.tools.due`), else text; the content faults apply to either."""
+        (`fake_providers.tools.due`), else text; the content faults apply to either. With
+        `usage: false` it says no token counts (the work is counted in the ledger still)."""
+        answer = self._content()
+        return answer if self.behaviour.usage else replace(answer, usage=False)
+
+    def _content(self) -> Answer:
         digest = request_digest(self.req.model, list(self.req.texts))
         b = self.behaviour
         calls = due(self.req.tool_use)
@@ -218,8 +225,10 @@ class _Context:
             thinking=thinking,
         )
 
-    def error(self, kind: ErrorKind, **extra: Any) -> Plan:
+    def error(self, kind: ErrorKind, *, headers: Headers = (), **extra: Any) -> Plan:
         response = self.dialect.error(kind, self.ids.request_id, **extra)
+        if headers:
+            response = replace(response, headers=response.headers + headers)
         return Plan(
             steps=respond(response, self.behaviour.latency),
             status_code=response.status,
@@ -394,8 +403,15 @@ def _accept_then_drop(ctx: _Context) -> Plan:
 
 
 def _rate_limit(ctx: _Context) -> Plan:
+    b = ctx.behaviour
+    if b.retry_after_ms is None:
+        return ctx.error(ErrorKind.RATE_LIMIT, retry_after=b.retry_after or DEFAULT_RETRY_AFTER)
+    # As Azure OpenAI answers: the milliseconds, beside whole seconds rounded up.
+    whole = b.retry_after or float(math.ceil(b.retry_after_ms / 1000))
     return ctx.error(
-        ErrorKind.RATE_LIMIT, retry_after=ctx.behaviour.retry_after or DEFAULT_RETRY_AFTER
+        ErrorKind.RATE_LIMIT,
+        retry_after=whole,
+        headers=(("retry-after-ms", retry_after_header(b.retry_after_ms)),),
     )
 
 

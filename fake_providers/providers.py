@@ -378,12 +378,15 @@ def ends_at(steps: Iterable[Step], received: float) -> float | None:
 
 
 def retry_after(steps: Iterable[Step]) -> float | None:
-    """The Retry-After, in seconds, that an exchange's head carries; None without one."""
+    """The wait, in seconds, that an exchange's head asks for: its `retry-after-ms` where it
+    carries one (the SDKs read it first), else its Retry-After; None without either."""
     head = next((s for s in steps if isinstance(s, Head)), None)
-    sent = None if head is None else {k.lower(): v for k, v in head.headers}.get("retry-after")
+    sent = {} if head is None else {k.lower(): v for k, v in head.headers}
     try:
-        return None if sent is None else float(sent)
-    except ValueError:  # an HTTP date: the fakes send seconds only
+        if "retry-after-ms" in sent:
+            return float(sent["retry-after-ms"]) / 1000
+        return float(sent["retry-after"]) if "retry-after" in sent else None
+    except ValueError:  # an HTTP date: the fakes send numbers only
         return None
 
 

@@ -280,7 +280,7 @@ class ResponsesDialect:
             "output": _items(ids, answer),
             "parallel_tool_calls": req.tool_use.parallel,
             "store": req.store,
-            "usage": _usage(answer),
+            "usage": _usage(answer) if answer.usage else None,
         }
 
     def stream(self, req: ParsedRequest, ids: Ids, answer: Answer) -> StreamEvents:

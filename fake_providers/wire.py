@@ -111,6 +111,7 @@ class Answer:
     tool_calls: tuple[ToolCall, ...] = ()  # with finish "tool_calls"
     alternatives: tuple[str, ...] = ()  # the texts of choices 1.. (n > 1); else `text`
     thinking: str | None = None  # the reasoning a thinking request shows first
+    usage: bool = True  # the answer says its token counts (OpenAI's types let it not)
 
     def text_for(self, choice: int) -> str:
         """Choice `choice`'s text: each of n choices says something of its own."""

@@ -35,7 +35,8 @@ from harness.scenarios.target import Reply, TargetClient
 BARRIER_LIMIT = 10.0  # real seconds every sender of a `together` step has to arrive
 HISTORY_START = datetime(2000, 1, 1, tzinfo=UTC)  # a remote history's time 0 (no wall clock)
 
-_BEHAVIOUR_SECONDS = ("latency", "chunk_latency", "retry_after", "window", "flap")
+# Durations the clock scales (`retry_after_ms` too: milliseconds scale alike)
+_BEHAVIOUR_SECONDS = ("latency", "chunk_latency", "retry_after", "retry_after_ms", "window", "flap")
 
 
 # -- time and names ----------------------------------------------------------------------

@@ -148,7 +148,36 @@ def test_retry_after_only_when_scripted(target) -> None:
     assert messages(target, anthropic_body(model="fake/rate_limit")).headers["retry-after"] == "1"
 
 
+def test_retry_after_ms_is_sent_beside_whole_seconds_and_is_what_the_ledger_keeps(
+    target,
+) -> None:
+    headers = chat(target, openai_body(model="fake/rate_limit?retry_after_ms=2500")).headers
+    assert (headers["retry-after-ms"], headers["retry-after"]) == ("2500", "3")
+    both = "fake/rate_limit?retry_after_ms=1500&retry_after=4"
+    headers = messages(target, anthropic_body(model=both)).headers
+    assert (headers["retry-after-ms"], headers["retry-after"]) == ("1500", "4")
+    assert [e.retry_after for e in target.fakes.ledger.entries()] == [2.5, 1.5]
+    assert "retry-after-ms" not in chat(target, openai_body(model="fake/rate_limit")).headers
+
+
 # -- Anthropic --------------------------------------------------------------------------
+
+
+def test_an_answer_without_usage_leaves_it_out_where_the_api_lets_it(target) -> None:
+    bare = "fake/success?usage=false"
+    assert "usage" not in chat(target, openai_body(model=bare)).json()
+    streamed = chat(
+        target, openai_body(model=bare, stream=True, stream_options={"include_usage": True})
+    )
+    chunks = [json.loads(d) for _, d in sse_events(streamed.text)[:-1]]
+    assert chunks and all(c["choices"] and c["usage"] is None for c in chunks)
+    response = target.client.post(
+        f"{target.root}/openai/v1/responses", json={"model": bare, "input": "hi"}
+    ).json()
+    assert response["status"] == "completed" and response["usage"] is None
+    kept = messages(target, anthropic_body(model=bare)).json()["usage"]  # Messages requires it
+    assert kept["output_tokens"] > 0
+    assert all(e.output_tokens > 0 for e in target.fakes.ledger.entries())  # work counted
 
 
 def test_anthropic_message_shape(target) -> None:
@@ -286,6 +315,10 @@ def test_anthropic_output_schema_is_honoured(target) -> None:
         ("fake/no_such_behaviour", "model"),
         ("fake/success?latency=-1", "model.latency"),
         ("fake/success?retry_after=2", "model.retry_after"),
+        ("fake/success?retry_after_ms=2000", "model.retry_after_ms"),
+        ("fake/rate_limit?retry_after_ms=0", "model.retry_after_ms"),
+        ("fake/success?usage=maybe", "model.usage"),
+        ("fake/hang?usage=false", "model.usage"),
         ("fake/success?volume=11", "model.volume"),
     ],
 )

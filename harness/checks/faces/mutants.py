@@ -6,8 +6,8 @@ begun before a winner exists, an SDK's retry not recognised, a timeout at the bo
 answered as an error, tool calls left out of the answer, errors in another API's shape,
 a tool turn sent back and not read, an image's detail, the sampling members or a
 tool's description not carried, a malformed tool taken as given, a failed stream
-that just ends, an answer's ending or usage misreported, a refusal's status, a document
-without the key's header).
+that just ends, an answer's ending or usage misreported (or guessed where none was
+given), a refusal's status, a document without the key's header).
 The scenario suite never calls a face, so none of these can be caught by it; `harness
 check --mutants` plays the face stories against each (`run_face_mutants`), and a face
 mutant no story catches is a blind spot. They are `harness.mutants.Mutant`s:
@@ -247,6 +247,17 @@ def _usage_swapped() -> Patches:
     return {(openai_chat, "usage_of"): usage_of}
 
 
+def _usage_guessed() -> Patches:
+    """A usage the provider did not give is answered as one token made, not none."""
+
+    def usage_of(result: dict[str, Any]) -> dict[str, int]:
+        usage = result.get("usage") or {}
+        given, made = int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 1))
+        return {"prompt_tokens": given, "completion_tokens": made, "total_tokens": given + made}
+
+    return {(openai_chat, "usage_of"): usage_of}
+
+
 def _repeated_content_type_as_400() -> Patches:
     """Two `Content-Type` headers are answered as any other malformed request (400), not
     415 as on every route of the API."""
@@ -357,6 +368,12 @@ FACE_MUTANTS: tuple[Mutant, ...] = (
         _usage_swapped,
     ),
     Mutant(
+        "face_usage_guessed",
+        "I5",
+        "an answer whose provider gave no usage says one token made",
+        _usage_guessed,
+    ),
+    Mutant(
         "face_repeated_content_type_as_400",
         "I2",
         "two Content-Type headers are answered 400, not 415",
@@ -387,6 +404,7 @@ LIKELIEST = {
     "face_bad_tools_carried": "malformed-requests",
     "face_tool_descriptions_dropped": "carried-members",
     "face_usage_swapped": "endings",
+    "face_usage_guessed": "usage-not-given",
     "face_repeated_content_type_as_400": "error-table",
     "face_headers_undocumented": "openapi",
 }

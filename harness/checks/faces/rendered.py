@@ -193,6 +193,38 @@ async def endings(p: Play) -> None:
     p.counts(jobs=2, executions=2)
 
 
+async def usage_not_given(p: Play) -> None:
+    """A provider answering with no `usage` (OpenAI's types let an answer leave it out):
+    the face counts nothing it was not told, so the client reads 0 tokens in and out (and
+    a total of 0 where the API has one), whole and streamed; never a guessed count."""
+    p.stage.fakes.script(Behaviour(name=BehaviourName.SUCCESS, usage=False), api="openai")
+    whole = await p.call("how long was this?", key="bare", model="primary")
+    p.answered(whole, "an answer without usage")
+    p.read_well(whole, "an answer without usage")
+    done = p.executed()
+    sent = done[-1].response if done else None
+    p.expect(
+        isinstance(sent, dict) and sent.get("usage") is None,
+        "the provider's answer carried a usage: the story shows nothing",
+    )
+    p.expect(
+        whole.usage is not None and whole.usage[:2] == (0, 0),
+        f"an answer without usage: the client read the usage {whole.usage}, not 0 and 0",
+    )
+    total = whole.usage[2] if whole.usage else None
+    p.expect(total in (None, 0), f"an answer without usage: the total {total}, not 0")
+    extra = STREAM_USAGE.get(p.face.name)
+    streamed = await p.call(
+        "how long was this?", key="bare", model="primary", stream=True, extra=extra
+    )
+    p.expect(streamed.replayed, "the same key streamed was not a replay")
+    p.expect(
+        streamed.usage == whole.usage,
+        f"the same key streamed: usage {streamed.usage}, not {whole.usage}",
+    )
+    p.counts(jobs=1, executions=1)
+
+
 ASKED, SAID, RESULT = "what is the weather in Paris?", "Let me look.", "sunny, 21 C"
 ARGUMENTS = json.dumps({"city": "Paris"})
 

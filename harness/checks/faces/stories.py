@@ -46,6 +46,7 @@ from harness.checks.faces.rendered import (
     openapi,
     parameter_bounds,
     tool_round_trip,
+    usage_not_given,
 )
 
 if TYPE_CHECKING:  # the judge never imports the gateway it judges: the stage is handed in
@@ -586,6 +587,11 @@ STORIES: tuple[Story, ...] = (
         "endings",
         "each ending, its usage and its stream's events, as the face's API says them",
         endings,
+    ),
+    Story(
+        "usage-not-given",
+        "a provider's answer without usage: 0 tokens read, never a guess",
+        usage_not_given,
     ),
     Story(
         "tool-round-trip",
