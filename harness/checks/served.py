@@ -55,6 +55,8 @@ import uvicorn
 
 from harness.checks.served_calls import judge_abort, judge_tool_calls
 from harness.checks.served_keys import KEY_RUN, judge_key_echo, judge_key_kept, masked, with_key
+from harness.checks.served_rounds import judge_rounds
+from harness.observe.logs import JsonLines
 from harness.scenarios.checker import Finding
 
 STORY = "served"
@@ -325,14 +327,16 @@ def _play(where: Path, key: str, result: ServedResult) -> None:
 
     result.failures += judge_config_files(where, key)
     logs: list[str] = []
+    rounds: list[dict[str, Any]] = []
     with (
-        _captured(logs),
+        _captured(logs, rounds),
         fake_providers() as (fakes, tap, fakes_url),
         _environment(key) as env,
     ):
         stage = _stage(where, key, env, fakes, tap, fakes_url, logs)
         try:
             played = _jobs(stage, result)
+            judge_rounds(rounds, lambda: _events(stage, played), result, worker=WORKER)
             stage.service.worker.stop()
         finally:
             _close(stage)
@@ -468,6 +472,11 @@ def _jobs(stage: Stage, result: ServedResult) -> Played:
     return played
 
 
+def _events(stage: Stage, played: Played) -> list[Any]:
+    engine = stage.service.engine
+    return [e for job in played.jobs if job.id is not None for e in engine.events(job.id)]
+
+
 def _settled(engine: Any, job_id: int, name: str) -> Any:
     """The job once it and its attempts have ended, read from the database within
     `WAIT_BOUND` seconds; the job as it stands when the bound passes."""
@@ -496,15 +505,17 @@ def _environment(key: str) -> Iterator[str]:
 class _Keep(logging.Handler):
     """Keeps each record once (a record that propagates meets it on several loggers)."""
 
-    def __init__(self, logs: list[str]) -> None:
+    def __init__(self, logs: list[str], rounds: list[dict[str, Any]]) -> None:
         super().__init__(logging.DEBUG)
-        self.logs = logs
+        self.logs, self.rounds = logs, rounds
         self.setFormatter(logging.Formatter("%(levelname)s %(name)s %(message)s"))
 
     def emit(self, record: logging.LogRecord) -> None:
         if not getattr(record, "served_kept", False):
             record.served_kept = True
             self.logs.append(self.format(record))
+            if getattr(record, "action", None) == "worker_round":  # as `--log-format json`
+                self.rounds.append(json.loads(JsonLines().format(record)))
 
 
 class _AtLeast(logging.Filter):
@@ -517,11 +528,12 @@ class _AtLeast(logging.Filter):
 
 
 @contextmanager
-def _captured(logs: list[str]) -> Iterator[None]:
-    """Every log record of the run, formatted with its arguments, kept in `logs`; the
-    handlers already there print no more than they did before."""
+def _captured(logs: list[str], rounds: list[dict[str, Any]]) -> Iterator[None]:
+    """Every log record of the run, formatted with its arguments, kept in `logs`, and
+    the worker's rounds as JSON objects in `rounds`; the handlers already there print
+    no more than they did before."""
     loggers = [logging.getLogger(name) for name in ("", "harness", "fake_providers")]
-    keep = _Keep(logs)
+    keep = _Keep(logs, rounds)
     saved = [(logger, logger.level, logger.getEffectiveLevel()) for logger in loggers]
     gated = []
     for logger, _, prior in saved:
