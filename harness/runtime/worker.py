@@ -347,6 +347,7 @@ class Worker:
                     "interrupted": handle.interrupted,
                     # it was sent (or being sent): a possible execution, billed or not
                     "may_have_executed": True,
+                    "found_by": "round" if job_id is None else "job",
                 }
                 self.engine.note(
                     owner,
