@@ -8,7 +8,7 @@ fresh SQLite file, with two providers of different kinds reached over a loopback
 - the file names an OpenAI-kind primary (`store_completions: true`) and an
   Anthropic-kind fallback, both `stream: false` with explicit timeouts, each with
   `api_key_env` naming a variable set, for this run only, to a canary key;
-- eight jobs go through the job API over HTTP: one the primary answers; one the primary
+- nine jobs go through the job API over HTTP: one the primary answers; one the primary
   refuses with a 429 whose Retry-After is an HTTP date, retried no earlier than that date;
   one whose answer the primary loses after doing the work (a reset), left unknown and
   settled by the stored-completion lookup with no second execution; one the primary
@@ -17,7 +17,8 @@ fresh SQLite file, with two providers of different kinds reached over a loopback
   answers; one the primary never answers, won by the fallback hedged beside it, the
   primary's lost call aborted with its socket shut; one offered two tools it must call,
   its result the calls the primary's answer made; one whose answer quotes eight
-  characters of the key, which the service must mask;
+  characters of the key, which the service must mask; one cancelled through the API
+  while the primary's call hangs, the call then aborted by a worker round;
 - first, the configuration readers are handed files a user gets wrong and right
   (`harness.checks.served_config`), each error judged by the file and field it names;
 - judged by what the providers saw (the fakes' ledger and a tap on their socket: the key
@@ -25,7 +26,8 @@ fresh SQLite file, with two providers of different kinds reached over a loopback
   run's history, and by where the canary key went: never into the database file, the
   logs or the story's own report, whole or in part (a run of eight of its characters,
   its last four beside a mask mark: docs/providers.md), the 401's message shown by the
-  API with the echo masked as ``***``.
+  API with the echo masked as ``***``; and by the worker's `worker_round` log records,
+  held to the run's history (`harness.checks.served_rounds`).
 
 The story waits for states by polling the database within a bound, never by sleeping a
 guess; the only real waiting is the Retry-After the primary asked for (about a second).
@@ -53,7 +55,12 @@ from typing import Any
 import httpx
 import uvicorn
 
-from harness.checks.served_calls import judge_abort, judge_tool_calls
+from harness.checks.served_calls import (
+    cancel_once_sent,
+    judge_abort,
+    judge_cancelled,
+    judge_tool_calls,
+)
 from harness.checks.served_keys import KEY_RUN, judge_key_echo, judge_key_kept, masked, with_key
 from harness.checks.served_rounds import judge_rounds
 from harness.observe.logs import JsonLines
@@ -227,11 +234,11 @@ def fake_providers() -> Iterator[tuple[Any, Tap, str]]:
 @dataclass
 class Job:
     """One job of the story: its name, the primary's scripted behaviours and what it
-    must end as (the provider whose attempt won)."""
+    must end as (the provider whose attempt won; None: cancelled by the story)."""
 
     name: str
     script: tuple[Any, ...]
-    winner: str
+    winner: str | None
     policy: dict[str, Any] = field(default_factory=dict)
     input: dict[str, Any] = field(default_factory=dict)  # beside its prompt
     id: int | None = None
@@ -248,6 +255,7 @@ def jobs() -> list[Job]:
         Job("hedged", ("hang",), FALLBACK, HEDGED),
         Job("tool-call", (), PRIMARY, input=TOOLS),
         Job("echoed-answer", (ECHOED,), PRIMARY),
+        Job("cancelled", ("hang",), None, {"attempt_timeout": 30}),
     ]
 
 
@@ -460,6 +468,8 @@ def _jobs(stage: Stage, result: ServedResult) -> Played:
                 )
                 continue
             job.id = answer.json()["id"]
+            if job.winner is None:
+                cancel_once_sent(client, engine, job.id, result, bound=WAIT_BOUND)
             played.final[job.name] = _settled(engine, job.id, job.name)
             result.notes.append(f"job {job.name}: settled in {time.time() - job.sent_at:.2f} s")
         for job in played.jobs:
@@ -578,6 +588,7 @@ def judge(stage: Stage, played: Played, result: ServedResult) -> None:
     judge_key_kept(stage, result)
     judge_key_echo(stage, played, entries, result, provider=PRIMARY)
     judge_abort(played, entries, result, provider=PRIMARY)
+    judge_cancelled(played, entries, result)
     judge_tool_calls(played, entries, result)
     _judge_history(stage, played, entries, result)
 
@@ -585,6 +596,8 @@ def judge(stage: Stage, played: Played, result: ServedResult) -> None:
 def _judge_job(
     job: Job, final: Any, entries: list[Any], tokens: set[str], result: ServedResult
 ) -> None:
+    if job.winner is None:  # judged by `judge_cancelled`
+        return
     winners = [a.provider for a in final.attempts if a.id == final.completed_by]
     if final.status.value != "succeeded" or winners != [job.winner]:
         states = ", ".join(f"{a.provider} {a.state.value}" for a in final.attempts)

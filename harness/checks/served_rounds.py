@@ -10,8 +10,9 @@ Each count is defined by docs/operations.md in units the history shows. Judged:
   is the worker's reconciler (`<worker>:reconciler`), when no attempt of the run became
   unknown at its deadline (such an attempt is reconciled by its own timer, outside the
   rounds, and then the sum may only be lower) and no round's reconcile failed;
-- `abort_lost_calls`, as a bound: no more than the `attempt_call_aborted` events by the
-  worker (a result recorded aborts its job's lost calls at once, outside the rounds);
+- `abort_lost_calls`, exactly: the rounds' sum is the number of `attempt_call_aborted`
+  events that say `found_by: round` (a result recorded aborts its job's lost calls at
+  once, outside the rounds: those say `found_by: job`), unless a round's abort failed;
 - `sweep`, as a bound: no fewer than the `became_unknown` events whose evidence says
   `found_by: sweep` (it also counts stranded jobs it moved on, which no event names).
 
@@ -77,11 +78,11 @@ def _problems(seen: list[dict[str, Any]], events: list[Any], worker: str) -> lis
             f"the worker's rounds logged {total('reconcile')} attempts reconciled; the "
             f"history has {len(reconciled)} `resolved` events by {worker}:reconciler"
         )
-    aborted = [e for e in kind("attempt_call_aborted") if e.actor == worker]
-    if total("abort_lost_calls") > len(aborted):
+    aborted = [e for e in kind("attempt_call_aborted") if e.detail.get("found_by") == "round"]
+    if not failed("abort_lost_calls") and total("abort_lost_calls") != len(aborted):
         problems.append(
             f"the worker's rounds logged {total('abort_lost_calls')} lost calls aborted; "
-            f"the history has {len(aborted)} `attempt_call_aborted` events by {worker}"
+            f"the history has {len(aborted)} `attempt_call_aborted` events found by a round"
         )
     swept = [e for e in kind("became_unknown") if _found_by_sweep(e.detail)]
     if not failed("sweep") and total("sweep") < len(swept):

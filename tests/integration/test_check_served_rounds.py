@@ -1,7 +1,8 @@
 """The served story reads the worker's `worker_round` records as `--log-format json`
 writes them, and fails when a worker counts its duties other than docs/operations.md
-defines them: a resolution counted twice, a count below zero, a duty's count dropped, a
-record without its counts."""
+defines them: a resolution or an abort counted twice, a count below zero, a duty's count
+dropped, a record without its counts; and when no round aborts a call whose job was
+cancelled elsewhere."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ def test_the_rounds_logged_agree_with_the_history() -> None:
     assert result.passed, "\n".join(served_line(result))
     summed = [n for n in result.notes if n.startswith("worker rounds logged")]
     assert summed and "'reconcile': 1" in summed[0], result.notes  # the lost answer's
+    assert "'abort_lost_calls': 1" in summed[0], result.notes  # the cancelled job's call
 
 
 def test_a_resolution_counted_twice_fails_it(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -69,3 +71,23 @@ def test_a_json_record_without_its_counts_fails_it(monkeypatch: pytest.MonkeyPat
 
     monkeypatch.setattr(logs.JsonLines, "format", plain)
     failed_with(play_served(), "does not carry the counts of the duties")
+
+
+def test_an_abort_counted_twice_fails_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    abort = Worker.abort_lost_calls
+
+    def abort_lost_calls(self: Worker, job_id: int | None = None) -> int:
+        return 2 * abort(self, job_id)
+
+    monkeypatch.setattr(Worker, "abort_lost_calls", abort_lost_calls)
+    failed_with(play_served(), "rounds logged 2 lost calls aborted; the history has 1")
+
+
+def test_rounds_that_abort_no_lost_call_fail_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    abort = Worker.abort_lost_calls
+
+    def abort_lost_calls(self: Worker, job_id: int | None = None) -> int:
+        return 0 if job_id is None else abort(self, job_id)  # only the job's own
+
+    monkeypatch.setattr(Worker, "abort_lost_calls", abort_lost_calls)
+    failed_with(play_served(), "job cancelled: ended cancelled")
