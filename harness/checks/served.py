@@ -8,7 +8,7 @@ fresh SQLite file, with two providers of different kinds reached over a loopback
 - the file names an OpenAI-kind primary (`store_completions: true`) and an
   Anthropic-kind fallback, both `stream: false` with explicit timeouts, each with
   `api_key_env` naming a variable set, for this run only, to a canary key;
-- eight jobs go through the job API over HTTP: one the primary answers; one the primary
+- nine jobs go through the job API over HTTP: one the primary answers; one the primary
   refuses with a 429 whose Retry-After is an HTTP date, retried no earlier than that date;
   one whose answer the primary loses after doing the work (a reset), left unknown and
   settled by the stored-completion lookup with no second execution; one the primary
@@ -17,7 +17,8 @@ fresh SQLite file, with two providers of different kinds reached over a loopback
   answers; one the primary never answers, won by the fallback hedged beside it, the
   primary's lost call aborted with its socket shut; one offered two tools it must call,
   its result the calls the primary's answer made; one whose answer quotes eight
-  characters of the key, which the service must mask;
+  characters of the key, which the service must mask; one cancelled through the API
+  while the primary's call hangs, the call then aborted by a worker round;
 - first, the configuration readers are handed files a user gets wrong and right
   (`harness.checks.served_config`), each error judged by the file and field it names;
 - judged by what the providers saw (the fakes' ledger and a tap on their socket: the key
@@ -25,7 +26,8 @@ fresh SQLite file, with two providers of different kinds reached over a loopback
   run's history, and by where the canary key went: never into the database file, the
   logs or the story's own report, whole or in part (a run of eight of its characters,
   its last four beside a mask mark: docs/providers.md), the 401's message shown by the
-  API with the echo masked as ``***``.
+  API with the echo masked as ``***``; and by the worker's `worker_round` log records,
+  held to the run's history (`harness.checks.served_rounds`).
 
 The story waits for states by polling the database within a bound, never by sleeping a
 guess; the only real waiting is the Retry-After the primary asked for (about a second).
@@ -53,8 +55,15 @@ from typing import Any
 import httpx
 import uvicorn
 
-from harness.checks.served_calls import judge_abort, judge_tool_calls
+from harness.checks.served_calls import (
+    cancel_once_sent,
+    judge_abort,
+    judge_cancelled,
+    judge_tool_calls,
+)
 from harness.checks.served_keys import KEY_RUN, judge_key_echo, judge_key_kept, masked, with_key
+from harness.checks.served_rounds import judge_rounds
+from harness.observe.logs import JsonLines
 from harness.scenarios.checker import Finding
 
 STORY = "served"
@@ -225,11 +234,11 @@ def fake_providers() -> Iterator[tuple[Any, Tap, str]]:
 @dataclass
 class Job:
     """One job of the story: its name, the primary's scripted behaviours and what it
-    must end as (the provider whose attempt won)."""
+    must end as (the provider whose attempt won; None: cancelled by the story)."""
 
     name: str
     script: tuple[Any, ...]
-    winner: str
+    winner: str | None
     policy: dict[str, Any] = field(default_factory=dict)
     input: dict[str, Any] = field(default_factory=dict)  # beside its prompt
     id: int | None = None
@@ -246,6 +255,7 @@ def jobs() -> list[Job]:
         Job("hedged", ("hang",), FALLBACK, HEDGED),
         Job("tool-call", (), PRIMARY, input=TOOLS),
         Job("echoed-answer", (ECHOED,), PRIMARY),
+        Job("cancelled", ("hang",), None, {"attempt_timeout": 30}),
     ]
 
 
@@ -325,14 +335,16 @@ def _play(where: Path, key: str, result: ServedResult) -> None:
 
     result.failures += judge_config_files(where, key)
     logs: list[str] = []
+    rounds: list[dict[str, Any]] = []
     with (
-        _captured(logs),
+        _captured(logs, rounds),
         fake_providers() as (fakes, tap, fakes_url),
         _environment(key) as env,
     ):
         stage = _stage(where, key, env, fakes, tap, fakes_url, logs)
         try:
             played = _jobs(stage, result)
+            judge_rounds(rounds, lambda: _events(stage, played), result, worker=WORKER)
             stage.service.worker.stop()
         finally:
             _close(stage)
@@ -456,6 +468,8 @@ def _jobs(stage: Stage, result: ServedResult) -> Played:
                 )
                 continue
             job.id = answer.json()["id"]
+            if job.winner is None:
+                cancel_once_sent(client, engine, job.id, result, bound=WAIT_BOUND)
             played.final[job.name] = _settled(engine, job.id, job.name)
             result.notes.append(f"job {job.name}: settled in {time.time() - job.sent_at:.2f} s")
         for job in played.jobs:
@@ -466,6 +480,11 @@ def _jobs(stage: Stage, result: ServedResult) -> Played:
         if job.id is not None:
             played.events += engine.events(job.id)
     return played
+
+
+def _events(stage: Stage, played: Played) -> list[Any]:
+    engine = stage.service.engine
+    return [e for job in played.jobs if job.id is not None for e in engine.events(job.id)]
 
 
 def _settled(engine: Any, job_id: int, name: str) -> Any:
@@ -496,15 +515,17 @@ def _environment(key: str) -> Iterator[str]:
 class _Keep(logging.Handler):
     """Keeps each record once (a record that propagates meets it on several loggers)."""
 
-    def __init__(self, logs: list[str]) -> None:
+    def __init__(self, logs: list[str], rounds: list[dict[str, Any]]) -> None:
         super().__init__(logging.DEBUG)
-        self.logs = logs
+        self.logs, self.rounds = logs, rounds
         self.setFormatter(logging.Formatter("%(levelname)s %(name)s %(message)s"))
 
     def emit(self, record: logging.LogRecord) -> None:
         if not getattr(record, "served_kept", False):
             record.served_kept = True
             self.logs.append(self.format(record))
+            if getattr(record, "action", None) == "worker_round":  # as `--log-format json`
+                self.rounds.append(json.loads(JsonLines().format(record)))
 
 
 class _AtLeast(logging.Filter):
@@ -517,11 +538,12 @@ class _AtLeast(logging.Filter):
 
 
 @contextmanager
-def _captured(logs: list[str]) -> Iterator[None]:
-    """Every log record of the run, formatted with its arguments, kept in `logs`; the
-    handlers already there print no more than they did before."""
+def _captured(logs: list[str], rounds: list[dict[str, Any]]) -> Iterator[None]:
+    """Every log record of the run, formatted with its arguments, kept in `logs`, and
+    the worker's rounds as JSON objects in `rounds`; the handlers already there print
+    no more than they did before."""
     loggers = [logging.getLogger(name) for name in ("", "harness", "fake_providers")]
-    keep = _Keep(logs)
+    keep = _Keep(logs, rounds)
     saved = [(logger, logger.level, logger.getEffectiveLevel()) for logger in loggers]
     gated = []
     for logger, _, prior in saved:
@@ -566,6 +588,7 @@ def judge(stage: Stage, played: Played, result: ServedResult) -> None:
     judge_key_kept(stage, result)
     judge_key_echo(stage, played, entries, result, provider=PRIMARY)
     judge_abort(played, entries, result, provider=PRIMARY)
+    judge_cancelled(played, entries, result)
     judge_tool_calls(played, entries, result)
     _judge_history(stage, played, entries, result)
 
@@ -573,6 +596,8 @@ def judge(stage: Stage, played: Played, result: ServedResult) -> None:
 def _judge_job(
     job: Job, final: Any, entries: list[Any], tokens: set[str], result: ServedResult
 ) -> None:
+    if job.winner is None:  # judged by `judge_cancelled`
+        return
     winners = [a.provider for a in final.attempts if a.id == final.completed_by]
     if final.status.value != "succeeded" or winners != [job.winner]:
         states = ", ".join(f"{a.provider} {a.state.value}" for a in final.attempts)

@@ -1,11 +1,15 @@
 """The served story's judges of single provider calls: a lost call aborted with its
-socket shut, and an answer's tool calls carried into the job's result.
+socket shut, whether another attempt won or the job was cancelled through the API while
+the call was in flight, and an answer's tool calls carried into the job's result.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
+
+POLL_EVERY = 0.02  # seconds between two reads of the database while waiting
 
 
 def judge_tool_calls(played: Any, entries: list[Any], result: Any) -> None:
@@ -58,4 +62,57 @@ def judge_abort(played: Any, entries: list[Any], result: Any, *, provider: str) 
             f"(interrupted: {interrupted}) and its provider saw {len(hung)} request(s), "
             f"hung up on: {[h is not None for h in hung]}; expected one abort that shut "
             "the socket, seen by the provider as the caller hanging up"
+        )
+
+
+def cancel_once_sent(client: Any, engine: Any, job_id: int, result: Any, *, bound: float) -> None:
+    """Job cancelled: once its primary's call is sent (its attempt `running`), cancel it
+    through the job API, and wait for its call's abort, within `bound` seconds; the
+    provider never answers."""
+    until = time.monotonic() + bound
+    while not any(a.state.value == "running" for a in engine.get_job(job_id).attempts):
+        if time.monotonic() > until:
+            result.failures.append(f"job cancelled: its call was not sent within {bound:g} s")
+            return
+        time.sleep(POLL_EVERY)
+    answer = client.post(f"/v1/jobs/{job_id}/cancel", json={"reason": "the caller gave up"})
+    if answer.status_code != 200:
+        result.failures.append(f"job cancelled: the cancel answered {answer.status_code}")
+        return
+    # The job has ended; its call is aborted by the worker's next round (judged by
+    # `judge_cancelled`): wait for that, within the bound, before the history is read.
+    while time.monotonic() <= until and not any(
+        e.kind.value == "attempt_call_aborted" for e in engine.events(job_id)
+    ):
+        time.sleep(POLL_EVERY)
+
+
+def judge_cancelled(played: Any, entries: list[Any], result: Any) -> None:
+    """Job cancelled through the API while its call hung: it ends cancelled, nothing
+    billed, and a worker round aborts the call (docs/providers.md, "A lost attempt's
+    call is aborted": a cancel made elsewhere is found by a worker round): one
+    `attempt_call_aborted` event, reason `job_cancelled`, `found_by: round`, its socket
+    shut, seen by the provider as the caller hanging up."""
+    final = played.final.get("cancelled")
+    if final is None:
+        return
+    tokens = {a.token for a in final.attempts}
+    billed = [e for e in entries if e.attempt_id in tokens and e.billed]
+    hung = [e.hung_up_at is not None for e in entries if e.attempt_id in tokens]
+    aborted = [
+        (e.detail.get("reason"), e.detail.get("found_by"), e.detail.get("interrupted"))
+        for e in played.events
+        if e.job_id == final.id and e.kind.value == "attempt_call_aborted"
+    ]
+    if (
+        final.status.value != "cancelled"
+        or billed
+        or hung != [True]
+        or aborted != [("job_cancelled", "round", True)]
+    ):
+        result.failures.append(
+            f"job cancelled: ended {final.status.value} with {len(billed)} billed executions; "
+            f"its requests hung up on: {hung}; its call aborted (reason, found by, "
+            f"interrupted): {aborted}; expected cancelled, none billed, one request hung up "
+            "on, aborted once by a worker round with its socket shut"
         )

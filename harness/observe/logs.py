@@ -30,6 +30,8 @@ class JsonLines(logging.Formatter):
             "message": record.getMessage(),
             **{name: getattr(record, name, None) for name in FIELDS},
         }
+        if hasattr(record, "counts"):  # a worker's round: what each duty counted
+            line["counts"] = record.counts
         if line["action"] is None:
             line["action"] = record.funcName
         if record.exc_info:

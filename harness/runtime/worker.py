@@ -64,6 +64,7 @@ from harness.providers.base import BaseProvider, LookupResult, Outcome
 from harness.providers.calls import DEADLINE, CallHandle, calling
 from harness.providers.outcomes import DEFINITE_PROVIDER_FAILURES
 from harness.runtime.resolution import Resolver
+from harness.runtime.rounds import play_round
 from harness.runtime.scheduler import BaseScheduler, Timer
 from harness.runtime.settings import (
     TIMEOUT_SLACK,
@@ -346,6 +347,7 @@ class Worker:
                     "interrupted": handle.interrupted,
                     # it was sent (or being sent): a possible execution, billed or not
                     "may_have_executed": True,
+                    "found_by": "round" if job_id is None else "job",
                 }
                 self.engine.note(
                     owner,
@@ -649,11 +651,10 @@ class Worker:
 
     def tick(self) -> dict[str, int | None]:
         """One round of background duties: claim new jobs, sweep, reconcile. Returns what
-        each duty that ran counted (None: it failed).
-
-        Each duty runs on its own: one that fails is logged and retried next round, and
-        never keeps the others (or other owners' jobs) from running. With no call in
-        flight and nothing open in the database, a round is that one question."""
+        each duty that ran counted (None: it failed); a duty that fails never keeps the
+        others from running, and a round that did something is logged (`play_round`).
+        With no call in flight and nothing open in the database, a round is that one
+        question."""
         with self._calls_lock:
             idle = not self._calls
         try:
@@ -670,14 +671,7 @@ class Worker:
         ):
             self._last_reconcile = now
             duties.append(self.reconcile)
-        counts: dict[str, int | None] = {}
-        for duty in duties:
-            try:
-                counts[duty.__name__] = duty()
-            except Exception:
-                counts[duty.__name__] = None
-                log.exception("worker duty %s failed; retrying next round", duty.__name__)
-        return counts
+        return play_round(duties, actor=self.settings.name)
 
     def start_background(self) -> None:
         """Run `tick` every poll interval on the scheduler (its clock, its timers); after

@@ -104,6 +104,7 @@ def test_the_hedge_wins_and_the_hung_primary_call_is_aborted(worker, scheduler, 
     assert aborted.detail["reason"] == AbortReason.JOB_COMPLETED
     assert aborted.detail["interrupted"] is True
     assert aborted.detail["may_have_executed"] is True
+    assert aborted.detail["found_by"] == "job"  # the winner's outcome aborted it
     # What the aborted call said is kept, after the abort, and changed nothing.
     kinds = [e.kind for e in events]
     assert kinds.index(EventKind.ATTEMPT_CALL_ABORTED) < kinds.index(EventKind.OBSERVED)
@@ -127,6 +128,7 @@ def test_a_cancelled_job_aborts_its_hung_call(worker, scheduler, live) -> None:
         e for e in worker.engine.events(job_id) if e.kind == EventKind.ATTEMPT_CALL_ABORTED
     ]
     assert aborted.detail["reason"] == AbortReason.JOB_CANCELLED
+    assert aborted.detail["found_by"] == "round"
     assert worker.engine.get_job(job_id).status is JobState.CANCELLED
 
 
