@@ -39,10 +39,10 @@ def database(db_url: str) -> Iterator[Database]:
     database.dispose()
 
 
-def _rows_played(database: Database) -> dict[tuple[str, str], str]:
+def _rows_played(database: Database) -> dict[tuple[str, str], list[str]]:
     """Each (API, signal) row the suite plays and the checker's table decides, with the
-    first scenario that plays it."""
-    rows: dict[tuple[str, str], str] = {}
+    scenarios that play it, in the suite's order."""
+    rows: dict[tuple[str, str], list[str]] = {}
     for name, scenario in SUITE.items():
         result = run_scenario(scenario, database)
         assert result.passed, result.problems()
@@ -50,12 +50,26 @@ def _rows_played(database: Database) -> dict[tuple[str, str], str]:
             continue  # declared for the other database
         for execution, answer, kind in _ground_truth(result.history.to_dict()):
             if kind is not None:
-                rows.setdefault((execution["provider_kind"], answer["reason"]), name)
+                players = rows.setdefault((execution["provider_kind"], answer["reason"]), [])
+                if name not in players:
+                    players.append(name)
     return rows
 
 
 def _findings(scenario: str, database: Database) -> list[str]:
     return [str(f) for f in run_scenario(SUITE[scenario], database).findings]
+
+
+def _judged(scenarios: list[str], database: Database) -> str | None:
+    """The first scenario that still plays under the mutation, if the checker objects to
+    its history; None when it does not object, or when no scenario plays. A scenario
+    that stages its race on the row (a fault point the mutated engine never reaches)
+    cannot play at all: it has no history to judge, and the next one is asked."""
+    for name in scenarios:
+        result = run_scenario(SUITE[name], database)
+        if result.history is not None:
+            return name if result.findings else None
+    return None
 
 
 @pytest.mark.long
@@ -69,12 +83,12 @@ def test_every_outcome_row_the_suite_plays_is_judged_without_the_table(
     rows = _rows_played(database)
     assert len(rows) >= 12, rows  # both adapters, every kind
     missed = []
-    for (api, signal), scenario in sorted(rows.items()):
+    for (api, signal), scenarios in sorted(rows.items()):
         table = outcomes.OUTCOME_TABLES[api]
         with monkeypatch.context() as patch:
             patch.setitem(table, Signal(signal), _OTHER[table[Signal(signal)]])
-            if not _findings(scenario, database):
-                missed.append((api, signal, scenario))
+            if _judged(scenarios, database) is None:
+                missed.append((api, signal, scenarios[0]))
     assert not missed, f"the checker did not object to these mutated rows: {missed}"
 
 
