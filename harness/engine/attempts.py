@@ -318,11 +318,12 @@ class AttemptUnits(BaseUnits):
             )
             if moved is None:  # only now read it, for the refusal's message (or NotFound)
                 attempt = self._attempt(conn, attempt_id)
-                late = attempt.state is AttemptState.STARTING
                 if token is not None and attempt.token != token:
-                    late, why = False, ", another start's"
+                    why = ", another start's"
+                elif attempt.state is AttemptState.STARTING:
+                    why = ", too late to send"
                 else:
-                    why = ", too late to send" if late else ", not starting"
+                    why = ", not starting"
                 raise InvalidTransition(
                     f"attempt {attempt_id} is {attempt.state.value}" + why,
                     attempt_id=attempt_id,
