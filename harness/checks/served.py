@@ -61,7 +61,8 @@ from harness.checks.served_calls import (
     judge_cancelled,
     judge_tool_calls,
 )
-from harness.checks.served_keys import KEY_RUN, judge_key_echo, judge_key_kept, masked, with_key
+from harness.checks.served_keys import ECHOED as ECHOED_ANSWER
+from harness.checks.served_keys import judge_key_echo, judge_key_kept, masked, with_key
 from harness.checks.served_rounds import judge_rounds
 from harness.observe.logs import JsonLines
 from harness.scenarios.checker import Finding
@@ -259,9 +260,7 @@ def jobs() -> list[Job]:
     ]
 
 
-ECHOED = {"behaviour": "success", "content": f"Your key begins {KEY_RUN} and that is all."}
-"""The primary's answer quotes eight characters of the key (a prompt that carried it,
-a debug text): the service must mask that word."""
+ECHOED = {"behaviour": "success", "content": ECHOED_ANSWER}
 
 
 TOOLS = {

@@ -14,16 +14,24 @@ from typing import Any
 
 KEY_RUN = "{key_run}"
 """In a scripted answer: eight characters of the key, past its vendor prefix."""
+KEY_TAIL = "{key_tail}"
+"""In a scripted answer: the key's last six characters (more than the four OpenAI
+shows), as a gateway's shortened key shows them after its mask mark."""
 
 
 def key_run(key: str) -> str:
     return key[len("sk-canary-") :][:8]
 
 
+def key_tail(key: str) -> str:
+    return key[-6:]
+
+
 def with_key(behaviour: Any, key: str) -> Any:
-    """A scripted behaviour whose content quotes `KEY_RUN` of the key."""
+    """A scripted behaviour whose content quotes `KEY_RUN` and `KEY_TAIL` of the key."""
     if isinstance(behaviour, dict) and isinstance(behaviour.get("content"), str):
-        return {**behaviour, "content": behaviour["content"].replace(KEY_RUN, key_run(key))}
+        content = behaviour["content"].replace(KEY_RUN, key_run(key))
+        return {**behaviour, "content": content.replace(KEY_TAIL, key_tail(key))}
     return behaviour
 
 
@@ -46,11 +54,12 @@ def judge_key_kept(stage: Any, result: Any) -> None:
 def _echoes(key: str, text: str) -> list[str]:
     """The echoes of `key` in `text` that docs/providers.md says a user never meets: a run
     of eight of its characters past its vendor prefix (``sk-canary-``), or its last four
-    shown beside a mask mark (``*``, ``...``, ``…``), the shape of a shortened key."""
+    (or more) shown after a mask mark (``*``, ``...``, ``…``), the shape of a shortened
+    key."""
     secret = key.removeprefix("sk-canary-")
     runs = {secret[i : i + 8] for i in range(len(secret) - 7)}
     found = sorted(run for run in runs if run in text)
-    found += re.findall(rf"(?:\*|\.\.\.|…){re.escape(key[-4:])}", text)
+    found += re.findall(rf"(?:\*|\.\.\.|…)[A-Za-z0-9]*{re.escape(key[-4:])}", text)
     return found
 
 
@@ -84,10 +93,10 @@ def judge_key_echo(
     answers = "\n".join(played.served.values())
     places |= {"the logs": "\n".join(stage.logs), "the API's answers": answers}
     echoed = played.served.get("echoed-answer", "").split("\n")[0]
-    if f"Your key begins {MASK} and that is all." not in echoed:
+    if ECHOED_MASKED not in echoed:
         result.failures.append(
-            "the API does not serve job echoed-answer's text with the key's run masked "
-            f"(`Your key begins {MASK} and that is all.`)"
+            "the API does not serve job echoed-answer's text with the key's run and its "
+            f"shortened form masked (`{ECHOED_MASKED}`)"
         )
     for place, text in places.items():
         echoes = _echoes(stage.key, text)
@@ -98,14 +107,18 @@ def judge_key_echo(
 
 
 MASK = "***"
+ECHOED = f"Your key begins {KEY_RUN} and ends ...{KEY_TAIL}, that is all."
+"""The primary's answer to job echoed-answer: a run of the key (a prompt that carried
+it, a debug text) and the key shortened to its last six: the service masks both words."""
+ECHOED_MASKED = f"Your key begins {MASK} and ends {MASK}, that is all."
 
 
 def masked(entry: Any, key: str) -> Any:
-    """`entry` with each word of its answer that echoes `key`, shortened (its last four
-    after stars) or as a run of it (`KEY_RUN`), written as ``***``."""
+    """`entry` with each word of its answer that echoes `key`, shortened (its last four or
+    more after stars or dots) or as a run of it (`KEY_RUN`), written as ``***``."""
     if not isinstance(entry.response, dict):
         return entry
     text = json.dumps(entry.response)
-    text = re.sub(rf"[\w-]*\*+{re.escape(key[-4:])}", MASK, text)
+    text = re.sub(rf"[\w-]*(?:\*+|\.\.\.)\w*{re.escape(key[-4:])}", MASK, text)
     text = re.sub(rf"\b{re.escape(key_run(key))}\b", MASK, text)
     return replace(entry, response=json.loads(text))

@@ -94,6 +94,25 @@ def test_a_shortened_key_left_unmasked_fails_it(monkeypatch: pytest.MonkeyPatch,
     failed_with(result, "the canary key is echoed in part in file served.sqlite3")
 
 
+def test_a_longer_shortened_key_left_unmasked_fails_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Job echoed-answer shows the key's last six after dots (`...uvwxyz`, a gateway's
+    shape): masking only an edge of exactly four leaves it served and stored."""
+    from harness.providers import secrets
+
+    def four_only(self: Any, word: str, public: int) -> bool:
+        pieces = [piece for piece in secrets._MARK.split(word) if piece]
+        if pieces != [word] and any(len(p) > secrets.MIN_EDGE for p in pieces):
+            return any(secrets._shares_run(p, self._value[3:]) for p in pieces)
+        return original(self, word, public)
+
+    original = secrets.Secret._echoed
+    monkeypatch.setattr(secrets.Secret, "_echoed", four_only)
+    result = play_served()
+    failed_with(result, "the key's run and its shortened form masked")
+    failed_with(result, "the canary key is echoed in part in the API's answers")
+    failed_with(result, "the canary key is echoed in part in file served.sqlite3")
+
+
 def test_a_run_of_the_key_left_in_an_answer_fails_it(monkeypatch: pytest.MonkeyPatch) -> None:
     """Job echoed-answer quotes eight characters of the key: masking that needs nine
     leaves them in the result the API serves and the database keeps."""
@@ -101,7 +120,7 @@ def test_a_run_of_the_key_left_in_an_answer_fails_it(monkeypatch: pytest.MonkeyP
 
     monkeypatch.setattr(secrets, "MIN_RUN", 9)
     result = play_served()
-    failed_with(result, "job echoed-answer's text with the key's run masked")
+    failed_with(result, "job echoed-answer's text with the key's run and its shortened")
     failed_with(result, "the canary key is echoed in part in the API's answers")
 
 
