@@ -90,6 +90,7 @@ class Received:
     layout: tuple[str, ...] = ()  # the answer's parts in order (blocks, items, text/calls)
     events: tuple[str, ...] = ()  # a stream's events in order, as the SDK yielded them
     flaws: tuple[str, ...] = ()  # what the SDK read that its API never answers
+    model: str | None = None  # the model the answer names
 
     @property
     def replayed(self) -> bool:
@@ -155,6 +156,7 @@ async def _chat_whole(answer: Any) -> dict[str, Any]:
     usage = answer.usage
     return {
         "text": message.content or "",
+        "model": answer.model,
         "tools": tuple((name, read_arguments(args)) for name, args in calls),
         "ending": choice.finish_reason,
         "usage": usage and (usage.prompt_tokens, usage.completion_tokens, usage.total_tokens),
@@ -171,7 +173,9 @@ async def _chat_stream(answer: Any) -> dict[str, Any]:
     usage: tuple[int, int, int | None] | None = None
     layout: tuple[str, ...] = ()  # the role's chunk: content "" for text, null for calls
     calls: dict[int, list[str]] = {}  # index -> [name, arguments so far]
+    models: set[str] = set()
     async for chunk in answer:
+        models.add(chunk.model)
         if chunk.usage is not None and not chunk.choices:
             got = chunk.usage
             usage = (got.prompt_tokens, got.completion_tokens, got.total_tokens)
@@ -197,6 +201,7 @@ async def _chat_stream(answer: Any) -> dict[str, Any]:
             ending = choice.finish_reason
     return {
         "text": "".join(parts),
+        "model": models.pop() if len(models) == 1 else f"chunks name {sorted(models)}",
         "tools": tuple((name, read_arguments(args)) for name, args in calls.values()),
         "ending": ending,
         "usage": usage,
@@ -268,7 +273,7 @@ def _response_ending(response: Any) -> dict[str, Any]:
     ending = response.status + (f":{details.reason}" if details is not None else "")
     usage = response.usage
     totals = usage and (usage.input_tokens, usage.output_tokens, usage.total_tokens)
-    return {"ending": ending, "usage": totals}
+    return {"ending": ending, "usage": totals, "model": response.model}
 
 
 async def _messages(
@@ -295,6 +300,7 @@ async def _messages(
             status=raw.status_code,
             headers=_headers(raw),
             text="".join(b.text for b in answer.content if b.type == "text"),
+            model=answer.model,
             tools=tuple((b.name, b.input) for b in answer.content if b.type == "tool_use"),
             ending=answer.stop_reason,
             usage=usage,
@@ -308,10 +314,11 @@ async def _message_stream(answer: Any) -> dict[str, Any]:
     parts, events, layout, ending = [], [], [], None
     uses: dict[int, list[str]] = {}  # block index -> [name, input JSON so far]
     given = made = 0
+    model = None
     async for event in answer:
         events.append(event.type)
         if event.type == "message_start":
-            given = event.message.usage.input_tokens
+            given, model = event.message.usage.input_tokens, event.message.model
         elif event.type == "content_block_start":
             layout.append(event.content_block.type)
             if event.content_block.type == "tool_use":
@@ -324,6 +331,7 @@ async def _message_stream(answer: Any) -> dict[str, Any]:
             ending, made = event.delta.stop_reason, event.usage.output_tokens
     return {
         "text": "".join(parts),
+        "model": model,
         "tools": tuple((name, read_arguments(args or "{}")) for name, args in uses.values()),
         "ending": ending,
         "usage": (given, made, None),

@@ -156,6 +156,12 @@ class Play:
                 f"{what}: the client read {_short(got.text)}, the job's result is "
                 f"{_short(results[job_id])}",
             )
+        models = {(e.response or {}).get("model") for e in self.executed()}
+        self.expect(
+            got.model in models - {None, ""},
+            f"{what}: the answer names model {got.model!r}, no provider answered as it "
+            f"(the fakes answered as {sorted(map(str, models))})",
+        )
 
     def counts(self, *, jobs: int, executions: int) -> None:
         found, ran = len(self.results()), self.executions()
