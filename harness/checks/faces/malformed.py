@@ -153,7 +153,12 @@ MESSAGES: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ("a server tool", "tools", {"tools": [{"type": "bash_20250124", "name": "bash"}]}),
     ("a tool choice of no kind", "tool_choice", {"tool_choice": {"type": "sometimes"}}),
     ("a tool choice of a tool without its name", "tool_choice", {"tool_choice": {"type": "tool"}}),
-    ("an output_config member other than format", "output_config", {"output_config": {"x": 1}}),
+    (  # effort sorts before format, zeta after: a refusal of only one side is caught
+        "output_config members other than format",
+        "output_config",
+        {"output_config": {"effort": "high"}},
+    ),
+    ("an unknown output_config member", "output_config", {"output_config": {"zeta": 1}}),
     (
         "an output format other than json_schema",
         "output_config",
