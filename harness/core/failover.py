@@ -218,8 +218,9 @@ def build_request(job: Job, attempt: Attempt, *, stream: bool = False) -> Comple
     `input.messages` ([{role, content}], a message may carry `parts`, `tool_calls` or,
     for role `tool`, `tool_call_id`) with optional `system`, `max_tokens`,
     `temperature`, `top_p`, `stop` ([text]), `tools` ([{name, description,
-    parameters}]), `tool_choice` ({type, name}), `parallel_tool_calls` and
-    `response_format` ({type: json_object} or {type: json_schema, name, schema}); or
+    parameters}]), `tool_choice` ({type, name}, or `auto` | `none` | `required`),
+    `parallel_tool_calls` and `response_format` ({type: json_object} or {type:
+    json_schema, name, schema}); or
     `input.prompt` (one user message); otherwise the input's JSON becomes the user
     message and the operation the system prompt."""
     data = job.input if isinstance(job.input, dict) else {}
@@ -290,6 +291,9 @@ def _tools(raw: object) -> tuple[Tool, ...]:
 
 
 def _tool_choice(raw: object) -> ToolChoice | None:
+    """`{type, name}`, or a bare `auto` | `none` | `required` as OpenAI writes them."""
+    if isinstance(raw, str) and raw in TOOL_CHOICES and raw != "tool":
+        return ToolChoice(type=raw)
     if not isinstance(raw, dict) or raw.get("type") not in TOOL_CHOICES:
         return None
     name = raw.get("name")

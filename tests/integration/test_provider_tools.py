@@ -229,3 +229,13 @@ def test_a_jobs_neutral_input_becomes_the_completion_request() -> None:
     assert (request.parallel_tool_calls, request.top_p, request.stop) == (False, 0.5, ("END",))
     assert (request.json_schema, request.schema_name) == ({"type": "object"}, "w")
     assert request.attempt_id == "tok" and request.system == "brief"
+
+
+@pytest.mark.parametrize("choice", ["auto", "none", "required"])
+def test_a_bare_tool_choice_is_read_as_openai_writes_it(choice: str) -> None:
+    """`tool_choice: "none"` (OpenAI's own spelling) must not be dropped: a job that
+    forbids tool calls would otherwise be sent with the provider's default, `auto`."""
+    from harness.core.failover import _tool_choice
+
+    assert _tool_choice(choice) == ToolChoice(type=choice)
+    assert _tool_choice("tool") is None and _tool_choice("never") is None
