@@ -154,3 +154,24 @@ def test_a_face_mutant_is_named_like_the_engines() -> None:
     result = CliRunner().invoke(main, ["serve", "--mutant", "face_nope"])
     assert result.exit_code == 2
     assert "face_key_header_ignored" in result.output and "check_then_insert" in result.output
+
+
+def test_a_story_left_without_an_answer_fails_at_its_bound(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A client that never gets an answer (here: an awaited event nobody sets) fails
+    its story at the bound, instead of holding `harness check` for the SDK's 600 s."""
+    import asyncio
+
+    from harness.checks.faces import run as face_run
+    from harness.checks.faces.stories import Story
+
+    async def never(p: object) -> None:
+        await asyncio.Event().wait()
+
+    monkeypatch.setattr(face_run, "STORY_BOUND", 0.5)
+    database = Database(f"sqlite:///{tmp_path / 'hung.db'}")
+    database.create_schema()
+    (result,) = run_face_stories(database, stories=[Story("hung", "", never)], faces=FACES[:1])
+    assert result.failures == ["the story did not end within 0.5 s"]
+    assert result.seconds < 30

@@ -24,6 +24,11 @@ from harness.scenarios.checker import Finding, check_history
 from harness.scenarios.witness import finding_blocks
 from harness.store.database import Database
 
+STORY_BOUND = 120.0
+"""Seconds a story may take before it fails as hung: far above the longest a story's own
+bounded waits add up to (a call holds at most its wait, 10 s), so a story that reaches it
+is waiting on something that will not come (a client left without an answer)."""
+
 
 @dataclass
 class FaceResult:
@@ -80,7 +85,10 @@ def play_story(story: Story, face: FaceClient, database: Database) -> FaceResult
         stage = FaceStage(database, allowed=story.allowed)
         try:
             play = Play(stage, face, result.failures, result.notes)
-            asyncio.run(_played(story, play))
+            try:
+                asyncio.run(asyncio.wait_for(_played(story, play), STORY_BOUND))
+            except TimeoutError:
+                result.failures.append(f"the story did not end within {STORY_BOUND:g} s")
             history = stage.finish()
             history["scenario"] = result.name
             result.findings = check_history(history)
