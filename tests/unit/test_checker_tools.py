@@ -60,3 +60,14 @@ def test_the_documented_tools_and_format_or_a_ledger_without_them_say_nothing() 
     data["ledger"][0].update(tools=["get_weather", "book"], response_format=f"json_schema:{DIGEST}")
     assert found(data) == []  # the schema's key order is no part of it
     assert found(sent({"prompt": "hi", "tools": TOOLS}, None)) == []  # not recorded
+
+
+def test_any_object_asked_of_an_anthropic_provider_is_its_json_mode() -> None:
+    """Messages has no JSON mode: a schema that is `{"type": "object"}` alone is recorded
+    as `json_object` by an Anthropic-kind ledger, and a failover keeps the ask."""
+    bare = intent(response_format={"type": "json_schema", "schema": {"type": "object"}})
+    assert documented_response_format(bare, "anthropic") == "json_object"
+    assert documented_response_format(bare, "openai").startswith("json_schema:")
+    assert documented_request(bare, "anthropic")["response_format"] == "json_object"
+    shaped = intent(response_format={"type": "json_schema", "schema": SCHEMA})
+    assert documented_response_format(shaped, "anthropic") == f"json_schema:{DIGEST}"

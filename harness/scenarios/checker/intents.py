@@ -46,7 +46,9 @@ input's `tools`, in order, and none without them; its response format (the ledge
 `response_format`) is the input's `response_format` type: `json_object`, or
 `json_schema:` and the SHA-256 of the canonical JSON of its `schema` (a schema is asked
 for as given, whichever provider kind answers: a failover keeps it), and none without
-one. A ledger that does not record a field says nothing of it.
+one; Anthropic Messages has no JSON mode, so an Anthropic-kind ledger records a schema
+that is `{"type": "object"}` alone, which asks for any object, as `json_object`. A ledger
+that does not record a field says nothing of it.
 """
 
 from __future__ import annotations
@@ -254,18 +256,22 @@ def documented_tools(intent: Mapping[str, Any]) -> list[str] | None:
     return [str(n) for n in names]
 
 
-def documented_response_format(intent: Mapping[str, Any]) -> str | None:
-    """The response format a request asks for (the module doc): `json_object`,
-    `json_schema:<digest of the schema>`, or `text` (none asked for); None for a format
-    the documentation does not cover."""
+def documented_response_format(
+    intent: Mapping[str, Any], provider_kind: str = "openai"
+) -> str | None:
+    """The response format a request to a provider of this kind asks for (the module
+    doc): `json_object`, `json_schema:<digest of the schema>`, or `text` (none asked
+    for); None for a format the documentation does not cover."""
     data = intent.get("input")
     fmt = data.get("response_format") if isinstance(data, Mapping) else None
     if fmt is None:
         return "text"
-    kind = fmt.get("type") if isinstance(fmt, Mapping) else None
-    if kind == "json_object":
+    asked = fmt.get("type") if isinstance(fmt, Mapping) else None
+    if asked == "json_object":
         return "json_object"
-    if kind == "json_schema" and isinstance(fmt.get("schema"), Mapping):
+    if asked == "json_schema" and isinstance(fmt.get("schema"), Mapping):
+        if provider_kind == "anthropic" and dict(fmt["schema"]) == {"type": "object"}:
+            return "json_object"
         text = json.dumps(
             _canonical(fmt["schema"]), sort_keys=True, separators=(",", ":"), ensure_ascii=False
         )
@@ -286,7 +292,7 @@ def documented_request(intent: Mapping[str, Any], kind: str = "openai") -> dict[
     found = NONCE.search(documented_system(intent))
     texts = documented_texts(intent, kind)
     cap = documented_max_tokens(intent)
-    tools, fmt = documented_tools(intent), documented_response_format(intent)
+    tools, fmt = documented_tools(intent), documented_response_format(intent, kind)
     return {
         **({"nonce": found.group(0)} if found is not None else {}),
         **({"prompt": texts_digest(texts)} if texts is not None else {}),
