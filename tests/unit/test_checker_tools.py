@@ -71,3 +71,12 @@ def test_any_object_asked_of_an_anthropic_provider_is_its_json_mode() -> None:
     assert documented_request(bare, "anthropic")["response_format"] == "json_object"
     shaped = intent(response_format={"type": "json_schema", "schema": SCHEMA})
     assert documented_response_format(shaped, "anthropic") == f"json_schema:{DIGEST}"
+
+
+def test_a_failover_to_anthropic_keeping_a_bare_object_schema_holds() -> None:
+    bare = {"type": "json_schema", "schema": {"type": "object"}}
+    data = sent({"prompt": "hi", "response_format": bare}, None)
+    data["ledger"][0].update(provider_kind="anthropic", response_format="json_object")
+    assert found(data) == []
+    data["ledger"][0].update(response_format="text")  # the format dropped is still I8
+    assert [f.invariant for f in found(data)] == ["I8"]
