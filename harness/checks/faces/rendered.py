@@ -190,7 +190,23 @@ async def endings(p: Play) -> None:
     if "length" in said:
         want = said["length"]
         p.expect(cut.ending == want, f"an answer cut at 1 token ended {cut.ending}, not {want}")
-    p.counts(jobs=2, executions=2)
+    p.stage.fakes.script(Behaviour(name=BehaviourName.SUCCESS, content=""), api="openai")
+    empty = await p.call("say nothing", key="empty", model="primary")
+    p.answered(empty, "an empty answer")
+    layout = EMPTY_LAYOUT[p.face.name]
+    p.expect(
+        empty.layout == layout, f"an empty answer is laid out {empty.layout}, not {layout}"
+    )
+    p.counts(jobs=3, executions=3)
+
+
+EMPTY_LAYOUT = {
+    "openai.chat": ("text",),
+    "openai.responses": ("message",),
+    "anthropic.messages": ("text",),
+}
+"""An answer of no text and no call is still a message: Chat Completions' `content` "",
+a Responses message item, a Messages text block, each of empty text."""
 
 
 async def usage_not_given(p: Play) -> None:
