@@ -194,9 +194,7 @@ async def endings(p: Play) -> None:
     empty = await p.call("say nothing", key="empty", model="primary")
     p.answered(empty, "an empty answer")
     layout = EMPTY_LAYOUT[p.face.name]
-    p.expect(
-        empty.layout == layout, f"an empty answer is laid out {empty.layout}, not {layout}"
-    )
+    p.expect(empty.layout == layout, f"an empty answer is laid out {empty.layout}, not {layout}")
     p.counts(jobs=3, executions=3)
 
 
