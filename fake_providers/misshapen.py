@@ -88,6 +88,10 @@ def _misshapen_tool(api: Api, body: Answer) -> object:
     return body
 
 
+def _as_is(api: Api, body: Answer) -> object:
+    return body
+
+
 WHOLE: Mapping[str, Callable[[Api, Answer], object]] = {
     # the answer inside a JSON array
     "array": _array,
@@ -102,7 +106,15 @@ WHOLE: Mapping[str, Callable[[Api, Answer], object]] = {
     # Chat Completions: tool_calls one object, not a list; Messages: tool_use's input as
     # JSON text (as Chat Completions carries arguments), not an object
     "misshapen_tool": _misshapen_tool,
+    # the answer itself, labelled `content-encoding: gzip` but not compressed (a proxy
+    # that decompressed it and kept the header): it cannot be decoded
+    "false_gzip": _as_is,
 }
+
+HEADERS: Mapping[str, tuple[tuple[str, str], ...]] = {
+    "false_gzip": (("content-encoding", "gzip"),),
+}
+"""The headers a whole shape adds to the answer's."""
 
 
 def _chunk(body: Answer, delta: object) -> dict[str, Any]:

@@ -119,3 +119,18 @@ def test_an_unknown_shape_is_refused_and_other_behaviours_take_none() -> None:
         Behaviour.parse({"behaviour": "malformed_body", "shape": "sideways"})
     with pytest.raises(InvalidInput, match="shape"):
         Behaviour.parse({"behaviour": "success", "shape": "array"})
+
+
+@pytest.mark.parametrize("api", ["openai", "anthropic"])
+def test_false_gzip_is_the_answer_labelled_compressed_and_not(api: str) -> None:
+    with pytest.raises(httpx.DecodingError):  # httpx reads the body: it cannot be decoded
+        ask(api, "false_gzip", stream=True)
+    fakes = FakeProviders(time=VirtualTime())
+    fakes.script(Behaviour.parse({"behaviour": "malformed_body", "shape": "false_gzip"}))
+    client = httpx.Client(transport=FakeTransport(fakes))
+    body = {"model": "gpt-4o-mini", "messages": ASK}
+    with client.stream("POST", "http://fake/openai/v1/chat/completions", json=body) as response:
+        assert response.headers["content-encoding"] == "gzip"
+        raw = b"".join(response.iter_raw())
+    assert json.loads(raw)["object"] == "chat.completion"  # the answer itself, uncompressed
+    assert fakes.ledger.entries()[0].billed
