@@ -178,7 +178,9 @@ class _EventReader(BaseStreamReader):
 
     def _block_delta(self, data: dict[str, Any]) -> None:
         delta = data.get("delta") or {}
-        if delta.get("type") == "text_delta" and isinstance(delta.get("text"), str):
+        if delta.get("type") == "text_delta":
+            if not isinstance(delta.get("text"), str):  # as a whole text block's
+                raise CallFailed(Signal.STREAM_MALFORMED, "a text_delta's text is not a string")
             self.parts.append(delta["text"])
         elif delta.get("type") == "input_json_delta":
             call = self.calls.get(_index(data))
