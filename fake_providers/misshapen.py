@@ -156,6 +156,14 @@ STREAM: Mapping[str, Mapping[Api, Callable[[Answer], bytes]]] = {
         Api.OPENAI: lambda body: sse(_chunk(body, {"tool_calls": ["call_fake0"]})),
         Api.ANTHROPIC: lambda body: _block_delta(_JSON_DELTA, index=0),
     },
+    # text that is not a string: Chat Completions' delta content as a list of parts,
+    # Messages' text_delta with a null text
+    "parts_delta": {
+        Api.OPENAI: lambda body: sse(
+            _chunk(body, {"content": [{"type": "text", "text": " more"}]})
+        ),
+        Api.ANTHROPIC: lambda body: _block_delta({"type": "text_delta", "text": None}, index=0),
+    },
     # a delta that is a bare string, not an object
     "string_delta": {
         Api.OPENAI: lambda body: sse(_chunk(body, " more")),

@@ -79,6 +79,10 @@ STREAM = {
         lambda d: d["choices"][0]["delta"]["tool_calls"] == ["call_fake0"],
         lambda d: d["delta"]["type"] == "input_json_delta" and d["index"] == 0,
     ),
+    "parts_delta": (
+        lambda d: isinstance(d["choices"][0]["delta"]["content"], list),
+        lambda d: d["delta"] == {"type": "text_delta", "text": None},
+    ),
     "string_delta": (
         lambda d: isinstance(d["choices"][0]["delta"], str),
         lambda d: isinstance(d["delta"], str),
