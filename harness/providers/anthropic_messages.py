@@ -173,8 +173,10 @@ class _EventReader(BaseStreamReader):
     def _block_start(self, data: dict[str, Any]) -> None:
         block = data.get("content_block") or {}
         if block.get("type") == "tool_use":
-            call = _tool_use({**block, "input": {}})
-            self.calls[_index(data)] = {"id": call.id, "name": call.name, "arguments": ""}
+            if not isinstance(block.get("name"), str):
+                raise CallFailed(Signal.STREAM_MALFORMED, "a tool_use block has no name")
+            call = {"id": str(block.get("id") or ""), "name": block["name"], "arguments": ""}
+            self.calls[_index(data)] = call
 
     def _block_delta(self, data: dict[str, Any]) -> None:
         delta = data.get("delta") or {}
