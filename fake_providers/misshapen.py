@@ -150,6 +150,21 @@ STREAM: Mapping[str, Mapping[Api, Callable[[Answer], bytes]]] = {
         Api.OPENAI: lambda body: sse(_chunk(body, {"tool_calls": [_CALL]})),
         Api.ANTHROPIC: lambda body: _block_delta(_JSON_DELTA),
     },
+    # a tool call streamed without the name of its function (a tool_use block opened
+    # without `name`)
+    "nameless_call": {
+        Api.OPENAI: lambda body: sse(
+            _chunk(body, {"tool_calls": [{**_CALL, "index": 0, "function": {"arguments": "{}"}}]})
+        ),
+        Api.ANTHROPIC: lambda body: sse(
+            {
+                "type": "content_block_start",
+                "index": 1,
+                "content_block": {"type": "tool_use", "id": "toolu_fake0", "input": {}},
+            },
+            event="content_block_start",
+        ),
+    },
     # a tool call's delta that belongs to no call: Chat Completions' a bare string,
     # Messages' tool input for the text block
     "stray_delta": {

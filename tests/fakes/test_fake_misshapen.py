@@ -75,6 +75,10 @@ STREAM = {
         lambda d: "index" not in d["choices"][0]["delta"]["tool_calls"][0],
         lambda d: d["delta"]["type"] == "input_json_delta" and "index" not in d,
     ),
+    "nameless_call": (
+        lambda d: "name" not in d["choices"][0]["delta"]["tool_calls"][0]["function"],
+        lambda d: d["content_block"] == {"type": "tool_use", "id": "toolu_fake0", "input": {}},
+    ),
     "stray_delta": (
         lambda d: d["choices"][0]["delta"]["tool_calls"] == ["call_fake0"],
         lambda d: d["delta"]["type"] == "input_json_delta" and d["index"] == 0,
