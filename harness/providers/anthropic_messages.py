@@ -175,8 +175,8 @@ class _EventReader(BaseStreamReader):
         if block.get("type") == "tool_use":
             if not isinstance(block.get("name"), str):
                 raise CallFailed(Signal.STREAM_MALFORMED, "a tool_use block has no name")
-            call = {"id": str(block.get("id") or ""), "name": block["name"], "arguments": ""}
-            self.calls[_index(data)] = call
+            call = _tool_use({**block, "input": {}})
+            self.calls[_index(data)] = {"id": call.id, "name": call.name, "arguments": ""}
 
     def _block_delta(self, data: dict[str, Any]) -> None:
         delta = data.get("delta") or {}
