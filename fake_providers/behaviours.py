@@ -28,6 +28,7 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 from fake_providers.errors import InvalidInput
+from fake_providers.misshapen import SHAPES
 
 MODEL_PREFIX = "fake/"
 """Model names starting with this select a behaviour: ``fake/<behaviour>?k=v``."""
@@ -148,7 +149,10 @@ BEHAVIOURS: Mapping[BehaviourName, BehaviourSpec] = {
         params=_STREAMED,
     ),
     BehaviourName.MALFORMED_BODY: BehaviourSpec(
-        summary="200 whose body is not valid JSON", bills=True, params=_LATENCY
+        summary="200 whose body is not valid JSON; with `shape`, JSON that is not the "
+        "API's answer (fake_providers.misshapen)",
+        bills=True,
+        params=frozenset({"shape"}) | _LATENCY,
     ),
     BehaviourName.CONTEXT_LENGTH_EXCEEDED: BehaviourSpec(
         summary="400 context length exceeded", bills=False, params=_LATENCY
@@ -295,6 +299,9 @@ class Behaviour:
     # success only: false answers without `usage` (Chat Completions, Responses: their types
     # make it optional; Messages requires it and keeps it)
     usage: bool = True
+    # malformed_body only: JSON of the wrong shape (fake_providers.misshapen.SHAPES)
+    # instead of a body that is not JSON
+    shape: str | None = None
 
     def __post_init__(self) -> None:
         # Accept plain strings from Python callers; validate like the control API does.
@@ -438,6 +445,8 @@ def _check_types(b: Behaviour) -> None:
         raise InvalidInput("usage", "must be true or false")
     if b.content is not None and not isinstance(b.content, str):
         raise InvalidInput("content", "must be a string")
+    if b.shape is not None and b.shape not in SHAPES:
+        raise InvalidInput("shape", f"must be one of {', '.join(SHAPES)}")
 
 
 def _is_int(value: object) -> bool:

@@ -26,6 +26,8 @@ from fake_providers.behaviours import (
     status_of,
 )
 from fake_providers.content import answer_text, request_digest
+from fake_providers.misshapen import HEADERS as SHAPE_HEADERS
+from fake_providers.misshapen import SHAPED_ENDPOINTS, stream_event, whole_body
 from fake_providers.prompt_schema import find_schema
 from fake_providers.tokens import count_tokens, truncate_to_tokens
 from fake_providers.tools import ToolCall, due
@@ -449,16 +451,49 @@ def _transport_fault(ctx: _Context) -> Plan:
 def _malformed_body(ctx: _Context) -> Plan:
     answer = ctx.answer()
     completion = ctx.dialect.completion(ctx.req, ctx.ids, answer)
+    shape, api = ctx.behaviour.shape, ctx.dialect.api
+    if shape is not None and ctx.dialect.endpoint in SHAPED_ENDPOINTS:
+        shaped = whole_body(shape, api, completion)
+        if shaped is not None:
+            extra = SHAPE_HEADERS.get(shape, ())
+            return _body_200(ctx, shaped, answer, response=completion, whole=True, headers=extra)
+        if ctx.req.stream:
+            events = ctx.dialect.stream(ctx.req, ctx.ids, answer)
+            content = [Chunk(e) for e in events.content]
+            steps = (
+                Pause(ctx.behaviour.latency),
+                Head(200, ctx.dialect.headers(ctx.ids.request_id, sse=True)),
+                *(Chunk(e) for e in events.head),
+                *content[:1],
+                Chunk(stream_event(shape, api, completion)),
+                *content[1:],
+                *_end(events, True),
+            )
+            return Plan(
+                steps=steps,
+                status_code=200,
+                output_tokens=answer.output_tokens,
+                duration=ctx.behaviour.latency,
+                response=completion,
+            )
     body = b'{"id": "' + ctx.ids.message_id.encode() + b'", "choices": [{"index": 0, "message": {'
     return _body_200(ctx, body, answer, response=completion)
 
 
 def _body_200(
-    ctx: _Context, body: bytes, answer: Answer, *, response: dict[str, Any], whole: bool = False
+    ctx: _Context,
+    body: bytes,
+    answer: Answer,
+    *,
+    response: dict[str, Any],
+    whole: bool = False,
+    headers: Headers = (),
 ) -> Plan:
     """A 200 with `body` as one whole JSON body, after the latency: the work was done."""
+    head = _json_head(ctx, body)
+    head = Head(head.status, head.headers + headers)
     return Plan(
-        steps=(Pause(ctx.behaviour.latency), _json_head(ctx, body), Chunk(body), Complete()),
+        steps=(Pause(ctx.behaviour.latency), head, Chunk(body), Complete()),
         status_code=200,
         output_tokens=answer.output_tokens,
         duration=ctx.behaviour.latency,

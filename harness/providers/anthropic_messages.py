@@ -173,12 +173,16 @@ class _EventReader(BaseStreamReader):
     def _block_start(self, data: dict[str, Any]) -> None:
         block = data.get("content_block") or {}
         if block.get("type") == "tool_use":
+            if not isinstance(block.get("name"), str):
+                raise CallFailed(Signal.STREAM_MALFORMED, "a tool_use block has no name")
             call = _tool_use({**block, "input": {}})
             self.calls[_index(data)] = {"id": call.id, "name": call.name, "arguments": ""}
 
     def _block_delta(self, data: dict[str, Any]) -> None:
         delta = data.get("delta") or {}
-        if delta.get("type") == "text_delta" and isinstance(delta.get("text"), str):
+        if delta.get("type") == "text_delta":
+            if not isinstance(delta.get("text"), str):  # as a whole text block's
+                raise CallFailed(Signal.STREAM_MALFORMED, "a text_delta's text is not a string")
             self.parts.append(delta["text"])
         elif delta.get("type") == "input_json_delta":
             call = self.calls.get(_index(data))

@@ -131,6 +131,8 @@ class BaseStreamReader(abc.ABC):
             raise CallFailed(
                 Signal.STREAM_INCOMPLETE, f"the stream ended without a finish reason{ended}"
             )
+        if not all(c.get("name") for c in self.calls.values()):  # as in a whole answer
+            raise CallFailed(Signal.STREAM_MALFORMED, "a streamed tool call has no name")
         return Answer(
             text="".join(self.parts),
             finish_reason=self.finish_reasons.get(self.finish, self.finish),

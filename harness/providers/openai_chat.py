@@ -197,8 +197,11 @@ class _ChunkReader(BaseStreamReader):
             if not isinstance(choice, dict) or choice.get("index", 0) != 0:
                 continue
             delta = choice.get("delta") or {}
-            if isinstance(delta.get("content"), str):
-                self.parts.append(delta["content"])
+            content = delta.get("content")
+            if isinstance(content, str):
+                self.parts.append(content)
+            elif content is not None:  # as a whole message's: text dropped is no answer
+                raise CallFailed(Signal.STREAM_MALFORMED, "a delta's content is not a string")
             for call in delta.get("tool_calls") or []:
                 self._call_delta(call)
             if choice.get("finish_reason"):

@@ -339,3 +339,77 @@ def test_a_message_with_a_broken_content_block_is_a_malformed_body(content, stre
     request = CompletionRequest(messages=REQUEST.messages, stream=stream)
     outcome = adapter.complete(request, timeout=5)
     assert (outcome.kind, outcome.reason) == (OutcomeKind.EXECUTED_UNUSABLE, "malformed_body")
+
+
+@pytest.mark.parametrize(
+    ("kind", "event"),
+    [
+        ("openai", {"choices": [{"index": 0, "delta": {"content": [{"type": "text"}]}}]}),
+        ("anthropic", {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta"}}),
+    ],
+    ids=["openai-parts", "anthropic-no-text"],
+)
+def test_streamed_text_that_is_not_a_string_is_malformed_not_dropped(kind: str, event) -> None:
+    """A stream whose text comes in another shape (content as parts, a text_delta
+    without its text) is refused as its whole message would be; dropping the piece
+    made a success of an answer whose text was lost."""
+    from harness.providers.anthropic_messages import AnthropicMessagesProvider
+
+    finish = (
+        {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
+        if kind == "openai"
+        else {"type": "message_delta", "delta": {"stop_reason": "end_turn"}}
+    )
+    body = "".join(f"data: {json.dumps(e)}\n\n" for e in (event, finish)).encode()
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, content=body, headers={"content-type": "text/event-stream"})
+
+    cls = OpenAIChatProvider if kind == "openai" else AnthropicMessagesProvider
+    adapter = cls(
+        name="p",
+        base_url="http://fake.test/v1",
+        model="m",
+        client=httpx.Client(transport=httpx.MockTransport(handler)),
+    )
+    outcome = adapter.complete(CompletionRequest(messages=REQUEST.messages, stream=True), timeout=5)
+    assert (outcome.kind, outcome.reason) == (OutcomeKind.EXECUTED_UNUSABLE, "stream_malformed")
+
+
+@pytest.mark.parametrize(
+    ("kind", "event"),
+    [
+        (
+            "openai",
+            {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "c"}]}}]},
+        ),
+        (
+            "anthropic",
+            {"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use"}},
+        ),
+    ],
+)
+def test_a_streamed_tool_call_without_a_name_is_malformed(kind: str, event) -> None:
+    """A streamed call that never says which function is no answer, as in a whole one (it
+    won, a call of the function named "")."""
+    from harness.providers.anthropic_messages import AnthropicMessagesProvider
+
+    finish = (
+        {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}
+        if kind == "openai"
+        else {"type": "message_delta", "delta": {"stop_reason": "tool_use"}}
+    )
+    body = "".join(f"data: {json.dumps(e)}\n\n" for e in (event, finish)).encode()
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, content=body, headers={"content-type": "text/event-stream"})
+
+    cls = OpenAIChatProvider if kind == "openai" else AnthropicMessagesProvider
+    adapter = cls(
+        name="p",
+        base_url="http://fake.test/v1",
+        model="m",
+        client=httpx.Client(transport=httpx.MockTransport(handler)),
+    )
+    outcome = adapter.complete(CompletionRequest(messages=REQUEST.messages, stream=True), timeout=5)
+    assert (outcome.kind, outcome.reason) == (OutcomeKind.EXECUTED_UNUSABLE, "stream_malformed")
