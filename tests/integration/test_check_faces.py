@@ -43,7 +43,7 @@ def test_every_story_holds_through_every_face(checked: dict) -> None:
     assert result.exit_code == 0, result.output
     lines = [line for line in result.output.splitlines() if line.startswith("PASS  face ")]
     played = len(STORIES) * len(FACES)
-    assert len(lines) == played == 69
+    assert len(lines) == played == 72
     for face in FACES:
         for story in STORIES:
             assert any(f"face {face.name}: {story.name} " in line for line in lines)
@@ -63,7 +63,11 @@ def test_coverage_shows_every_face_route_and_outcome(checked: dict) -> None:
     assert coverage["gaps"] == [] and coverage["total"] == len(universe()) == 28
     assert "coverage face_routes: 28/28 (100%)" in checked["result"].output
     by = coverage["items"]["POST /v1/messages 202 at the wait bound"]
-    assert by == ["anthropic.messages: cancelled-job", "anthropic.messages: wait-bound"]
+    assert by == [
+        "anthropic.messages: cancelled-job",
+        "anthropic.messages: wait-bound",
+        "anthropic.messages: waiter-leaves",
+    ]
 
 
 def test_the_html_report_lists_the_face_stories(tmp_path: Path) -> None:

@@ -7,7 +7,8 @@ answered as an error, tool calls left out of the answer, errors in another API's
 a tool turn sent back and not read, an image's detail, the sampling members or a
 tool's description not carried, a malformed tool taken as given, a failed stream
 that just ends, an answer's ending or usage misreported (or guessed where none was
-given), a refusal's status, a document without the key's header).
+given), a refusal's status, a document without the key's header, a caller leaving
+that cuts off another).
 The scenario suite never calls a face, so none of these can be caught by it; `harness
 check --mutants` plays the face stories against each (`run_face_mutants`), and a face
 mutant no story catches is a blind spot. They are `harness.mutants.Mutant`s:
@@ -264,6 +265,22 @@ def _repeated_content_type_as_400() -> Patches:
     return {(face_errors, "KEPT_STATUS"): frozenset()}
 
 
+def _leaver_stops_the_reader() -> Patches:
+    """A caller leaving at its bound stops the job's shared reader, though another caller
+    still waits on it: that caller is cut off before the answer comes."""
+    real = JobWatch.wait
+
+    async def wait(self: JobWatch, job: Any, timeout: float) -> Any:
+        try:
+            return await real(self, job, timeout)
+        finally:
+            reader = self._readers.get(job.id)
+            if reader is not None:
+                reader.task.cancel()
+
+    return {(JobWatch, "wait"): wait}
+
+
 def _headers_undocumented() -> Patches:
     """`/openapi.json` leaves out the `Idempotency-Key` and `Prefer` headers: a client
     made from the document never sends a key."""
@@ -380,6 +397,12 @@ FACE_MUTANTS: tuple[Mutant, ...] = (
         _repeated_content_type_as_400,
     ),
     Mutant(
+        "face_leaver_stops_the_reader",
+        "I4",
+        "a caller leaving at its bound cuts off another still waiting on the same job",
+        _leaver_stops_the_reader,
+    ),
+    Mutant(
         "face_headers_undocumented",
         "I1",
         "/openapi.json documents no Idempotency-Key or Prefer header",
@@ -407,6 +430,7 @@ LIKELIEST = {
     "face_usage_guessed": "usage-not-given",
     "face_repeated_content_type_as_400": "error-table",
     "face_headers_undocumented": "openapi",
+    "face_leaver_stops_the_reader": "waiter-leaves",
 }
 """The story that states the promise each face mutant breaks: played first, so that a
 run stopping at the first catch plays one story, not all of them. Whether a mutant is

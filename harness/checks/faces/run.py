@@ -95,7 +95,8 @@ def play_story(story: Story, face: FaceClient, database: Database) -> FaceResult
             result.exchanges = list(stage.wire.exchanges)
         finally:
             stage.close()
-    except Exception as exc:  # a broken face may fail the client in any way: a failure
+    except (Exception, asyncio.CancelledError) as exc:  # a broken face may fail the client in
+        # any way (an in-process app cancelled under its caller included): a failure
         result.failures.append(f"the story raised {type(exc).__name__}: {exc}")
     finally:
         quiet.setLevel(level)

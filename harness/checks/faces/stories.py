@@ -307,6 +307,22 @@ async def wait_bound(p: Play) -> None:
     p.counts(jobs=1, executions=2)
 
 
+async def waiter_leaves(p: Play) -> None:
+    """Two callers wait on one job and the one with the shorter bound leaves first (its
+    202) while the provider still works: the other still gets the answer when it comes.
+    The order rests on a margin (the staying caller is sent 0.2 s first), not a barrier:
+    a loaded machine can only make the leaver come first, which the story then plays as
+    two waits one after the other, never as a failure."""
+    p.stage.fakes.script(Behaviour(name=BehaviourName.SUCCESS, latency=1.0), api="openai")
+    stays = asyncio.ensure_future(p.call(key="two", wait=10))
+    await asyncio.sleep(0.2)
+    leaves = await p.call(key="two", wait=0.2)
+    got = await stays
+    p.expect(leaves.status == 202, f"the caller bound to 0.2 s got {leaves.status}, not 202")
+    p.answered(got, "the caller that stayed after the other left")
+    p.counts(jobs=1, executions=1)
+
+
 async def cancelled_job(p: Play) -> None:
     """A job its owner cancelled answers its key with 409 `job_cancelled`, which the SDK
     does not retry (docs/gateway.md, "Errors"), and never runs again."""
@@ -554,6 +570,11 @@ STORIES: tuple[Story, ...] = (
     Story("sdk-retry", "a lost answer retried by the SDK: a replay, not a job", sdk_retry),
     Story("key-binds-intent", "a key with another body: 409, never retried", key_binds_intent),
     Story("wait-bound", "timeout, unknown, 202 at the bound, then the replay answers", wait_bound),
+    Story(
+        "waiter-leaves",
+        "one of two callers on a job leaves at its bound: the other still gets the answer",
+        waiter_leaves,
+    ),
     Story(
         "cancelled-job",
         "the key of a job its owner cancelled: 409 job_cancelled, never retried",
