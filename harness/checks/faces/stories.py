@@ -48,6 +48,7 @@ from harness.checks.faces.rendered import (
     tool_round_trip,
     usage_not_given,
 )
+from harness.scenarios.history import error_message
 
 if TYPE_CHECKING:  # the judge never imports the gateway it judges: the stage is handed in
     from harness.checks.faces.stage import FaceStage
@@ -416,7 +417,8 @@ async def gate_refuses(p: Play) -> None:
 async def failed_stream(p: Play) -> None:
     """A streamed call whose job fails ends its stream with the API's error event, which
     the SDK raises as an error (docs/gateway.md, "Streaming"): never an answer."""
-    p.stage.fakes.script("server_error", api="openai", then="server_error")  # an outage
+    # an outage that changes its words: the error must name the last attempt's
+    p.stage.fakes.script("service_unavailable", api="openai", then="server_error")
     got = await p.call(key="failed-stream", stream=True)
     p.expect(got.error is not None, f"a failed job's stream read as an answer: {got.text!r}")
     p.expect(got.text is None, "a failed job's stream carried text")
@@ -425,11 +427,24 @@ async def failed_stream(p: Play) -> None:
     if shape is None:
         found = _error_type(p.face, got.body)
         p.expect(found == "api_error", f"the stream's error is {found}, not api_error")
+        said = [error_message(e.response) or "" for e in p.stage.fakes.ledger.entries()]
+        told = _message(p.face, got.body)
+        p.expect(
+            len(set(said)) > 1 and said[-1] in told and said[0] not in told,
+            f"the stream's error says {told!r}: not the last attempt's error ({said[-1:]})",
+        )
     if p.face.sdk == "openai" and shape is None:
         code = _code(p.face, got.body)
         p.expect(code == "job_failed", f"the stream's error code is {code}, not job_failed")
     p.expect(p.executions("anthropic") == 0, "the unverified fallback was called")
     p.expect(len(p.stage.jobs()) == 1, "one call made other than one job")
+
+
+def _message(face: FaceClient, body: Any) -> str:
+    """An error's message: OpenAI's `message`, Anthropic's `error.message`."""
+    inner = body if face.sdk == "openai" else (body or {}).get("error")
+    message = inner.get("message") if isinstance(inner, dict) else None
+    return message if isinstance(message, str) else ""
 
 
 async def cut_stream(p: Play) -> None:
