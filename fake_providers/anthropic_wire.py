@@ -357,7 +357,8 @@ def _answer_blocks(answer: Answer) -> list[dict[str, Any]]:
     ]
     used = {call.id for call, _ in uses}
     broken = "".join(c.arguments for c in answer.tool_calls if c.id not in used)
-    return ([{"type": "text", "text": broken}] if broken else []) + blocks
+    said = answer.text + broken  # the words said before the calls, when any
+    return ([{"type": "text", "text": said}] if said else []) + blocks
 
 
 def _block_events(index: int, block: dict[str, Any]) -> list[bytes]:

@@ -237,7 +237,7 @@ class OpenAIDialect:
             text = answer.text_for(index)
             message: dict[str, Any] = {
                 "role": "assistant",
-                "content": None if answer.tool_calls else text,
+                "content": text if text or not answer.tool_calls else None,
                 "refusal": None,
                 "annotations": [],
             }
@@ -298,16 +298,16 @@ class OpenAIDialect:
                 chunk([(i, delta(i) if callable(delta) else delta, finish)]) for i in range(req.n)
             ]
 
-        first = {"role": "assistant", "content": None if answer.tool_calls else "", "refusal": None}
-        if answer.tool_calls:
-            content = [
-                event
-                for position, call in enumerate(answer.tool_calls)
-                for delta in _tool_deltas(ids, position, call)
-                for event in each(delta)
-            ]
-        else:
-            content = _text_events(req, answer, chunk)
+        calls_only = bool(answer.tool_calls) and not answer.text
+        first = {"role": "assistant", "content": None if calls_only else "", "refusal": None}
+        # the words said before any call, then the calls
+        content = [] if calls_only else _text_events(req, answer, chunk)
+        content += [
+            event
+            for position, call in enumerate(answer.tool_calls)
+            for delta in _tool_deltas(ids, position, call)
+            for event in each(delta)
+        ]
         tail = each({}, answer.finish)
         if req.include_usage and answer.usage:
             tail.append(

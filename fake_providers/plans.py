@@ -164,7 +164,8 @@ class _Context:
 
     def answer(self) -> Answer:
         """What a 200 answer says: tool calls when the request's tools are due this turn
-        (`fake_providers.tools.due`), else text; the content faults apply to either. With
+        (`fake_providers.tools.due`), after the scripted `content` if any, else text; the
+        content faults apply to either. With
         `usage: false` it says no token counts (the work is counted in the ledger still)."""
         answer = self._content()
         return answer if self.behaviour.usage else replace(answer, usage=False)
@@ -183,14 +184,15 @@ class _Context:
                         digest=digest,
                         schema=dict(tool.schema),
                         json_mode=True,
-                        content=b.content,
+                        content=None,
                     ),
                 )
                 for i, tool in enumerate(calls)
             )
-            tokens = sum(count_tokens(c.arguments) for c in tool_calls)
+            said = b.content or ""  # the words said before the calls, when scripted
+            tokens = sum(count_tokens(c.arguments) for c in tool_calls) + count_tokens(said)
             return Answer(
-                text="",
+                text=said,
                 finish="tool_calls",
                 input_tokens=self.input_tokens,
                 output_tokens=tokens * self.req.n,

@@ -346,28 +346,30 @@ class _Sequence:
 
 
 def _items(ids: Ids, answer: Answer) -> list[dict[str, Any]]:
-    if answer.tool_calls:
-        return [
-            {
-                "type": "function_call",
-                "id": f"fc_{call.id}",
-                "call_id": f"call_{call.id}",
-                "name": call.name,
-                "arguments": call.arguments,
-                "status": "completed",
-            }
-            for call in answer.tool_calls
-        ]
-    part = {"type": "output_text", "text": answer.text, "annotations": [], "logprobs": []}
-    return [
+    """A message item of the answer's text (unless it only calls), then a function_call
+    item per call."""
+    calls = [
         {
-            "type": "message",
-            "id": f"msg_fake{ids.key}",
+            "type": "function_call",
+            "id": f"fc_{call.id}",
+            "call_id": f"call_{call.id}",
+            "name": call.name,
+            "arguments": call.arguments,
             "status": "completed",
-            "role": "assistant",
-            "content": [part],
         }
+        for call in answer.tool_calls
     ]
+    if calls and not answer.text:
+        return calls
+    part = {"type": "output_text", "text": answer.text, "annotations": [], "logprobs": []}
+    message = {
+        "type": "message",
+        "id": f"msg_fake{ids.key}",
+        "status": "completed",
+        "role": "assistant",
+        "content": [part],
+    }
+    return [message, *calls]
 
 
 def _item_events(events: _Sequence, index: int, item: dict[str, Any]) -> list[bytes]:

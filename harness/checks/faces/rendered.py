@@ -318,6 +318,72 @@ def _results_answer_calls(body: Any) -> bool:
     return bool(answered) and all(id_ in made for id_ in answered)
 
 
+MIXED_LAYOUT = {
+    "openai.chat": ("text", "tool_call"),
+    "openai.responses": ("message", "function_call"),
+    "anthropic.messages": ("text", "tool_use"),
+}
+"""An answer of a few words then a call, in order: Chat Completions' `content` beside its
+`tool_calls`, a Responses message item then a `function_call` item, a Messages text
+block then a `tool_use` block (docs/gateway.md)."""
+
+
+def _said_and_called(entry: Any) -> tuple[Any, list[tuple[Any, Any]]]:
+    """The text and the calls (name, arguments read as JSON) of the Chat Completion a
+    provider answered, as the fakes' ledger kept it."""
+    response = getattr(entry, "response", None)
+    choices = response.get("choices") if isinstance(response, dict) else None
+    message = choices[0].get("message") if choices and isinstance(choices[0], dict) else None
+    if not isinstance(message, dict):
+        return None, []
+    calls = []
+    for call in message.get("tool_calls") or ():
+        function = call.get("function") or {}
+        arguments: Any = function.get("arguments")
+        try:
+            arguments = json.loads(arguments) if isinstance(arguments, str) else arguments
+        except ValueError:
+            pass  # kept as sent
+        calls.append((function.get("name"), arguments))
+    return message.get("content"), calls
+
+
+async def words_then_call(p: Play) -> None:
+    """A provider says a few words, then calls a tool: the client reads both, the text
+    first, whole and (the same key) streamed, with the arguments the provider sent."""
+    p.stage.fakes.script(Behaviour(name=BehaviourName.SUCCESS, content=SAID), api="openai")
+    offered = TOOL_FORMAT[p.face.name]()
+    whole = await p.call(ASKED, key="mixed", model="primary", extra=offered)
+    streamed = await p.call(ASKED, key="mixed", model="primary", stream=True, extra=offered)
+    done = p.executed()
+    said, called = _said_and_called(done[-1] if done else None)
+    p.expect(
+        said == SAID and len(called) == 1,
+        f"the provider did not answer words then one call ({said!r}, {called!r:.80}): "
+        "the story shows nothing",
+    )
+    p.expect(streamed.replayed, "the same key streamed was not a replay")
+    layout, ending = MIXED_LAYOUT[p.face.name], ENDINGS[p.face.name]["tool"]
+    for got, what in ((whole, "words then a call, whole"), (streamed, "the same, streamed")):
+        p.answered(got, what)
+        p.read_well(got, what)
+        p.expect(got.text == SAID, f"{what}: the client read the text {got.text!r}, not {SAID!r}")
+        p.expect(got.layout == layout, f"{what}: the answer is laid out {got.layout}, not {layout}")
+        p.expect(
+            list(got.tools) == called,
+            f"{what}: the client read the calls {got.tools!r:.80}, the provider sent "
+            f"{called!r:.80}",
+        )
+        p.expect(got.ending == ending, f"{what}: it ended {got.ending}, not {ending}")
+    if p.face.name == "openai.chat":  # a stream's layout is read from its role chunk
+        order = [e for e in _runs(streamed.events) if e in ("content", "tool_call")]
+        p.expect(
+            order == ["content", "tool_call"],
+            f"the same, streamed: its text and call deltas came as {order}",
+        )
+    p.counts(jobs=1, executions=1)
+
+
 IMAGE, SKETCH = "https://example.com/cat.png", "https://example.com/sketch.png"
 PIXELS = "iVBORw0KGgo="
 
