@@ -15,9 +15,8 @@ from click.testing import CliRunner
 from harness.checks.faces.clients import FACES
 from harness.checks.faces.coverage import face_coverage, universe
 from harness.checks.faces.mutants import FACE_MUTANTS, LIKELIEST, run_face_mutants
-from harness.checks.faces.rendered import words_then_call
 from harness.checks.faces.run import run_face_stories
-from harness.checks.faces.stories import STORIES, Story
+from harness.checks.faces.stories import STORIES
 from harness.checks.suite import run_suite
 from harness.cli.main import main
 from harness.mutants import applied
@@ -44,21 +43,11 @@ def test_every_story_holds_through_every_face(checked: dict) -> None:
     assert result.exit_code == 0, result.output
     lines = [line for line in result.output.splitlines() if line.startswith("PASS  face ")]
     played = len(STORIES) * len(FACES)
-    assert len(lines) == played == 72
+    assert len(lines) == played == 75
     for face in FACES:
         for story in STORIES:
             assert any(f"face {face.name}: {story.name} " in line for line in lines)
     assert f"{1 + played} passed, 0 failed, 0 skipped" in result.output
-
-
-def test_words_then_a_call_hold_through_every_face(tmp_path: Path) -> None:
-    """A provider's few words before its tool call reach the client first, then the
-    call, whole and streamed, on every face."""
-    story = Story("words-then-call", "a few words, then a tool call", words_then_call)
-    with scenario_database(f"sqlite:///{tmp_path}/w.db") as database:
-        results = run_face_stories(database, stories=[story])
-    assert [r.face.name for r in results] == [f.name for f in FACES]
-    assert all(r.passed for r in results), [r.problems() for r in results]
 
 
 def test_each_face_story_is_a_junit_case(checked: dict) -> None:

@@ -47,6 +47,7 @@ from harness.checks.faces.rendered import (
     parameter_bounds,
     tool_round_trip,
     usage_not_given,
+    words_then_call,
 )
 from harness.scenarios.history import error_message
 
@@ -634,6 +635,11 @@ STORIES: tuple[Story, ...] = (
         "usage-not-given",
         "a provider's answer without usage: 0 tokens read, never a guess",
         usage_not_given,
+    ),
+    Story(
+        "words-then-call",
+        "a few words then a tool call: the text first, then the call, whole and streamed",
+        words_then_call,
     ),
     Story(
         "tool-round-trip",
