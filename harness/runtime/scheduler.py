@@ -12,7 +12,7 @@ import itertools
 import logging
 import threading
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Protocol
 
 from harness.core.clock import Clock, SystemClock
@@ -60,6 +60,7 @@ class ThreadScheduler:
         self._seq = itertools.count()
         self._wake = threading.Condition()
         self._closed = False
+        self._running: set[Future[object]] = set()  # spawned and not yet done
         self._thread = threading.Thread(target=self._loop, name="harness-timers", daemon=True)
         self._thread.start()
 
@@ -76,7 +77,15 @@ class ThreadScheduler:
         return timer
 
     def spawn(self, fn: Callable[[], object]) -> Future[object]:
-        return self._pool.submit(guarded(fn))
+        future = self._pool.submit(guarded(fn))
+        with self._wake:
+            self._running.add(future)
+        future.add_done_callback(self._ran)
+        return future
+
+    def _ran(self, future: Future[object]) -> None:
+        with self._wake:
+            self._running.discard(future)
 
     def _loop(self) -> None:
         while True:
@@ -93,9 +102,15 @@ class ThreadScheduler:
                 except RuntimeError:  # pool shut down while closing
                     return
 
-    def close(self) -> None:
+    def close(self, *, drain: float = 0.0) -> None:
+        """Stop the timers and the pool; with `drain`, wait up to that many seconds for
+        the callbacks already running (a provider call returning) to end."""
         with self._wake:
             self._closed = True
             self._wake.notify()
         self._thread.join(5)
         self._pool.shutdown(wait=False, cancel_futures=True)
+        if drain > 0:
+            with self._wake:
+                running = list(self._running)
+            wait(running, timeout=drain)

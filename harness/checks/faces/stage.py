@@ -42,6 +42,7 @@ from harness.store.tables import jobs
 
 WORKER = "gateway-worker"
 MAX_RUNTIME = 600.0  # the documented default: no story waits for it
+DRAIN = 5.0  # seconds a closing stage waits for the calls still returning
 
 
 class _Breaker(TypedDict):
@@ -198,4 +199,6 @@ class FaceStage:
         for job in self.jobs():
             if job.status.value not in ("succeeded", "failed", "cancelled"):
                 self.engine.cancel_job(job.id, actor=self.owner, reason="the story ended")
-        self.scheduler.close()
+        # the calls the release let go record their (late) outcomes before the story's
+        # database may go
+        self.scheduler.close(drain=DRAIN)
