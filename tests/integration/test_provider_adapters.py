@@ -19,6 +19,7 @@ from harness.providers import (
     CompletionRequest,
     Message,
     OpenAIChatProvider,
+    Outcome,
     OutcomeKind,
 )
 from harness.runtime.builtin import builtin_fake_providers
@@ -353,26 +354,12 @@ def test_streamed_text_that_is_not_a_string_is_malformed_not_dropped(kind: str, 
     """A stream whose text comes in another shape (content as parts, a text_delta
     without its text) is refused as its whole message would be; dropping the piece
     made a success of an answer whose text was lost."""
-    from harness.providers.anthropic_messages import AnthropicMessagesProvider
-
     finish = (
         {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
         if kind == "openai"
         else {"type": "message_delta", "delta": {"stop_reason": "end_turn"}}
     )
-    body = "".join(f"data: {json.dumps(e)}\n\n" for e in (event, finish)).encode()
-
-    def handler(request: httpx.Request) -> httpx.Response:
-        return httpx.Response(200, content=body, headers={"content-type": "text/event-stream"})
-
-    cls = OpenAIChatProvider if kind == "openai" else AnthropicMessagesProvider
-    adapter = cls(
-        name="p",
-        base_url="http://fake.test/v1",
-        model="m",
-        client=httpx.Client(transport=httpx.MockTransport(handler)),
-    )
-    outcome = adapter.complete(CompletionRequest(messages=REQUEST.messages, stream=True), timeout=5)
+    outcome = _streamed(kind, [event, finish])
     assert (outcome.kind, outcome.reason) == (OutcomeKind.EXECUTED_UNUSABLE, "stream_malformed")
 
 
@@ -392,14 +379,18 @@ def test_streamed_text_that_is_not_a_string_is_malformed_not_dropped(kind: str, 
 def test_a_streamed_tool_call_without_a_name_is_malformed(kind: str, event) -> None:
     """A streamed call that never says which function is no answer, as in a whole one (it
     won, a call of the function named "")."""
-    from harness.providers.anthropic_messages import AnthropicMessagesProvider
-
     finish = (
         {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}
         if kind == "openai"
         else {"type": "message_delta", "delta": {"stop_reason": "tool_use"}}
     )
-    body = "".join(f"data: {json.dumps(e)}\n\n" for e in (event, finish)).encode()
+    outcome = _streamed(kind, [event, finish])
+    assert (outcome.kind, outcome.reason) == (OutcomeKind.EXECUTED_UNUSABLE, "stream_malformed")
+
+
+def _streamed(kind: str, events: list[dict]) -> Outcome:
+    """What an adapter of `kind` makes of a 200 stream of these events."""
+    body = "".join(f"data: {json.dumps(e)}\n\n" for e in events).encode()
 
     def handler(request: httpx.Request) -> httpx.Response:
         return httpx.Response(200, content=body, headers={"content-type": "text/event-stream"})
@@ -411,5 +402,4 @@ def test_a_streamed_tool_call_without_a_name_is_malformed(kind: str, event) -> N
         model="m",
         client=httpx.Client(transport=httpx.MockTransport(handler)),
     )
-    outcome = adapter.complete(CompletionRequest(messages=REQUEST.messages, stream=True), timeout=5)
-    assert (outcome.kind, outcome.reason) == (OutcomeKind.EXECUTED_UNUSABLE, "stream_malformed")
+    return adapter.complete(CompletionRequest(messages=REQUEST.messages, stream=True), timeout=5)
