@@ -299,19 +299,7 @@ def test_a_billed_execution_with_an_unreadable_result_is_never_not_executed(fake
 )
 def test_json_of_the_wrong_shape_is_unusable_never_a_crash(kind: str, body: bytes) -> None:
     """complete() never raises for provider behaviour, whatever the JSON's shape."""
-    from harness.providers.anthropic_messages import AnthropicMessagesProvider
-
-    def handler(request: httpx.Request) -> httpx.Response:
-        return httpx.Response(200, content=body, headers={"content-type": "text/event-stream"})
-
-    cls = OpenAIChatProvider if kind == "openai" else AnthropicMessagesProvider
-    adapter = cls(
-        name="p",
-        base_url="http://fake.test/v1",
-        model="m",
-        client=httpx.Client(transport=httpx.MockTransport(handler)),
-    )
-    outcome = adapter.complete(CompletionRequest(messages=REQUEST.messages, stream=True), timeout=5)
+    outcome = _streamed(kind, body)
     assert outcome.kind is OutcomeKind.EXECUTED_UNUSABLE and outcome.reason == "stream_malformed"
 
 
@@ -359,7 +347,7 @@ def test_streamed_text_that_is_not_a_string_is_malformed_not_dropped(kind: str, 
         if kind == "openai"
         else {"type": "message_delta", "delta": {"stop_reason": "end_turn"}}
     )
-    outcome = _streamed(kind, [event, finish])
+    outcome = _streamed(kind, _sse(event, finish))
     assert (outcome.kind, outcome.reason) == (OutcomeKind.EXECUTED_UNUSABLE, "stream_malformed")
 
 
@@ -384,13 +372,16 @@ def test_a_streamed_tool_call_without_a_name_is_malformed(kind: str, event) -> N
         if kind == "openai"
         else {"type": "message_delta", "delta": {"stop_reason": "tool_use"}}
     )
-    outcome = _streamed(kind, [event, finish])
+    outcome = _streamed(kind, _sse(event, finish))
     assert (outcome.kind, outcome.reason) == (OutcomeKind.EXECUTED_UNUSABLE, "stream_malformed")
 
 
-def _streamed(kind: str, events: list[dict]) -> Outcome:
-    """What an adapter of `kind` makes of a 200 stream of these events."""
-    body = "".join(f"data: {json.dumps(e)}\n\n" for e in events).encode()
+def _sse(*events: dict) -> bytes:
+    return "".join(f"data: {json.dumps(e)}\n\n" for e in events).encode()
+
+
+def _streamed(kind: str, body: bytes) -> Outcome:
+    """What an adapter of `kind` makes of a 200 event stream of this body."""
 
     def handler(request: httpx.Request) -> httpx.Response:
         return httpx.Response(200, content=body, headers={"content-type": "text/event-stream"})
