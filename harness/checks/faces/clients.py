@@ -253,6 +253,7 @@ async def _responses(
         for item in items
         if item.type == "function_call"
     )
+    ending = _response_ending(whole)
     return Received(
         status=raw.status_code,
         headers=_headers(raw),
@@ -260,8 +261,8 @@ async def _responses(
         tools=tools,
         layout=tuple(item.type for item in items),
         events=tuple(events),
-        flaws=tuple(flaws),
-        **_response_ending(whole),
+        flaws=(*flaws, *ending.pop("flaws", ())),
+        **ending,
     )
 
 
@@ -273,7 +274,13 @@ def _response_ending(response: Any) -> dict[str, Any]:
     ending = response.status + (f":{details.reason}" if details is not None else "")
     usage = response.usage
     totals = usage and (usage.input_tokens, usage.output_tokens, usage.total_tokens)
-    return {"ending": ending, "usage": totals, "model": response.model}
+    found = {"ending": ending, "usage": totals, "model": response.model}
+    if usage is not None:  # the fakes report no cached or reasoning tokens
+        details = (usage.input_tokens_details.cached_tokens,)
+        details += (usage.output_tokens_details.reasoning_tokens,)
+        if details != (0, 0):
+            found["flaws"] = (f"cached and reasoning tokens {details}, not (0, 0)",)
+    return found
 
 
 async def _messages(

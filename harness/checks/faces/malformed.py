@@ -196,9 +196,10 @@ async def malformed_requests(p: Play) -> None:
             root = (named or "").split(".")[0].split("[")[0]
             p.expect(root == member, f"{what}: the error names {named!r}, not {member}")
     # a model name is 1 to 255 characters (docs/gateway.md): within them, a name is
-    # looked up (404 when unknown); past them, the request is malformed
+    # looked up (404 when unknown); outside them (empty, or longer), it is malformed
     unknown = "not_found_error" if p.face.sdk == "anthropic" else INVALID
     for name, status, error, kind in (
+        ("", 400, "BadRequestError", INVALID),
         ("x", 404, "NotFoundError", unknown),
         ("m" * LONGEST_MODEL, 404, "NotFoundError", unknown),
         ("m" * (LONGEST_MODEL + 1), 400, "BadRequestError", INVALID),
