@@ -8,7 +8,8 @@ whose message starts with the file and the field, ``FILE: providers[1].kind: ...
 key pasted into the file (an `api_key` field, or a key where `api_key_env` wants a
 variable's name) is refused and never echoed. A file that is right is read as it says:
 the list and the mapping forms give the same providers, with the values written (the
-defaults where none is).
+defaults where none is). The contracts the service reads are judged too: a directory
+given must exist, and `./contracts`, when present, is read whole.
 """
 
 from __future__ import annotations
@@ -201,7 +202,57 @@ def judge_config_files(where: Path, key: str) -> list[str]:
         path.write_text(text)
         for name, read in readers.items():
             failures += _read_as_written(read, name, path, form)
+    return failures + _contracts_read(where)
+
+
+def _contracts_read(where: Path) -> list[str]:
+    """The service's contracts (docs/contracts.md): a directory given must exist (an
+    error naming it, never no contracts); the default one, `./contracts`, may be absent
+    (no contracts), and when present its files are the contracts (each file's `name`,
+    read here from the files themselves; a directory the service cannot read is the
+    user's to mend, not judged)."""
+    from harness.errors import ContractLoadError
+    from harness.runtime.service import load_contracts
+
+    failures: list[str] = []
+    missing = where / "no-such-contracts"
+    try:
+        found = load_contracts(missing)
+    except ContractLoadError as exc:
+        if str(missing) not in str(exc):
+            failures.append(f"a contracts directory that does not exist: {exc} names not it")
+    else:
+        failures.append(f"a contracts directory that does not exist was read as {list(found)}")
+    wanted = _contract_names(Path("contracts"))
+    try:
+        got = sorted(load_contracts())
+    except ContractLoadError:
+        return failures
+    if wanted is not None and got != wanted:
+        failures.append(f"./contracts holds the contracts {wanted}; the service read {got}")
     return failures
+
+
+def _contract_names(directory: Path) -> list[str] | None:
+    """The `name` of each contract file directly in `directory` (none: it is absent);
+    None when a file holds no name this judge can read."""
+    import yaml
+
+    if not directory.is_dir():
+        return []
+    names = []
+    for file in sorted(directory.iterdir()):
+        if file.is_file() and file.suffix.lower() in (".yaml", ".yml", ".json"):
+            if file.name.startswith("."):
+                continue
+            try:
+                data = yaml.safe_load(file.read_text(encoding="utf-8"))
+            except (OSError, ValueError, yaml.YAMLError):
+                return None
+            if not isinstance(data, dict) or not isinstance(data.get("name"), str):
+                return None
+            names.append(data["name"])
+    return sorted(names)
 
 
 def _refused(read: Callable[[Path], Any], reader: str, path: Path, bad: Bad, key: str) -> list[str]:
