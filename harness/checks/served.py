@@ -62,7 +62,7 @@ from harness.checks.served_calls import (
     judge_tool_calls,
 )
 from harness.checks.served_keys import ECHOED as ECHOED_ANSWER
-from harness.checks.served_keys import judge_key_echo, judge_key_kept, masked, with_key
+from harness.checks.served_keys import PREFIX, judge_key_echo, judge_key_kept, masked, with_key
 from harness.checks.served_rounds import judge_rounds
 from harness.observe.logs import JsonLines
 from harness.scenarios.checker import Finding
@@ -318,7 +318,7 @@ def play_served() -> ServedResult:
     result = ServedResult()
     started = time.perf_counter()
     # Letters and digits: a run of eight of them turns up in no id or digest by chance.
-    key = "sk-canary-" + "".join(secrets.choice(KEY_ALPHABET) for _ in range(32))
+    key = PREFIX + "".join(secrets.choice(KEY_ALPHABET) for _ in range(32))
     try:
         with tempfile.TemporaryDirectory(prefix="harness-served-") as where:
             _play(Path(where), key, result)

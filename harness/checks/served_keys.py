@@ -17,10 +17,19 @@ KEY_RUN = "{key_run}"
 KEY_TAIL = "{key_tail}"
 """In a scripted answer: the key's last six characters (more than the four OpenAI
 shows), as a gateway's shortened key shows them after its mask mark."""
+KEY_HEAD = "{key_head}"
+"""In a scripted answer: the vendor's prefix and the key's first character past it."""
+PREFIX = "sk-canary-"
+"""The canary key's vendor prefix, which every such key shares: text naming it alone
+is about keys, not an echo of one (docs/providers.md)."""
 
 
 def key_run(key: str) -> str:
-    return key[len("sk-canary-") :][:8]
+    return key[len(PREFIX) :][:8]
+
+
+def key_head(key: str) -> str:
+    return key[: len(PREFIX) + 1]
 
 
 def key_tail(key: str) -> str:
@@ -28,9 +37,11 @@ def key_tail(key: str) -> str:
 
 
 def with_key(behaviour: Any, key: str) -> Any:
-    """A scripted behaviour whose content quotes `KEY_RUN` and `KEY_TAIL` of the key."""
+    """A scripted behaviour whose content quotes `KEY_RUN`, `KEY_TAIL` and `KEY_HEAD` of
+    the key."""
     if isinstance(behaviour, dict) and isinstance(behaviour.get("content"), str):
         content = behaviour["content"].replace(KEY_RUN, key_run(key))
+        content = content.replace(KEY_HEAD, key_head(key))
         return {**behaviour, "content": content.replace(KEY_TAIL, key_tail(key))}
     return behaviour
 
@@ -56,7 +67,7 @@ def _echoes(key: str, text: str) -> list[str]:
     of eight of its characters past its vendor prefix (``sk-canary-``), or its last four
     (or more) shown after a mask mark (``*``, ``...``, ``…``), the shape of a shortened
     key."""
-    secret = key.removeprefix("sk-canary-")
+    secret = key.removeprefix(PREFIX)
     runs = {secret[i : i + 8] for i in range(len(secret) - 7)}
     found = sorted(run for run in runs if run in text)
     found += re.findall(rf"(?:\*|\.\.\.|…)[A-Za-z0-9]*{re.escape(key[-4:])}", text)
@@ -95,8 +106,8 @@ def judge_key_echo(
     echoed = played.served.get("echoed-answer", "").split("\n")[0]
     if ECHOED_MASKED not in echoed:
         result.failures.append(
-            "the API does not serve job echoed-answer's text with the key's run and its "
-            f"shortened form masked (`{ECHOED_MASKED}`)"
+            "the API does not serve job echoed-answer's text with the key's run, its "
+            f"shortened forms masked and the vendor's prefix alone kept (`{ECHOED_MASKED}`)"
         )
     for place, text in places.items():
         echoes = _echoes(stage.key, text)
@@ -107,18 +118,27 @@ def judge_key_echo(
 
 
 MASK = "***"
-ECHOED = f"Your key begins {KEY_RUN} and ends ...{KEY_TAIL}, that is all."
+ECHOED = (
+    f"Your key begins {KEY_RUN} and ends ...{KEY_TAIL}, that is all. "
+    f"Ours all begin {PREFIX}, yours {KEY_HEAD}."
+)
 """The primary's answer to job echoed-answer: a run of the key (a prompt that carried
-it, a debug text) and the key shortened to its last six: the service masks both words."""
-ECHOED_MASKED = f"Your key begins {MASK} and ends {MASK}, that is all."
+it, a debug text), the key shortened to its last six, the vendor's prefix alone and the
+prefix with one character past it: the service masks every echo and keeps the prefix
+alone (a run of eight counts once it reaches past the prefix, by one character)."""
+ECHOED_MASKED = (
+    f"Your key begins {MASK} and ends {MASK}, that is all. Ours all begin {PREFIX}, yours {MASK}."
+)
 
 
 def masked(entry: Any, key: str) -> Any:
     """`entry` with each word of its answer that echoes `key`, shortened (its last four or
-    more after stars or dots) or as a run of it (`KEY_RUN`), written as ``***``."""
+    more after stars or dots, `KEY_HEAD`) or as a run of it (`KEY_RUN`), written as
+    ``***``."""
     if not isinstance(entry.response, dict):
         return entry
     text = json.dumps(entry.response)
     text = re.sub(rf"[\w-]*(?:\*+|\.\.\.)\w*{re.escape(key[-4:])}", MASK, text)
     text = re.sub(rf"\b{re.escape(key_run(key))}\b", MASK, text)
+    text = re.sub(rf"{re.escape(key_head(key))}(?![A-Za-z0-9])", MASK, text)
     return replace(entry, response=json.loads(text))

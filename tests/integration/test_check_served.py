@@ -108,7 +108,7 @@ def test_a_longer_shortened_key_left_unmasked_fails_it(monkeypatch: pytest.Monke
     original = secrets.Secret._echoed
     monkeypatch.setattr(secrets.Secret, "_echoed", four_only)
     result = play_served()
-    failed_with(result, "the key's run and its shortened form masked")
+    failed_with(result, "the key's run, its shortened forms masked")
     failed_with(result, "the canary key is echoed in part in the API's answers")
     failed_with(result, "the canary key is echoed in part in file served.sqlite3")
 
@@ -120,7 +120,7 @@ def test_a_run_of_the_key_left_in_an_answer_fails_it(monkeypatch: pytest.MonkeyP
 
     monkeypatch.setattr(secrets, "MIN_RUN", 9)
     result = play_served()
-    failed_with(result, "job echoed-answer's text with the key's run and its shortened")
+    failed_with(result, "job echoed-answer's text with the key's run, its shortened forms")
     failed_with(result, "the canary key is echoed in part in the API's answers")
 
 
