@@ -88,6 +88,11 @@ class LedgerEntry:
     # to a caller who keeps listening: its last byte sent, its connection dropped, its
     # client's failure raised (`completes_at` is when the work is done); None: never on
     # its own (a stall: the caller's deadline or a release ends it)
+    bytes_read: int | None = None  # the body bytes its caller read, counted as the
+    # in-process transport handed them over; None over HTTP (what crossed the socket is
+    # the caller's to count, not the fake's), or before a response head
+    head_read_at: float | None = None  # when its caller got the response head, and
+    first_byte_read_at: float | None = None  # its first body byte (in process, as above)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -260,6 +265,20 @@ class Ledger:
             if entry is not None and not entry.delivered and entry.hung_up_at is None:
                 self._entries[request_id] = replace(entry, hung_up_at=self._now())
                 self._lock.notify_all()
+
+    def count_read(self, request_id: str, size: int) -> None:
+        """The in-process caller read `size` more bytes of the response body (0: its head)."""
+        with self._lock:
+            entry = self._entries.get(request_id)
+            if entry is None:
+                return
+            now, first = self._now(), entry.first_byte_read_at
+            self._entries[request_id] = replace(
+                entry,
+                bytes_read=(entry.bytes_read or 0) + size,
+                head_read_at=now if entry.head_read_at is None else entry.head_read_at,
+                first_byte_read_at=now if first is None and size > 0 else first,
+            )
 
     def mark_delivered(self, request_id: str) -> None:
         with self._lock:

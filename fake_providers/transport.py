@@ -101,6 +101,12 @@ class Player:
         self.timeouts: dict[str, Any] = request.extensions.get("timeout") or {}
         self.read_timeout: float | None = self.timeouts.get("read")
 
+    def handed(self, data: bytes) -> bytes:
+        """`data`, counted in the ledger as read by the caller as it is handed over."""
+        if self.exchange.request_id is not None:
+            self.fakes.ledger.count_read(self.exchange.request_id, len(data))
+        return data
+
     def response(self) -> Any:
         steps = iter(self.exchange.steps)
         for step in steps:
@@ -118,6 +124,7 @@ class Player:
         raise AssertionError("a plan ended without a response head")  # pragma: no cover
 
     def _head(self, head: Head, stream: Any) -> Any:
+        self.handed(b"")  # the ledger counts what this caller reads from here
         return self.lib.Response(
             head.status, headers=list(head.headers), stream=stream, request=self.request
         )
@@ -213,10 +220,10 @@ class _SyncBody:
     def __iter__(self) -> Iterator[bytes]:
         for step in _last_chunk_completes(self.steps):
             if isinstance(step, Trickle):
-                yield from self.player.trickle(step)
+                yield from map(self.player.handed, self.player.trickle(step))
             data = self.player.play(step, _CUT_BODY)
             if data:
-                yield data
+                yield self.player.handed(data)
 
     def close(self) -> None:
         pass
@@ -233,10 +240,10 @@ class _AsyncBody:
         for step in _last_chunk_completes(self.steps):
             if isinstance(step, Trickle):
                 async for data in self.player.trickle_async(step):
-                    yield data
+                    yield self.player.handed(data)
             data = await self.player.play_async(step, _CUT_BODY)
             if data:
-                yield data
+                yield self.player.handed(data)
 
     async def aclose(self) -> None:
         pass

@@ -222,6 +222,13 @@ def _text_not_sent() -> dict:
     return data
 
 
+def _bytes_not_read() -> dict:
+    """The fake's 500 body was read whole, 120 bytes; the attempt records 121 received."""
+    data = _failed_by("server_error", 500, "server_error: HTTP 500: boom", bytes_received=121)
+    data["ledger"] = [_exchange("server_error", 500, bytes_read=120)]
+    return data
+
+
 def _ended_before_the_exchange() -> dict:
     """The fake's 500 ended at t=2 (the ledger's end); the attempt failed at t=1."""
     data = _failed_by("server_error", 500, "server_error: HTTP 500: boom")
@@ -262,6 +269,7 @@ EXHIBITS: tuple[HistoryExhibit, ...] = (
     HistoryExhibit("unknown for a provider's own 503", "outcomes", ("I4",), _unknown_for_a_503()),
     HistoryExhibit("a 429 recorded as a 500", "ground", ("I4",), _cause_not_sent()),
     HistoryExhibit("an error text the fake never sent", "ground", ("I4", "I4"), _text_not_sent()),
+    HistoryExhibit("bytes received its caller never read", "ground", ("I4",), _bytes_not_read()),
     HistoryExhibit(
         "a failure recorded before its exchange ended",
         "ground",
@@ -332,6 +340,7 @@ _LENIENT: tuple[tuple[str, str, str, str, str], ...] = (
         "a cause the ledger disagrees with is accepted",
     ),
     ("ground_text", "ground", "I4", "_error_as_sent", "an error text nobody sent is accepted"),
+    ("ground_bytes", "ground", "I4", "_evidence_as_read", "bytes nobody read are accepted"),
     ("ground_end", "ground", "I8", "_ended_after_the_exchange", "an end before the exchange's"),
     ("ground_result", "ground", "I5", "_winner_text_as_sent", "a result nobody sent is accepted"),
     ("ground_lookup", "ground", "I8", "_resolved_as_sent", "a resolution the ledger belies"),
@@ -345,6 +354,7 @@ _LENIENT: tuple[tuple[str, str, str, str, str], ...] = (
 _STORY_OF: Mapping[str, str] = {
     "ground": "a 429 recorded as a 500",
     "ground_text": "an error text the fake never sent",
+    "ground_bytes": "bytes received its caller never read",
     "ground_end": "a failure recorded before its exchange ended",
     "ground_result": "a result the winner's provider never sent",
     "ground_lookup": "billed work resolved as never done",

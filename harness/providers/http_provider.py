@@ -52,16 +52,13 @@ ERROR_DETAIL_LIMIT = 300
 @dataclass
 class Meter:
     """What one exchange measured, kept as evidence whatever its end: seconds to the
-    response head and to the first body byte, and the bytes received."""
+    response head and to the first body byte, and the body bytes received, as they came
+    off the connection (before any decoding, however far the reading of them got)."""
 
     started: float
     head: float | None = None
     first_byte: float | None = None
     received: int = 0
-
-    def took(self, clock: Callable[[], float]) -> None:
-        if self.first_byte is None:
-            self.first_byte = clock() - self.started
 
     def evidence(self, clock: Callable[[], float]) -> dict[str, Any]:
         return {
@@ -70,6 +67,25 @@ class Meter:
             "first_byte_after": None if self.first_byte is None else round(self.first_byte, 6),
             "bytes_received": self.received,
         }
+
+
+class _Metered(httpx.SyncByteStream):
+    """A response's byte stream, each raw chunk counted by its meter as it comes."""
+
+    def __init__(
+        self, stream: httpx.SyncByteStream, meter: Meter, clock: Callable[[], float]
+    ) -> None:
+        self._stream, self._meter, self._clock = stream, meter, clock
+
+    def __iter__(self) -> Iterator[bytes]:
+        for chunk in self._stream:
+            if chunk and self._meter.first_byte is None:
+                self._meter.first_byte = self._clock() - self._meter.started
+            self._meter.received += len(chunk)
+            yield chunk
+
+    def close(self) -> None:
+        self._stream.close()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -326,16 +342,18 @@ class BaseHttpProvider(abc.ABC):
             handle.adopt(response.extensions.get("network_stream"))
             handle.head_arrived()
         meter.head = self._monotonic() - meter.started
+        if isinstance(response.stream, httpx.SyncByteStream):  # a sync client's, always
+            response.stream = _Metered(response.stream, meter, self._monotonic)
         request_id = response.headers.get(self.request_id_header)
         streamed = request.stream and _is_event_stream(response)
         try:
             if not 200 <= response.status_code < 300:
-                raise self._status_failure(response, deadline, meter)
+                raise self._status_failure(response, deadline)
             if streamed:
-                return self._read_stream(response, deadline, meter), request_id
+                return self._read_stream(response, deadline), request_id
             # Not streaming, or a gateway that ignored `stream` and sent one JSON body.
             try:
-                data = json.loads(self._read_body(response, deadline, meter))
+                data = json.loads(self._read_body(response, deadline))
             except ValueError:
                 raise CallFailed(Signal.MALFORMED_BODY, "the 2xx body is not JSON") from None
             return self._parse(data), request_id
@@ -358,24 +376,20 @@ class BaseHttpProvider(abc.ABC):
                 handle.release()  # before the connection may go back to the pool
             response.close()
 
-    def _read_body(self, response: httpx.Response, deadline: float, meter: Meter) -> bytes:
+    def _read_body(self, response: httpx.Response, deadline: float) -> bytes:
         chunks = []
         with transport_errors(ExchangeStage.BODY):
             for chunk in response.iter_bytes():
-                meter.took(self._monotonic)
-                meter.received += len(chunk)
                 chunks.append(chunk)
                 self._check_deadline(deadline)
         return b"".join(chunks)
 
-    def _read_stream(self, response: httpx.Response, deadline: float, meter: Meter) -> Answer:
+    def _read_stream(self, response: httpx.Response, deadline: float) -> Answer:
         reader = self._stream_reader()
 
         def lines() -> Iterator[str]:
             with transport_errors(ExchangeStage.BODY):
                 for line in response.iter_lines():
-                    meter.took(self._monotonic)
-                    meter.received += len(line) + 1
                     self._check_deadline(deadline)
                     yield line
 
@@ -389,13 +403,11 @@ class BaseHttpProvider(abc.ABC):
                 Signal.DEADLINE_EXCEEDED, "the answer did not finish within the call's timeout"
             )
 
-    def _status_failure(
-        self, response: httpx.Response, deadline: float, meter: Meter
-    ) -> CallFailed:
+    def _status_failure(self, response: httpx.Response, deadline: float) -> CallFailed:
         signal = status_signal(response.status_code)
         body: Any = None
         try:
-            body = json.loads(self._read_body(response, deadline, meter))
+            body = json.loads(self._read_body(response, deadline))
         except (CallFailed, ValueError):
             pass  # the status alone decides; the body only sharpens it
         signal = self._refine(signal, body)

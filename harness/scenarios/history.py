@@ -211,10 +211,19 @@ class History:
             "ended": self._ended(entry),
             "error": error_message(entry.response),  # the fake's own error message
             "answer_sha256": self._sent_digest(entry),
+            # in process: what its caller read of the answer, and when it got its head and
+            # its first byte (seconds after the request was received)
+            "bytes_read": getattr(entry, "bytes_read", None),
+            "head_after": self._after(entry, getattr(entry, "head_read_at", None)),
+            "first_byte_after": self._after(entry, getattr(entry, "first_byte_read_at", None)),
             # the tools it offered and the response format it asked for, where the
             # ledger records them (a ledger that does not says nothing of them)
             **{f: getattr(entry, f) for f in _REQUEST_EXTRAS if hasattr(entry, f)},
         }
+
+    @staticmethod
+    def _after(entry: Any, at: float | None) -> float | None:
+        return None if at is None else round(at - entry.received_at, 6)
 
     def _ended(self, entry: Any) -> float | None:
         """When the exchange ended on the run's clock: when its caller hung up, if it did

@@ -167,3 +167,24 @@ def test_a_jobs_result_digest_is_of_its_plain_text_only() -> None:
     assert result_text({"text": "", "tool_calls": [{"id": "c"}]}) is None
     assert result_text(None) is None
     assert text_digest("hé") == hashlib.sha256("hé".encode()).hexdigest()
+
+
+def test_the_ledger_counts_the_body_bytes_its_in_process_caller_read() -> None:
+    """Whole, streamed, and a stream cut in its middle: the count is what the client got
+    (the checker holds `bytes_received` to it); a request dispatched outside the
+    transport (over HTTP) counts nothing."""
+    fakes = FakeProviders(time=VirtualTime())
+    with httpx.Client(transport=FakeTransport(fakes), base_url="http://fake") as client:
+        for model, stream in (("fake/success", False), ("fake/success", True)):
+            body = {"model": model, "messages": [{"role": "user", "content": "hi"}]}
+            with client.stream("POST", PATHS["openai"], json=body | {"stream": stream}) as r:
+                got = b"".join(r.iter_bytes())
+            assert fakes.ledger.entries()[-1].bytes_read == len(got) > 0
+        body = {"model": "fake/stream_cut", "stream": True, "messages": body["messages"]}
+        got = bytearray()
+        cut = client.stream("POST", PATHS["openai"], json=body)
+        with pytest.raises(httpx.RemoteProtocolError), cut as r:
+            for chunk in r.iter_bytes():
+                got += chunk
+        assert fakes.ledger.entries()[-1].bytes_read == len(got) > 0
+    assert played("fake/success").bytes_read is None

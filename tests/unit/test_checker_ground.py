@@ -236,6 +236,42 @@ def test_an_error_text_without_the_message_the_ledger_keeps_is_i4() -> None:
     assert ground(data) == []
 
 
+def test_bytes_received_other_than_the_bytes_its_caller_read_is_i4() -> None:
+    """Over or under by one: a figure on-call reads."""
+    for got in (121, 119):
+        data = failed("server_error", 500, bytes_received=got)
+        data["ledger"] = [exchange("server_error", 500, bytes_read=120)]
+        (finding,) = ground(data)
+        assert finding.invariant == "I4"
+        assert f"bytes_received {got} (its caller read 120)" in finding.message
+        data["events"][1]["detail"]["bytes_received"] = 120
+        assert ground(data) == []
+
+
+def test_a_head_or_first_byte_other_than_when_its_caller_got_them_is_i4() -> None:
+    """Judged on the run's one clock; a time where none came (or none where one came) on
+    any clock."""
+    data = failed("server_error", 500, bytes_received=120, head_after=0.5, first_byte_after=None)
+    data["ledger"] = [
+        exchange("server_error", 500, bytes_read=120, head_after=0.25, first_byte_after=0.5)
+    ]
+    (finding,) = ground(data)
+    assert "head_after 0.5 (its caller read 0.25)" in finding.message
+    assert "first_byte_after None (its caller read 0.5)" in finding.message
+    data["database"] = REAL_TIME
+    (finding,) = ground(data)
+    assert "head_after" not in finding.message and "first_byte_after None" in finding.message
+    data["events"][1]["detail"] |= {"head_after": 0.25, "first_byte_after": 0.5}
+    assert ground(data) == []
+
+
+def test_bytes_nobody_counted_say_nothing() -> None:
+    """Over HTTP the fakes cannot know what their caller read (`bytes_read` None)."""
+    data = failed("server_error", 500, bytes_received=7)
+    data["ledger"] = [exchange("server_error", 500, bytes_read=None)]
+    assert ground(data) == []
+
+
 def test_a_credential_in_recorded_evidence_is_found_and_a_word_about_keys_is_not() -> None:
     data = failed("unauthorized", 401, error="unauthorized: HTTP 401: Incorrect API key provided.")
     data["ledger"] = [exchange("http_error", 401)]

@@ -85,9 +85,10 @@ and the settled row, and a resolution by the call's late answer or by the provid
 lookup as the fake's ending and work make it (a lookup's `failed` for billed work would
 run it again: I8); the attempt started no later than its request was received, and
 its record of the answer is no earlier than the exchange ended (I8); the error text
-names the status the fake sent (and its message, where the ledger keeps it), and no
-recorded text carries a credential (I4); a job won by its winner's own answer holds
-what the fake delivered (I5).
+names the status the fake sent (and its message, where the ledger keeps it), the
+bytes received it records are the bytes its caller read (where the ledger counts them:
+the in-process fakes), and no recorded text carries a credential (I4); a job won by
+its winner's own answer holds what the fake delivered (I5).
 
 *The second observer* (`observers`): each job as its owner reads it through the HTTP API
 (status, version, winner, attempts, events in order) is the job the engine recorded
@@ -115,6 +116,7 @@ from typing import Any as _Any
 from harness.scenarios.checker.ground import (
     _ended_after_the_exchange,
     _error_as_sent,
+    _evidence_as_read,
     _recorded_as_sent,
     _resolved_as_sent,
     _winner_text_as_sent,
@@ -222,6 +224,7 @@ HISTORY_CHECKS: tuple[Check, ...] = (
     _recorded_as_sent,
     _resolved_as_sent,
     _error_as_sent,
+    _evidence_as_read,
     _ended_after_the_exchange,
     _one_winner,
     _winner_answered,

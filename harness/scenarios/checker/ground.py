@@ -399,6 +399,51 @@ def _error_as_sent(history: Mapping[str, Any]) -> Iterator[Finding]:
     yield from _no_credential(history)
 
 
+def _evidence_as_read(history: Mapping[str, Any]) -> Iterator[Finding]:
+    """I4, *ground truth* of the evidence: where the ledger counts what an exchange's
+    caller read (the in-process fakes hand the answer over and count it), the attempt's
+    record of its call (a failure, an unknown, an observation) says it received those
+    body bytes (`bytes_received` against `bytes_read`), and, on the run's one clock, its
+    response head and first body byte when they came (`head_after`, `first_byte_after`,
+    seconds from the request; None for none): the figures on-call reads to tell a reset
+    before the answer from a cut in its middle."""
+    timed = history.get("database") != REAL_TIME
+    for x in exchanges(history):
+        record = x.record()
+        if record is None or not isinstance(x.execution.get("bytes_read"), int):
+            continue
+        detail = record.get("detail") or {}
+        wrong = [
+            f"{key} {detail[key]} (its caller read {x.execution.get(read)})"
+            for key, read in _READ_AS
+            if key in detail and _differs(detail[key], x.execution.get(read), timed)
+        ]
+        if wrong:
+            yield Finding(
+                "I4",
+                x.job,
+                f"ground truth: {x.where}; {x.attempt}'s {record['kind']} event records "
+                + "; ".join(wrong),
+                (x.execution, record),
+            )
+
+
+_READ_AS = (
+    ("bytes_received", "bytes_read"),
+    ("head_after", "head_after"),
+    ("first_byte_after", "first_byte_after"),
+)
+"""The call's evidence, and the ledger's count it is judged by."""
+
+
+def _differs(recorded: Any, read: Any, timed: bool) -> bool:
+    if isinstance(recorded, int | float) and isinstance(read, int | float):
+        if isinstance(recorded, float) or isinstance(read, float):
+            return timed and abs(recorded - read) > EPSILON
+        return bool(recorded != read)
+    return (recorded is None) != (read is None)
+
+
 def _no_credential(history: Mapping[str, Any]) -> Iterator[Finding]:
     for event in history.get("events", ()):
         for key, value in (event.get("detail") or {}).items():
