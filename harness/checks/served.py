@@ -313,12 +313,21 @@ class Stage:
     logs: list[str]
 
 
+def canary_key() -> str:
+    """A fresh canary key: letters and digits past the vendor's prefix (a run of eight
+    of them turns up in no id or digest by chance), opening with a segment of the
+    prefix's own shape (``7f3k9q2m-``) that ends past the key's first half, so the
+    service must not take it for part of the prefix (docs/providers.md: at most half the
+    key) and leave the secret's first characters unmasked."""
+    segment = "".join(secrets.choice(string.ascii_lowercase + string.digits) for _ in range(8))
+    return f"{PREFIX}{segment}-" + "".join(secrets.choice(KEY_ALPHABET) for _ in range(18))
+
+
 def play_served() -> ServedResult:
     """Play the served story and judge it."""
     result = ServedResult()
     started = time.perf_counter()
-    # Letters and digits: a run of eight of them turns up in no id or digest by chance.
-    key = PREFIX + "".join(secrets.choice(KEY_ALPHABET) for _ in range(32))
+    key = canary_key()
     try:
         with tempfile.TemporaryDirectory(prefix="harness-served-") as where:
             _play(Path(where), key, result)
