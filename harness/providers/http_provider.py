@@ -30,6 +30,7 @@ from harness.providers.base import (
     ToolCall,
 )
 from harness.providers.calls import DEADLINE, CallHandle, current_call, tracked_transport
+from harness.providers.config import DEFAULT_CONNECT_TIMEOUT
 from harness.providers.exchange import (
     CallFailed,
     ExchangeStage,
@@ -45,7 +46,6 @@ from harness.providers.secrets import Secret
 
 log = logging.getLogger("harness.providers")
 
-DEFAULT_CONNECT_TIMEOUT = 5.0
 ERROR_DETAIL_LIMIT = 300
 
 
