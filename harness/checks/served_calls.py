@@ -1,6 +1,8 @@
 """The served story's judges of single provider calls: a lost call aborted with its
 socket shut, whether another attempt won or the job was cancelled through the API while
-the call was in flight, and an answer's tool calls carried into the job's result.
+the call was in flight; a call whose head came and then nothing, cut at the deadline; an
+answer's tool calls carried into the job's result; the retry after an HTTP-date
+Retry-After; the lost answer settled by the stored-completion lookup.
 """
 
 from __future__ import annotations
@@ -65,6 +67,26 @@ def judge_abort(played: Any, entries: list[Any], result: Any, *, provider: str) 
         )
 
 
+def judge_cut_at_deadline(played: Any, result: Any, *, provider: str) -> None:
+    """Job stalled: its primary's call, whose head came and then nothing, is cut at the
+    attempt's deadline and recorded as what it is (docs/providers.md, "At its attempt's
+    deadline"): failed, executed and unusable, billed, cause `deadline_exceeded`."""
+    final = played.final.get("stalled")
+    if final is None:
+        return
+    ends = [
+        (a.state.value, a.outcome and a.outcome.value, a.billed, a.cause)
+        for a in final.attempts
+        if a.provider == provider
+    ]
+    if ends != [("failed", "executed_unusable", True, "deadline_exceeded")]:
+        result.failures.append(
+            f"job stalled: its primary's attempts ended {ends} (state, outcome, billed, "
+            "cause); expected one, cut at its deadline: failed, executed_unusable, billed, "
+            "deadline_exceeded"
+        )
+
+
 def cancel_once_sent(client: Any, engine: Any, job_id: int, result: Any, *, bound: float) -> None:
     """Job cancelled: once its primary's call is sent (its attempt `running`), cancel it
     through the job API, and wait for its call's abort, within `bound` seconds; the
@@ -115,4 +137,35 @@ def judge_cancelled(played: Any, entries: list[Any], result: Any) -> None:
             f"its requests hung up on: {hung}; its call aborted (reason, found by, "
             f"interrupted): {aborted}; expected cancelled, none billed, one request hung up "
             "on, aborted once by a worker round with its socket shut"
+        )
+
+
+def judge_retry_date(heard: list[Any], result: Any, *, provider: str) -> None:
+    """Job rate-limited: the call after a 429 with an HTTP-date Retry-After came no
+    earlier than the date (a scheduler's timer may fire a few milliseconds early: 50 ms
+    of slack)."""
+    primary = [h for h in heard if h.provider == provider]
+    dated = [i for i, h in enumerate(primary) if h.retry_date is not None]
+    if len(dated) != 1 or dated[0] + 1 >= len(primary):
+        result.failures.append(
+            f"{len(dated)} 429s with an HTTP-date Retry-After at {provider}, followed by "
+            f"{len(primary) - 1 - dated[0] if dated else 0} calls; expected one, then a retry"
+        )
+        return
+    date = primary[dated[0]].retry_date or 0.0
+    early = date - primary[dated[0] + 1].at
+    if early > 0.05:
+        result.failures.append(
+            f"{provider} was called again {early:.2f} s before the Retry-After date it sent"
+        )
+
+
+def judge_lost(played: Any, result: Any) -> None:
+    """Job lost: its unknown attempt is settled by the stored-completion lookup."""
+    final = played.final.get("lost")
+    resolutions = [a.resolution.value for a in final.attempts if a.resolution] if final else []
+    if final is not None and resolutions != ["succeeded"]:
+        result.failures.append(
+            f"job lost: the unknown attempt was resolved {resolutions or 'never'}; "
+            "expected succeeded, from the stored-completion lookup"
         )

@@ -241,3 +241,14 @@ def test_tool_calls_lost_from_a_whole_answer_fail_it(
     read = openai_chat._tool_calls
     monkeypatch.setattr(openai_chat, "_tool_calls", lambda raw: read(raw)[:keep])
     failed_with(play_served(), "job tool-call: the API serves the calls")
+
+
+def test_a_call_cut_at_its_deadline_recorded_as_a_cut_stream_fails_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Job stalled: a service that words its own cut at the deadline as the provider's
+    (`stream_cut`) hides that the call ran out of time."""
+    from harness.providers import http_provider
+
+    monkeypatch.setattr(http_provider, "DEADLINE", "never")
+    failed_with(play_served(), "job stalled: its primary's attempts ended [('failed'")
