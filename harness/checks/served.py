@@ -352,9 +352,10 @@ def play_served() -> ServedResult:
 
 
 def _play(where: Path, key: str, result: ServedResult) -> None:
-    from harness.checks.served_config import judge_config_files
+    from harness.checks.served_config import judge_builtin_served, judge_config_files
 
     result.failures += judge_config_files(where, key)
+    result.failures += judge_builtin_served(where)
     logs: list[str] = []
     rounds: list[dict[str, Any]] = []
     with (

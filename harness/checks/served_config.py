@@ -9,11 +9,14 @@ key pasted into the file (an `api_key` field, or a key where `api_key_env` wants
 variable's name) is refused and never echoed. A file that is right is read as it says:
 the list and the mapping forms give the same providers, with the values written (the
 defaults where none is). The contracts the service reads are judged too: a directory
-given must exist, and `./contracts`, when present, is read whole.
+given must exist, and `./contracts`, when present, is read whole. And a file that names
+no providers serves the built-in fakes (docs/providers.md): in process, with failover
+allowed without a contract.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -294,4 +297,45 @@ def _read_as_written(read: Callable[[Path], Any], reader: str, path: Path, form:
     }
     if got != GOOD or any(config.name != name for name, config in configs.items()):
         return [f"{said}: read {got}; the file says {GOOD}"[:600]]
+    return []
+
+
+BUILTIN_BOUND = 10.0  # seconds a job on the built-in fakes may take (it takes milliseconds)
+
+
+def judge_builtin_served(where: Path) -> list[str]:
+    """A service built from a file that names no providers runs on the built-in fakes:
+    a job over `primary, fallback` whose primary answers 503 is answered by the fallback
+    within the bound (in process, no network; failover there needs no contract)."""
+    from harness.config import load_config
+    from harness.core.models import Intent, Policy
+    from harness.core.states import FINISHED_JOB_STATES
+    from harness.runtime.service import build_service
+
+    path = where / "no-providers.yaml"
+    path.write_text("failover_without_contract: refuse\n")
+    service = build_service(load_config(path, environ={}), f"sqlite:///{where}/builtin.sqlite3")
+    try:
+        if service.fakes is None:
+            return ["a file naming no providers: the service did not run on the built-in fakes"]
+        service.fakes.script("service_unavailable", api="openai")
+        policy = Policy(same_provider_retries=0, attempt_timeout=BUILTIN_BOUND)
+        chain = ("primary", "fallback")
+        intent = Intent(operation="summarise", input={"text": "hi"}, providers=chain, policy=policy)
+        job = service.engine.create_job("served", "on-the-fakes", intent).job
+        service.worker.start_background()
+        until = time.monotonic() + BUILTIN_BOUND
+        while (job := service.engine.get_job(job.id)).status not in FINISHED_JOB_STATES:
+            if time.monotonic() > until:
+                break
+            time.sleep(0.02)
+    finally:
+        service.close()
+    won = [a.provider for a in job.attempts if a.id == job.completed_by]
+    if job.status.value != "succeeded" or won != ["fallback"]:
+        states = ", ".join(f"{a.provider} {a.state.value}" for a in job.attempts) or "none"
+        return [
+            f"a file naming no providers: a job whose built-in primary answered 503 ended "
+            f"{job.status.value} (attempts: {states}); expected won by the built-in fallback"
+        ]
     return []
