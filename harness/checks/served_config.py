@@ -11,7 +11,8 @@ the list and the mapping forms give the same providers, with the values written 
 defaults where none is). The contracts the service reads are judged too: a directory
 given must exist, and `./contracts`, when present, is read whole. And a file that names
 no providers serves the built-in fakes (docs/providers.md): in process, with failover
-allowed without a contract.
+allowed without a contract; and a provider asked for by name that the file does not
+name is refused with an error naming the file and the providers it does.
 """
 
 from __future__ import annotations
@@ -314,10 +315,15 @@ def judge_builtin_served(where: Path) -> list[str]:
 
     path = where / "no-providers.yaml"
     path.write_text("failover_without_contract: refuse\n")
-    service = build_service(load_config(path, environ={}), f"sqlite:///{where}/builtin.sqlite3")
+    settings = load_config(path, environ={})
+    failures = _unknown_named(settings, str(path), "fallback, primary")
+    listed = where / "good-list.yaml"  # written by judge_config_files
+    if listed.is_file():
+        failures += _unknown_named(load_config(listed, environ={}), str(listed), "fallback")
+    service = build_service(settings, f"sqlite:///{where}/builtin.sqlite3")
     try:
         if service.fakes is None:
-            return ["a file naming no providers: the service did not run on the built-in fakes"]
+            return [*failures, "a file naming no providers: the service ran without the fakes"]
         service.fakes.script("service_unavailable", api="openai")
         policy = Policy(same_provider_retries=0, attempt_timeout=BUILTIN_BOUND)
         chain = ("primary", "fallback")
@@ -334,8 +340,23 @@ def judge_builtin_served(where: Path) -> list[str]:
     won = [a.provider for a in job.attempts if a.id == job.completed_by]
     if job.status.value != "succeeded" or won != ["fallback"]:
         states = ", ".join(f"{a.provider} {a.state.value}" for a in job.attempts) or "none"
-        return [
+        failures.append(
             f"a file naming no providers: a job whose built-in primary answered 503 ended "
             f"{job.status.value} (attempts: {states}); expected won by the built-in fallback"
-        ]
-    return []
+        )
+    return failures
+
+
+def _unknown_named(settings: Any, where: str, known: str) -> list[str]:
+    """A command asked for a provider the deployment has not (`--provider nope`) is
+    refused with an error naming where it looked and the providers it knows."""
+    from harness.errors import ConfigError
+    from harness.runtime.service import build_configured_provider
+
+    try:
+        build_configured_provider(settings, "nope")
+    except ConfigError as exc:
+        if where in str(exc) and "'nope'" in str(exc) and known in str(exc):
+            return []
+        return [f"provider 'nope' asked of {where}: {exc} (expected it, and {known}, named)"]
+    return [f"provider 'nope' asked of {where}: built, though it names no such provider"]

@@ -31,7 +31,7 @@ def test_a_service_that_leaves_the_built_in_fakes_fails_it(
 
     if broken == "configured":
         monkeypatch.setattr(service, "choose_providers", chosen)
-        expected = "the service did not run on the built-in fakes"
+        expected = "the service ran without the fakes"
     else:
         monkeypatch.setattr(service.VerdictGate, "__init__", _without_fakes_allowance())
         expected = "expected won by the built-in fallback"
@@ -48,3 +48,17 @@ def _without_fakes_allowance() -> object:
         init(self, *args, **{**kwargs, "allow_without_contract": False})  # type: ignore[arg-type]
 
     return refusing
+
+
+def test_an_unknown_provider_refused_without_the_known_ones_fails_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from harness.errors import ConfigError
+    from harness.runtime import service
+
+    def terse(self: object, name: str, *, where: object = None) -> object:
+        raise ConfigError(f"{where}: no provider named {name!r}")
+
+    monkeypatch.setattr(service.ProviderChoice, "config", terse)
+    failures = judge_builtin_served(tmp_path)
+    assert any("provider 'nope' asked of" in f for f in failures), failures
