@@ -124,6 +124,11 @@ def build_configured_provider(settings: ServiceConfig, name: str) -> BaseProvide
     return build_provider(config)
 
 
+ROUND_WAIT = 5.0
+"""Seconds `Service.close` waits for the worker's round in progress: a round stopped in
+its middle could claim a job and find the scheduler closed before its call starts."""
+
+
 @dataclass
 class Service:
     """A running deployment's parts, built by `build_service`; `close` stops the worker and
@@ -139,7 +144,7 @@ class Service:
     fakes: Any = None  # the built-in fake providers, when no providers are configured
 
     def close(self) -> None:
-        self.worker.stop()
+        self.worker.stop(wait=ROUND_WAIT)
         self.scheduler.close()
         for provider in self.providers.values():
             close = getattr(provider, "close", None)

@@ -99,6 +99,7 @@ class Worker:
         self.settings = settings or WorkerSettings()
         self.resolver = Resolver(engine, providers)
         self._stop = threading.Event()
+        self._rounds = threading.Lock()  # held while a background round runs
         self._last_reconcile: datetime | None = None
         # The calls this worker has in flight (attempt id -> job id, handle): a call whose
         # attempt lost is aborted (`abort_lost_calls`), never left to the provider's end.
@@ -680,17 +681,25 @@ class Worker:
         idle = max(poll, self.settings.idle_poll_interval)
 
         def round_(waited: float) -> None:
-            if self._stop.is_set():
-                return
-            busy = True
-            try:
-                busy = bool(self.tick())
-            finally:
-                if not self._stop.is_set():
-                    wait = poll if busy else min(idle, waited * 2)
-                    self.scheduler.call_later(wait, lambda: round_(wait))
+            with self._rounds:
+                if self._stop.is_set():
+                    return
+                busy = True
+                try:
+                    busy = bool(self.tick())
+                finally:
+                    if not self._stop.is_set():
+                        wait = poll if busy else min(idle, waited * 2)
+                        self.scheduler.call_later(wait, lambda: round_(wait))
 
         self.scheduler.call_later(0, lambda: round_(poll))
 
-    def stop(self) -> None:
+    def stop(self, *, wait: float = 0.0) -> bool:
+        """No round starts after this; with `wait`, up to that many seconds for the round
+        in progress to end (its claims start their calls before the scheduler closes).
+        False when one was still running at the end of the wait."""
         self._stop.set()
+        if wait <= 0 or not self._rounds.acquire(timeout=wait):
+            return wait <= 0
+        self._rounds.release()
+        return True
