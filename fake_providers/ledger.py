@@ -89,10 +89,10 @@ class LedgerEntry:
     # client's failure raised (`completes_at` is when the work is done); None: never on
     # its own (a stall: the caller's deadline or a release ends it)
     bytes_read: int | None = None  # the body bytes its caller read, counted as the
-    # in-process transport handed them over; None over HTTP (what crossed the socket is
-    # the caller's to count, not the fake's), or before a response head
-    head_read_at: float | None = None  # when its caller got the response head, and
-    first_byte_read_at: float | None = None  # its first body byte (in process, as above)
+    # in-process transport handed them over (0 from the request on); None over HTTP
+    # (what crossed the socket is the caller's to count, not the fake's)
+    head_read_at: float | None = None  # when its caller got the response head (None:
+    first_byte_read_at: float | None = None  # none), and its first body byte (in process)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -266,17 +266,18 @@ class Ledger:
                 self._entries[request_id] = replace(entry, hung_up_at=self._now())
                 self._lock.notify_all()
 
-    def count_read(self, request_id: str, size: int) -> None:
-        """The in-process caller read `size` more bytes of the response body (0: its head)."""
+    def count_read(self, request_id: str, size: int, *, head: bool = True) -> None:
+        """The in-process caller read `size` more bytes of the response body, its head
+        read before them (`head` False: it has sent its request and read nothing yet)."""
         with self._lock:
             entry = self._entries.get(request_id)
             if entry is None:
                 return
-            now, first = self._now(), entry.first_byte_read_at
+            now, first, got = self._now(), entry.first_byte_read_at, entry.head_read_at
             self._entries[request_id] = replace(
                 entry,
                 bytes_read=(entry.bytes_read or 0) + size,
-                head_read_at=now if entry.head_read_at is None else entry.head_read_at,
+                head_read_at=now if head and got is None else got,
                 first_byte_read_at=now if first is None and size > 0 else first,
             )
 

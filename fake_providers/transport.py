@@ -100,11 +100,12 @@ class Player:
         self.releaser: Releaser = fakes.releaser
         self.timeouts: dict[str, Any] = request.extensions.get("timeout") or {}
         self.read_timeout: float | None = self.timeouts.get("read")
+        self.handed(b"", head=False)  # the ledger counts what this caller reads from here
 
-    def handed(self, data: bytes) -> bytes:
+    def handed(self, data: bytes, *, head: bool = True) -> bytes:
         """`data`, counted in the ledger as read by the caller as it is handed over."""
         if self.exchange.request_id is not None:
-            self.fakes.ledger.count_read(self.exchange.request_id, len(data))
+            self.fakes.ledger.count_read(self.exchange.request_id, len(data), head=head)
         return data
 
     def response(self) -> Any:
@@ -124,7 +125,7 @@ class Player:
         raise AssertionError("a plan ended without a response head")  # pragma: no cover
 
     def _head(self, head: Head, stream: Any) -> Any:
-        self.handed(b"")  # the ledger counts what this caller reads from here
+        self.handed(b"")  # the head, handed over now
         return self.lib.Response(
             head.status, headers=list(head.headers), stream=stream, request=self.request
         )

@@ -19,7 +19,7 @@ fresh SQLite file, with two providers of different kinds reached over a loopback
   its result the calls the primary's answer made; one whose answer quotes eight
   characters of the key, which the service must mask; one cancelled through the API
   while the primary's call hangs, the call then aborted by a worker round; one whose
-  primary sends its head and then nothing, cut at the attempt's deadline (executed,
+  primary sends its head and then only spaces, cut at the attempt's deadline (executed,
   unusable, billed: `deadline_exceeded`) and answered by the fallback;
 - first, the configuration readers are handed files a user gets wrong and right
   (`harness.checks.served_config`), each error judged by the file and field it names;
@@ -65,6 +65,7 @@ from harness.checks.served_calls import (
     judge_lost,
     judge_retry_date,
     judge_tool_calls,
+    settled,
 )
 from harness.checks.served_keys import ECHOED as ECHOED_ANSWER
 from harness.checks.served_keys import PREFIX, judge_key_echo, judge_key_kept, masked, with_key
@@ -78,7 +79,6 @@ PRIMARY, FALLBACK = "primary", "fallback"
 MODELS = {PRIMARY: "gpt-4o-mini", FALLBACK: "claude-haiku-4-5"}
 RETRY_AFTER = 1  # seconds the primary's 429 asks for (sent as an HTTP date)
 WAIT_BOUND = 30.0  # seconds a job may take to settle before the story says so
-POLL_EVERY = 0.02  # seconds between two reads of the database while waiting
 KEY_ALPHABET = string.ascii_letters + string.digits
 RECONCILE_INTERVAL = 0.1  # `harness serve --reconcile-interval`: lookups come soon
 _CONFIG = """\
@@ -263,7 +263,7 @@ def jobs() -> list[Job]:
         Job("tool-call", (), PRIMARY, input=TOOLS),
         Job("echoed-answer", (ECHOED,), PRIMARY),
         Job("cancelled", ("hang",), None, {"attempt_timeout": 30}),
-        Job("stalled", ("stall_after_headers",), FALLBACK, STALLED, billed=2),
+        Job("stalled", (TRICKLE,), FALLBACK, STALLED, billed=2),
     ]
 
 
@@ -294,10 +294,13 @@ TOOLS = {
 """The primary must call the tools offered: its answer is calls, not text."""
 
 
-STALLED = {"attempt_timeout": 1, "same_provider_retries": 0}
-"""The primary sends its 200 head and no byte after it: at the attempt's deadline the
-worker cuts the read, and the call is what it is, executed and unusable (cause
-`deadline_exceeded`, billed: docs/providers.md), the fallback answering at once."""
+STALLED = {"attempt_timeout": 3, "same_provider_retries": 0}
+"""The primary sends its 200 head, then a space every 0.4 s and never its answer: at the
+attempt's deadline the worker cuts the read (or the adapter, reading a space past it,
+stops), and the call is what it is, executed and unusable (cause `deadline_exceeded`,
+billed: docs/providers.md), the fallback answering at once. Three seconds leave a busy
+machine time to send the head before the deadline."""
+TRICKLE = {"behaviour": "stream_trickle", "chunk_latency": 0.4}
 
 
 HEDGED = {"max_live_attempts": 2, "hedge_after": 0.2, "attempt_timeout": 5}
@@ -492,7 +495,7 @@ def _jobs(stage: Stage, result: ServedResult) -> Played:
             job.id = answer.json()["id"]
             if job.winner is None:
                 cancel_once_sent(client, engine, job.id, result, bound=WAIT_BOUND)
-            played.final[job.name] = _settled(engine, job.id, job.name)
+            played.final[job.name] = settled(engine, job.id, bound=WAIT_BOUND)
             result.notes.append(f"job {job.name}: settled in {time.time() - job.sent_at:.2f} s")
         for job in played.jobs:
             if job.id is not None:
@@ -507,20 +510,6 @@ def _jobs(stage: Stage, result: ServedResult) -> Played:
 def _events(stage: Stage, played: Played) -> list[Any]:
     engine = stage.service.engine
     return [e for job in played.jobs if job.id is not None for e in engine.events(job.id)]
-
-
-def _settled(engine: Any, job_id: int, name: str) -> Any:
-    """The job once it and its attempts have ended, read from the database within
-    `WAIT_BOUND` seconds; the job as it stands when the bound passes."""
-    bound = time.monotonic() + WAIT_BOUND
-    while True:
-        job = engine.get_job(job_id)
-        live = any(a.state.value in ("starting", "running", "unknown") for a in job.attempts)
-        if job.status.value in ("succeeded", "failed", "cancelled") and not live:
-            return job
-        if time.monotonic() > bound:
-            return job
-        time.sleep(POLL_EVERY)
 
 
 @contextmanager

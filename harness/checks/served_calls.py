@@ -67,8 +67,22 @@ def judge_abort(played: Any, entries: list[Any], result: Any, *, provider: str) 
         )
 
 
+def settled(engine: Any, job_id: int, *, bound: float) -> Any:
+    """The job once it and its attempts have ended, read from the database within
+    `bound` seconds; the job as it stands when the bound passes."""
+    until = time.monotonic() + bound
+    while True:
+        job = engine.get_job(job_id)
+        live = any(a.state.value in ("starting", "running", "unknown") for a in job.attempts)
+        if job.status.value in ("succeeded", "failed", "cancelled") and not live:
+            return job
+        if time.monotonic() > until:
+            return job
+        time.sleep(POLL_EVERY)
+
+
 def judge_cut_at_deadline(played: Any, result: Any, *, provider: str) -> None:
-    """Job stalled: its primary's call, whose head came and then nothing, is cut at the
+    """Job stalled: its primary's call, whose head came and then no answer, is cut at the
     attempt's deadline and recorded as what it is (docs/providers.md, "At its attempt's
     deadline"): failed, executed and unusable, billed, cause `deadline_exceeded`."""
     final = played.final.get("stalled")

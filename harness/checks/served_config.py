@@ -17,7 +17,6 @@ name is refused with an error naming the file and the providers it does.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -307,19 +306,21 @@ BUILTIN_BOUND = 10.0  # seconds a job on the built-in fakes may take (it takes m
 def judge_builtin_served(where: Path) -> list[str]:
     """A service built from a file that names no providers runs on the built-in fakes:
     a job over `primary, fallback` whose primary answers 503 is answered by the fallback
-    within the bound (in process, no network; failover there needs no contract)."""
+    within the bound (in process, no network; failover there needs no contract). And a
+    provider asked for by a name the file does not give is refused naming the file and
+    the providers there are (the built-in two, or the file's own)."""
+    from harness.checks.served_calls import settled
     from harness.config import load_config
     from harness.core.models import Intent, Policy
-    from harness.core.states import FINISHED_JOB_STATES
     from harness.runtime.service import build_service
 
     path = where / "no-providers.yaml"
     path.write_text("failover_without_contract: refuse\n")
     settings = load_config(path, environ={})
-    failures = _unknown_named(settings, str(path), "fallback, primary")
-    listed = where / "good-list.yaml"  # written by judge_config_files
-    if listed.is_file():
-        failures += _unknown_named(load_config(listed, environ={}), str(listed), "fallback")
+    listed = where / "listed-providers.yaml"
+    listed.write_text(GOOD_LIST)
+    failures = _unknown_named(settings, path, {"primary", "fallback"})
+    failures += _unknown_named(load_config(listed, environ={}), listed, set(GOOD))
     service = build_service(settings, f"sqlite:///{where}/builtin.sqlite3")
     try:
         if service.fakes is None:
@@ -330,11 +331,7 @@ def judge_builtin_served(where: Path) -> list[str]:
         intent = Intent(operation="summarise", input={"text": "hi"}, providers=chain, policy=policy)
         job = service.engine.create_job("served", "on-the-fakes", intent).job
         service.worker.start_background()
-        until = time.monotonic() + BUILTIN_BOUND
-        while (job := service.engine.get_job(job.id)).status not in FINISHED_JOB_STATES:
-            if time.monotonic() > until:
-                break
-            time.sleep(0.02)
+        job = settled(service.engine, job.id, bound=BUILTIN_BOUND)
     finally:
         service.close()
     won = [a.provider for a in job.attempts if a.id == job.completed_by]
@@ -347,16 +344,17 @@ def judge_builtin_served(where: Path) -> list[str]:
     return failures
 
 
-def _unknown_named(settings: Any, where: str, known: str) -> list[str]:
+def _unknown_named(settings: Any, path: Path, known: set[str]) -> list[str]:
     """A command asked for a provider the deployment has not (`--provider nope`) is
-    refused with an error naming where it looked and the providers it knows."""
+    refused with an error naming the file, the name asked and each provider it knows."""
     from harness.errors import ConfigError
     from harness.runtime.service import build_configured_provider
 
     try:
         build_configured_provider(settings, "nope")
     except ConfigError as exc:
-        if where in str(exc) and "'nope'" in str(exc) and known in str(exc):
-            return []
-        return [f"provider 'nope' asked of {where}: {exc} (expected it, and {known}, named)"]
-    return [f"provider 'nope' asked of {where}: built, though it names no such provider"]
+        missing = [w for w in (str(path), "'nope'", *sorted(known)) if w not in str(exc)]
+        if missing:
+            return [f"provider 'nope' asked of {path}: {exc} (it does not name {missing})"]
+        return []
+    return [f"provider 'nope' asked of {path}: built, though the file names no such provider"]

@@ -14,7 +14,7 @@ import logging
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import httpx
 
@@ -342,8 +342,10 @@ class BaseHttpProvider(abc.ABC):
             handle.adopt(response.extensions.get("network_stream"))
             handle.head_arrived()
         meter.head = self._monotonic() - meter.started
-        if isinstance(response.stream, httpx.SyncByteStream):  # a sync client's, always
-            response.stream = _Metered(response.stream, meter, self._monotonic)
+        # a sync client's stream, always (an async one would not iterate: a loud failure)
+        response.stream = _Metered(
+            cast(httpx.SyncByteStream, response.stream), meter, self._monotonic
+        )
         request_id = response.headers.get(self.request_id_header)
         streamed = request.stream and _is_event_stream(response)
         try:

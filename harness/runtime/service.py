@@ -11,6 +11,7 @@ the configuration be used?" (`failover_links`, for `harness check --config` and
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
@@ -36,6 +37,8 @@ from harness.runtime.scheduler import ThreadScheduler
 from harness.runtime.worker import Worker, WorkerSettings
 from harness.store.database import Database
 from harness.store.migrations import current, head
+
+log = logging.getLogger(__name__)
 
 ProviderFactory = Callable[[ServiceConfig, str], BaseProvider]
 """Builds the adapter for one provider of the settings (commands take one, tests inject
@@ -126,7 +129,9 @@ def build_configured_provider(settings: ServiceConfig, name: str) -> BaseProvide
 
 ROUND_WAIT = 5.0
 """Seconds `Service.close` waits for the worker's round in progress: a round stopped in
-its middle could claim a job and find the scheduler closed before its call starts."""
+its middle could claim a job and find the scheduler closed before it hands over the
+call. A call still queued when the scheduler closes is not sent: its attempt, left
+`starting`, is found by a sweep and recorded as never sent (docs/operations.md)."""
 
 
 @dataclass
@@ -144,7 +149,8 @@ class Service:
     fakes: Any = None  # the built-in fake providers, when no providers are configured
 
     def close(self) -> None:
-        self.worker.stop(wait=ROUND_WAIT)
+        if not self.worker.stop(wait=ROUND_WAIT):
+            log.warning("the worker's round did not end within %g s; closing under it", ROUND_WAIT)
         self.scheduler.close()
         for provider in self.providers.values():
             close = getattr(provider, "close", None)

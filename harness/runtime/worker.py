@@ -696,10 +696,10 @@ class Worker:
 
     def stop(self, *, wait: float = 0.0) -> bool:
         """No round starts after this; with `wait`, up to that many seconds for the round
-        in progress to end (its claims start their calls before the scheduler closes).
-        False when one was still running at the end of the wait."""
+        in progress to end (so it hands the calls of the jobs it claimed to the scheduler
+        before that closes). False when a round was still running at the end."""
         self._stop.set()
-        if wait <= 0 or not self._rounds.acquire(timeout=wait):
-            return wait <= 0
-        self._rounds.release()
-        return True
+        ended = self._rounds.acquire(timeout=wait) if wait > 0 else self._rounds.acquire(False)
+        if ended:
+            self._rounds.release()
+        return ended

@@ -187,4 +187,9 @@ def test_the_ledger_counts_the_body_bytes_its_in_process_caller_read() -> None:
             for chunk in r.iter_bytes():
                 got += chunk
         assert fakes.ledger.entries()[-1].bytes_read == len(got) > 0
+        refused = {"model": "fake/connection_refused", "messages": body["messages"]}
+        with pytest.raises(httpx.ConnectError):
+            client.post(PATHS["openai"], json=refused)
+        entry = fakes.ledger.entries()[-1]
+        assert (entry.bytes_read, entry.head_read_at, entry.first_byte_read_at) == (0, None, None)
     assert played("fake/success").bytes_read is None

@@ -265,6 +265,17 @@ def test_a_head_or_first_byte_other_than_when_its_caller_got_them_is_i4() -> Non
     assert ground(data) == []
 
 
+def test_a_head_recorded_for_a_call_that_never_got_one_is_i4() -> None:
+    """A reset before the head: the in-process ledger counted no head and no byte."""
+    data = failed("connection_reset", None, kind="became_unknown")
+    data["events"][1]["detail"] |= {"bytes_received": 0, "head_after": 0.3}
+    data["ledger"] = [exchange("connection_reset", None, bytes_read=0, head_after=None)]
+    (finding,) = ground(data)
+    assert "head_after 0.3 (its caller read None)" in finding.message
+    data["events"][1]["detail"]["head_after"] = None
+    assert ground(data) == []
+
+
 def test_bytes_nobody_counted_say_nothing() -> None:
     """Over HTTP the fakes cannot know what their caller read (`bytes_read` None)."""
     data = failed("server_error", 500, bytes_received=7)

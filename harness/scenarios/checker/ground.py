@@ -6,9 +6,10 @@ adapter answer it; these judge what the engine then wrote down (the attempt's ev
 for its call and its final row) against what the fake actually did, by the checker's
 own table (`oracle`): how the exchange ended (an answer, an HTTP status, a reset, no
 response before the deadline, a content filter, a broken answer), when it began and
-ended on the run's clock, the Retry-After the fake sent, the text it sent. A recorded
-cause, kind, status, Retry-After, error text, end or winning text that the exchange does
-not bear out is a finding naming the job, the attempt and the ledger entry (its index
+ended on the run's clock, the Retry-After the fake sent, the text it sent, and (in
+process) what its caller read of the answer and when. A recorded cause, kind, status,
+Retry-After, error text, evidence, end or winning text that the exchange does not bear
+out is a finding naming the job, the attempt and the ledger entry (its index
 in the history's `ledger`).
 
 An attempt is judged only where the ground truth decides: it has exactly one execution
