@@ -11,12 +11,14 @@ the list and the mapping forms give the same providers, with the values written 
 defaults where none is). The contracts the service reads are judged too: a directory
 given must exist, and `./contracts`, when present, is read whole. And a file that names
 no providers serves the built-in fakes (docs/providers.md): in process, with failover
-allowed without a contract; and a provider asked for by name that the file does not
+allowed without a contract, its stop waiting for no call (docs/operations.md); and a
+provider asked for by name that the file does not
 name is refused with an error naming the file and the providers it does.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -306,12 +308,13 @@ BUILTIN_BOUND = 10.0  # seconds a job on the built-in fakes may take (it takes m
 def judge_builtin_served(where: Path) -> list[str]:
     """A service built from a file that names no providers runs on the built-in fakes:
     a job over `primary, fallback` whose primary answers 503 is answered by the fallback
-    within the bound (in process, no network; failover there needs no contract). And a
-    provider asked for by a name the file does not give is refused naming the file and
-    the providers there are (the built-in two, or the file's own)."""
+    within the bound (in process, no network; failover there needs no contract). Its
+    stop waits for no call (docs/operations.md): with one hanging, a minute from its
+    timeout, `close` returns within `CLOSE_BOUND`. And a provider asked for by a name the
+    file does not give is refused naming the file and the providers there are (the
+    built-in two, or the file's own)."""
     from harness.checks.served_calls import settled
     from harness.config import load_config
-    from harness.core.models import Intent, Policy
     from harness.runtime.service import build_service
 
     path = where / "no-providers.yaml"
@@ -322,18 +325,24 @@ def judge_builtin_served(where: Path) -> list[str]:
     failures = _unknown_named(settings, path, {"primary", "fallback"})
     failures += _unknown_named(load_config(listed, environ={}), listed, set(GOOD))
     service = build_service(settings, f"sqlite:///{where}/builtin.sqlite3")
-    try:
-        if service.fakes is None:
-            return [*failures, "a file naming no providers: the service ran without the fakes"]
-        service.fakes.script("service_unavailable", api="openai")
-        policy = Policy(same_provider_retries=0, attempt_timeout=BUILTIN_BOUND)
-        chain = ("primary", "fallback")
-        intent = Intent(operation="summarise", input={"text": "hi"}, providers=chain, policy=policy)
-        job = service.engine.create_job("served", "on-the-fakes", intent).job
-        service.worker.start_background()
-        job = settled(service.engine, job.id, bound=BUILTIN_BOUND)
-    finally:
+    if service.fakes is None:
         service.close()
+        return [*failures, "a file naming no providers: the service ran without the fakes"]
+    service.fakes.script("service_unavailable", "hang", api="openai")
+    try:
+        service.worker.start_background()
+        job = settled(
+            service.engine, _create(service, "failover", BUILTIN_BOUND), bound=BUILTIN_BOUND
+        )
+        failures += _sent(service, _create(service, "hung-at-close", 60.0, chain=("primary",)))
+    finally:
+        started = time.monotonic()
+        service.close()
+        took = time.monotonic() - started
+        service.fakes.releaser.release()  # the hung call ends now: wait for its thread
+        service.scheduler.close(drain=BUILTIN_BOUND)
+    if took > CLOSE_BOUND:
+        failures.append(f"closing the service took {took:.1f} s under a hanging call")
     won = [a.provider for a in job.attempts if a.id == job.completed_by]
     if job.status.value != "succeeded" or won != ["fallback"]:
         states = ", ".join(f"{a.provider} {a.state.value}" for a in job.attempts) or "none"
@@ -342,6 +351,29 @@ def judge_builtin_served(where: Path) -> list[str]:
             f"{job.status.value} (attempts: {states}); expected won by the built-in fallback"
         )
     return failures
+
+
+CLOSE_BOUND = 10.0  # seconds: the worker's round in progress (up to 5 s), never a call
+
+
+def _create(
+    service: Any, key: str, timeout: float, chain: tuple[str, ...] = ("primary", "fallback")
+) -> int:
+    from harness.core.models import Intent, Policy
+
+    policy = Policy(same_provider_retries=0, attempt_timeout=timeout)
+    intent = Intent(operation="summarise", input={"text": key}, providers=chain, policy=policy)
+    return int(service.engine.create_job("served", key, intent).job.id)
+
+
+def _sent(service: Any, job_id: int) -> list[str]:
+    """Nothing, once the job's call has been sent (its attempt `running`)."""
+    until = time.monotonic() + BUILTIN_BOUND
+    while not any(a.state.value == "running" for a in service.engine.get_job(job_id).attempts):
+        if time.monotonic() > until:
+            return [f"the built-in primary was not sent a call within {BUILTIN_BOUND:g} s"]
+        time.sleep(0.02)
+    return []
 
 
 def _unknown_named(settings: Any, path: Path, known: set[str]) -> list[str]:

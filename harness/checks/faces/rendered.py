@@ -488,6 +488,8 @@ def _bounds(
         low["stop"] = LONG_STOP
         high |= {"stop": STOPS, "n": 1}
         past += [("stop", [*STOPS, "@@5"]), ("n", 2)]
+        # the limit's newer name has the same bounds (docs/gateway.md)
+        past += [("max_completion_tokens", 0), ("max_completion_tokens", MOST_TOKENS + 1)]
     elif face.name == "anthropic.messages":
         high["stop_sequences"] = STOPS
     return low, high, past
