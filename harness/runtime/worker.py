@@ -81,10 +81,8 @@ def _evidence(outcome: Outcome) -> dict[str, Any]:
 class Worker:
     """Runs attempts: sends each to its provider, arms its deadline and hedge timer,
     records the outcome, retries or fails over, and in the background claims unstarted
-    jobs, sweeps expired attempts and stranded jobs, and reconciles unknown attempts.
-
-    It holds no guarantee of its own (every step is an engine operation the database
-    may refuse), so any number of workers may run against one database."""
+    jobs, sweeps expired attempts and stranded jobs, and reconciles unknown attempts;
+    any number of workers may run against one database (see the module)."""
 
     def __init__(
         self,
@@ -105,10 +103,9 @@ class Worker:
         # attempt lost is aborted (`abort_lost_calls`), never left to the provider's end.
         self._calls: dict[int, tuple[int, CallHandle]] = {}
         self._calls_lock = threading.Lock()
-        # Called with the job's id after each recorded outcome, and the job as the outcome
-        # left it when that is known (a completion reads it back in its transaction), else
-        # None: the gateway's waiters wake on it instead of at their next read of the job,
-        # and answer from that job without reading it again (api/faces/waiting.py).
+        # Called with the job's id after each recorded outcome, and the job as it left it
+        # when known (a completion reads it back in its transaction), else None: the
+        # gateway's waiters wake on it and answer from it (api/faces/waiting.py).
         self.outcome_listeners: list[Callable[[int, Job | None], None]] = []
 
     # -- entry points ----------------------------------------------------------------------
@@ -695,11 +692,9 @@ class Worker:
         self.scheduler.call_later(0, lambda: round_(poll))
 
     def stop(self, *, wait: float = 0.0) -> bool:
-        """No round starts after this; with `wait`, up to that many seconds for the round
-        in progress to end (so it hands the calls of the jobs it claimed to the scheduler
-        before that closes). False when a round was still running at the end."""
+        """No round starts after this; with `wait`, up to that many seconds for the round in
+        progress to end (it hands its claims' calls to the scheduler). False: it runs on."""
         self._stop.set()
-        ended = self._rounds.acquire(timeout=wait) if wait > 0 else self._rounds.acquire(False)
-        if ended:
+        if ended := self._rounds.acquire(timeout=max(wait, 0.0)):
             self._rounds.release()
         return ended
