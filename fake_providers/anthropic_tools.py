@@ -48,6 +48,15 @@ def _tool(raw: object, i: int) -> Tool | None:
     return Tool(name=name, schema=schema, strict=strict if isinstance(strict, bool) else None)
 
 
+_CHOICE_KEYS = {
+    "auto": {"type", "disable_parallel_tool_use"},
+    "any": {"type", "disable_parallel_tool_use"},
+    "tool": {"type", "name", "disable_parallel_tool_use"},
+    "none": {"type"},
+}
+"""The members each `tool_choice` type has (Anthropic's Messages API)."""
+
+
 def _choice(raw: object, tools: tuple[Tool, ...]) -> tuple[ToolChoice, bool]:
     if raw is None:
         return ToolChoice(), True
@@ -58,6 +67,9 @@ def _choice(raw: object, tools: tuple[Tool, ...]) -> tuple[ToolChoice, bool]:
             "expected tags: 'auto', 'any', 'tool', 'none'"
         )
     mode = _MODES[raw["type"]]
+    extra = sorted(set(raw) - _CHOICE_KEYS[raw["type"]])
+    if extra:  # the API's models forbid members a choice of that type does not have
+        raise _invalid(f"tool_choice.{raw['type']}.{extra[0]}: Extra inputs are not permitted")
     name = raw.get("name")
     if mode is ChoiceMode.NAMED:
         if not isinstance(name, str):

@@ -178,6 +178,17 @@ def test_anthropic_broken_arguments_arrive_as_text(target) -> None:
     ("body", "words"),
     [
         ({"tools": ANTHROPIC_TOOLS, "tool_choice": {"type": "some"}}, "does not match"),
+        (
+            {"tools": ANTHROPIC_TOOLS, "tool_choice": {"type": "auto", "name": "search"}},
+            "tool_choice.auto.name: Extra inputs are not permitted",
+        ),
+        (
+            {
+                "tools": ANTHROPIC_TOOLS,
+                "tool_choice": {"type": "none", "disable_parallel_tool_use": True},
+            },
+            "tool_choice.none.disable_parallel_tool_use: Extra inputs",
+        ),
         ({"tools": [{"name": "x"}]}, "input_schema: Field required"),
         (
             {
