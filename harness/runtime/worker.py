@@ -22,6 +22,7 @@ import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from harness.core.breaker import (
@@ -193,16 +194,13 @@ class Worker:
         return attempt
 
     def _run(self, job: Job, attempt: Attempt) -> None:
-        """Arm the attempt's deadline (and hedge timer) and send it."""
-        policy = job.policy
-        deadline = self.scheduler.call_later(
-            policy.attempt_timeout, lambda: self._on_deadline(attempt.id)
-        )
+        """Arm the attempt's deadline (and hedge timer) and send it: a `partial`, its attempt
+        readable by a scheduler (the scenarios' orders sends spawned together by it)."""
+        policy, later = job.policy, self.scheduler.call_later
+        deadline = later(policy.attempt_timeout, partial(self._on_deadline, attempt.id))
         if policy.hedge_after is not None:
-            self.scheduler.call_later(
-                policy.hedge_after, lambda: self._on_hedge(job.id, attempt.number)
-            )
-        self.scheduler.spawn(lambda: self._call(job, attempt, deadline))
+            later(policy.hedge_after, partial(self._on_hedge, job.id, attempt.number))
+        self.scheduler.spawn(partial(self._call, job, attempt, deadline))
 
     def _call(self, job: Job, attempt: Attempt, deadline: Timer | None = None) -> None:
         adapter = self.providers.get(attempt.provider)

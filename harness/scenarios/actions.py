@@ -282,7 +282,16 @@ def fallback(stage: Stage, args: Mapping[str, Any], step: Step) -> Answer:
 
     stage.history.op(stage.now(), "client:user", "invoke", "fallback", job=args["job"], count=count)
     if args.get("together") and count > 1:
-        answers = _together(stage, fp.BEFORE_START, [handle.engine], count, one)
+        # The presses race to the insert; the sends they then spawn wait and go out in
+        # their attempts' order, so which request the provider sees first is no race
+        # (under a `hold_sends` already on, they wait for its `resume_sends`).
+        ours = not handle.scheduler.holding
+        handle.scheduler.hold()
+        try:
+            answers = _together(stage, fp.BEFORE_START, [handle.engine], count, one)
+        finally:
+            if ours:
+                handle.scheduler.resume(by_attempt=True)
     else:
         answers = [one(i) for i in range(count)]
     stage.turns.settle()

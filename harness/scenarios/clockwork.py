@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from harness.core.clock import Clock, VirtualClock
+from harness.core.models import Attempt
 from harness.errors import ScenarioError
 from harness.runtime.scheduler import Timer
 
@@ -304,9 +305,16 @@ class WorkerScheduler:
         if self._held is None:
             self._held = []
 
-    def resume(self) -> int:
-        """Queue the held tasks, in the order they were spawned; how many there were."""
+    @property
+    def holding(self) -> bool:
+        return self._held is not None
+
+    def resume(self, *, by_attempt: bool = False) -> int:
+        """Queue the held tasks, in the order they were spawned (`by_attempt`: the worker's
+        sends in their attempts' order, each after the tasks of no attempt); how many."""
         held, self._held = self._held or [], None
+        if by_attempt:  # sends spawned on racing threads: their order is the race's
+            held.sort(key=lambda task: _attempt_number(task[0]))
         for fn, future in held:
             if not self.dead:
                 self.turns.spawn(fn).add_done_callback(functools.partial(_copy, into=future))
@@ -339,6 +347,13 @@ class WorkerScheduler:
 
     def close(self) -> None:
         pass
+
+
+def _attempt_number(fn: Callable[[], object]) -> int:
+    """The number of the attempt a worker's send is for (`Worker._run` spawns a `partial`
+    of `_call(job, attempt, ...)`); 0 for any other task."""
+    args = fn.args if isinstance(fn, functools.partial) else ()
+    return next((a.number for a in args if isinstance(a, Attempt)), 0)
 
 
 def _copy(done: Future[object], into: Future[object]) -> None:

@@ -139,3 +139,34 @@ def test_a_stuck_run_still_wakes_its_parked_tasks_when_it_is_drained() -> None:
     finally:
         never.set()
         turns.close()
+
+
+def test_sends_held_across_a_race_go_out_in_their_attempts_order() -> None:
+    """Two presses raced: the second attempt's send was spawned first. Held and resumed
+    by attempt, attempt 2's send runs before attempt 3's, and a task of no attempt first."""
+    from datetime import UTC, datetime
+    from functools import partial
+
+    from harness.core.models import Attempt
+    from harness.core.states import AttemptState
+    from harness.scenarios.clockwork import WorkerScheduler
+
+    def attempt(number: int) -> Attempt:
+        at = datetime(2026, 1, 1, tzinfo=UTC)
+        return Attempt(
+            id=number, job_id=1, number=number, provider="fallback", model=None,
+            state=AttemptState.STARTING, live_slot=number, read_version=1,
+            provider_request_id=None, started_at=at, deadline_at=None, finished_at=None,
+            outcome=None, error=None, raw_result=None,
+        )  # fmt: skip
+
+    turns = Turns()
+    sent: list[object] = []
+    scheduler = WorkerScheduler(turns)
+    scheduler.hold()
+    scheduler.spawn(partial(sent.append, attempt(3)))
+    scheduler.spawn(partial(sent.append, attempt(2)))
+    scheduler.spawn(lambda: sent.append("other"))
+    assert scheduler.resume(by_attempt=True) == 3
+    turns.settle()
+    assert [s if isinstance(s, str) else s.number for s in sent] == ["other", 2, 3]
