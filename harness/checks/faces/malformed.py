@@ -104,6 +104,12 @@ RESPONSES: tuple[tuple[str, str, dict[str, Any]], ...] = (
 )
 """Responses requests this gateway refuses (as `CHAT`)."""
 
+_URL_AS_BASE64 = {
+    "type": "image",
+    "source": {"type": "base64", "media_type": "image/png", "url": "https://example.com/a.png"},
+}
+"""An image block whose source says base64 and carries a URL instead of its data."""
+
 MESSAGES: tuple[tuple[str, str, dict[str, Any]], ...] = (
     (
         "a tool_result naming no tool_use",
@@ -159,10 +165,20 @@ MESSAGES: tuple[tuple[str, str, dict[str, Any]], ...] = (
         {"output_config": {"effort": "high"}},
     ),
     ("an unknown output_config member", "output_config", {"output_config": {"zeta": 1}}),
-    (
+    (  # json_object sorts before json_schema, text after: both are refused
         "an output format other than json_schema",
         "output_config",
         {"output_config": {"format": {"type": "text"}}},
+    ),
+    (
+        "an output format of json_object",
+        "output_config",
+        {"output_config": {"format": {"type": "json_object"}}},
+    ),
+    (  # base64 sorts before url: a base64 source is read as such, whatever else it has
+        "a base64 image source without its data",
+        "messages",
+        {"messages": [{"role": "user", "content": [_URL_AS_BASE64]}]},
     ),
     ("a refused member", "top_k", {"top_k": 5}),
 )
