@@ -29,6 +29,11 @@ CALLED = {"id": "t1", "name": "get_weather", "input": {"city": "Paris"}}
 
 CHAT: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ("no user message", "messages", {"messages": [{"role": "system", "content": "Be brief."}]}),
+    (  # assistant sorts before user: a turn of any role is not a user's
+        "an assistant turn and no user message",
+        "messages",
+        {"messages": [{"role": "assistant", "content": "Hello."}]},
+    ),
     (
         "a tool result naming no call",
         "messages",
