@@ -45,7 +45,13 @@ def _tool(raw: object, i: int) -> Tool | None:
     if schema.get("type") != "object":
         raise _invalid(f"tools.{i}.custom.input_schema.type: Input should be 'object'")
     strict = raw.get("strict")
-    return Tool(name=name, schema=schema, strict=strict if isinstance(strict, bool) else None)
+    description = raw.get("description")
+    return Tool(
+        name=name,
+        schema=schema,
+        strict=strict if isinstance(strict, bool) else None,
+        description=description if isinstance(description, str) else None,
+    )
 
 
 _CHOICE_KEYS = {

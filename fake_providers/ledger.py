@@ -69,6 +69,8 @@ class LedgerEntry:
     tools: list[str] | None = None  # the function tools it offered, by name, in order
     # (`[]`: none); None: unread
     strict_tools: list[str] | None = None  # of those, the ones sent with `strict: true`
+    tool_descriptions: dict[str, str] | None = None  # of those, the descriptions sent,
+    # by tool name (a tool sent without one is absent)
     response_format: str | None = None  # the output it asked for (`response_format_of`):
     # "text", "json_object" or "json_schema:<digest>"; None: unread
     provider: str = "default"  # the named fake provider (/p/{name}/...); unprefixed: default

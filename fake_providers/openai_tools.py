@@ -38,7 +38,13 @@ def _function(spec: object, where: str) -> Tool:
     if not isinstance(parameters, dict):
         raise wrong_type(f"{where}.parameters", "an object", parameters)
     strict = spec.get("strict")
-    return Tool(name=name, schema=parameters, strict=strict if isinstance(strict, bool) else None)
+    description = spec.get("description")
+    return Tool(
+        name=name,
+        schema=parameters,
+        strict=strict if isinstance(strict, bool) else None,
+        description=description if isinstance(description, str) else None,
+    )
 
 
 def _tools(raw: object, *, flat: bool) -> tuple[Tool, ...]:

@@ -329,6 +329,9 @@ class FakeProviders:
                 images=image_sources(raw),
                 tools=[t.name for t in req.tool_use.tools],
                 strict_tools=[t.name for t in req.tool_use.tools if t.strict],
+                tool_descriptions={
+                    t.name: t.description for t in req.tool_use.tools if t.description is not None
+                },
                 response_format=response_format_of(
                     req.schema, req.json_mode, any_object_is_json_mode=dialect.api is Api.ANTHROPIC
                 ),

@@ -38,12 +38,13 @@ class ChoiceMode(enum.StrEnum):
 
 @dataclass(frozen=True)
 class Tool:
-    """A function the request offers: its name, its parameters' JSON Schema and its
-    `strict` flag as sent (None: not sent)."""
+    """A function the request offers: its name, its parameters' JSON Schema, its
+    `strict` flag and its description as sent (None: not sent)."""
 
     name: str
     schema: Mapping[str, Any] = field(default_factory=lambda: dict(EMPTY_PARAMETERS))
     strict: bool | None = None
+    description: str | None = None
 
 
 @dataclass(frozen=True)

@@ -208,6 +208,7 @@ RECEIVED_FIELDS = (
     "tool_choice",
     "tools",
     "strict_tools",
+    "tool_descriptions",
     "response_format",
 )
 """What `expect.sent` may state of each request a provider received (the fakes' ledger)."""

@@ -246,14 +246,17 @@ def test_anthropic_response_format_recorded(fakes, client, extra, expected) -> N
 
 def test_tools_and_their_strict_flags_recorded(fakes, client) -> None:
     openai_tools = [
-        {"type": "function", "function": {"name": "a", "parameters": WEATHER, "strict": True}},
+        {
+            "type": "function",
+            "function": {"name": "a", "description": "A", "parameters": WEATHER, "strict": True},
+        },
         {"type": "function", "function": {"name": "b", "parameters": WEATHER, "strict": False}},
         {"type": "function", "function": {"name": "c", "parameters": WEATHER}},
     ]
     client.post(URL, json={**BODY, "tools": openai_tools, "tool_choice": "none"})
     anthropic_tools = [
         {"name": "a", "input_schema": WEATHER},
-        {"name": "b", "input_schema": WEATHER, "strict": True},
+        {"name": "b", "description": "B", "input_schema": WEATHER, "strict": True},
     ]
     body = {"model": "claude-haiku-4-5", "max_tokens": 20, "messages": BODY["messages"]}
     client.post(ANTHROPIC_URL, json={**body, "tools": anthropic_tools}, headers=ANTHROPIC_HEADERS)
@@ -262,6 +265,8 @@ def test_tools_and_their_strict_flags_recorded(fakes, client) -> None:
     assert (first.tools, first.strict_tools) == (["a", "b", "c"], ["a"])
     assert (second.tools, second.strict_tools) == (["a", "b"], ["b"])
     assert (plain.tools, plain.strict_tools) == ([], [])
+    assert (first.tool_descriptions, second.tool_descriptions) == ({"a": "A"}, {"b": "B"})
+    assert plain.tool_descriptions == {}
 
 
 def test_a_refused_request_records_no_format_or_tools(fakes, client) -> None:
