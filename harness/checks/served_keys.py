@@ -19,6 +19,9 @@ KEY_TAIL = "{key_tail}"
 shows), as a gateway's shortened key shows them after its mask mark."""
 KEY_HEAD = "{key_head}"
 """In a scripted answer: the vendor's prefix and the key's first character past it."""
+KEY_LAST = "{key_last}"
+"""In a scripted answer: the key's last four characters as a word of their own, with no
+mask mark beside them: ordinary text, which the service keeps."""
 PREFIX = "sk-canary-"
 """The canary key's vendor prefix, which every such key shares: text naming it alone
 is about keys, not an echo of one (docs/providers.md)."""
@@ -37,13 +40,17 @@ def key_tail(key: str) -> str:
 
 
 def with_key(behaviour: Any, key: str) -> Any:
-    """A scripted behaviour whose content quotes `KEY_RUN`, `KEY_TAIL` and `KEY_HEAD` of
-    the key."""
+    """A scripted behaviour whose content quotes `KEY_RUN`, `KEY_TAIL`, `KEY_HEAD` and
+    `KEY_LAST` of the key."""
     if isinstance(behaviour, dict) and isinstance(behaviour.get("content"), str):
-        content = behaviour["content"].replace(KEY_RUN, key_run(key))
-        content = content.replace(KEY_HEAD, key_head(key))
-        return {**behaviour, "content": content.replace(KEY_TAIL, key_tail(key))}
+        return {**behaviour, "content": quoting(behaviour["content"], key)}
     return behaviour
+
+
+def quoting(text: str, key: str) -> str:
+    """`text` with `KEY_RUN`, `KEY_TAIL`, `KEY_HEAD` and `KEY_LAST` of `key` in place."""
+    text = text.replace(KEY_RUN, key_run(key)).replace(KEY_HEAD, key_head(key))
+    return text.replace(KEY_TAIL, key_tail(key)).replace(KEY_LAST, key[-4:])
 
 
 def judge_key_kept(stage: Any, result: Any) -> None:
@@ -104,10 +111,12 @@ def judge_key_echo(
     answers = "\n".join(played.served.values())
     places |= {"the logs": "\n".join(stage.logs), "the API's answers": answers}
     echoed = played.served.get("echoed-answer", "").split("\n")[0]
-    if ECHOED_MASKED not in echoed:
+    expected = quoting(ECHOED_MASKED, stage.key)
+    if expected not in echoed:
         result.failures.append(
             "the API does not serve job echoed-answer's text with the key's run, its "
-            f"shortened forms masked and the vendor's prefix alone kept (`{ECHOED_MASKED}`)"
+            "shortened forms masked, and the vendor's prefix alone and the key's last four "
+            f"as a word of their own kept (`{expected}`)"
         )
     for place, text in places.items():
         echoes = _echoes(stage.key, text)
@@ -120,14 +129,17 @@ def judge_key_echo(
 MASK = "***"
 ECHOED = (
     f"Your key begins {KEY_RUN} and ends ...{KEY_TAIL}, that is all. "
-    f"Ours all begin {PREFIX}, yours {KEY_HEAD}."
+    f"Ours all begin {PREFIX}, yours {KEY_HEAD}. Ticket {KEY_LAST} is open."
 )
 """The primary's answer to job echoed-answer: a run of the key (a prompt that carried
 it, a debug text), the key shortened to its last six, the vendor's prefix alone and the
-prefix with one character past it: the service masks every echo and keeps the prefix
-alone (a run of eight counts once it reaches past the prefix, by one character)."""
+prefix with one character past it, and the key's last four as a word of their own: the
+service masks every echo and keeps the prefix alone (a run of eight counts once it reaches
+past the prefix, by one character) and the last four without a mask mark beside them
+(ordinary text: only a shortened key's visible edge is an echo)."""
 ECHOED_MASKED = (
     f"Your key begins {MASK} and ends {MASK}, that is all. Ours all begin {PREFIX}, yours {MASK}."
+    f" Ticket {KEY_LAST} is open."
 )
 
 
