@@ -8,6 +8,11 @@ fresh SQLite file, with two providers of different kinds reached over a loopback
 - the file names an OpenAI-kind primary (`store_completions: true`) and an
   Anthropic-kind fallback, both `stream: false` with explicit timeouts, each with
   `api_key_env` naming a variable set, for this run only, to a canary key;
+- the database file first holds what a service that died left behind
+  (`harness.checks.served_restart`): a job never started, which the worker's claim
+  must start, and a call the primary answered and stored, never recorded, which the
+  sweep must find and a round settle from the stored completion, with no second
+  execution;
 - ten jobs go through the job API over HTTP: one the primary answers; one the primary
   refuses with a 429 whose Retry-After is an HTTP date, retried no earlier than that date;
   one whose answer the primary loses after doing the work (a reset), left unknown and
@@ -40,7 +45,6 @@ from __future__ import annotations
 import email.utils
 import hashlib
 import json
-import logging
 import math
 import os
 import secrets
@@ -69,8 +73,9 @@ from harness.checks.served_calls import (
 )
 from harness.checks.served_keys import ECHOED as ECHOED_ANSWER
 from harness.checks.served_keys import PREFIX, judge_key_echo, judge_key_kept, masked, with_key
+from harness.checks.served_logs import captured
+from harness.checks.served_restart import seed_dead_service
 from harness.checks.served_rounds import judge_rounds
-from harness.observe.logs import JsonLines
 from harness.scenarios.checker import Finding
 
 STORY = "served"
@@ -248,12 +253,15 @@ class Job:
     policy: dict[str, Any] = field(default_factory=dict)
     input: dict[str, Any] = field(default_factory=dict)  # beside its prompt
     billed: int = 1  # its billed executions (a call cut at the deadline is one more)
+    seeded: str | None = None  # written by a service that died ("new", "sent": served_restart)
     id: int | None = None
     sent_at: float = 0.0
 
 
 def jobs() -> list[Job]:
     return [
+        Job("orphan", (), PRIMARY, seeded="new"),
+        Job("crashed", (), PRIMARY, seeded="sent"),
         Job("answered", (), PRIMARY),
         Job("rate-limited", ({"behaviour": "rate_limit", "retry_after": RETRY_AFTER},), PRIMARY),
         Job("lost", ({"behaviour": "accept_then_drop", "drop": "reset"},), PRIMARY),
@@ -362,14 +370,23 @@ def _play(where: Path, key: str, result: ServedResult) -> None:
     logs: list[str] = []
     rounds: list[dict[str, Any]] = []
     with (
-        _captured(logs, rounds),
+        captured(logs, rounds),
         fake_providers() as (fakes, tap, fakes_url),
         _environment(key) as env,
     ):
-        stage = _stage(where, key, env, fakes, tap, fakes_url, logs)
+        played = Played(jobs())
+        stage = _stage(where, key, env, fakes, tap, fakes_url, logs, played.jobs)
         try:
-            played = _jobs(stage, result)
-            judge_rounds(rounds, lambda: _events(stage, played), result, worker=WORKER)
+            _jobs(stage, played, result)
+            unstarted = sum(job.seeded == "new" for job in played.jobs)
+            judge_rounds(
+                rounds,
+                lambda: _events(stage, played),
+                result,
+                worker=WORKER,
+                claimed=unstarted,
+                max_runtime=min(map(stage.service.worker.settings.runtime_of, MODELS)),
+            )
             stage.service.worker.stop()
         finally:
             _close(stage)
@@ -377,7 +394,14 @@ def _play(where: Path, key: str, result: ServedResult) -> None:
 
 
 def _stage(
-    where: Path, key: str, env: str, fakes: Any, tap: Tap, fakes_url: str, logs: list[str]
+    where: Path,
+    key: str,
+    env: str,
+    fakes: Any,
+    tap: Tap,
+    fakes_url: str,
+    logs: list[str],
+    jobs: list[Job],
 ) -> Stage:
     from fake_providers.providers import ANTHROPIC_PREFIX, OPENAI_PREFIX, PROVIDER_PREFIX
     from harness.config import load_config
@@ -399,6 +423,7 @@ def _stage(
     )
     settings = load_config(config_file, environ={})
     database_file = where / "served.sqlite3"
+    seed_dead_service(settings, f"sqlite:///{database_file}", owner=OWNER, jobs=jobs)
     service, history, api = _serve(settings, database_file)
     return Stage(key, fakes, tap, service, history, api, token, database_file, logs)
 
@@ -471,12 +496,14 @@ class Played:
     served: dict[str, str] = field(default_factory=dict)  # job name -> what the API showed
 
 
-def _jobs(stage: Stage, result: ServedResult) -> Played:
-    played = Played(jobs())
+def _jobs(stage: Stage, played: Played, result: ServedResult) -> None:
     engine = stage.service.engine
     headers = {"Authorization": f"Bearer {stage.token}"}
     with httpx.Client(base_url=stage.api.url, headers=headers, timeout=10) as client:
         for job in played.jobs:
+            if job.seeded and job.id is not None:  # the service recovers it (served_restart)
+                played.final[job.name] = settled(engine, job.id, bound=WAIT_BOUND)
+                continue
             for behaviour in job.script:
                 stage.fakes.script(with_key(behaviour, stage.key), provider=PRIMARY)
             job.sent_at = time.time()
@@ -504,7 +531,6 @@ def _jobs(stage: Stage, result: ServedResult) -> Played:
     for job in played.jobs:
         if job.id is not None:
             played.events += engine.events(job.id)
-    return played
 
 
 def _events(stage: Stage, played: Played) -> list[Any]:
@@ -521,57 +547,6 @@ def _environment(key: str) -> Iterator[str]:
         yield name
     finally:
         os.environ.pop(name, None)
-
-
-class _Keep(logging.Handler):
-    """Keeps each record once (a record that propagates meets it on several loggers)."""
-
-    def __init__(self, logs: list[str], rounds: list[dict[str, Any]]) -> None:
-        super().__init__(logging.DEBUG)
-        self.logs, self.rounds = logs, rounds
-        self.setFormatter(logging.Formatter("%(levelname)s %(name)s %(message)s"))
-
-    def emit(self, record: logging.LogRecord) -> None:
-        if not getattr(record, "served_kept", False):
-            record.served_kept = True
-            self.logs.append(self.format(record))
-            if getattr(record, "action", None) == "worker_round":  # as `--log-format json`
-                self.rounds.append(json.loads(JsonLines().format(record)))
-
-
-class _AtLeast(logging.Filter):
-    def __init__(self, level: int) -> None:
-        super().__init__()
-        self.level = level
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return record.levelno >= self.level
-
-
-@contextmanager
-def _captured(logs: list[str], rounds: list[dict[str, Any]]) -> Iterator[None]:
-    """Every log record of the run, formatted with its arguments, kept in `logs`, and
-    the worker's rounds as JSON objects in `rounds`; the handlers already there print
-    no more than they did before."""
-    loggers = [logging.getLogger(name) for name in ("", "harness", "fake_providers")]
-    keep = _Keep(logs, rounds)
-    saved = [(logger, logger.level, logger.getEffectiveLevel()) for logger in loggers]
-    gated = []
-    for logger, _, prior in saved:
-        gate = _AtLeast(prior)
-        gated += [(handler, gate) for handler in logger.handlers]
-        for handler in logger.handlers:
-            handler.addFilter(gate)
-        logger.addHandler(keep)
-        logger.setLevel(logging.DEBUG)
-    try:
-        yield
-    finally:
-        for logger, level, _ in saved:
-            logger.removeHandler(keep)
-            logger.setLevel(level)
-        for handler, gate in gated:
-            handler.removeFilter(gate)
 
 
 def _keep_key_out(result: ServedResult, key: str) -> None:

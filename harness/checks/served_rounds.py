@@ -6,18 +6,21 @@ Each count is defined by docs/operations.md in units the history shows. Judged:
 
 - every record is at INFO by the story's worker, for a round that did something (a
   count other than 0, or a duty failed: `null`), each count a whole number >= 0;
-- `reconcile`, exactly: the rounds' sum is the number of `resolved` events whose actor
-  is the worker's reconciler (`<worker>:reconciler`), when no attempt of the run became
-  unknown at its deadline (such an attempt is reconciled by its own timer, outside the
-  rounds, and then the sum may only be lower) and no round's reconcile failed;
+- `reconcile`, within bounds as tight as the history allows: the rounds' sum is the
+  number of `resolved` events whose actor is the worker's reconciler
+  (`<worker>:reconciler`), less any number of those of attempts that became unknown at
+  their deadline and were resolved once their provider's maximum runtime had passed
+  (such an attempt is then reconciled by its own timer, outside the rounds, unless a
+  round reaches it first), unless a round's reconcile failed;
 - `abort_lost_calls`, exactly: the rounds' sum is the number of `attempt_call_aborted`
   events that say `found_by: round` (a result recorded aborts its job's lost calls at
   once, outside the rounds: those say `found_by: job`), unless a round's abort failed;
 - `sweep`, as a bound: no fewer than the `became_unknown` events whose evidence says
-  `found_by: sweep` (it also counts stranded jobs it moved on, which no event names).
-
-`claim` is judged only as a whole number: a job whose primary is held is handed to the
-gate and counted again each round until it starts, which no event tells apart.
+  `found_by: sweep` (it also counts stranded jobs it moved on, which no event names);
+- `claim`, as a bound: no fewer than the jobs the story left for it (`claimed`: created
+  by a service that died before starting them; a job the API creates may be claimed
+  too, should a round come between its create and its start, and a job whose primary is
+  held is handed to the gate and counted again each round until it starts).
 
 A record is written once its round's changes have committed, so the records may lag the
 database by a round: the judge reads both again, within a bound, until they agree, and
@@ -26,6 +29,7 @@ says what it last read when they never do.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from typing import Any
@@ -41,13 +45,16 @@ def judge_rounds(
     result: Any,
     *,
     worker: str,
+    claimed: int = 0,
+    max_runtime: float = 0.0,
 ) -> None:
     """`rounds`: the run's `worker_round` records as parsed JSON objects, growing while
-    the worker runs; `events`: reads every event of the run's jobs."""
+    the worker runs; `events`: reads every event of the run's jobs; `claimed`: the jobs
+    nobody but a claim could start; `max_runtime`: the providers' shortest, in seconds."""
     bound = time.monotonic() + BOUND
     while True:
         seen = list(rounds)  # before the events: every count seen has its events read
-        problems = _problems(seen, events(), worker)
+        problems = _problems(seen, events(), worker, claimed, max_runtime)
         if not problems or time.monotonic() > bound:
             break
         time.sleep(POLL_EVERY)
@@ -56,41 +63,65 @@ def judge_rounds(
     result.notes.append(f"worker rounds logged: {len(seen)}, counts summed: {summed}")
 
 
-def _problems(seen: list[dict[str, Any]], events: list[Any], worker: str) -> list[str]:
+def _problems(
+    seen: list[dict[str, Any]], events: list[Any], worker: str, claimed: int, max_runtime: float
+) -> list[str]:
     problems = [p for record in seen for p in _record_problems(record, worker)]
     if problems:
         return problems
     counts = [record["counts"] for record in seen]
+    for duty, (least, most, said) in _bounds(events, worker, claimed, max_runtime).items():
+        if any(duty in c and c[duty] is None for c in counts):
+            continue  # a round's duty failed: its count is not known
+        total = sum(c.get(duty) or 0 for c in counts)
+        if not least <= total <= most:
+            problems.append(f"the worker's rounds logged {total} {said}")
+    return problems
 
-    def total(duty: str) -> int:
-        return sum(c.get(duty) or 0 for c in counts)
 
-    def failed(duty: str) -> bool:
-        return any(duty in c and c[duty] is None for c in counts)
+def _bounds(
+    events: list[Any], worker: str, claimed: int, max_runtime: float
+) -> dict[str, tuple[float, float, str]]:
+    """Each duty's sum as the history bounds it: the least, the most, and what it counts
+    and the history says, for the failure's message."""
 
     def kind(name: str) -> list[Any]:
         return [e for e in events if e.kind.value == name]
 
     reconciled = [e for e in kind("resolved") if e.actor == f"{worker}:reconciler"]
-    deadlines = [e for e in kind("became_unknown") if e.detail.get("cause") == "deadline"]
-    if not deadlines and not failed("reconcile") and total("reconcile") != len(reconciled):
-        problems.append(
-            f"the worker's rounds logged {total('reconcile')} attempts reconciled; the "
-            f"history has {len(reconciled)} `resolved` events by {worker}:reconciler"
-        )
+    timed = {e.attempt_id for e in kind("became_unknown") if e.detail.get("cause") == "deadline"}
+    started = {e.attempt_id: e.at for e in kind("attempt_started")}
+    either = [  # its maximum runtime's timer's, or a round's
+        e
+        for e in reconciled
+        if e.attempt_id in timed and (e.at - started[e.attempt_id]).total_seconds() >= max_runtime
+    ]
     aborted = [e for e in kind("attempt_call_aborted") if e.detail.get("found_by") == "round"]
-    if not failed("abort_lost_calls") and total("abort_lost_calls") != len(aborted):
-        problems.append(
-            f"the worker's rounds logged {total('abort_lost_calls')} lost calls aborted; "
-            f"the history has {len(aborted)} `attempt_call_aborted` events found by a round"
-        )
     swept = [e for e in kind("became_unknown") if _found_by_sweep(e.detail)]
-    if not failed("sweep") and total("sweep") < len(swept):
-        problems.append(
-            f"the worker's rounds logged {total('sweep')} swept; the history has "
-            f"{len(swept)} attempts made unknown by the sweep"
-        )
-    return problems
+    return {
+        "reconcile": (
+            len(reconciled) - len(either),
+            len(reconciled),
+            f"attempts reconciled; the history has {len(reconciled)} `resolved` events by "
+            f"{worker}:reconciler, {len(either)} of them of attempts unknown at their deadline",
+        ),
+        "abort_lost_calls": (
+            len(aborted),
+            len(aborted),
+            f"lost calls aborted; the history has {len(aborted)} `attempt_call_aborted` "
+            "events found by a round",
+        ),
+        "claim": (
+            claimed,
+            math.inf,
+            f"jobs claimed; the story left {claimed} that nothing but a claim starts",
+        ),
+        "sweep": (
+            len(swept),
+            math.inf,
+            f"swept; the history has {len(swept)} attempts made unknown by the sweep",
+        ),
+    }
 
 
 def _found_by_sweep(detail: dict[str, Any]) -> bool:

@@ -1,8 +1,8 @@
 """The served story reads the worker's `worker_round` records as `--log-format json`
 writes them, and fails when a worker counts its duties other than docs/operations.md
 defines them: a resolution or an abort counted twice, a count below zero, a duty's count
-dropped, a record without its counts; and when no round aborts a call whose job was
-cancelled elsewhere."""
+dropped (a reconcile's, a sweep's or a claim's after a restart), a record without its
+counts; and when no round aborts a call whose job was cancelled elsewhere."""
 
 from __future__ import annotations
 
@@ -25,14 +25,15 @@ def test_the_rounds_logged_agree_with_the_history() -> None:
     result = play_served()
     assert result.passed, "\n".join(served_line(result))
     summed = [n for n in result.notes if n.startswith("worker rounds logged")]
-    assert summed and "'reconcile': 1" in summed[0], result.notes  # the lost answer's
+    assert summed and "'reconcile': 2" in summed[0], result.notes  # lost, and the dead's call
+    assert "'claim': 1" in summed[0] and "'sweep': 1" in summed[0], result.notes
     assert "'abort_lost_calls': 1" in summed[0], result.notes  # the cancelled job's call
 
 
 def test_a_resolution_counted_twice_fails_it(monkeypatch: pytest.MonkeyPatch) -> None:
     one = Worker._reconcile_attempt
     monkeypatch.setattr(Worker, "_reconcile_attempt", lambda self, i: 2 * one(self, i))
-    failed_with(play_served(), "rounds logged 2 attempts reconciled; the history has 1")
+    failed_with(play_served(), "rounds logged 4 attempts reconciled; the history has 2")
 
 
 def test_a_count_below_zero_fails_it(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -55,7 +56,30 @@ def test_a_duty_count_dropped_fails_it(monkeypatch: pytest.MonkeyPatch) -> None:
 
     reconcile_.__name__ = "reconcile"
     monkeypatch.setattr(Worker, "reconcile", reconcile_)
-    failed_with(play_served(), "rounds logged 0 attempts reconciled; the history has 1")
+    failed_with(play_served(), "rounds logged 0 attempts reconciled; the history has 2")
+
+
+@pytest.mark.parametrize(
+    ("duty", "words"),
+    [
+        ("sweep", "rounds logged 0 swept; the history has 1"),
+        ("claim", "rounds logged 0 jobs claimed; the story left 1"),
+    ],
+)
+def test_a_restart_recovered_and_not_counted_fails_it(
+    monkeypatch: pytest.MonkeyPatch, duty: str, words: str
+) -> None:
+    """The dead service left a job never started and a call never recorded: the restarted
+    worker's claim and sweep recover them, and must say so."""
+    real = getattr(Worker, duty)
+
+    def silent(self: Worker) -> int:
+        real(self)
+        return 0
+
+    silent.__name__ = duty
+    monkeypatch.setattr(Worker, duty, silent)
+    failed_with(play_served(), words)
 
 
 def test_a_json_record_without_its_counts_fails_it(monkeypatch: pytest.MonkeyPatch) -> None:
