@@ -229,6 +229,16 @@ def _bytes_not_read() -> dict:
     return data
 
 
+def _interrupted_in_process() -> dict:
+    """The in-process fake handed a#1's 500 over (read whole); its call's abort says a
+    socket was shut down."""
+    data = _bytes_not_read()
+    data["events"][1]["detail"]["bytes_received"] = 120
+    aborted = ev(1, "attempt_call_aborted", "a#1", "w1", reason="job_failed", interrupted=True)
+    data["events"].insert(2, aborted)
+    return data
+
+
 def _ended_before_the_exchange() -> dict:
     """The fake's 500 ended at t=2 (the ledger's end); the attempt failed at t=1."""
     data = _failed_by("server_error", 500, "server_error: HTTP 500: boom")
@@ -270,6 +280,9 @@ EXHIBITS: tuple[HistoryExhibit, ...] = (
     HistoryExhibit("a 429 recorded as a 500", "ground", ("I4",), _cause_not_sent()),
     HistoryExhibit("an error text the fake never sent", "ground", ("I4", "I4"), _text_not_sent()),
     HistoryExhibit("bytes received its caller never read", "ground", ("I4",), _bytes_not_read()),
+    HistoryExhibit(
+        "an in-process call said interrupted", "ground", ("I4",), _interrupted_in_process()
+    ),
     HistoryExhibit(
         "a failure recorded before its exchange ended",
         "ground",

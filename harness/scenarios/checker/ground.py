@@ -407,11 +407,23 @@ def _evidence_as_read(history: Mapping[str, Any]) -> Iterator[Finding]:
     body bytes (`bytes_received` against `bytes_read`), and, on the run's one clock, its
     response head and first body byte when they came (`head_after`, `first_byte_after`,
     seconds from the request; None for none): the figures on-call reads to tell a reset
-    before the answer from a cut in its middle."""
+    before the answer from a cut in its middle. And no event says such a call was
+    `interrupted` (a socket shut down by an abort or a deadline): it had none."""
     timed = history.get("database") != REAL_TIME
     for x in exchanges(history):
+        if not isinstance(x.execution.get("bytes_read"), int):
+            continue
+        cut = [e for e in x.events if (e.get("detail") or {}).get("interrupted")]
+        if cut:  # the in-process exchange is no socket: nothing to shut down
+            yield Finding(
+                "I4",
+                x.job,
+                f"ground truth: {x.where} was handed over in process, with no socket; "
+                f"{x.attempt}'s {cut[0]['kind']} event says its call was interrupted",
+                (x.execution, cut[0]),
+            )
         record = x.record()
-        if record is None or not isinstance(x.execution.get("bytes_read"), int):
+        if record is None:
             continue
         detail = record.get("detail") or {}
         wrong = [
