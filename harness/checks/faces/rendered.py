@@ -593,11 +593,13 @@ async def error_table(p: Play) -> None:
 
 
 REQUESTS = {
-    "openai.chat": ("ChatCompletionRequest", "max_tokens"),
-    "openai.responses": ("ResponsesRequest", "max_output_tokens"),
-    "anthropic.messages": ("MessagesRequest", "max_tokens"),
+    "openai.chat": ("ChatCompletionRequest", "max_tokens", "chat_completions"),
+    "openai.responses": ("ResponsesRequest", "max_output_tokens", "responses"),
+    "anthropic.messages": ("MessagesRequest", "max_tokens", "messages"),
 }
-"""Each face's request schema in `/openapi.json`, and its token limit's member."""
+"""Each face's request schema in `/openapi.json`, its token limit's member, and its
+operation's name (docs/gateway.md: the `operationId` a client generator names its method
+by is that name, the path and the method, `<name>_v1_<name>_post`)."""
 
 
 def _bounds_of(schema: Any) -> tuple[Any, Any]:
@@ -635,7 +637,12 @@ async def openapi(p: Play) -> None:
         all(v.get("model") == "chat" for v in examples.values()),
         "an example does not ask for the first model listed",
     )
-    name, limit = REQUESTS[p.face.name]
+    name, limit, named = REQUESTS[p.face.name]
+    said = operation.get("operationId")
+    p.expect(
+        said == f"{named}_v1_{named}_post",
+        f"the operation is named {said!r:.80}, not {named}_v1_{named}_post",
+    )
     members = document.get("components", {}).get("schemas", {}).get(name, {}).get("properties")
     members = members or {}
     models = members.get("model", {}).get("enum") or []
