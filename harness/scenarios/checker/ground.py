@@ -407,23 +407,11 @@ def _evidence_as_read(history: Mapping[str, Any]) -> Iterator[Finding]:
     body bytes (`bytes_received` against `bytes_read`), and, on the run's one clock, its
     response head and first body byte when they came (`head_after`, `first_byte_after`,
     seconds from the request; None for none): the figures on-call reads to tell a reset
-    before the answer from a cut in its middle. And no event says such a call was
-    `interrupted` (a socket shut down by an abort or a deadline): it had none."""
+    before the answer from a cut in its middle."""
     timed = history.get("database") != REAL_TIME
     for x in exchanges(history):
-        if not isinstance(x.execution.get("bytes_read"), int):
-            continue
-        cut = [e for e in x.events if (e.get("detail") or {}).get("interrupted")]
-        if cut:  # the in-process exchange is no socket: nothing to shut down
-            yield Finding(
-                "I4",
-                x.job,
-                f"ground truth: {x.where} was handed over in process, with no socket; "
-                f"{x.attempt}'s {cut[0]['kind']} event says its call was interrupted",
-                (x.execution, cut[0]),
-            )
         record = x.record()
-        if record is None:
+        if record is None or not isinstance(x.execution.get("bytes_read"), int):
             continue
         detail = record.get("detail") or {}
         wrong = [
@@ -438,6 +426,24 @@ def _evidence_as_read(history: Mapping[str, Any]) -> Iterator[Finding]:
                 f"ground truth: {x.where}; {x.attempt}'s {record['kind']} event records "
                 + "; ".join(wrong),
                 (x.execution, record),
+            )
+
+
+def _no_socket_in_process(history: Mapping[str, Any]) -> Iterator[Finding]:
+    """I4, *ground truth* of an abort: where the in-process fakes handed the answer over
+    (the ledger counts what its caller read), no event of the attempt says its call was
+    `interrupted`, a socket shut down by an abort or a deadline: it had none."""
+    for x in exchanges(history):
+        if not isinstance(x.execution.get("bytes_read"), int):
+            continue
+        cut = [e for e in x.events if (e.get("detail") or {}).get("interrupted")]
+        if cut:
+            yield Finding(
+                "I4",
+                x.job,
+                f"ground truth: {x.where} was handed over in process, with no socket; "
+                f"{x.attempt}'s {cut[0]['kind']} event says its call was interrupted",
+                (x.execution, cut[0]),
             )
 
 
