@@ -569,6 +569,10 @@ async def refusals(p: Play) -> None:
     listed = await sdk_client(p.face, p.stage.wire).models.list()
     names = {m.id for m in listed.data}
     p.expect({"chat", "quick", "hedged"} <= names, f"the model list lacks the routes: {names}")
+    for m in listed.data:  # docs/gateway.md: each named by itself, created at the epoch
+        shown = (m.display_name, m.created_at.timestamp()) if anthropic else (m.owned_by, m.created)
+        meant = (m.id, 0) if anthropic else ("harness", 0)
+        p.expect(shown == meant, f"model {m.id} is listed as {shown}, not {meant}")
     if anthropic and listed.data:  # Anthropic's list names its first and last model
         ends = (listed.first_id, listed.last_id)
         want = (listed.data[0].id, listed.data[-1].id)
