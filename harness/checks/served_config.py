@@ -368,11 +368,13 @@ def _create(
 
 def _sent(service: Any, job_id: int) -> list[str]:
     """Nothing, once the job's call has been sent (its attempt `running`)."""
+    from harness.checks.served_calls import POLL_EVERY
+
     until = time.monotonic() + BUILTIN_BOUND
     while not any(a.state.value == "running" for a in service.engine.get_job(job_id).attempts):
         if time.monotonic() > until:
             return [f"the built-in primary was not sent a call within {BUILTIN_BOUND:g} s"]
-        time.sleep(0.02)
+        time.sleep(POLL_EVERY)
     return []
 
 
