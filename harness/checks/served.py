@@ -259,6 +259,8 @@ class Job:
 
 
 def jobs() -> list[Job]:
+    """The story's jobs in the order played: those the dead service left come first, so
+    each is settled before the fakes are scripted for the next."""
     return [
         Job("orphan", (), PRIMARY, seeded="new"),
         Job("crashed", (), PRIMARY, seeded="sent"),
@@ -501,7 +503,8 @@ def _jobs(stage: Stage, played: Played, result: ServedResult) -> None:
     headers = {"Authorization": f"Bearer {stage.token}"}
     with httpx.Client(base_url=stage.api.url, headers=headers, timeout=10) as client:
         for job in played.jobs:
-            if job.seeded and job.id is not None:  # the service recovers it (served_restart)
+            if job.seeded:  # the service recovers it (served_restart)
+                assert job.id is not None, f"job {job.name} was not seeded"
                 played.final[job.name] = settled(engine, job.id, bound=WAIT_BOUND)
                 continue
             for behaviour in job.script:

@@ -31,12 +31,15 @@ def seed_dead_service(settings: Any, database_url: str, *, owner: str, jobs: lis
     """Play, as a service of `settings` that died `DIED_AGO` seconds ago, each job of
     `jobs` whose `seeded` is "new" (created, never started) or "sent" (its first attempt
     sent to the first of the file's default providers and answered, the answer never
-    recorded); each gets its `id`."""
+    recorded); each gets its `id`. The dead service's attempt timeout (the file's 5 s) is
+    shorter than `DIED_AGO`, itself shorter than the providers' maximum runtime."""
     from harness.core.clock import VirtualClock
     from harness.core.failover import build_request
     from harness.core.gate import AllowAllGate
     from harness.core.models import Intent
+    from harness.core.states import OutcomeKind
     from harness.engine import Engine
+    from harness.errors import CheckFailed
     from harness.runtime.service import build_service
 
     dead = build_service(settings, database_url, worker_name="died")
@@ -63,6 +66,13 @@ def seed_dead_service(settings: Any, database_url: str, *, owner: str, jobs: lis
                     job.id, primary, model=getattr(adapter, "model", None), first=True
                 )
                 engine.mark_running(attempt.id, token=attempt.token)
-                adapter.complete(build_request(created, attempt), timeout=5)  # then it died
+                timeout = intent.policy.attempt_timeout
+                outcome = adapter.complete(build_request(created, attempt), timeout=timeout)
+                # ... and it died: the answer is never recorded
+                if outcome.kind is not OutcomeKind.EXECUTED:
+                    raise CheckFailed(
+                        f"the dead service's call for job {job.name} was not answered "
+                        f"({outcome.kind.value}: {outcome.reason}): no restart to judge"
+                    )
     finally:
         dead.close()

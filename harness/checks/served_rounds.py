@@ -8,10 +8,10 @@ Each count is defined by docs/operations.md in units the history shows. Judged:
   count other than 0, or a duty failed: `null`), each count a whole number >= 0;
 - `reconcile`, within bounds as tight as the history allows: the rounds' sum is the
   number of `resolved` events whose actor is the worker's reconciler
-  (`<worker>:reconciler`), less any number of those of attempts that became unknown at
-  their deadline and were resolved once their provider's maximum runtime had passed
-  (such an attempt is then reconciled by its own timer, outside the rounds, unless a
-  round reaches it first), unless a round's reconcile failed;
+  (`<worker>:reconciler`), less any number of those resolved once their provider's
+  maximum runtime had passed (an unknown attempt is then reconciled by a timer of its
+  own, outside the rounds, unless a round reaches it first), unless a round's reconcile
+  failed;
 - `abort_lost_calls`, exactly: the rounds' sum is the number of `attempt_call_aborted`
   events that say `found_by: round` (a result recorded aborts its job's lost calls at
   once, outside the rounds: those say `found_by: job`), unless a round's abort failed;
@@ -45,8 +45,8 @@ def judge_rounds(
     result: Any,
     *,
     worker: str,
-    claimed: int = 0,
-    max_runtime: float = 0.0,
+    claimed: int,
+    max_runtime: float,
 ) -> None:
     """`rounds`: the run's `worker_round` records as parsed JSON objects, growing while
     the worker runs; `events`: reads every event of the run's jobs; `claimed`: the jobs
@@ -89,12 +89,12 @@ def _bounds(
         return [e for e in events if e.kind.value == name]
 
     reconciled = [e for e in kind("resolved") if e.actor == f"{worker}:reconciler"]
-    timed = {e.attempt_id for e in kind("became_unknown") if e.detail.get("cause") == "deadline"}
+    unknown = {e.attempt_id for e in kind("became_unknown")}
     started = {e.attempt_id: e.at for e in kind("attempt_started")}
     either = [  # its maximum runtime's timer's, or a round's
         e
         for e in reconciled
-        if e.attempt_id in timed and (e.at - started[e.attempt_id]).total_seconds() >= max_runtime
+        if e.attempt_id in unknown and (e.at - started[e.attempt_id]).total_seconds() >= max_runtime
     ]
     aborted = [e for e in kind("attempt_call_aborted") if e.detail.get("found_by") == "round"]
     swept = [e for e in kind("became_unknown") if _found_by_sweep(e.detail)]
@@ -103,7 +103,8 @@ def _bounds(
             len(reconciled) - len(either),
             len(reconciled),
             f"attempts reconciled; the history has {len(reconciled)} `resolved` events by "
-            f"{worker}:reconciler, {len(either)} of them of attempts unknown at their deadline",
+            f"{worker}:reconciler, {len(either)} of them once their provider's maximum "
+            "runtime had passed (its timer's, or a round's)",
         ),
         "abort_lost_calls": (
             len(aborted),

@@ -611,9 +611,10 @@ def _bounds_of(schema: Any) -> tuple[Any, Any]:
 
 
 async def openapi(p: Play) -> None:
-    """`/openapi.json` documents the face as docs/gateway.md says: the key and wait
-    headers, its stream's events, a whole and a streamed example, the models (the
-    routes, then the providers) and the bounds of its sampling members."""
+    """`/openapi.json` documents the face as docs/gateway.md says: its operation's
+    `operationId`, the key and wait headers, its stream's events, a whole and a streamed
+    example, the models (the routes, then the providers) and the bounds of its sampling
+    members."""
     import httpx2
 
     from harness.checks.faces.clients import BASE_URL
