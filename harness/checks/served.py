@@ -13,7 +13,7 @@ fresh SQLite file, with two providers of different kinds reached over a loopback
   must start, and a call the primary answered and stored, never recorded, which the
   sweep must find and a round settle from the stored completion, with no second
   execution;
-- ten jobs go through the job API over HTTP: one the primary answers; one the primary
+- eleven jobs go through the job API over HTTP: one the primary answers; one the primary
   refuses with a 429 whose Retry-After is an HTTP date, retried no earlier than that date;
   one whose answer the primary loses after doing the work (a reset), left unknown and
   settled by the stored-completion lookup with no second execution; one the primary
@@ -25,7 +25,10 @@ fresh SQLite file, with two providers of different kinds reached over a loopback
   characters of the key, which the service must mask; one cancelled through the API
   while the primary's call hangs, the call then aborted by a worker round; one whose
   primary sends its head and then only spaces, cut at the attempt's deadline (executed,
-  unusable, billed: `deadline_exceeded`) and answered by the fallback;
+  unusable, billed: `deadline_exceeded`) and answered by the fallback; one whose primary
+  never sends its head, unknown at its deadline and not cut (no answer has begun), its
+  call running on to its own end, then resolved through the API as never executed and
+  answered by the fallback;
 - first, the configuration readers are handed files a user gets wrong and right
   (`harness.checks.served_config`), each error judged by the file and field it names;
 - judged by what the providers saw (the fakes' ledger and a tap on their socket: the key
@@ -67,8 +70,10 @@ from harness.checks.served_calls import (
     judge_cancelled,
     judge_cut_at_deadline,
     judge_lost,
+    judge_not_cut,
     judge_retry_date,
     judge_tool_calls,
+    resolve_once_run_out,
     settled,
 )
 from harness.checks.served_keys import ECHOED as ECHOED_ANSWER
@@ -254,6 +259,7 @@ class Job:
     input: dict[str, Any] = field(default_factory=dict)  # beside its prompt
     billed: int = 1  # its billed executions (a call cut at the deadline is one more)
     seeded: str | None = None  # written by a service that died ("new", "sent": served_restart)
+    resolved: bool = False  # its unknown call, once run out, resolved through the API
     id: int | None = None
     sent_at: float = 0.0
 
@@ -274,6 +280,7 @@ def jobs() -> list[Job]:
         Job("echoed-answer", (ECHOED,), PRIMARY),
         Job("cancelled", ("hang",), None, {"attempt_timeout": 30}),
         Job("stalled", (TRICKLE,), FALLBACK, STALLED, billed=2),
+        Job("unanswered", ("hang",), FALLBACK, UNANSWERED, resolved=True),
     ]
 
 
@@ -311,6 +318,13 @@ stops), and the call is what it is, executed and unusable (cause `deadline_excee
 billed: docs/providers.md), the fallback answering at once. Three seconds leave a busy
 machine time to send the head before the deadline."""
 TRICKLE = {"behaviour": "stream_trickle", "chunk_latency": 0.4}
+
+
+UNANSWERED = {"attempt_timeout": 1, "same_provider_retries": 0}
+"""The primary never sends its head: at the attempt's deadline its call becomes unknown
+and is not cut (no answer has begun: docs/providers.md), running on to its own timeout;
+the story then resolves it through the API, as an operator told by support that it never
+ran, and the fallback answers."""
 
 
 HEDGED = {"max_live_attempts": 2, "hedge_after": 0.2, "attempt_timeout": 5}
@@ -525,6 +539,8 @@ def _jobs(stage: Stage, played: Played, result: ServedResult) -> None:
             job.id = answer.json()["id"]
             if job.winner is None:
                 cancel_once_sent(client, engine, job.id, result, bound=WAIT_BOUND)
+            if job.resolved:
+                resolve_once_run_out(client, engine, job.id, result, bound=WAIT_BOUND)
             played.final[job.name] = settled(engine, job.id, bound=WAIT_BOUND)
             result.notes.append(f"job {job.name}: settled in {time.time() - job.sent_at:.2f} s")
         for job in played.jobs:
@@ -578,6 +594,7 @@ def judge(stage: Stage, played: Played, result: ServedResult) -> None:
     judge_key_echo(stage, played, entries, result, provider=PRIMARY)
     judge_abort(played, entries, result, provider=PRIMARY)
     judge_cut_at_deadline(played, result, provider=PRIMARY)
+    judge_not_cut(played, result)
     judge_lost(played, result)
     judge_cancelled(played, entries, result)
     judge_tool_calls(played, entries, result)

@@ -1,6 +1,7 @@
 """The served story's judges of single provider calls: a lost call aborted with its
 socket shut, whether another attempt won or the job was cancelled through the API while
-the call was in flight; a call whose head came and then nothing, cut at the deadline; an
+the call was in flight; a call whose head came and then nothing, cut at the deadline,
+and one with no head, never cut; an
 answer's tool calls carried into the job's result; the retry after an HTTP-date
 Retry-After; the lost answer settled by the stored-completion lookup.
 """
@@ -121,6 +122,58 @@ def cancel_once_sent(client: Any, engine: Any, job_id: int, result: Any, *, boun
         e.kind.value == "attempt_call_aborted" for e in engine.events(job_id)
     ):
         time.sleep(POLL_EVERY)
+
+
+def resolve_once_run_out(
+    client: Any, engine: Any, job_id: int, result: Any, *, bound: float
+) -> None:
+    """Job unanswered: once its primary's call has become unknown and run out on its own
+    (an event with the call's evidence: its own end), resolve the attempt through the
+    API as never executed, within `bound` seconds."""
+    until = time.monotonic() + bound
+    while not any(_ended(e) for e in engine.events(job_id)):
+        if time.monotonic() > until:
+            result.failures.append(
+                f"job unanswered: its unknown call did not end within {bound:g} s"
+            )
+            return
+        time.sleep(POLL_EVERY)
+    answer = client.post(
+        f"/v1/jobs/{job_id}/attempts/1/resolve",
+        json={"outcome": "failed", "reason": "support: the request never ran"},
+    )
+    if answer.status_code != 200:
+        result.failures.append(
+            f"job unanswered: the resolve answered {answer.status_code}: {answer.text[:200]}"
+        )
+
+
+def judge_not_cut(played: Any, result: Any) -> None:
+    """Job unanswered: its primary never sent a head, so at the deadline its call became
+    unknown and was not cut (docs/providers.md: only an answer that has begun is cut):
+    no event says it was aborted or interrupted, and its own end came no sooner than the
+    deadline."""
+    final = played.final.get("unanswered")
+    if final is None:
+        return
+    first = final.attempts[0].id if final.attempts else None
+    mine = [e for e in played.events if e.job_id == final.id and e.attempt_id == first]
+    kinds = [e.kind.value for e in mine]
+    cut = [e.detail for e in mine if e.detail.get("aborted") or e.detail.get("interrupted")]
+    ends = [e.detail.get("elapsed") for e in mine if _ended(e)]
+    deadline = final.policy.attempt_timeout
+    if cut or kinds[:2] != ["attempt_started", "became_unknown"] or not ends or ends[0] < deadline:
+        result.failures.append(
+            f"job unanswered: its primary's call (no head at its deadline) has the events "
+            f"{kinds}, cut {cut}, ended after {ends} s: expected unknown at the "
+            f"{deadline:g} s deadline, never cut, running on to its own end"
+        )
+
+
+def _ended(event: Any) -> bool:
+    """An event its call's own end made: it carries the call's evidence (a deadline's or
+    a sweep's `became_unknown` carries none)."""
+    return "bytes_received" in event.detail
 
 
 def judge_cancelled(played: Any, entries: list[Any], result: Any) -> None:
