@@ -47,11 +47,15 @@ class Wire(httpx2.AsyncBaseTransport):
     app: Any
     exchanges: list[Exchange] = field(default_factory=list)
     drop_next: int = 0  # answers to lose, the next ones first
+    refuse_next: int = 0  # requests to lose before the gateway reads them
 
     def __post_init__(self) -> None:
         self.inner = httpx2.ASGITransport(app=self.app)
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        if self.refuse_next > 0:  # the connection broke before the gateway heard it
+            self.refuse_next -= 1
+            raise httpx2.ConnectError("connection refused before the request", request=request)
         response = await self.inner.handle_async_request(request)
         await response.aread()
         lost = self.drop_next > 0

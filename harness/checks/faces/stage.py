@@ -16,6 +16,7 @@ import json
 import threading
 import uuid
 from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
 from typing import Any, TypedDict
 
 import httpx
@@ -26,6 +27,7 @@ from harness.api.app import create_app
 from harness.checks.faces.clients import TOKEN, Wire
 from harness.config import Route, ServiceConfig
 from harness.core.breaker import BreakerSettings
+from harness.core.clock import RealTime
 from harness.core.gate import StaticGate
 from harness.core.models import CompletionRequest, Job
 from harness.core.states import OutcomeKind
@@ -97,6 +99,29 @@ class SentTransport(httpx.BaseTransport):
             return list(self.bodies)
 
 
+class Ahead:
+    """The stage's one timeline: the wall clock, moved ahead when a story needs time to
+    have passed (`skip`: a retry window run out) without waiting for it. The engine
+    reads it as its clock (`now`), the fakes as their time (`time`), so the history's
+    events and the ledger's entries stay on one line."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        outer = self
+
+        class _Time(RealTime):
+            def now(self) -> float:
+                return super().now() + outer.seconds
+
+        self.time = _Time()
+
+    def now(self) -> datetime:
+        return datetime.now(UTC) + timedelta(seconds=self.seconds)
+
+    def skip(self, seconds: float) -> None:
+        self.seconds += seconds
+
+
 class RecordedProvider:
     """An adapter that puts each of its calls in the history (invoke, then its outcome)."""
 
@@ -144,11 +169,12 @@ class FaceStage:
         self.database = database
         self.namespace = f"face-{uuid.uuid4().hex[:10]}"
         self.owner = f"{self.namespace}{NAMESPACE_SEPARATOR}alice"
-        self.fakes = FakeProviders()
+        self.clock = Ahead()
+        self.fakes = FakeProviders(time=self.clock.time)
         self.transport = SentTransport(self.fakes)  # the built-in fakes, each body kept
         client = httpx.Client(transport=self.transport)
         adapters = build_providers(BUILTIN_FAKES, client=client, environ={})
-        self.engine = Engine(database, gate=StaticGate(set(allowed or adapters)))
+        self.engine = Engine(database, gate=StaticGate(set(allowed or adapters)), clock=self.clock)
         self.start = self.engine.clock.now()
         self.history = History(
             scenario="",

@@ -261,6 +261,24 @@ async def sdk_retry(p: Play) -> None:
     p.counts(jobs=1, executions=1)
 
 
+RETRY_WINDOW = 900.0
+"""Seconds a keyless SDK retry may find its call's job by fingerprint (docs/gateway.md)."""
+
+
+async def late_retry(p: Play) -> None:
+    """A keyless call answered, then, past the retry window (docs/gateway.md: 900 s), a
+    call with the same body whose first try never reached the gateway: its SDK retry is
+    a new job, never the old job's answer replayed."""
+    first = await p.call()
+    p.stage.clock.skip(RETRY_WINDOW + 1)
+    p.stage.wire.refuse_next = 1  # the SDK retries it: its one arrival says retry 1
+    late = await p.call(retries=1)
+    p.answered(first, "the first call")
+    p.answered(late, "the late call")
+    p.expect(not late.replayed, "a retry past the window was answered as a replay")
+    p.counts(jobs=2, executions=2)
+
+
 async def key_binds_intent(p: Play) -> None:
     first = await p.call("hello", key="k")
     other = await p.call("something else", key="k", retries=2)
@@ -588,6 +606,11 @@ STORIES: tuple[Story, ...] = (
     ),
     Story("double-click-without-key", "two keyless clicks: two jobs", double_click_without_key),
     Story("sdk-retry", "a lost answer retried by the SDK: a replay, not a job", sdk_retry),
+    Story(
+        "late-retry",
+        "a keyless SDK retry past the retry window: a new job, not an old answer",
+        late_retry,
+    ),
     Story("key-binds-intent", "a key with another body: 409, never retried", key_binds_intent),
     Story("wait-bound", "timeout, unknown, 202 at the bound, then the replay answers", wait_bound),
     Story(
