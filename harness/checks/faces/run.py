@@ -81,6 +81,8 @@ def play_story(story: Story, face: FaceClient, database: Database) -> FaceResult
     quiet = logging.getLogger("harness")
     level = quiet.level
     quiet.setLevel(logging.CRITICAL)  # failures are the point of most stories, not noise
+    loop_errors = _Kept()  # an exception the gateway left on its event loop is a defect
+    logging.getLogger("asyncio").addHandler(loop_errors)
     try:
         stage = FaceStage(database, allowed=story.allowed)
         try:
@@ -100,8 +102,22 @@ def play_story(story: Story, face: FaceClient, database: Database) -> FaceResult
         result.failures.append(f"the story raised {type(exc).__name__}: {exc}")
     finally:
         quiet.setLevel(level)
+        logging.getLogger("asyncio").removeHandler(loop_errors)
+    for record in loop_errors.records[:3]:
+        result.failures.append(f"the gateway's event loop logged: {record.getMessage()[:200]}")
     result.seconds = time.perf_counter() - started
     return result
+
+
+class _Kept(logging.Handler):
+    """The records at ERROR or above, kept."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
 
 
 async def _played(story: Story, play: Play) -> None:
