@@ -44,14 +44,7 @@ def _tool(raw: object, i: int) -> Tool | None:
         raise _invalid(f"tools.{i}.custom.input_schema: Field required")
     if schema.get("type") != "object":
         raise _invalid(f"tools.{i}.custom.input_schema.type: Input should be 'object'")
-    strict = raw.get("strict")
-    description = raw.get("description")
-    return Tool(
-        name=name,
-        schema=schema,
-        strict=strict if isinstance(strict, bool) else None,
-        description=description if isinstance(description, str) else None,
-    )
+    return Tool.offered(name, schema, raw)
 
 
 _CHOICE_KEYS = {

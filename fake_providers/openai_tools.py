@@ -37,14 +37,7 @@ def _function(spec: object, where: str) -> Tool:
         parameters = dict(EMPTY_PARAMETERS)
     if not isinstance(parameters, dict):
         raise wrong_type(f"{where}.parameters", "an object", parameters)
-    strict = spec.get("strict")
-    description = spec.get("description")
-    return Tool(
-        name=name,
-        schema=parameters,
-        strict=strict if isinstance(strict, bool) else None,
-        description=description if isinstance(description, str) else None,
-    )
+    return Tool.offered(name, parameters, spec)
 
 
 def _tools(raw: object, *, flat: bool) -> tuple[Tool, ...]:

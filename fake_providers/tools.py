@@ -46,6 +46,18 @@ class Tool:
     strict: bool | None = None
     description: str | None = None
 
+    @classmethod
+    def offered(cls, name: str, schema: Mapping[str, Any], spec: Mapping[str, Any]) -> Tool:
+        """The tool as a request offers it: its `strict` and `description` kept when
+        `spec` sends them with their types (else None)."""
+        strict, description = spec.get("strict"), spec.get("description")
+        return cls(
+            name=name,
+            schema=schema,
+            strict=strict if isinstance(strict, bool) else None,
+            description=description if isinstance(description, str) else None,
+        )
+
 
 @dataclass(frozen=True)
 class ToolChoice:
