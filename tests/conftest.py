@@ -6,7 +6,9 @@ acceptance/   the CLI, in process and as a subprocess
 fakes/        the fake providers' own tests, and the official SDKs against them
 """
 
+import atexit
 import os
+import shutil
 import tempfile
 
 import pytest
@@ -19,7 +21,10 @@ from hypothesis import settings
 # Subprocesses inherit this.
 os.environ.setdefault("HARNESS_CHECK_SWARM_SEEDS", "0")
 # Commands that keep state without --db use the per-user database: never the real home's.
-os.environ.setdefault("XDG_DATA_HOME", tempfile.mkdtemp(prefix="harness-test-data-"))
+# The process that made the directory (xdist's workers inherit it) removes it at exit.
+if "XDG_DATA_HOME" not in os.environ:
+    os.environ["XDG_DATA_HOME"] = tempfile.mkdtemp(prefix="harness-test-data-")
+    atexit.register(shutil.rmtree, os.environ["XDG_DATA_HOME"], ignore_errors=True)
 
 # LiteLLM fetches its model price list from the internet when imported unless told not
 # to; this machine has no internet, so every import waited out three tries (about 7 s).
