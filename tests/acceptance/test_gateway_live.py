@@ -39,7 +39,8 @@ TOKEN = "alice-token"
 HI = [{"role": "user", "content": "hello"}]
 ROUTES = {
     "chat": ["primary", "fallback"],
-    "quick": {"providers": ["primary", "fallback"], "policy": {"attempt_timeout": 0.5}},
+    # 2 s: a shorter deadline can pass before a loaded machine sends (then: never sent)
+    "quick": {"providers": ["primary", "fallback"], "policy": {"attempt_timeout": 2}},
     "hedged": {
         "providers": ["primary", "fallback"],
         "policy": {"attempt_timeout": 5, "hedge_after": 0.3, "max_live_attempts": 2},

@@ -99,7 +99,8 @@ def test_double_click_is_one_job_and_one_execution(live: Live) -> None:
 
 def test_hang_past_the_timeout_is_unknown_until_resolved(live: Live) -> None:
     live.fakes.script("hang", api="openai")
-    job = live.create("k1", policy={"attempt_timeout": 0.3})
+    # 2 s: a shorter deadline can pass before a loaded machine sends (then: never sent)
+    job = live.create("k1", policy={"attempt_timeout": 2})
     blocked = live.wait_for(job["id"], lambda j: j["status"] == "blocked_unknown")
     assert [a["state"] for a in blocked["attempts"]] == ["unknown"]
     click = live.client.post(f"/v1/jobs/{job['id']}/attempts")
