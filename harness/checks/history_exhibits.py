@@ -239,6 +239,16 @@ def _interrupted_in_process() -> dict:
     return data
 
 
+def _aborted_twice() -> dict:
+    """A#1's call, aborted when its job failed, is recorded aborted again a round later."""
+    data = _bytes_not_read()
+    data["events"][1]["detail"]["bytes_received"] = 120
+    for t in (1, 2):
+        aborted = ev(t, "attempt_call_aborted", "a#1", "w1", reason="job_failed")
+        data["events"].insert(1 + t, aborted)
+    return data
+
+
 def _ended_before_the_exchange() -> dict:
     """The fake's 500 ended at t=2 (the ledger's end); the attempt failed at t=1."""
     data = _failed_by("server_error", 500, "server_error: HTTP 500: boom")
@@ -283,6 +293,7 @@ EXHIBITS: tuple[HistoryExhibit, ...] = (
     HistoryExhibit(
         "an in-process call said interrupted", "ground", ("I4",), _interrupted_in_process()
     ),
+    HistoryExhibit("a call aborted twice", "ground", ("I8",), _aborted_twice()),
     HistoryExhibit(
         "a failure recorded before its exchange ended",
         "ground",
@@ -355,6 +366,7 @@ _LENIENT: tuple[tuple[str, str, str, str, str], ...] = (
     ("ground_text", "ground", "I4", "_error_as_sent", "an error text nobody sent is accepted"),
     ("ground_bytes", "ground", "I4", "_evidence_as_read", "bytes nobody read are accepted"),
     ("ground_socket", "ground", "I4", "_no_socket_in_process", "a socket nobody had is shut"),
+    ("ground_abort", "ground", "I8", "_aborted_once", "a call aborted twice is accepted"),
     ("ground_end", "ground", "I8", "_ended_after_the_exchange", "an end before the exchange's"),
     ("ground_result", "ground", "I5", "_winner_text_as_sent", "a result nobody sent is accepted"),
     ("ground_lookup", "ground", "I8", "_resolved_as_sent", "a resolution the ledger belies"),
@@ -370,6 +382,7 @@ _STORY_OF: Mapping[str, str] = {
     "ground_text": "an error text the fake never sent",
     "ground_bytes": "bytes received its caller never read",
     "ground_socket": "an in-process call said interrupted",
+    "ground_abort": "a call aborted twice",
     "ground_end": "a failure recorded before its exchange ended",
     "ground_result": "a result the winner's provider never sent",
     "ground_lookup": "billed work resolved as never done",

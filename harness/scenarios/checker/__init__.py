@@ -114,6 +114,7 @@ from collections.abc import Mapping as _Mapping
 from typing import Any as _Any
 
 from harness.scenarios.checker.ground import (
+    _aborted_once,
     _ended_after_the_exchange,
     _error_as_sent,
     _evidence_as_read,
@@ -227,6 +228,7 @@ HISTORY_CHECKS: tuple[Check, ...] = (
     _error_as_sent,
     _evidence_as_read,
     _no_socket_in_process,
+    _aborted_once,
     _ended_after_the_exchange,
     _one_winner,
     _winner_answered,

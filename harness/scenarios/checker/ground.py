@@ -447,6 +447,27 @@ def _no_socket_in_process(history: Mapping[str, Any]) -> Iterator[Finding]:
             )
 
 
+def _aborted_once(history: Mapping[str, Any]) -> Iterator[Finding]:
+    """I8, an abort is attributable: a call is aborted once (docs/operations.md), so an
+    attempt has at most one `attempt_call_aborted` event; a second records an abort of a
+    call already ended by the first, an act that did nothing."""
+    first: dict[Any, Entry] = {}
+    for event in history.get("events", ()):
+        if event["kind"] != EventKind.ATTEMPT_CALL_ABORTED:
+            continue
+        label = event.get("attempt")
+        if label not in first:
+            first[label] = event
+            continue
+        yield Finding(
+            "I8",
+            event.get("job"),
+            f"{label}'s call is recorded aborted again at t={_t(event):g}, after its abort "
+            f"at t={_t(first[label]):g}: a call is aborted once",
+            (first[label], event),
+        )
+
+
 _READ_AS = (
     ("bytes_received", "bytes_read"),
     ("head_after", "head_after"),
