@@ -117,6 +117,31 @@ def test_a_hang_recorded_unknown_at_its_deadline_then_observed_is_right() -> Non
     assert "makes a#1's call unknown" in finding.message
 
 
+def test_a_garbled_200_recorded_with_another_status_is_i4() -> None:
+    data = failed("malformed_body", 200, outcome="executed_unusable", error="garbled")
+    data["ledger"] = [exchange("malformed_body", 200)]
+    assert ground(data) == []
+    data["events"][1]["detail"]["status_code"] = 502
+    (finding,) = ground(data)
+    assert finding.invariant == "I4" and "failed event records status 502" in finding.message
+
+
+def test_a_late_success_observed_names_the_status_sent() -> None:
+    events = [
+        ev(0, "attempt_started", "a#1", "w1", provider="primary"),
+        ev(30, "became_unknown", "a#1", "w1", cause="deadline"),
+        ev(31, "observed", "a#1", "w1", cause="ok", outcome="executed", status=200),
+    ]
+    row = attempt("a#1", "primary", "unknown") | {"resolution": None, "finished_at": 30}
+    ops = [call(0, 0, "a#1", "invoke"), call(1, 31, "a#1", "ok")]
+    data = history(events, {"a": job("blocked_unknown", None, row, policy=POLICY)}, ops)
+    data["ledger"] = [exchange("success", 200, latency=31)]
+    assert ground(data) == []
+    events[2]["detail"]["status"] = 199
+    (finding,) = ground(data)
+    assert "observed event records status 199" in finding.message
+
+
 # -- Retry-After as sent ------------------------------------------------------------------
 
 
@@ -387,6 +412,16 @@ def test_a_late_answer_names_the_cause_its_status_names() -> None:
 def test_an_operators_resolution_is_not_the_ledgers_to_judge() -> None:
     data = resolved_unknown("accept_then_drop", "failed", "confirmed it never ran", billed=True)
     assert ground(data) == []
+
+
+def test_a_call_aborted_twice_is_i8_and_once_is_right() -> None:
+    data = failed("connection_reset", None, kind="became_unknown", outcome="unknown", error="x")
+    data["ledger"] = [exchange("hang", None, delivered=False)]
+    data["events"].insert(1, ev(0.5, "attempt_call_aborted", "a#1", reason="job_cancelled"))
+    assert [f for f in found(data) if "aborted" in f.message] == []
+    data["events"].insert(2, ev(0.7, "attempt_call_aborted", "a#1", reason="job_cancelled"))
+    (finding,) = [f for f in found(data) if "aborted" in f.message]
+    assert finding.invariant == "I8" and "aborted again at t=0.7" in finding.message
 
 
 def test_a_call_the_harness_aborted_is_not_judged_by_the_fakes_ending() -> None:

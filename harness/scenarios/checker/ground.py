@@ -264,6 +264,28 @@ def _cause_as_ended(x: Exchange) -> Iterator[Finding]:
         )
 
 
+def _status_as_sent(x: Exchange) -> Iterator[Finding]:
+    """Any other call the fake's ending decided (a success, a broken or garbled answer),
+    and any call recorded executed (a success that came past its deadline, observed),
+    records, where it names a status, the one the fake sent: a status its provider
+    never sent is evidence made up."""
+    record = x.record()
+    status = x.execution.get("status")
+    if record is None or expected_reason(x.execution) is not None:
+        return
+    if x.kind is None and _recorded_kind(record) != OutcomeKind.EXECUTED:
+        return
+    recorded = _recorded_status(record)
+    if isinstance(status, int) and isinstance(recorded, int) and recorded != status:
+        yield Finding(
+            "I4",
+            x.job,
+            f"ground truth: {x.where}; {x.attempt}'s {record['kind']} event records "
+            f"status {recorded}",
+            (x.execution, record),
+        )
+
+
 def _settled_by(x: Exchange, record: Entry) -> Entry | None:
     """The attempt's row when the call's failure (`record`) settled it: failed, and no
     resolution, fence or sweep moved it afterwards."""
@@ -317,10 +339,11 @@ def _recorded_as_sent(history: Mapping[str, Any]) -> Iterator[Finding]:
     """I4, I5, I8, *ground truth*: each attempt records its call as the fake ended it:
     the kind the checker's table gives the fake's ending (a reset before the head is
     unknown, never failed; a 429 not executed; a whole 200 executed), the cause and
-    status an HTTP error names, and a 429's Retry-After as sent."""
+    status an HTTP error names, any other status as sent, and a 429's Retry-After."""
     for x in exchanges(history):
         yield from _kind_as_ended(x)
         yield from _cause_as_ended(x)
+        yield from _status_as_sent(x)
         yield from _retry_after_as_sent(x)
 
 
