@@ -10,6 +10,7 @@ for an attempt that is not unknown (asked before any provider is), 409
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import Any
 
@@ -18,6 +19,8 @@ from harness.core.states import AttemptState, OutcomeKind, RefusalReason, Resolu
 from harness.engine import Engine
 from harness.errors import AttemptRefused, InvalidIntent, ProviderError
 from harness.providers.base import BaseProvider, LookupResult
+
+log = logging.getLogger(__name__)
 
 
 class Resolver:
@@ -36,13 +39,18 @@ class Resolver:
             return None
         return adapter.lookup(attempt.token or str(attempt.id))
 
-    def finished_with_result(self, attempt: Attempt) -> bool:
-        """Does the provider's own evidence say the attempt finished with a result? A
-        lookup that cannot be made is no evidence either way."""
+    def evidence(self, attempt: Attempt) -> LookupResult | None:
+        """The provider's answer about `attempt`; None when it offers no lookup or the
+        lookup cannot be made (logged), which is no evidence either way."""
         try:
-            found = self.lookup(attempt)
-        except ProviderError:
-            return False
+            return self.lookup(attempt)
+        except ProviderError as exc:
+            log.warning("the lookup of attempt %s could not be made: %s", attempt.id, exc.message)
+            return None
+
+    def finished_with_result(self, attempt: Attempt) -> bool:
+        """Does the provider's own evidence say the attempt finished with a result?"""
+        found = self.evidence(attempt)
         outcome = found.outcome if found is not None and found.finished else None
         return outcome is not None and outcome.kind is OutcomeKind.EXECUTED
 

@@ -61,7 +61,7 @@ from harness.errors import (
     InvalidTransition,
     NotFound,
 )
-from harness.providers.base import BaseProvider, LookupResult, Outcome
+from harness.providers.base import BaseProvider, Outcome
 from harness.providers.calls import DEADLINE, CallHandle, calling
 from harness.providers.outcomes import DEFINITE_PROVIDER_FAILURES
 from harness.runtime.resolution import Resolver
@@ -601,13 +601,13 @@ class Worker:
             return resolved
         except InvalidTransition:
             return 0  # resolved meanwhile by someone else
-        except HarnessError as exc:  # e.g. the lookup could not be made: try later
+        except HarnessError as exc:  # e.g. the database refused the write: try later
             log.warning("reconciling attempt %s failed: %s", attempt_id, exc.message)
             return 0
 
     def _reconcile_one(self, attempt: Attempt, now: datetime) -> bool:
         actor = f"{self.settings.name}:reconciler"
-        lookup = self._lookup(attempt)
+        lookup = self.resolver.evidence(attempt)  # a lookup that cannot be made: None
         found = lookup.outcome if lookup is not None and lookup.finished else None
         if found is not None and found.kind is OutcomeKind.EXECUTED:
             self.engine.resolve_unknown(
@@ -641,9 +641,6 @@ class Worker:
         )
         self.advance(attempt.job_id)
         return True
-
-    def _lookup(self, attempt: Attempt) -> LookupResult | None:
-        return self.resolver.lookup(attempt)
 
     def tick(self) -> dict[str, int | None]:
         """One round of background duties: claim new jobs, sweep, reconcile. Returns what

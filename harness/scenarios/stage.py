@@ -22,7 +22,7 @@ from harness.core.gate import AllowAllGate, BaseGate
 from harness.core.models import Attempt, CompletionRequest, Event, Job
 from harness.core.states import FINISHED_JOB_STATES, OutcomeKind
 from harness.engine import Engine
-from harness.errors import HarnessError, NotFound, ScenarioError, WorkerKilled
+from harness.errors import HarnessError, NotFound, ProviderError, ScenarioError, WorkerKilled
 from harness.providers.base import BaseProvider, LookupResult, Outcome
 from harness.runtime.builtin import builtin_fake_providers
 from harness.runtime.worker import Worker, WorkerSettings
@@ -66,6 +66,7 @@ class RecordingProvider:
         self.model = getattr(inner, "model", None)
         self.stream = getattr(inner, "stream", False) and inner.name not in stage.whole
         self.looks_up = inner.name not in (stage.scenario.worker.get("no_lookup") or ())
+        self.lookup_fails = inner.name in (stage.scenario.worker.get("failing_lookup") or ())
 
     def complete(self, request: CompletionRequest, *, timeout: float) -> Outcome:
         history, now = self.stage.history, self.stage.turns.clock.now
@@ -103,6 +104,16 @@ class RecordingProvider:
     def lookup(self, attempt_id: str) -> LookupResult | None:
         if not self.looks_up:
             return None  # a provider with no lookup is asked nothing
+        if self.lookup_fails:  # its lookup endpoint is down: the asking fails
+            self.stage.history.op(
+                self.stage.turns.clock.now(),
+                self.worker,
+                "fail",
+                "lookup",
+                provider=self.name,
+                token=attempt_id,
+            )
+            raise ProviderError(f"lookup at provider {self.name} failed: 503", provider=self.name)
         found = self.inner.lookup(attempt_id)
         self.stage.history.op(
             self.stage.turns.clock.now(),

@@ -12,7 +12,7 @@ from harness.core.gate import AllowAllGate, StaticGate
 from harness.core.models import Intent, Policy
 from harness.core.states import AttemptState, JobState
 from harness.engine import Engine
-from harness.errors import AttemptRefused, InvalidTransition
+from harness.errors import AttemptRefused, InvalidTransition, ProviderError
 from harness.providers.base import LookupResult, Outcome, OutcomeKind
 from harness.runtime.worker import Worker, WorkerSettings
 from harness.store.database import Database
@@ -222,6 +222,25 @@ def test_reconciler_waits_for_max_runtime_without_evidence(worker, scheduler, pr
     assert "may have executed" in resolved.detail["reason"]
 
 
+def test_an_unknown_whose_lookup_always_fails_is_abandoned_at_max_runtime(
+    worker, scheduler, primary
+) -> None:
+    """A lookup endpoint that is down is no evidence, and never keeps the provider's
+    maximum runtime from ending the unknown: the job moves on as it would without one."""
+    primary.steps = [UNKNOWN]
+
+    def lookup(attempt_id: str):
+        raise ProviderError("lookup endpoint unreachable")
+
+    primary.lookup = lookup
+    job_id = submit(worker)
+    scheduler.wait_idle()
+    assert worker.reconcile() == 0
+    scheduler.advance(121)  # the max-runtime timer fires at 120 s
+    scheduler.wait_idle()
+    assert states(worker, job_id) == [("primary", "cancelled"), ("fallback", "succeeded")]
+
+
 def test_sweep_and_claim_recover_after_a_crash(worker, scheduler, primary) -> None:
     intent = Intent(operation="op", input={}, providers=("primary", "fallback"))
     orphan = worker.engine.create_job("alice", "orphan", intent).job.id  # API died before start
@@ -240,8 +259,6 @@ def test_sweep_and_claim_recover_after_a_crash(worker, scheduler, primary) -> No
 def test_a_failing_lookup_is_no_evidence_and_does_not_stop_the_round(
     worker, scheduler, primary
 ) -> None:
-    from harness.errors import ProviderError
-
     primary.steps = [UNKNOWN, UNKNOWN]
     first, second = submit(worker, key="a"), submit(worker, key="b")
     scheduler.wait_idle()
