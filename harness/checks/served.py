@@ -263,6 +263,15 @@ class Job:
     id: int | None = None
     sent_at: float = 0.0
 
+    @property
+    def asked(self) -> dict[str, Any]:
+        """The job's input as sent (its prompt names it)."""
+        return {"prompt": f"served {self.name}", **self.input}
+
+    @property
+    def key(self) -> str:
+        return f"served-{self.name}"
+
 
 def jobs() -> list[Job]:
     """The story's jobs in the order played: those the dead service left come first, so
@@ -524,12 +533,10 @@ def _jobs(stage: Stage, played: Played, result: ServedResult) -> None:
             for behaviour in job.script:
                 stage.fakes.script(with_key(behaviour, stage.key), provider=PRIMARY)
             job.sent_at = time.time()
-            body = {"operation": "chat", "input": {"prompt": f"served {job.name}", **job.input}}
+            body = {"operation": "chat", "input": job.asked}
             if job.policy:
                 body["policy"] = job.policy
-            answer = client.post(
-                "/v1/jobs", json=body, headers={"Idempotency-Key": f"served-{job.name}"}
-            )
+            answer = client.post("/v1/jobs", json=body, headers={"Idempotency-Key": job.key})
             if answer.status_code != 201:
                 result.failures.append(
                     f"job {job.name}: POST /v1/jobs answered {answer.status_code}: "

@@ -51,13 +51,13 @@ def seed_dead_service(settings: Any, database_url: str, *, owner: str, jobs: lis
                 continue
             intent = Intent(
                 operation="chat",
-                input={"prompt": f"served {job.name}", **job.input},
+                input=job.asked,
                 providers=tuple(settings.default_providers),
                 policy=settings.default_policy.from_dict(
                     {**settings.default_policy.to_dict(), **job.policy}
                 ),
             )
-            created = engine.create_job(owner, f"served-{job.name}", intent).job
+            created = engine.create_job(owner, job.key, intent).job
             job.id = created.id
             if job.seeded == "sent":
                 primary = intent.providers[0]
