@@ -100,9 +100,10 @@ _STREAMED = frozenset({"latency", "content", "chunk_latency", "cut_after"}) | TI
 
 BEHAVIOURS: Mapping[BehaviourName, BehaviourSpec] = {
     BehaviourName.SUCCESS: BehaviourSpec(
-        summary="200 with deterministic (or the given) content",
+        summary="200 with deterministic (or the given) content; `status` another 2xx "
+        "(200-299), as a transforming proxy's 203 Non-Authoritative Information",
         bills=True,
-        params=frozenset({"latency", "content", "chunk_latency", "usage"}),
+        params=frozenset({"latency", "content", "chunk_latency", "usage", "status"}),
     ),
     BehaviourName.HANG: BehaviourSpec(
         summary="accept the request and never answer", bills=False, params=TIMED_PARAMS
@@ -265,6 +266,7 @@ in-process transport raises exactly what httpx raises for them; over a socket th
 request has already reached the fake, which can only drop the connection (a reset)."""
 
 STATUS_RANGES: Mapping[BehaviourName, tuple[int, int, int]] = {
+    BehaviourName.SUCCESS: (200, 299, 200),
     BehaviourName.HTTP_ERROR: (400, 599, 401),
     BehaviourName.GATEWAY_ERROR: (300, 599, 502),
 }
@@ -295,7 +297,7 @@ class Behaviour:
     flap: float | None = None  # the fault alternates with success every this many seconds
     p: float | None = None  # the fault holds for this fraction of requests
     seed: int | None = None  # the random sequence `p` draws from (default 0)
-    status: int | None = None  # http_error, gateway_error: the status; None: the default
+    status: int | None = None  # success, http_error, gateway_error: the status; None: default
     # success only: false answers without `usage` (Chat Completions, Responses: their types
     # make it optional; Messages requires it and keeps it)
     usage: bool = True
@@ -472,8 +474,11 @@ def _check_chance(b: Behaviour) -> None:
 
 
 def status_of(b: Behaviour) -> int:
-    """The status an `http_error` or `gateway_error` answers."""
-    return b.status if b.status is not None else STATUS_RANGES[b.name][2]
+    """The status a `success`, `http_error` or `gateway_error` answers; 200 for any
+    other behaviour whose answer begins (its faults come after a 200 head)."""
+    if b.status is not None:
+        return b.status
+    return STATUS_RANGES[b.name][2] if b.name in STATUS_RANGES else 200
 
 
 def bills(name: BehaviourName, *, stream: bool, cut_after: int | None = None) -> bool:

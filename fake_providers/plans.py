@@ -247,7 +247,7 @@ def _cut_point(b: Behaviour, chunks: int) -> int:
 
 
 def _answered(ctx: _Context, fault: str | None = None) -> Plan:
-    """A 200 answer, whole or broken at `fault`: "cut", "stall", "malformed", "no_done",
+    """A 200 answer (a success's `status`), whole or broken at `fault`: "cut", "stall", "malformed", "no_done",
     "closed" (a clean close mid-answer), "trickle" or "error_event"."""
     b, answer = ctx.behaviour, ctx.answer()
     completion = ctx.dialect.completion(ctx.req, ctx.ids, answer)
@@ -264,7 +264,7 @@ def _answered(ctx: _Context, fault: str | None = None) -> Plan:
         response = ctx.dialect.error_body(ctx.dialect.stream_error_kind)
     return Plan(
         steps=steps,
-        status_code=200,
+        status_code=status_of(b),
         error_kind=error_kind,
         output_tokens=answer.output_tokens if b.spec.bills else 0,
         duration=None if fault in ("stall", "trickle") else duration,
@@ -273,9 +273,10 @@ def _answered(ctx: _Context, fault: str | None = None) -> Plan:
 
 
 def _json_head(ctx: _Context, body: bytes) -> Head:
-    """A 200 head for a whole JSON body; the length is that of the body *meant* to be sent."""
+    """A 2xx head for a whole JSON body (200 unless a success's `status` says another);
+    the length is that of the body *meant* to be sent."""
     headers = ctx.dialect.headers(ctx.ids.request_id, sse=False)
-    return Head(200, (*headers, ("content-length", str(len(body)))))
+    return Head(status_of(ctx.behaviour), (*headers, ("content-length", str(len(body)))))
 
 
 def _whole(ctx: _Context, completion: dict[str, Any], fault: str | None) -> tuple[Step, ...]:
@@ -288,7 +289,9 @@ def _whole(ctx: _Context, completion: dict[str, Any], fault: str | None) -> tupl
         case "error_event":
             body = json_body(ctx.dialect.error_body(ctx.dialect.stream_error_kind))
         case "trickle":
-            head = Head(200, ctx.dialect.headers(ctx.ids.request_id, sse=False))
+            head = Head(
+                status_of(ctx.behaviour), ctx.dialect.headers(ctx.ids.request_id, sse=False)
+            )
             return (Pause(ctx.behaviour.latency), head, _trickle(ctx, b" "))
     start: tuple[Step, ...] = (Pause(ctx.behaviour.latency), _json_head(ctx, body))
     if fault == "cut":
@@ -302,7 +305,7 @@ def _streamed(ctx: _Context, events: StreamEvents, fault: str | None) -> tuple[S
     b = ctx.behaviour
     steps: list[Step] = [
         Pause(b.latency),
-        Head(200, ctx.dialect.headers(ctx.ids.request_id, sse=True)),
+        Head(status_of(b), ctx.dialect.headers(ctx.ids.request_id, sse=True)),
     ]
     fault, cut = _stream_cut(b, fault, len(events.content))
     # OpenAI sends its role chunk with the first token: an error before any content comes
@@ -387,7 +390,7 @@ def _background(ctx: _Context, *, finishes: bool) -> Plan:
     body = json_body(queued)
     return Plan(
         steps=(_json_head(ctx, body), Chunk(body), Complete()),
-        status_code=200,
+        status_code=status_of(ctx.behaviour),
         output_tokens=answer.output_tokens if finishes else 0,
         duration=ctx.behaviour.latency if finishes else None,
         response=ctx.dialect.completion(ctx.req, ctx.ids, answer) if finishes else None,
@@ -496,7 +499,7 @@ def _body_200(
     head = Head(head.status, head.headers + headers)
     return Plan(
         steps=(Pause(ctx.behaviour.latency), head, Chunk(body), Complete()),
-        status_code=200,
+        status_code=head.status,
         output_tokens=answer.output_tokens,
         duration=ctx.behaviour.latency,
         response=response,
