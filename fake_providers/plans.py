@@ -247,8 +247,9 @@ def _cut_point(b: Behaviour, chunks: int) -> int:
 
 
 def _answered(ctx: _Context, fault: str | None = None) -> Plan:
-    """A 200 answer (a success's `status`), whole or broken at `fault`: "cut", "stall", "malformed", "no_done",
-    "closed" (a clean close mid-answer), "trickle" or "error_event"."""
+    """A 200 answer (a success's `status`), whole or broken at `fault`: "cut", "stall",
+    "malformed", "no_done", "closed" (a clean close mid-answer), "trickle" or
+    "error_event"."""
     b, answer = ctx.behaviour, ctx.answer()
     completion = ctx.dialect.completion(ctx.req, ctx.ids, answer)
     duration: float | None = b.latency
