@@ -101,7 +101,8 @@ _STREAMED = frozenset({"latency", "content", "chunk_latency", "cut_after"}) | TI
 BEHAVIOURS: Mapping[BehaviourName, BehaviourSpec] = {
     BehaviourName.SUCCESS: BehaviourSpec(
         summary="200 with deterministic (or the given) content; `status` another 2xx "
-        "(200-299), as a transforming proxy's 203 Non-Authoritative Information",
+        "(200-299 but 204 and 205, which carry no body), as a transforming proxy's 203 "
+        "Non-Authoritative Information",
         bills=True,
         params=frozenset({"latency", "content", "chunk_latency", "usage", "status"}),
     ),
@@ -271,6 +272,8 @@ STATUS_RANGES: Mapping[BehaviourName, tuple[int, int, int]] = {
     BehaviourName.GATEWAY_ERROR: (300, 599, 502),
 }
 """The `status` each behaviour that takes one may answer: (lowest, highest, default)."""
+BODILESS = frozenset({204, 205})
+"""2xx statuses that carry no body (RFC 9110): never a success's, which is an answer."""
 
 TRICKLE_LIMIT = 600.0
 """How long `stream_trickle` keeps a connection alive: the SDKs' default timeout."""
@@ -435,6 +438,8 @@ def _check(b: Behaviour) -> None:
         low, high, _ = STATUS_RANGES[b.name]
         if not _is_int(b.status) or not low <= b.status <= high:
             raise InvalidInput("status", f"must be an HTTP status from {low} to {high}")
+        if b.name is BehaviourName.SUCCESS and b.status in BODILESS:
+            raise InvalidInput("status", f"{b.status} carries no body, and an answer needs one")
     try:
         object.__setattr__(b, "drop", DropMode(b.drop))
     except ValueError:

@@ -243,9 +243,8 @@ def _aborted_twice() -> dict:
     """A#1's call, aborted when its job failed, is recorded aborted again a round later."""
     data = _bytes_not_read()
     data["events"][1]["detail"]["bytes_received"] = 120
-    for t in (1, 2):
-        aborted = ev(t, "attempt_call_aborted", "a#1", "w1", reason="job_failed")
-        data["events"].insert(1 + t, aborted)
+    for t in (1, 2):  # after the job's failure, in time order
+        data["events"].append(ev(t, "attempt_call_aborted", "a#1", "w1", reason="job_failed"))
     return data
 
 

@@ -162,7 +162,7 @@ class Evidence:
 def whole(entry: Execution) -> bool:
     """The execution sent its whole answer text (a stream missing only its terminator
     sent all of its text)."""
-    if entry.status_code != 200:
+    if not entry.answered:
         return False
     return entry.behaviour in ANSWERS or (entry.behaviour == "stream_no_done" and entry.stream)
 

@@ -71,7 +71,7 @@ def timeline(play: Play) -> str:
         row = lanes.index(entry.provider) if entry.provider in lanes else 0
         y = 10 + row * _LANE
         px = x(entry.received_at)
-        ok = entry.status_code == 200 and entry.behaviour == "success"
+        ok = entry.answered and entry.behaviour == "success"
         colour = "#2e7d32" if ok else ("#757575" if entry.nonce is None else "#c62828")
         tip = f"{entry.request_id} {entry.behaviour} {entry.status_code} ${entry.cost:.6f}"
         parts.append(

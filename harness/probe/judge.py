@@ -91,7 +91,7 @@ def executions_per_intent(ev: Evidence, params: Mapping[str, Any]) -> Ruling:
         records = ev.records(intent)
         keys = {r.key for r in records}
         hedged = {e for e in ev.hedges(intent)}
-        answered = [e for e in ev.for_intent(intent) if e.status_code == 200]
+        answered = [e for e in ev.for_intent(intent) if e.answered]
         answered = [e for e in answered if e.behaviour not in BROKEN_BY_PROVIDER]
         answered = [e for e in answered if e not in hedged]
         if None in keys or len(keys) > 1:

@@ -40,6 +40,11 @@ class Execution:
     response: Mapping[str, Any] | None = None  # the body it produced (answer or error)
 
     @property
+    def answered(self) -> bool:
+        """Its response head was a 2xx (a success may answer 203, say)."""
+        return self.status_code is not None and 200 <= self.status_code < 300
+
+    @property
     def cost(self) -> float:
         """What the execution cost; 0 when it was not billed."""
         return self.cost_usd if self.billed else 0.0

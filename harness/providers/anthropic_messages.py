@@ -180,6 +180,10 @@ class _EventReader(BaseStreamReader):
 
     def _block_delta(self, data: dict[str, Any]) -> None:
         delta = data.get("delta") or {}
+        if not isinstance(delta, dict):
+            raise CallFailed(
+                Signal.STREAM_MALFORMED, "a content_block_delta's delta is not an object"
+            )
         if delta.get("type") == "text_delta":
             if not isinstance(delta.get("text"), str):  # as a whole text block's
                 raise CallFailed(Signal.STREAM_MALFORMED, "a text_delta's text is not a string")

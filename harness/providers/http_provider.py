@@ -466,7 +466,9 @@ class BaseHttpProvider(abc.ABC):
             return LookupResult(found=True, finished=False)
         request_id = data.get("request_id")
         response = data.get("response")
-        if data.get("billed") and data.get("status_code") == 200 and response is not None:
+        status = data.get("status_code")
+        answered = isinstance(status, int) and 200 <= status < 300  # any 2xx, as a call's
+        if data.get("billed") and answered and response is not None:
             try:
                 answer = self._parse(response)
             except CallFailed:
@@ -474,7 +476,6 @@ class BaseHttpProvider(abc.ABC):
             else:
                 outcome = self._executed(answer, request_id)
                 return LookupResult(found=True, finished=True, outcome=outcome)
-        status = data.get("status_code")
         if data.get("billed"):
             # It did the work, but what it produced cannot be read: still no evidence
             # of a result, and certainly not of "did not execute".

@@ -197,6 +197,8 @@ class _ChunkReader(BaseStreamReader):
             if not isinstance(choice, dict) or choice.get("index", 0) != 0:
                 continue
             delta = choice.get("delta") or {}
+            if not isinstance(delta, dict):
+                raise CallFailed(Signal.STREAM_MALFORMED, "a chunk's delta is not an object")
             content = delta.get("content")
             if isinstance(content, str):
                 self.parts.append(content)
@@ -209,7 +211,9 @@ class _ChunkReader(BaseStreamReader):
 
     def _call_delta(self, delta: object) -> None:
         """One `tool_calls` delta: the first of a call names it, the rest add arguments."""
-        if not isinstance(delta, dict) or not isinstance(delta.get("index"), int):
+        if not isinstance(delta, dict):
+            raise CallFailed(Signal.STREAM_MALFORMED, "a tool call delta is not an object")
+        if not isinstance(delta.get("index"), int):
             raise CallFailed(Signal.STREAM_MALFORMED, "a tool call delta has no index")
         call = self.calls.setdefault(delta["index"], {"id": "", "name": "", "arguments": ""})
         function = delta.get("function") or {}

@@ -222,3 +222,36 @@ def test_trickle_over_the_socket_sends_keepalives_until_released() -> None:
                 list(lines)
         (entry,) = server.fakes.ledger.entries()
         assert entry.status_code == 200 and not entry.delivered
+
+
+# -- a success under another 2xx ----------------------------------------------------------
+
+
+def test_a_success_answers_under_its_2xx_whole_and_streamed(fakes, oa, an) -> None:
+    fakes.script({"behaviour": "success", "status": 203}, api="openai")
+    raw = oa.chat.completions.with_raw_response.create(model="gpt-4o-mini", messages=HI)
+    assert raw.status_code == 203 and raw.parse().choices[0].message.content
+    fakes.script({"behaviour": "success", "status": 201}, api="anthropic")
+    assert _anthropic_stream(an).content[0].text
+    assert [(e.provider_kind, e.status_code) for e in fakes.ledger.entries()] == [
+        ("openai", 203),
+        ("anthropic", 201),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("behaviour", "status", "says"),
+    [
+        ("success", 300, "from 200 to 299"),
+        ("success", 199, "from 200 to 299"),
+        ("success", 204, "204 carries no body"),
+        ("success", 205, "205 carries no body"),
+        ("http_error", 250, "from 400 to 599"),
+        ("gateway_error", 200, "from 300 to 599"),
+    ],
+)
+def test_a_status_outside_its_behaviours_range_is_refused(behaviour, status, says) -> None:
+    fakes = FakeProviders()
+    with pytest.raises(Exception, match=says):
+        fakes.script({"behaviour": behaviour, "status": status})
+    assert fakes.scripts.pending() == []  # nothing was scripted

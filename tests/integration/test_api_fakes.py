@@ -191,7 +191,7 @@ def test_worker_killed_mid_attempt_is_recovered_by_lookup_not_rerun(db_url, tmp_
                     ],
                     "defaults": {
                         "providers": ["primary", "fallback"],
-                        "policy": {"attempt_timeout": 0.5},
+                        "policy": {"attempt_timeout": 2},
                     },
                 }
             )
@@ -202,7 +202,7 @@ def test_worker_killed_mid_attempt_is_recovered_by_lookup_not_rerun(db_url, tmp_
             app_engine,
             None,
             ServiceConfig(
-                tokens={"alice-token": "alice"}, default_policy=Policy(attempt_timeout=0.5)
+                tokens={"alice-token": "alice"}, default_policy=Policy(attempt_timeout=2)
             ),
         )
         with serve(app) as url, httpx.Client(base_url=url, headers=ALICE, timeout=30) as client:

@@ -124,6 +124,9 @@ def test_a_garbled_200_recorded_with_another_status_is_i4() -> None:
     data["events"][1]["detail"]["status_code"] = 502
     (finding,) = ground(data)
     assert finding.invariant == "I4" and "failed event records status 502" in finding.message
+    data["events"][1]["detail"]["status_code"] = None  # a record that names no status
+    data["jobs"]["a"]["attempts"][0]["status_code"] = None
+    assert ground(data) == []
 
 
 def test_a_late_success_observed_names_the_status_sent() -> None:

@@ -80,8 +80,9 @@ the closest one and says which in its message):
 against the exchange the fakes' ledger recorded for it, by the checker's own table
 (`oracle`), never by what the adapter or the engine said: the kind the fake's ending
 makes the call (a reset before the head is unknown, never failed; I4, I5), the cause
-and status an HTTP error names and a 429's Retry-After as sent (I4, I8), on the event
-and the settled row, and a resolution by the call's late answer or by the provider's
+and status an HTTP error names (any other status recorded, as sent) and a 429's
+Retry-After as sent (I4, I8), on the event and the settled row, a call aborted once at
+most (I8), and a resolution by the call's late answer or by the provider's
 lookup as the fake's ending and work make it (a lookup's `failed` for billed work would
 run it again: I8); the attempt started no later than its request was received, and
 its record of the answer is no earlier than the exchange ended (I8); the error text

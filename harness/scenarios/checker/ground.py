@@ -473,12 +473,13 @@ def _no_socket_in_process(history: Mapping[str, Any]) -> Iterator[Finding]:
 def _aborted_once(history: Mapping[str, Any]) -> Iterator[Finding]:
     """I8, an abort is attributable: a call is aborted once (docs/operations.md), so an
     attempt has at most one `attempt_call_aborted` event; a second records an abort of a
-    call already ended by the first, an act that did nothing."""
+    call already ended by the first, an act that did nothing. Read from the events
+    alone: the ledger cannot tell an abort."""
     first: dict[Any, Entry] = {}
     for event in history.get("events", ()):
-        if event["kind"] != EventKind.ATTEMPT_CALL_ABORTED:
-            continue
         label = event.get("attempt")
+        if event["kind"] != EventKind.ATTEMPT_CALL_ABORTED or label is None:
+            continue
         if label not in first:
             first[label] = event
             continue
