@@ -110,7 +110,11 @@ def play(
     if operator_name is None:
         mutated = source
     else:
-        mutated = mutate_code(source, plugins.get_operator(operator_name)(), occurrence)
+        try:
+            mutated = mutate_code(source, plugins.get_operator(operator_name)(), occurrence)
+        except Exception as exc:  # cosmic-ray could not make it (seen: ExceptionReplacer
+            # on a dotted name raised AttributeError): no mutant, so none to judge
+            return {**record, "result": "incompetent", "why": f"{type(exc).__name__}: {exc}"}
         if mutated is None or mutated == source:
             return {**record, "result": "no-op"}
         shape = _without_annotations(mutated)
