@@ -105,27 +105,22 @@ class RecordingProvider:
         if not self.looks_up:
             return None  # a provider with no lookup is asked nothing
         if self.lookup_fails:  # its lookup endpoint is down: the asking fails
-            self.stage.history.op(
-                self.stage.turns.clock.now(),
-                self.worker,
-                "fail",
-                "lookup",
-                provider=self.name,
-                token=attempt_id,
-            )
+            self._looked_up(attempt_id, "fail")
             raise ProviderError(f"lookup at provider {self.name} failed: 503", provider=self.name)
         found = self.inner.lookup(attempt_id)
-        self.stage.history.op(
-            self.stage.turns.clock.now(),
-            self.worker,
+        self._looked_up(
+            attempt_id,
             "ok",
-            "lookup",
-            provider=self.name,
-            token=attempt_id,
             found=bool(found and found.found),
             finished=bool(found and found.finished),
         )
         return found
+
+    def _looked_up(self, attempt_id: str, type_: str, **detail: bool) -> None:
+        now = self.stage.turns.clock.now()
+        self.stage.history.op(
+            now, self.worker, type_, "lookup", provider=self.name, token=attempt_id, **detail
+        )
 
 
 @dataclass(eq=False)
