@@ -17,7 +17,9 @@ Routes (one port, both APIs):
                                               {name}; the unprefixed ones are "default"
 
 Which behaviour a completion request gets, first match wins: the model name
-(``fake/<behaviour>``), then the most specific matching script, then success.
+(``fake/<behaviour>``), then the most specific matching script, then success. A count
+request (never scripted) answers its count, unless its model names ``malformed_body``:
+then the count's object comes without ``input_tokens``.
 """
 
 from __future__ import annotations
@@ -251,6 +253,8 @@ class FakeProviders:
         except WireError as exc:
             return whole_response(_refusal(dialect, ids, exc))
         counted = dialect.token_count(req, count_prompt_tokens(req.texts))
+        if counted is not None and _asks_malformed(req.model):
+            counted = {k: v for k, v in counted.items() if k != "input_tokens"}  # unreadable
         response = WireResponse(
             status=200,
             headers=dialect.headers(ids.request_id, sse=False),
@@ -435,6 +439,16 @@ def _choice(choice: ToolChoice) -> str:
     if choice.mode is ChoiceMode.NAMED:
         return f"tool:{choice.name}"
     return choice.mode.value
+
+
+def _asks_malformed(model: str) -> bool:
+    """Whether a count request's model names `malformed_body` (any other behaviour, or
+    a name that is none, is counted as usual: counting is never scripted)."""
+    try:
+        asked = Behaviour.from_model(model)
+    except InvalidInput:
+        return False
+    return asked is not None and asked.name is BehaviourName.MALFORMED_BODY
 
 
 def _number(body: object, member: str) -> float | None:

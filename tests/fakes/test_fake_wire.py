@@ -251,6 +251,25 @@ def test_anthropic_count_tokens_matches_usage(target) -> None:
     assert len(target.fakes.ledger.entries()) == 1  # counting is not an execution
 
 
+def test_anthropic_count_tokens_can_be_unreadable(target) -> None:
+    """A count whose model names `malformed_body` answers 200 without `input_tokens`;
+    any other behaviour's name (or none at all) is counted as usual."""
+    prompt = {"messages": [{"role": "user", "content": "How many tokens is this?"}]}
+
+    def count(model: str) -> httpx.Response:
+        url = f"{target.root}/anthropic/v1/messages/count_tokens"
+        return target.client.post(url, json={**prompt, "model": model}, headers=ANTHROPIC_HEADERS)
+
+    usual = count("claude-haiku-4-5").json()
+    assert isinstance(usual["input_tokens"], int)
+    unreadable = count("fake/malformed_body")
+    assert unreadable.status_code == 200
+    assert "input_tokens" not in unreadable.json()
+    assert count("fake/server_error").json() == usual
+    assert count("fake/no_such_behaviour").json() == usual
+    assert target.fakes.ledger.entries() == []  # counting is not an execution
+
+
 def test_unknown_paths_get_each_apis_404(target) -> None:
     openai_404 = target.client.post(f"{target.root}/openai/v1/embeddingz", json={})
     assert openai_404.status_code == 404

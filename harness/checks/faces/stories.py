@@ -24,13 +24,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from fake_providers import Behaviour, BehaviourName
-from harness.checks.faces.clients import (
-    FaceClient,
-    Received,
-    read_arguments,
-    received,
-    sdk_client,
-)
+from harness.checks.faces.clients import FaceClient, Received, read_arguments, received, sdk_client
+from harness.checks.faces.counting import token_count
 from harness.checks.faces.malformed import carried_members, malformed_requests
 from harness.checks.faces.rendered import (
     CITY,
@@ -695,5 +690,6 @@ STORIES: tuple[Story, ...] = (
         "sampling members accepted at their bounds and carried, refused past them",
         parameter_bounds,
     ),
+    Story("token-count", "a provider's token count read, an unreadable one refused", token_count),
 )
 """Every story, in the order they are played (per face)."""

@@ -1,0 +1,74 @@
+"""Stories of what the gateway's providers answer besides completions: the token count
+the contract verifier asks for (`harness contracts verify`, `count_prompt`) from the
+same adapters the faces' worker calls.
+
+No face carries a count (docs/gateway.md), so the story asks the stage's adapters
+directly, as the verifier does; it is played on every face like every story (a few
+in-process calls, no job). The expectations are docs/providers.md's: an Anthropic-style
+provider counts with `/v1/messages/count_tokens` (the fakes count with their documented
+tokenizer), an OpenAI-style one has no count (`None`), and a count that cannot be read
+raises `ProviderError` naming the provider, never another exception (which the verifier
+would take for an adapter's bug).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+from fake_providers.tokens import count_prompt_tokens
+from harness.core.models import CompletionRequest, Message
+from harness.errors import ProviderError
+
+if TYPE_CHECKING:
+    from harness.checks.faces.stories import Play
+
+SYSTEM = "Count before you answer."
+PROMPT = "How many tokens does this question take, counted by the provider itself?"
+UNREADABLE = "fake/malformed_body"
+"""The model whose count the fakes answer without `input_tokens` (docs/providers.md)."""
+
+
+def _request(model: str | None = None) -> CompletionRequest:
+    return CompletionRequest(
+        messages=(Message(role="user", content=PROMPT),), system=SYSTEM, model=model
+    )
+
+
+async def token_count(play: Play) -> None:
+    """Each provider's count of one prompt, then a count answer without `input_tokens`."""
+    providers = play.stage.worker.providers
+    primary = await asyncio.to_thread(providers["primary"].count_tokens, _request())
+    play.expect(primary is None, f"the OpenAI-style primary counted {primary!r}, not None")
+    sent = len(play.stage.transport.sent())
+    counted = await asyncio.to_thread(providers["fallback"].count_tokens, _request())
+    expected = count_prompt_tokens((SYSTEM, PROMPT))
+    play.expect(
+        counted == expected,
+        f"the Anthropic-style fallback counted {counted!r}, the fakes {expected}",
+    )
+    asked = play.stage.transport.sent()[sent:]
+    bodies = [b for path, b in asked if path.endswith("/v1/messages/count_tokens")]
+    play.expect(
+        len(bodies) == 1 and len(asked) == 1,
+        f"one count asks /v1/messages/count_tokens once; sent {[p for p, _ in asked]}",
+    )
+    if bodies:
+        body = bodies[0] or {}
+        play.expect(
+            body.get("system") == SYSTEM
+            and body.get("messages") == [{"role": "user", "content": PROMPT}],
+            f"the count was asked for another prompt: {body}",
+        )
+    try:
+        unread = await asyncio.to_thread(providers["fallback"].count_tokens, _request(UNREADABLE))
+    except ProviderError as exc:
+        play.expect(
+            "fallback" in str(exc), f"the unreadable count's error names no provider: {exc}"
+        )
+    except Exception as exc:  # the verifier would call it an adapter's bug
+        play.problems.append(
+            f"a count without input_tokens raised {type(exc).__name__}: {exc}, not a ProviderError"
+        )
+    else:
+        play.problems.append(f"a count without input_tokens read as {unread!r}")
