@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from harness.checks.faces.rendered import CITY, INVALID, _results_answer_calls
+from harness.checks.faces.rendered import CITY, IMAGE, INVALID, _results_answer_calls
 
 if TYPE_CHECKING:
     from harness.checks.faces.stories import Play
@@ -26,6 +26,16 @@ WEATHER = {"name": "get_weather", "parameters": CITY}
 ARGUMENTS = '{"city": "Paris"}'
 WEATHER_CALL = {"name": "get_weather", "arguments": ARGUMENTS}
 CALLED = {"id": "t1", "name": "get_weather", "input": {"city": "Paris"}}
+
+
+def _worded(kind: str, **members: Any) -> dict[str, Any]:
+    """A content part of `kind` that also carries a `text` string: a part of a kind
+    refused where it stands is refused by its kind, whatever else it holds."""
+    return {"type": kind, "text": ASKED, **members}
+
+
+_PICTURE = {"image_url": {"url": IMAGE}}
+_CHAT_CALL = {"id": "c1", "type": "function", "function": WEATHER_CALL}
 
 CHAT: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ("no user message", "messages", {"messages": [{"role": "system", "content": "Be brief."}]}),
@@ -73,6 +83,47 @@ CHAT: tuple[tuple[str, str, dict[str, Any]], ...] = (
         "response_format",
         {"response_format": {"type": "json_schema", "json_schema": {"name": "", "schema": CITY}}},
     ),
+    (
+        "a user's input_audio part",
+        "messages",
+        {"messages": [{"role": "user", "content": [_worded("input_audio")]}]},
+    ),
+    (
+        "a user's file part",
+        "messages",
+        {"messages": [{"role": "user", "content": [_worded("file", file={"file_id": "f1"})]}]},
+    ),
+    (  # parts other than text are a user's alone
+        "a system message's image part",
+        "messages",
+        {"messages": [{"role": "system", "content": [_worded("image_url", **_PICTURE)]}, *USER]},
+    ),
+    (
+        "an assistant message's image part",
+        "messages",
+        {
+            "messages": [
+                *USER,
+                {"role": "assistant", "content": [_worded("image_url", **_PICTURE)]},
+                *USER,
+            ]
+        },
+    ),
+    (
+        "a tool message's image part",
+        "messages",
+        {
+            "messages": [
+                *USER,
+                {"role": "assistant", "content": None, "tool_calls": [_CHAT_CALL]},
+                {
+                    "role": "tool",
+                    "tool_call_id": "c1",
+                    "content": [_worded("image_url", **_PICTURE)],
+                },
+            ]
+        },
+    ),
     ("a refused member", "seed", {"seed": 7}),
 )
 """Chat Completions requests this gateway refuses: (what, the member named, the body's
@@ -105,6 +156,32 @@ RESPONSES: tuple[tuple[str, str, dict[str, Any]], ...] = (
         "text",
         {"text": {"format": {"type": "json_schema", "name": "city"}}},
     ),
+    (
+        "a user's input_file part",
+        "input",
+        {"input": [{"role": "user", "content": [_worded("input_file", file_id="f1")]}]},
+    ),
+    (  # parts other than text are a user's alone
+        "a developer message's image part",
+        "input",
+        {
+            "input": [
+                {"role": "developer", "content": [_worded("input_image", image_url=IMAGE)]},
+                *USER,
+            ]
+        },
+    ),
+    (
+        "an assistant message's image part",
+        "input",
+        {
+            "input": [
+                *USER,
+                {"role": "assistant", "content": [_worded("input_image", image_url=IMAGE)]},
+                *USER,
+            ]
+        },
+    ),
     ("a refused member", "reasoning", {"reasoning": {"effort": "low"}}),
 )
 """Responses requests this gateway refuses (as `CHAT`)."""
@@ -114,6 +191,22 @@ _URL_AS_BASE64 = {
     "source": {"type": "base64", "media_type": "image/png", "url": "https://example.com/a.png"},
 }
 """An image block whose source says base64 and carries a URL instead of its data."""
+
+_URL = {"type": "url", "url": IMAGE}
+_PAGE = {"type": "text", "media_type": "text/plain", "data": ASKED}
+
+
+def _answered_with(content: list[Any]) -> dict[str, Any]:
+    """A Messages conversation whose tool_result's content is `content`."""
+    result = {"type": "tool_result", "tool_use_id": "t1", "content": content}
+    return {
+        "messages": [
+            *USER,
+            {"role": "assistant", "content": [{"type": "tool_use", **CALLED}]},
+            {"role": "user", "content": [result]},
+        ]
+    }
+
 
 MESSAGES: tuple[tuple[str, str, dict[str, Any]], ...] = (
     (
@@ -185,6 +278,37 @@ MESSAGES: tuple[tuple[str, str, dict[str, Any]], ...] = (
         "messages",
         {"messages": [{"role": "user", "content": [_URL_AS_BASE64]}]},
     ),
+    (
+        "a user's document block",
+        "messages",
+        {"messages": [{"role": "user", "content": [_worded("document", source=_PAGE)]}]},
+    ),
+    (  # tool_use blocks are an assistant's, images a user's
+        "a user's tool_use block",
+        "messages",
+        {"messages": [{"role": "user", "content": [_worded("tool_use", **CALLED)]}]},
+    ),
+    (
+        "an assistant's image block",
+        "messages",
+        {"messages": [*USER, {"role": "assistant", "content": [_worded("image", source=_URL)]}]},
+    ),
+    (
+        "an assistant's thinking block",
+        "messages",
+        {
+            "messages": [
+                *USER,
+                {"role": "assistant", "content": [_worded("thinking", thinking="hmm")]},
+            ]
+        },
+    ),
+    (
+        "a tool_result holding an image block",
+        "messages",
+        _answered_with([_worded("image", source=_URL)]),
+    ),
+    ("a tool_result holding a bare string", "messages", _answered_with(["Sunny."])),
     ("a refused member", "top_k", {"top_k": 5}),
 )
 """Messages requests this gateway refuses (as `CHAT`)."""
