@@ -493,7 +493,7 @@ def _duty(name: str) -> Callable[[Stage, Any, Step], Answer]:
             counted = getattr(handle.worker, name)()
         except WorkerKilled:
             return "crashed"
-        facts = {"counted": counted} if isinstance(counted, dict) else {}
+        facts = {"counted": counted} if isinstance(counted, dict | int) else {}
         stage.history.op(stage.now(), handle.name, "ok", name, **facts)
         return "ok"
 

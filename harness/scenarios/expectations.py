@@ -65,6 +65,7 @@ def judge(
         found.extend(_sent(expect.get("sent") or {}, received))
     found.extend(_per_owner(expect.get("jobs_per_owner") or {}, history))
     found.extend(_rounds(expect.get("rounds") or {}, history))
+    found.extend(_counted(expect.get("counted") or {}, history))
     if expect.get("settled"):
         found.extend(f"not settled: {block}" for block in finding_blocks(unsettled(history)))
     for reached in scenario.reached:
@@ -181,6 +182,29 @@ def _rounds(wanted: Mapping[str, Sequence[float]], history: Mapping[str, Any]) -
         if [round(t, 6) for t in seen] != [round(float(t), 6) for t in instants]:
             wanted_text = value_text(list(instants))
             yield f"worker {worker}: rounds at {value_text(seen)}, expected {wanted_text}"
+
+
+def _counted(
+    wanted: Mapping[str, Sequence[Mapping[str, int | None]]], history: Mapping[str, Any]
+) -> Iterator[str]:
+    """`counted: {WORKER: [{DUTY: n}, ...]}`: what each duty step (`tick`, `sweep`,
+    `reconcile`) of the worker counted, in order, exactly; a count of 0 is left out, so a
+    round that did nothing is `{}` and `null` says the duty failed."""
+    for worker, rounds in wanted.items():
+        seen = [
+            _nonzero(op["op"], op["counted"])
+            for op in history.get("operations", ())
+            if op.get("type") == "ok" and op.get("process") == worker and "counted" in op
+        ]
+        expected = [dict(r) for r in rounds]
+        if seen != expected:
+            said = f"its duties counted {value_text(seen)}, expected {value_text(expected)}"
+            yield f"worker {worker}: {said}"
+
+
+def _nonzero(duty: str, counted: Any) -> dict[str, int | None]:
+    counts = counted if isinstance(counted, dict) else {duty: counted}
+    return {name: n for name, n in counts.items() if n != 0}
 
 
 def _ledger(wanted: Mapping[str, int], history: Mapping[str, Any]) -> Iterator[str]:

@@ -112,6 +112,32 @@ def test_times_counts_each_event_kind_exactly(database: Database) -> None:
     )
 
 
+DUTIES = """
+format: 1
+name: duties-counted
+summary: an unstarted job claimed by a round, then an idle round; the file says otherwise
+providers: {}
+steps:
+  - create: {job: a, start: false}
+  - tick:
+  - tick:
+  - sweep:
+expect:
+  counted: {w1: [{claim: 2}, {}, {}]}
+"""
+
+
+def test_counted_holds_what_each_duty_step_counted_exactly(database: Database) -> None:
+    """A claim of one job said as two fails; the idle round and the sweep that moved
+    nothing are `{}` (a count of 0 is left out)."""
+    result = run_scenario(parse_scenario(DUTIES), database)
+    assert result.problems() == [
+        'worker w1: its duties counted [{"claim": 1}, {}, {}], expected [{"claim": 2}, {}, {}]'
+    ], result.problems()
+    right = DUTIES.replace("{claim: 2}", "{claim: 1}")
+    assert run_scenario(parse_scenario(right), database).passed
+
+
 @pytest.mark.long
 @pytest.mark.parametrize("db_url", [BACKENDS[-1]], indirect=True)
 def test_every_mutant_is_caught_by_the_suite(database: Database) -> None:

@@ -522,7 +522,8 @@ def _waits_end(history: Mapping[str, Any]) -> Iterator[Finding]:
     waits = list(_waits(history)) if sweeps else []
     reported: set[int] = set()
     for invoke, done in sweeps:
-        claimed = (done.get("counted") or {}).get("claim")
+        counted = done.get("counted")
+        claimed = counted.get("claim") if isinstance(counted, dict) else None
         claims = isinstance(claimed, int) and claimed < _CLAIM_LIMIT
         due = [
             (k, wait, until)
