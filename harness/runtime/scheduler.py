@@ -110,7 +110,6 @@ class ThreadScheduler:
             self._wake.notify()
         self._thread.join(5)
         self._pool.shutdown(wait=False, cancel_futures=True)
-        if drain > 0:
-            with self._wake:
-                running = list(self._running)
-            wait(running, timeout=drain)
+        with self._wake:
+            running = list(self._running)
+        wait(running, timeout=drain)  # at once with no drain: none has to have ended
