@@ -48,6 +48,7 @@ class Wire(httpx2.AsyncBaseTransport):
     exchanges: list[Exchange] = field(default_factory=list)
     drop_next: int = 0  # answers to lose, the next ones first
     refuse_next: int = 0  # requests to lose before the gateway reads them
+    arriving: Callable[[], None] | None = None  # run once, as the next request gets through
 
     def __post_init__(self) -> None:
         self.inner = httpx2.ASGITransport(app=self.app)
@@ -56,6 +57,9 @@ class Wire(httpx2.AsyncBaseTransport):
         if self.refuse_next > 0:  # the connection broke before the gateway heard it
             self.refuse_next -= 1
             raise httpx2.ConnectError("connection refused before the request", request=request)
+        arriving, self.arriving = self.arriving, None
+        if arriving is not None:  # e.g. the clock set for the instant the gateway hears it
+            arriving()
         response = await self.inner.handle_async_request(request)
         await response.aread()
         lost = self.drop_next > 0

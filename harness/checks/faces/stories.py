@@ -44,6 +44,7 @@ from harness.checks.faces.rendered import (
     usage_not_given,
     words_then_call,
 )
+from harness.checks.faces.window import late_retry
 from harness.scenarios.history import error_message
 
 if TYPE_CHECKING:  # the judge never imports the gateway it judges: the stage is handed in
@@ -254,24 +255,6 @@ async def sdk_retry(p: Play) -> None:
     p.answered(got, "the retried call")
     p.expect(got.replayed, "the SDK's retry was not answered as a replay")
     p.counts(jobs=1, executions=1)
-
-
-RETRY_WINDOW = 900.0
-"""Seconds a keyless SDK retry may find its call's job by fingerprint (docs/gateway.md)."""
-
-
-async def late_retry(p: Play) -> None:
-    """A keyless call answered, then, past the retry window (docs/gateway.md: 900 s), a
-    call with the same body whose first try never reached the gateway: its SDK retry is
-    a new job, never the old job's answer replayed."""
-    first = await p.call()
-    p.stage.clock.skip(RETRY_WINDOW + 1)
-    p.stage.wire.refuse_next = 1  # the SDK retries it: its one arrival says retry 1
-    late = await p.call(retries=1)
-    p.answered(first, "the first call")
-    p.answered(late, "the late call")
-    p.expect(not late.replayed, "a retry past the window was answered as a replay")
-    p.counts(jobs=2, executions=2)
 
 
 async def key_binds_intent(p: Play) -> None:
