@@ -208,6 +208,18 @@ def _answered_with(content: list[Any]) -> dict[str, Any]:
     }
 
 
+_EVERY_SOURCE = {"media_type": "image/png", "data": "iVBORw0KGgo=", "url": IMAGE}
+_UNKNOWN_SOURCES = ("BASE64", "file", "web")
+"""Image source kinds other than `base64` and `url` (docs/gateway.md: only those two),
+sorting before both, between them and after both; each source carries every member a
+known kind needs, so it is refused by its kind alone."""
+
+
+def _pictured(source: dict[str, Any]) -> dict[str, Any]:
+    """A Messages request of a user's image block with `source`."""
+    return {"messages": [{"role": "user", "content": [{"type": "image", "source": source}]}]}
+
+
 MESSAGES: tuple[tuple[str, str, dict[str, Any]], ...] = (
     (
         "a tool_result naming no tool_use",
@@ -309,6 +321,14 @@ MESSAGES: tuple[tuple[str, str, dict[str, Any]], ...] = (
         _answered_with([_worded("image", source=_URL)]),
     ),
     ("a tool_result holding a bare string", "messages", _answered_with(["Sunny."])),
+    *(
+        (
+            f"an image source of kind {kind!r}",
+            "messages",
+            _pictured({**_EVERY_SOURCE, "type": kind}),
+        )
+        for kind in _UNKNOWN_SOURCES
+    ),
     ("a refused member", "top_k", {"top_k": 5}),
 )
 """Messages requests this gateway refuses (as `CHAT`)."""

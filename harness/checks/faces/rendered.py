@@ -415,8 +415,11 @@ def _images(face: FaceClient) -> tuple[dict[str, Any], list[tuple[str, str | Non
     ]
     inline = {"type": "base64", "media_type": "image/png", "data": PIXELS}
     alone = [{"type": "image", "source": inline}]
-    messages = [{"role": "user", "content": c} for c in (blocks, alone)]
-    return {"messages": messages}, [(IMAGE, None), (f"data:image/png;base64,{PIXELS}", None)]
+    # a source is read by its type: a url source is its URL, whatever else it carries
+    linked = [{"type": "image", "source": {**inline, "type": "url", "url": SKETCH}}]
+    messages = [{"role": "user", "content": c} for c in (blocks, alone, linked)]
+    want = [(IMAGE, None), (f"data:image/png;base64,{PIXELS}", None), (SKETCH, None)]
+    return {"messages": messages}, want
 
 
 def _bad_image(face: FaceClient) -> dict[str, Any]:
