@@ -418,7 +418,11 @@ def _images(face: FaceClient) -> tuple[dict[str, Any], list[tuple[str, str | Non
     # a source is read by its type: a url source is its URL, whatever else it carries
     linked = [{"type": "image", "source": {**inline, "type": "url", "url": SKETCH}}]
     messages = [{"role": "user", "content": c} for c in (blocks, alone, linked)]
-    want = [(IMAGE, None), (f"data:image/png;base64,{PIXELS}", None), (SKETCH, None)]
+    want: list[tuple[str, str | None]] = [
+        (IMAGE, None),
+        (f"data:image/png;base64,{PIXELS}", None),
+        (SKETCH, None),
+    ]
     return {"messages": messages}, want
 
 
