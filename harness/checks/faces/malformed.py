@@ -29,8 +29,9 @@ CALLED = {"id": "t1", "name": "get_weather", "input": {"city": "Paris"}}
 
 
 def _worded(kind: str, **members: Any) -> dict[str, Any]:
-    """A content part of `kind` that also carries a `text` string: a part of a kind
-    refused where it stands is refused by its kind, whatever else it holds."""
+    """A content part of `kind` that also carries a `text` string (and, given them, an
+    image's members): a part of a kind refused where it stands is refused by its kind,
+    whatever else it holds."""
     return {"type": kind, "text": ASKED, **members}
 
 
@@ -86,12 +87,16 @@ CHAT: tuple[tuple[str, str, dict[str, Any]], ...] = (
     (
         "a user's input_audio part",
         "messages",
-        {"messages": [{"role": "user", "content": [_worded("input_audio")]}]},
+        {"messages": [{"role": "user", "content": [_worded("input_audio", **_PICTURE)]}]},
     ),
     (
         "a user's file part",
         "messages",
-        {"messages": [{"role": "user", "content": [_worded("file", file={"file_id": "f1"})]}]},
+        {
+            "messages": [
+                {"role": "user", "content": [_worded("file", file={"file_id": "f1"}, **_PICTURE)]}
+            ]
+        },
     ),
     (  # parts other than text are a user's alone
         "a system message's image part",
@@ -159,7 +164,11 @@ RESPONSES: tuple[tuple[str, str, dict[str, Any]], ...] = (
     (
         "a user's input_file part",
         "input",
-        {"input": [{"role": "user", "content": [_worded("input_file", file_id="f1")]}]},
+        {
+            "input": [
+                {"role": "user", "content": [_worded("input_file", file_id="f1", image_url=IMAGE)]}
+            ]
+        },
     ),
     (  # parts other than text are a user's alone
         "a developer message's image part",
@@ -193,7 +202,6 @@ _URL_AS_BASE64 = {
 """An image block whose source says base64 and carries a URL instead of its data."""
 
 _URL = {"type": "url", "url": IMAGE}
-_PAGE = {"type": "text", "media_type": "text/plain", "data": ASKED}
 
 
 def _answered_with(content: list[Any]) -> dict[str, Any]:
@@ -293,7 +301,21 @@ MESSAGES: tuple[tuple[str, str, dict[str, Any]], ...] = (
     (
         "a user's document block",
         "messages",
-        {"messages": [{"role": "user", "content": [_worded("document", source=_PAGE)]}]},
+        {"messages": [{"role": "user", "content": [_worded("document", source=_URL)]}]},
+    ),
+    (  # web_search_tool_result sorts after image, document before: neither is read as one
+        "a user's server tool result",
+        "messages",
+        {
+            "messages": [
+                {
+                    "role": "user",
+                    "content": [
+                        _worded("web_search_tool_result", tool_use_id="s1", content=[], source=_URL)
+                    ],
+                }
+            ]
+        },
     ),
     (  # tool_use blocks are an assistant's, images a user's
         "a user's tool_use block",
