@@ -570,3 +570,50 @@ async def carried_members(p: Play) -> None:
             "plain text asked for, a response format was sent",
         )
     p.counts(jobs=1 + (plain is not None), executions=1 + (plain is not None))
+
+
+HARMLESS: dict[str, dict[str, Any]] = {
+    "openai.chat": {"store": False, "logprobs": False, "modalities": ["text"]},
+    "openai.responses": {
+        "store": False,
+        "background": False,
+        "include": [],
+        "truncation": "disabled",
+    },
+    "anthropic.messages": {"thinking": {"type": "disabled"}, "mcp_servers": []},
+}
+"""docs/gateway.md's member tables: each refused member's one accepted value (it asks
+for nothing the gateway leaves out)."""
+
+ASKING: dict[str, dict[str, Any]] = {
+    "openai.chat": {"store": True, "logprobs": True, "modalities": ["text", "audio"]},
+    "openai.responses": {
+        "store": True,
+        "background": True,
+        "include": ["reasoning.encrypted_content"],
+        "truncation": "auto",
+    },
+    "anthropic.messages": {
+        "thinking": {"type": "enabled", "budget_tokens": 1024},
+        "mcp_servers": [{"type": "url", "url": "https://example.com/mcp", "name": "mcp"}],
+    },
+}
+"""The same members at a value that asks for something: refused."""
+
+
+async def harmless_values(p: Play) -> None:
+    """Every refused member at its harmless value, in one call: answered, none of them
+    sent to the provider; each at another value: a 400 naming it, no job."""
+    accepted = HARMLESS[p.face.name]
+    got = await p.call(ASKED, key="harmless", extra=accepted)
+    p.answered(got, f"a call with {', '.join(accepted)} at their harmless values")
+    for path, body in p.stage.transport.sent():
+        sent = sorted(set(accepted) & set(body if isinstance(body, dict) else ()))
+        p.expect(not sent, f"{path} was sent {sent}, which this gateway never carries")
+    for i, (member, value) in enumerate(ASKING[p.face.name].items()):
+        asked = await p.call(ASKED, key=f"asking-{i}", extra={member: value})
+        p.refused(asked, 400, "BadRequestError", f"{member}: {value!r}", INVALID)
+        named = _param(p, asked)
+        if p.face.sdk == "openai" and asked.status == 400:
+            p.expect(named == member, f"{member}: {value!r}: the error names {named!r}")
+    p.counts(jobs=1, executions=1)

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from fake_providers import Behaviour, BehaviourName
 from harness.checks.faces.clients import FaceClient, Received, read_arguments, received, sdk_client
 from harness.checks.faces.counting import token_count
-from harness.checks.faces.malformed import carried_members, malformed_requests
+from harness.checks.faces.malformed import carried_members, harmless_values, malformed_requests
 from harness.checks.faces.rendered import (
     CITY,
     ENDINGS,
@@ -674,5 +674,10 @@ STORIES: tuple[Story, ...] = (
         parameter_bounds,
     ),
     Story("token-count", "a provider's token count read, an unreadable one refused", token_count),
+    Story(
+        "harmless-values",
+        "each refused member at its harmless value accepted, at another refused",
+        harmless_values,
+    ),
 )
 """Every story, in the order they are played (per face)."""
