@@ -15,8 +15,6 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Protocol
 
-from harness.core.clock import Clock, SystemClock
-
 log = logging.getLogger(__name__)
 DEFAULT_POOL_SIZE = 32
 
@@ -30,8 +28,6 @@ class Timer:
 
 
 class BaseScheduler(Protocol):
-    clock: Clock
-
     def call_later(self, delay: float, fn: Callable[[], object]) -> Timer: ...
 
     def spawn(self, fn: Callable[[], object]) -> Future[object]: ...
@@ -51,10 +47,10 @@ def guarded(fn: Callable[[], object]) -> Callable[[], object]:
 
 
 class ThreadScheduler:
-    """Real time. Timer callbacks are handed to the pool so a slow one never delays others."""
+    """Real time (monotonic: a timer's delay is not moved by a change of the wall clock).
+    Timer callbacks are handed to the pool so a slow one never delays others."""
 
-    def __init__(self, *, clock: Clock | None = None, pool_size: int = DEFAULT_POOL_SIZE) -> None:
-        self.clock = clock or SystemClock()
+    def __init__(self, *, pool_size: int = DEFAULT_POOL_SIZE) -> None:
         self._pool = ThreadPoolExecutor(pool_size, thread_name_prefix="harness-worker")
         self._heap: list[tuple[float, int, Timer, Callable[[], object]]] = []
         self._seq = itertools.count()

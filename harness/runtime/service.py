@@ -194,7 +194,7 @@ def build_service(
         database.upgrade()
     clock = SystemClock()
     engine = Engine(database, gate=build_gate(config, database, registry, clock), clock=clock)
-    scheduler = ThreadScheduler(clock=clock)
+    scheduler = ThreadScheduler()
     worker = Worker(
         engine,
         providers,

@@ -12,6 +12,7 @@ import pytest
 
 from harness.api.app import create_app
 from harness.config import ServiceConfig
+from harness.core.clock import SystemClock
 from harness.core.gate import AllowAllGate
 from harness.core.models import Policy
 from harness.engine import Engine
@@ -111,7 +112,7 @@ def test_with_a_worker_a_succeeded_attempt_is_not_unknown_and_asks_no_provider(
 
     primary = CountingProvider("primary")
     scheduler = ThreadScheduler()
-    engine = Engine(db, gate=AllowAllGate(), clock=scheduler.clock)
+    engine = Engine(db, gate=AllowAllGate(), clock=SystemClock())
     worker = Worker(
         engine, {"primary": primary, "fallback": ScriptedProvider("fallback")}, scheduler
     )
