@@ -1,21 +1,25 @@
-"""Stories of what the gateway's providers answer besides completions: the token count
-the contract verifier asks for (`harness contracts verify`, `count_prompt`) from the
-same adapters the faces' worker calls.
+"""Stories of what the contract verifier (`harness contracts verify`) asks of the same
+adapters the faces' worker calls: a token count (`count_prompt`), and an answer from a
+model named on the command line (`--model`), not the configured one.
 
-No face carries a count (docs/gateway.md), so the story asks the stage's adapters
-directly, as the verifier does; it is played on every face like every story (a few
+No face carries either (docs/gateway.md), so the stories ask the stage's adapters
+directly, as the verifier does; they are played on every face like every story (a few
 in-process calls, no job). The expectations are docs/providers.md's: an Anthropic-style
 provider counts with `/v1/messages/count_tokens` (the fakes count with their documented
 tokenizer), an OpenAI-style one has no count (`None`), and a count that cannot be read
 raises `ProviderError` naming the provider, never another exception (which the verifier
-would take for an adapter's bug).
+would take for an adapter's bug); an answer's outcome names the model the answer names
+(the fakes answer as the model asked for), the configured one only when it names none.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+import httpx
+
+from fake_providers import FakeProviders, FakeTransport
 from fake_providers.tokens import count_prompt_tokens
 from harness.core.models import CompletionRequest, Message
 from harness.errors import ProviderError
@@ -27,6 +31,10 @@ SYSTEM = "Count before you answer."
 PROMPT = "How many tokens does this question take, counted by the provider itself?"
 UNREADABLE = "fake/malformed_body"
 """The model whose count the fakes answer without `input_tokens` (docs/providers.md)."""
+
+
+ASKED = "claude-asked-by-name"
+"""A model the verifier names, other than the built-in fakes' configured ones."""
 
 
 def _request(model: str | None = None) -> CompletionRequest:
@@ -72,3 +80,23 @@ async def token_count(play: Play) -> None:
         )
     else:
         play.problems.append(f"a count without input_tokens read as {unread!r}")
+
+
+async def asked_model(play: Play) -> None:
+    """Each adapter asked for a model by name: its outcome names the model that answered.
+    Played on fakes of its own (the call is no job's: the stage's ledger keeps the jobs'
+    executions alone), by an adapter of the stage's kind and configuration."""
+    fakes = FakeProviders()
+    with httpx.Client(transport=FakeTransport(fakes)) as client:
+        for name, provider in sorted(play.stage.worker.providers.items()):
+            staged: Any = getattr(provider, "inner", provider)  # an HTTP adapter
+            adapter = type(staged)(
+                name=staged.name, base_url=staged.base_url, model=staged.model, client=client
+            )
+            outcome = await asyncio.to_thread(adapter.complete, _request(ASKED), timeout=10.0)
+            play.expect(
+                outcome.executed and outcome.model == ASKED,
+                f"{name} (configured {staged.model}) asked for {ASKED}: {outcome.kind} "
+                f"{outcome.reason}, the outcome names model {outcome.model!r}",
+            )
+    play.expect(len(fakes.ledger.entries()) == 2, "each adapter called its fake once")
