@@ -540,10 +540,9 @@ class Worker:
         """Make every attempt past its deadline unknown (e.g. its worker died), and move
         on every job a crash or a wait left pending with nothing live."""
         count = 0
-        for attempt in self.engine.expired_attempts():
-            with self._calls_lock:
-                if attempt.id in self._calls:
-                    continue  # its call runs here: its own deadline timer covers it
+        with self._calls_lock:
+            here = set(self._calls)  # calls running here: their own deadline timers cover them
+        for attempt in (a for a in self.engine.expired_attempts() if a.id not in here):
             try:
                 moved = self.engine.record_unknown(
                     attempt.id,
