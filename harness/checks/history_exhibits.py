@@ -248,6 +248,13 @@ def _aborted_twice() -> dict:
     return data
 
 
+def _live_call_aborted() -> dict:
+    """A#1's call is aborted at t=0.5, while the attempt runs; it wins at t=1."""
+    data = _won_once()
+    data["events"].insert(1, ev(0.5, "attempt_call_aborted", "a#1", "w1", reason="job_failed"))
+    return data
+
+
 def _ended_before_the_exchange() -> dict:
     """The fake's 500 ended at t=2 (the ledger's end); the attempt failed at t=1."""
     data = _failed_by("server_error", 500, "server_error: HTTP 500: boom")
@@ -306,6 +313,7 @@ EXHIBITS: tuple[HistoryExhibit, ...] = (
         "billed work resolved as never done", "ground", ("I8",), _billed_work_given_up()
     ),
     HistoryExhibit("a job won twice", "winners", ("I5", "I5", "I11"), _two_winners()),
+    HistoryExhibit("a live call aborted", "winners", ("I5",), _live_call_aborted()),
     HistoryExhibit("the system prompt dropped", "intents", ("I8",), sent({"prompt": "hi"}, ["hi"])),
     HistoryExhibit(
         "a retry 0.5 s into a 2 s Retry-After", "timing", ("I8",), _retry_inside_retry_after()
@@ -370,6 +378,7 @@ _LENIENT: tuple[tuple[str, str, str, str, str], ...] = (
     ("ground_result", "ground", "I5", "_winner_text_as_sent", "a result nobody sent is accepted"),
     ("ground_lookup", "ground", "I8", "_resolved_as_sent", "a resolution the ledger belies"),
     ("winners", "winners", "I5", "_one_winner", "more than one win is accepted"),
+    ("winners_abort", "winners", "I5", "_aborted_when_lost", "a live call's abort is accepted"),
     ("intents", "intents", "I8", "_prompt_sent", "the prompt sent is never compared"),
     ("timing", "timing", "I8", "_retry_waits", "a retry inside Retry-After is accepted"),
     ("liveness", "liveness", "I11", "_moves_on_at_once", "an open job nothing moves is accepted"),
@@ -385,6 +394,7 @@ _STORY_OF: Mapping[str, str] = {
     "ground_end": "a failure recorded before its exchange ended",
     "ground_result": "a result the winner's provider never sent",
     "ground_lookup": "billed work resolved as never done",
+    "winners_abort": "a live call aborted",
 }
 """A family with several rules under mutation: each rule's exhibit (else the family's one)."""
 

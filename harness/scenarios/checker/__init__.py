@@ -165,6 +165,7 @@ from harness.scenarios.checker.timing import (
     _waits_end,
 )
 from harness.scenarios.checker.winners import (
+    _aborted_when_lost,
     _clean_wins_unexplained,
     _evidence_kept,
     _fenced_at_finish,
@@ -232,6 +233,7 @@ HISTORY_CHECKS: tuple[Check, ...] = (
     _aborted_once,
     _ended_after_the_exchange,
     _one_winner,
+    _aborted_when_lost,
     _winner_answered,
     _winner_text_as_sent,
     _fenced_at_finish,

@@ -267,6 +267,28 @@ def _fenced_by_win(
         )
 
 
+def _aborted_when_lost(history: Mapping[str, Any]) -> Iterator[Finding]:
+    """I5, only a lost call is aborted: an `attempt_call_aborted` comes after an event that
+    ended its attempt's life (it failed, was cancelled or superseded, lost to a late
+    result, or was resolved other than succeeded). Aborting a live attempt's call throws
+    away an answer that could still win."""
+    ended: set[Any] = set()
+    for event in history.get("events", ()):
+        label = event.get("attempt")
+        if label is None:
+            continue
+        if _ends_live(event):
+            ended.add(label)
+        elif event["kind"] == EventKind.ATTEMPT_CALL_ABORTED and label not in ended:
+            yield Finding(
+                "I5",
+                event.get("job"),
+                f"{label}'s call is aborted at t={_t(event):g} while the attempt is live "
+                "(nothing had ended it): only a lost call is aborted",
+                (event,),
+            )
+
+
 def _gated(history: Mapping[str, Any]) -> Iterator[Finding]:
     """I7 (with the verdicts gate): an attempt on a provider past the first of its chain
     starts only after a passing verdict for it, of the contract's current version.
