@@ -13,6 +13,8 @@ fakes' ledger and the final jobs.
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 import threading
 import uuid
 from collections.abc import Mapping
@@ -199,8 +201,22 @@ class FaceStage:
             self.engine, self.worker, config, provider_names=lambda: set(adapters), faces=True
         )
         self.wire = Wire(self.app)
+        self._down: Database | None = None  # the store of `outage`, once asked for
+        self._blocker = ""
         with database.write() as conn:  # each story starts with healthy providers
             queries.forget_health(conn, adapters)
+
+    def outage(self) -> Wire:
+        """A wire to the same faces over a store that refuses every connection (its file's
+        folder is a file): the database unavailable, nothing else changed. Closed with the
+        stage."""
+        fd, self._blocker = tempfile.mkstemp(prefix="face-outage-")
+        os.close(fd)
+        self._down = Database(f"sqlite:///{self._blocker}/store.db")
+        engine = Engine(self._down, gate=StaticGate(set()), clock=self.clock)
+        config = ServiceConfig(tokens={TOKEN: self.owner}, routes=ROUTES, gateway_wait=10)
+        names = set(self.worker.providers)
+        return Wire(create_app(engine, None, config, provider_names=lambda: names, faces=True))
 
     def jobs(self) -> list[Job]:
         """Every job of the story's owner, oldest first (read from the store, not from
@@ -221,6 +237,9 @@ class FaceStage:
         return self.history.to_dict()
 
     def close(self) -> None:
+        if self._down is not None:
+            self._down.dispose()
+            os.unlink(self._blocker)
         self.fakes.release()
         for job in self.jobs():
             if job.status.value not in ("succeeded", "failed", "cancelled"):

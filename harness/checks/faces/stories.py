@@ -27,6 +27,7 @@ from fake_providers import Behaviour, BehaviourName
 from harness.checks.faces.clients import FaceClient, Received, read_arguments, received, sdk_client
 from harness.checks.faces.counting import asked_model, token_count
 from harness.checks.faces.malformed import carried_members, harmless_values, malformed_requests
+from harness.checks.faces.outage import database_outage
 from harness.checks.faces.rendered import (
     CITY,
     ENDINGS,
@@ -675,6 +676,7 @@ STORIES: tuple[Story, ...] = (
     ),
     Story("token-count", "a provider's token count read, an unreadable one refused", token_count),
     Story("asked-model", "a model asked for by name is the one the outcome names", asked_model),
+    Story("database-outage", "the database down: 503 api_error, its own message", database_outage),
     Story(
         "harmless-values",
         "each refused member at its harmless value accepted, at another refused",
