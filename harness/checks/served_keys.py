@@ -129,17 +129,18 @@ def judge_key_echo(
 MASK = "***"
 ECHOED = (
     f"Your key begins {KEY_RUN} and ends ...{KEY_TAIL}, that is all. "
-    f"Ours all begin {PREFIX}, yours {KEY_HEAD}. Ticket {KEY_LAST} is open."
+    f"Ours all begin {PREFIX} (sk-can... for short), yours {KEY_HEAD}. Ticket {KEY_LAST} is open."
 )
 """The primary's answer to job echoed-answer: a run of the key (a prompt that carried
-it, a debug text), the key shortened to its last six, the vendor's prefix alone and the
-prefix with one character past it, and the key's last four as a word of their own: the
-service masks every echo and keeps the prefix alone (a run of eight counts once it reaches
-past the prefix, by one character) and the last four without a mask mark beside them
+it, a debug text), the key shortened to its last six, the vendor's prefix alone, shortened
+beside a mask mark (`sk-can...`: no edge reaching past it) and with one character past
+it, and the key's last four as a word of their own: the service masks every echo and
+keeps the prefix alone, whole or shortened (a run of eight counts once it reaches past
+the prefix, by one character) and the last four without a mask mark beside them
 (ordinary text: only a shortened key's visible edge is an echo)."""
 ECHOED_MASKED = (
-    f"Your key begins {MASK} and ends {MASK}, that is all. Ours all begin {PREFIX}, yours {MASK}."
-    f" Ticket {KEY_LAST} is open."
+    f"Your key begins {MASK} and ends {MASK}, that is all. "
+    f"Ours all begin {PREFIX} (sk-can... for short), yours {MASK}. Ticket {KEY_LAST} is open."
 )
 
 
