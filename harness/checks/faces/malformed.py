@@ -66,7 +66,10 @@ CHAT: tuple[tuple[str, str, dict[str, Any]], ...] = (
         {"tools": [{"type": "function", "function": {"name": "f", "parameters": "city"}}]},
     ),
     ("a function tool without its function", "tools", {"tools": [{"type": "function"}]}),
-    ("a hosted tool", "tools", {"tools": [{"type": "web_search"}]}),
+    *(  # custom sorts before function, web_search after: each carries a function
+        (f"a {kind} tool", "tools", {"tools": [{"type": kind, "function": WEATHER}]})
+        for kind in ("custom", "web_search")
+    ),
     ("a tool choice of no kind", "tool_choice", {"tool_choice": "sometimes"}),
     (
         "a named tool choice without the name",
@@ -148,13 +151,22 @@ RESPONSES: tuple[tuple[str, str, dict[str, Any]], ...] = (
         {"input": [*USER, {"type": "function_call_output", "call_id": "c1"}]},
     ),
     ("a function tool without a name", "tools", {"tools": [{"type": "function"}]}),
+    *(  # file_search sorts before function, web_search after: each carries a function's members
+        (f"a {kind} tool", "tools", {"tools": [{"type": kind, **WEATHER}]})
+        for kind in ("file_search", "web_search")
+    ),
     ("a message item without a role", "input", {"input": [*USER, {"content": "and?"}]}),
     (
         "a named tool choice without the name",
         "tool_choice",
         {"tool_choice": {"type": "function"}},
     ),
-    ("a text member other than format", "text", {"text": {"verbosity": "low"}}),
+    (  # verbosity sorts after format, citations before: both are refused
+        "a text member other than format",
+        "text",
+        {"text": {"format": {"type": "text"}, "verbosity": "low"}},
+    ),
+    ("a text member sorting before format", "text", {"text": {"citations": True}}),
     ("a text format that is no object", "text", {"text": {"format": "json"}}),
     (
         "a json_schema format without its schema",
