@@ -104,7 +104,7 @@ BEHAVIOURS: Mapping[BehaviourName, BehaviourSpec] = {
         "(200-299 but 204 and 205, which carry no body), as a transforming proxy's 203 "
         "Non-Authoritative Information",
         bills=True,
-        params=frozenset({"latency", "content", "chunk_latency", "usage", "status"}),
+        params=frozenset({"latency", "content", "chunk_latency", "usage", "named", "status"}),
     ),
     BehaviourName.HANG: BehaviourSpec(
         summary="accept the request and never answer", bills=False, params=TIMED_PARAMS
@@ -304,6 +304,9 @@ class Behaviour:
     # success only: false answers without `usage` (Chat Completions, Responses: their types
     # make it optional; Messages requires it and keeps it)
     usage: bool = True
+    # success only: false answers without naming its `model` (Chat Completions, as some
+    # compatible servers answer; Responses and Messages keep it)
+    named: bool = True
     # malformed_body only: JSON of the wrong shape (fake_providers.misshapen.SHAPES)
     # instead of a body that is not JSON
     shape: str | None = None
@@ -367,6 +370,7 @@ _TEXT_PARSERS: Mapping[str, Callable[[str], object]] = {
     "seed": int,
     "status": int,
     "usage": {"true": True, "false": False}.__getitem__,
+    "named": {"true": True, "false": False}.__getitem__,
 }
 
 
@@ -450,6 +454,8 @@ def _check(b: Behaviour) -> None:
 def _check_types(b: Behaviour) -> None:
     if not isinstance(b.usage, bool):
         raise InvalidInput("usage", "must be true or false")
+    if not isinstance(b.named, bool):
+        raise InvalidInput("named", "must be true or false")
     if b.content is not None and not isinstance(b.content, str):
         raise InvalidInput("content", "must be a string")
     if b.shape is not None and b.shape not in SHAPES:

@@ -166,9 +166,11 @@ class _Context:
         """What a 200 answer says: tool calls when the request's tools are due this turn
         (`fake_providers.tools.due`), after the scripted `content` if any, else text; the
         content faults apply to either. With
-        `usage: false` it says no token counts (the work is counted in the ledger still)."""
+        `usage: false` it says no token counts (the work is counted in the ledger still);
+        with `named: false` it names no model."""
         answer = self._content()
-        return answer if self.behaviour.usage else replace(answer, usage=False)
+        b = self.behaviour
+        return replace(answer, usage=answer.usage and b.usage, named=answer.named and b.named)
 
     def _content(self) -> Answer:
         digest = request_digest(self.req.model, list(self.req.texts))

@@ -18,8 +18,8 @@ Routes (one port, both APIs):
 
 Which behaviour a completion request gets, first match wins: the model name
 (``fake/<behaviour>``), then the most specific matching script, then success. A count
-request (never scripted) answers its count, unless its model names ``malformed_body``:
-then the count's object comes without ``input_tokens``.
+request (never scripted) answers its count, unless its model names ``server_error`` (a 500)
+or ``malformed_body`` (a 200 count that cannot be read, by ``shape``: `_unreadable_count`).
 """
 
 from __future__ import annotations
@@ -253,12 +253,14 @@ class FakeProviders:
         except WireError as exc:
             return whole_response(_refusal(dialect, ids, exc))
         counted = dialect.token_count(req, count_prompt_tokens(req.texts))
-        if counted is not None and _asks_malformed(req.model):
-            counted = {k: v for k, v in counted.items() if k != "input_tokens"}  # unreadable
+        asked = _count_fault(req.model) if counted is not None else None
+        if asked is not None and asked.name is BehaviourName.SERVER_ERROR:
+            return whole_response(dialect.error(ErrorKind.SERVER_ERROR, ids.request_id))
+        body = json_body(counted)
+        if asked is not None:
+            body = _unreadable_count(asked.shape, counted or {})
         response = WireResponse(
-            status=200,
-            headers=dialect.headers(ids.request_id, sse=False),
-            body=json_body(counted),
+            status=200, headers=dialect.headers(ids.request_id, sse=False), body=body
         )
         return whole_response(response)
 
@@ -441,14 +443,29 @@ def _choice(choice: ToolChoice) -> str:
     return choice.mode.value
 
 
-def _asks_malformed(model: str) -> bool:
-    """Whether a count request's model names `malformed_body` (any other behaviour, or
-    a name that is none, is counted as usual: counting is never scripted)."""
+def _count_fault(model: str) -> Behaviour | None:
+    """The fault a count request's model asks for: `server_error`, or `malformed_body`
+    (any other behaviour, or a name that is none, is counted as usual: counting is never
+    scripted)."""
     try:
         asked = Behaviour.from_model(model)
     except InvalidInput:
-        return False
-    return asked is not None and asked.name is BehaviourName.MALFORMED_BODY
+        return None
+    faults = (BehaviourName.SERVER_ERROR, BehaviourName.MALFORMED_BODY)
+    return asked if asked is not None and asked.name in faults else None
+
+
+def _unreadable_count(shape: str | None, counted: Mapping[str, Any]) -> bytes:
+    """A 200 count that cannot be read, by `malformed_body`'s shape: none, text that is not
+    JSON; `no_finish`, the object without `input_tokens`; `array`, the object inside a
+    list; `nonstring_text`, `input_tokens` as text; any other shape, as `no_finish`."""
+    if shape is None:
+        return b"count: not json"
+    if shape == "array":
+        return json_body([dict(counted)])
+    if shape == "nonstring_text":
+        return json_body({**counted, "input_tokens": str(counted.get("input_tokens"))})
+    return json_body({k: v for k, v in counted.items() if k != "input_tokens"})
 
 
 def _number(body: object, member: str) -> float | None:

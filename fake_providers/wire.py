@@ -112,6 +112,7 @@ class Answer:
     alternatives: tuple[str, ...] = ()  # the texts of choices 1.. (n > 1); else `text`
     thinking: str | None = None  # the reasoning a thinking request shows first
     usage: bool = True  # the answer says its token counts (OpenAI's types let it not)
+    named: bool = True  # the answer names its model (Chat Completions may not)
 
     def text_for(self, choice: int) -> str:
         """Choice `choice`'s text: each of n choices says something of its own."""

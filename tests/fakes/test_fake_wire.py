@@ -180,6 +180,22 @@ def test_an_answer_without_usage_leaves_it_out_where_the_api_lets_it(target) -> 
     assert all(e.output_tokens > 0 for e in target.fakes.ledger.entries())  # work counted
 
 
+def test_an_unnamed_answer_leaves_its_model_out_of_chat_completions_only(target) -> None:
+    unnamed = "fake/success?named=false"
+    assert "model" not in chat(target, openai_body(model=unnamed)).json()
+    streamed = chat(
+        target, openai_body(model=unnamed, stream=True, stream_options={"include_usage": True})
+    )
+    chunks = [json.loads(d) for _, d in sse_events(streamed.text)[:-1]]
+    assert chunks and all("model" not in c for c in chunks)
+    assert chat(target, openai_body(model="fake/success")).json()["model"] == "fake/success"
+    response = target.client.post(
+        f"{target.root}/openai/v1/responses", json={"model": unnamed, "input": "hi"}
+    ).json()
+    assert response["model"] == unnamed  # Responses and Messages keep it
+    assert messages(target, anthropic_body(model=unnamed)).json()["model"] == unnamed
+
+
 def test_anthropic_message_shape(target) -> None:
     response = messages(target, anthropic_body(system="Be brief."))
     assert response.status_code == 200
@@ -252,8 +268,10 @@ def test_anthropic_count_tokens_matches_usage(target) -> None:
 
 
 def test_anthropic_count_tokens_can_be_unreadable(target) -> None:
-    """A count whose model names `malformed_body` answers 200 without `input_tokens`;
-    any other behaviour's name (or none at all) is counted as usual."""
+    """A count whose model names `server_error` is a 500 with the API's error body; one
+    naming `malformed_body` is a 200 that cannot be read, by `shape`: not JSON, without
+    `input_tokens`, the object inside a list, `input_tokens` as text. Any other
+    behaviour's name (or none at all) is counted as usual."""
     prompt = {"messages": [{"role": "user", "content": "How many tokens is this?"}]}
 
     def count(model: str) -> httpx.Response:
@@ -262,10 +280,23 @@ def test_anthropic_count_tokens_can_be_unreadable(target) -> None:
 
     usual = count("claude-haiku-4-5").json()
     assert isinstance(usual["input_tokens"], int)
-    unreadable = count("fake/malformed_body")
-    assert unreadable.status_code == 200
-    assert "input_tokens" not in unreadable.json()
-    assert count("fake/server_error").json() == usual
+    failed = count("fake/server_error")
+    assert failed.status_code == 500
+    assert failed.json()["type"] == "error"
+    unreadable = {
+        shape: count(f"fake/malformed_body{shape}")
+        for shape in ("", "?shape=no_finish", "?shape=array", "?shape=nonstring_text")
+    }
+    assert all(r.status_code == 200 for r in unreadable.values())
+    with pytest.raises(ValueError):
+        unreadable[""].json()
+    assert "input_tokens" not in unreadable["?shape=no_finish"].json()
+    assert unreadable["?shape=array"].json() == [usual]
+    assert unreadable["?shape=nonstring_text"].json() == {
+        **usual,
+        "input_tokens": str(usual["input_tokens"]),
+    }
+    assert count("fake/rate_limit").json() == usual
     assert count("fake/no_such_behaviour").json() == usual
     assert target.fakes.ledger.entries() == []  # counting is not an execution
 
@@ -338,6 +369,8 @@ def test_anthropic_output_schema_is_honoured(target) -> None:
         ("fake/rate_limit?retry_after_ms=0", "model.retry_after_ms"),
         ("fake/success?usage=maybe", "model.usage"),
         ("fake/hang?usage=false", "model.usage"),
+        ("fake/hang?named=false", "model.named"),
+        ("fake/success?named=maybe", "model.named"),
         ("fake/success?volume=11", "model.volume"),
     ],
 )

@@ -6,10 +6,12 @@ No face carries either (docs/gateway.md), so the stories ask the stage's adapter
 directly, as the verifier does; they are played on every face like every story (a few
 in-process calls, no job). The expectations are docs/providers.md's: an Anthropic-style
 provider counts with `/v1/messages/count_tokens` (the fakes count with their documented
-tokenizer), an OpenAI-style one has no count (`None`), and a count that cannot be read
-raises `ProviderError` naming the provider, never another exception (which the verifier
+tokenizer), an OpenAI-style one has no count (`None`), and a count that fails (an error
+status) or cannot be read (not JSON, not an object, no integer `input_tokens`) raises
+`ProviderError` naming the provider, never another exception (which the verifier
 would take for an adapter's bug); an answer's outcome names the model the answer names
-(the fakes answer as the model asked for), the configured one only when it names none.
+(the fakes answer as the model asked for), the configured one only when it names none
+(the fakes' `named: false`, as a Chat Completions answer may).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from fake_providers import FakeProviders, FakeTransport
+from fake_providers import Behaviour, BehaviourName, FakeProviders, FakeTransport
 from fake_providers.tokens import count_prompt_tokens
 from harness.core.models import CompletionRequest, Message
 from harness.errors import ProviderError
@@ -29,8 +31,18 @@ if TYPE_CHECKING:
 
 SYSTEM = "Count before you answer."
 PROMPT = "How many tokens does this question take, counted by the provider itself?"
-UNREADABLE = "fake/malformed_body"
-"""The model whose count the fakes answer without `input_tokens` (docs/providers.md)."""
+FAILED = "fake/server_error"
+"""The model whose count the fakes answer with a 500 (docs/providers.md)."""
+
+UNREADABLE = {
+    FAILED: "a 500",
+    "fake/malformed_body": "a body that is not JSON",
+    "fake/malformed_body?shape=no_finish": "a count without input_tokens",
+    "fake/malformed_body?shape=array": "a count inside a list",
+    "fake/malformed_body?shape=nonstring_text": "input_tokens as text",
+}
+"""The models whose count the fakes answer with a fault, and what each is
+(docs/providers.md)."""
 
 
 ASKED = "claude-asked-by-name"
@@ -68,18 +80,30 @@ async def token_count(play: Play) -> None:
             and body.get("messages") == [{"role": "user", "content": PROMPT}],
             f"the count was asked for another prompt: {body}",
         )
+    for model, fault in UNREADABLE.items():
+        await _unreadable(play, model, fault)
+
+
+async def _unreadable(play: Play, model: str, fault: str) -> None:
+    """A count answered with `fault` raises ProviderError naming the provider."""
+    providers = play.stage.worker.providers
     try:
-        unread = await asyncio.to_thread(providers["fallback"].count_tokens, _request(UNREADABLE))
+        unread = await asyncio.to_thread(providers["fallback"].count_tokens, _request(model))
     except ProviderError as exc:
         play.expect(
-            "fallback" in str(exc), f"the unreadable count's error names no provider: {exc}"
+            "fallback" in str(exc) and exc.details.get("provider") == "fallback",
+            f"the error of a count answered with {fault} names no provider: {exc}",
+        )
+        play.expect(
+            model != FAILED or "500" in str(exc),
+            f"the error of a count answered with {fault} does not say so: {exc}",
         )
     except Exception as exc:  # the verifier would call it an adapter's bug
         play.problems.append(
-            f"a count without input_tokens raised {type(exc).__name__}: {exc}, not a ProviderError"
+            f"a count answered with {fault} raised {type(exc).__name__}: {exc}, not a ProviderError"
         )
     else:
-        play.problems.append(f"a count without input_tokens read as {unread!r}")
+        play.problems.append(f"a count answered with {fault} read as {unread!r}")
 
 
 async def asked_model(play: Play) -> None:
@@ -87,6 +111,7 @@ async def asked_model(play: Play) -> None:
     Played on fakes of its own (the call is no job's: the stage's ledger keeps the jobs'
     executions alone), by an adapter of the stage's kind and configuration."""
     fakes = FakeProviders()
+    adapters: list[tuple[str, Any]] = []
     with httpx.Client(transport=FakeTransport(fakes)) as client:
         for name, provider in sorted(play.stage.worker.providers.items()):
             staged: Any = getattr(provider, "inner", provider)  # an HTTP adapter
@@ -99,4 +124,14 @@ async def asked_model(play: Play) -> None:
                 f"{name} (configured {staged.model}) asked for {ASKED}: {outcome.kind} "
                 f"{outcome.reason}, the outcome names model {outcome.model!r}",
             )
-    play.expect(len(fakes.ledger.entries()) == 2, "each adapter called its fake once")
+            adapters.append((name, adapter))
+        # then answers that name no model (Chat Completions may not): the configured one
+        fakes.script(then=Behaviour(name=BehaviourName.SUCCESS, named=False), api="openai")
+        for name, adapter in adapters:
+            outcome = await asyncio.to_thread(adapter.complete, _request(), timeout=10.0)
+            play.expect(
+                outcome.executed and outcome.model == adapter.model,
+                f"{name} (configured {adapter.model}) answered naming no model: {outcome.kind} "
+                f"{outcome.reason}, the outcome names model {outcome.model!r}",
+            )
+    play.expect(len(fakes.ledger.entries()) == 4, "each adapter called its fake twice")
