@@ -12,6 +12,7 @@ import sqlalchemy as sa
 
 from harness.api.app import create_app
 from harness.config import ServiceConfig
+from harness.core.clock import SystemClock
 from harness.core.gate import AllowAllGate, StaticGate
 from harness.core.models import Policy
 from harness.engine import Engine
@@ -64,7 +65,7 @@ def service(db: Database) -> Iterator[Service]:
         "fallback": ScriptedProvider("fallback", kind="anthropic"),
     }
     scheduler = ThreadScheduler()
-    engine = Engine(db, gate=AllowAllGate(), clock=scheduler.clock)
+    engine = Engine(db, gate=AllowAllGate(), clock=SystemClock())
     worker = Worker(engine, providers, scheduler)
     config = ServiceConfig(
         tokens={"alice-token": "alice", "bob-token": "bob"},

@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from fake_providers import FakeProviders, FakeServer
 from harness.api.app import create_app
 from harness.config import ServiceConfig
-from harness.core.clock import VirtualClock
+from harness.core.clock import SystemClock, VirtualClock
 from harness.core.gate import AllowAllGate
 from harness.core.models import Policy
 from harness.engine import Engine
@@ -72,7 +72,7 @@ def live(db: Database, request: pytest.FixtureRequest) -> Iterator[Live]:
     if virtual:
         scheduler.listeners.append(fakes.time.moved)
     providers = builtin_fake_providers(fakes)
-    engine = Engine(db, gate=AllowAllGate(), clock=scheduler.clock)
+    engine = Engine(db, gate=AllowAllGate(), clock=clock if virtual else SystemClock())
     worker = Worker(engine, providers, scheduler)
     config = ServiceConfig(tokens={"alice-token": "alice", "bob-token": "bob"})
     app = create_app(engine, worker, config, provider_names=lambda: set(providers))
