@@ -109,6 +109,7 @@ class Ahead:
 
     def __init__(self) -> None:
         self.seconds = 0.0
+        self.pinned: datetime | None = None  # the engine's now, held still (`pin`)
         outer = self
 
         class _Time(RealTime):
@@ -118,10 +119,18 @@ class Ahead:
         self.time = _Time()
 
     def now(self) -> datetime:
+        if self.pinned is not None:
+            return self.pinned
         return datetime.now(UTC) + timedelta(seconds=self.seconds)
 
     def skip(self, seconds: float) -> None:
         self.seconds += seconds
+
+    def pin(self, instant: datetime | None) -> None:
+        """Hold the engine's clock at `instant` (None: let it run again), so a request's
+        age is the one the story set however long a loaded machine takes to serve it.
+        Only for a call that sends nothing: the fakes' time runs on."""
+        self.pinned = instant
 
 
 class RecordedProvider:

@@ -17,9 +17,10 @@ if TYPE_CHECKING:
 RETRY_WINDOW = 900.0
 """Seconds a keyless SDK retry may find its call's job by fingerprint (docs/gateway.md)."""
 EDGE = 0.5
-"""Seconds on each side of the window a retry reaches the gateway: far more than an
-in-process request takes to reach the job lookup, far less than a second (a window one
-second shorter or longer is a broken one)."""
+"""Seconds on each side of the window a retry reaches the gateway: less than a second,
+so a window one second shorter or longer is caught. The replay's age is held still
+(`Ahead.pin`: it sends nothing) however long the machine takes to serve it; the new
+job's can only grow, which moves it further past the window."""
 
 
 async def late_retry(p: Play) -> None:
@@ -36,14 +37,17 @@ async def late_retry(p: Play) -> None:
     born = made[0].created_at
     for age, replay in ((RETRY_WINDOW - EDGE, True), (RETRY_WINDOW + EDGE, False)):
 
-        def arrive(age: float = age) -> None:  # the retry reaches the gateway at `age`
-            p.stage.clock.skip(
-                (born + timedelta(seconds=age) - p.stage.clock.now()).total_seconds()
-            )
+        def arrive(age: float = age, replay: bool = replay) -> None:  # reaches it at `age`
+            at = born + timedelta(seconds=age)
+            p.stage.clock.skip((at - p.stage.clock.now()).total_seconds())
+            p.stage.clock.pin(at if replay else None)
 
         p.stage.wire.refuse_next = 1  # the SDK retries it: its one arrival says retry 1
         p.stage.wire.arriving = arrive
-        late = await p.call(retries=1)
+        try:
+            late = await p.call(retries=1)
+        finally:
+            p.stage.clock.pin(None)
         p.answered(late, f"the retry {age:g} s after the first call")
         p.expect(
             late.replayed is replay,
