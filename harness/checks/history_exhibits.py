@@ -251,7 +251,7 @@ def _aborted_twice() -> dict:
 def _live_call_aborted() -> dict:
     """A#1's call is aborted at t=0.5, while the attempt runs; it wins at t=1."""
     data = _won_once()
-    data["events"].insert(1, ev(0.5, "attempt_call_aborted", "a#1", "w1", reason="job_failed"))
+    data["events"].insert(1, ev(0.5, "attempt_call_aborted", "a#1", "w1", reason="job_completed"))
     return data
 
 

@@ -127,9 +127,10 @@ def judge_key_echo(
 
 
 MASK = "***"
+SHORT = f"{PREFIX[:6]}..."  # the vendor's prefix shortened beside a mask mark, not past it
 ECHOED = (
     f"Your key begins {KEY_RUN} and ends ...{KEY_TAIL}, that is all. "
-    f"Ours all begin {PREFIX} (sk-can... for short), yours {KEY_HEAD}. Ticket {KEY_LAST} is open."
+    f"Ours all begin {PREFIX} ({SHORT} for short), yours {KEY_HEAD}. Ticket {KEY_LAST} is open."
 )
 """The primary's answer to job echoed-answer: a run of the key (a prompt that carried
 it, a debug text), the key shortened to its last six, the vendor's prefix alone, shortened
@@ -140,7 +141,7 @@ the prefix, by one character) and the last four without a mask mark beside them
 (ordinary text: only a shortened key's visible edge is an echo)."""
 ECHOED_MASKED = (
     f"Your key begins {MASK} and ends {MASK}, that is all. "
-    f"Ours all begin {PREFIX} (sk-can... for short), yours {MASK}. Ticket {KEY_LAST} is open."
+    f"Ours all begin {PREFIX} ({SHORT} for short), yours {MASK}. Ticket {KEY_LAST} is open."
 )
 
 

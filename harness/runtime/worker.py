@@ -666,7 +666,7 @@ class Worker:
         return play_round(duties, actor=self.settings.name)
 
     def start_background(self) -> None:
-        """Run `tick` every poll interval on the scheduler (its clock, its timers); after
+        """Run `tick` every poll interval on the scheduler's timers; after
         rounds that found nothing to do, the interval doubles up to the idle interval."""
         poll = self.settings.poll_interval
         idle = max(poll, self.settings.idle_poll_interval)

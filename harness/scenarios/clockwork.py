@@ -22,7 +22,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from harness.core.clock import Clock, VirtualClock
+from harness.core.clock import VirtualClock
 from harness.core.models import Attempt
 from harness.errors import ScenarioError
 from harness.runtime.scheduler import Timer
@@ -296,7 +296,6 @@ class WorkerScheduler:
 
     def __init__(self, turns: Turns) -> None:
         self.turns = turns
-        self.clock: Clock = turns.clock  # read as any scheduler's clock, never moved through it
         self._timers: list[Timer] = []
         self._held: list[tuple[Callable[[], object], Future[object]]] | None = None
         self.dead = False

@@ -35,7 +35,8 @@ the closest one and says which in its message):
   answered; every result offered to a job (a call that answered executed, a
   `succeeded` resolution) is either the job's or a `discarded_late_result`, and an
   executed answer stays on its attempt (*nothing lost*: a loser's kept for audit), and
-  no attempt keeps a result nothing offered it (*nothing borrowed*).
+  no attempt keeps a result nothing offered it (*nothing borrowed*); only a lost call
+  is aborted (an `attempt_call_aborted` comes after an event that ended its attempt).
   *Outcome table*: only an attempt whose own call answered executed (or that a
   `succeeded` resolution settled) wins: never a cut stream or a garbled body.
 - I6 fencing: never a fenced attempt wins; when a job is won every other live attempt
