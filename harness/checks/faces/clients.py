@@ -152,7 +152,8 @@ async def _chat(
     if pending is not None:
         return pending
     answer = await _parsed(raw)
-    read = await (_chat_stream(answer) if stream else _chat_whole(answer))
+    asked = bool((rest.get("stream_options") or {}).get("include_usage"))
+    read = await (_chat_stream(answer, usage_asked=asked) if stream else _chat_whole(answer))
     return Received(status=raw.status_code, headers=_headers(raw), **read)
 
 
@@ -173,7 +174,9 @@ async def _chat_whole(answer: Any) -> dict[str, Any]:
     }
 
 
-async def _chat_stream(answer: Any) -> dict[str, Any]:
+async def _chat_stream(answer: Any, *, usage_asked: bool) -> dict[str, Any]:
+    """What a Chat Completions stream said. With `include_usage` asked, OpenAI's API
+    gives every chunk before the usage's own a `usage` of null; without it, none."""
     parts: list[str] = []
     events: list[str] = []
     flaws: list[str] = []
@@ -182,6 +185,7 @@ async def _chat_stream(answer: Any) -> dict[str, Any]:
     layout: tuple[str, ...] = ()  # the role's chunk: content "" for text, null for calls
     calls: dict[int, list[str]] = {}  # index -> [name, arguments so far]
     models: set[str] = set()
+    nulls: set[bool] = set()  # whether each chunk but the usage's own carried `usage`
     async for chunk in answer:
         models.add(chunk.model)
         if chunk.usage is not None and not chunk.choices:
@@ -189,6 +193,7 @@ async def _chat_stream(answer: Any) -> dict[str, Any]:
             usage = (got.prompt_tokens, got.completion_tokens, got.total_tokens)
             events.append("usage")
             continue
+        nulls.add("usage" in chunk.model_fields_set)
         choice = chunk.choices[0]
         if choice.index != 0:
             flaws.append(f"a chunk's choice index is {choice.index}")
@@ -207,6 +212,9 @@ async def _chat_stream(answer: Any) -> dict[str, Any]:
         if choice.finish_reason:
             events.append("finish")
             ending = choice.finish_reason
+    if nulls - {usage_asked}:
+        said = "carries" if usage_asked is False else "lacks"
+        flaws.append(f"a chunk {said} usage: null, with include_usage {usage_asked}")
     return {
         "text": "".join(parts),
         "model": models.pop() if len(models) == 1 else f"chunks name {sorted(models)}",

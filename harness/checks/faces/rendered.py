@@ -617,6 +617,10 @@ def _bounds_of(schema: Any) -> tuple[Any, Any]:
     return None, None
 
 
+ANSWERS = ["200", "202", "400", "401", "404", "409", "413", "415", "502", "503"]
+"""The statuses of a face's answers by docs/gateway.md's error table, and its 202."""
+
+
 async def openapi(p: Play) -> None:
     """`/openapi.json` documents the face as docs/gateway.md says: its operation's
     `operationId`, the key and wait headers, its stream's events, a whole and a streamed
@@ -634,6 +638,8 @@ async def openapi(p: Play) -> None:
     operation = document.get("paths", {}).get(p.face.path, {}).get("post") or {}
     headers = {h.get("name") for h in operation.get("parameters", ())}
     p.expect({"Idempotency-Key", "Prefer"} <= headers, f"the headers documented: {headers}")
+    documented = sorted(operation.get("responses", {}))
+    p.expect(documented == ANSWERS, f"the answers documented are {documented}, not {ANSWERS}")
     answers = operation.get("responses", {}).get("200", {}).get("content", {})
     events = answers.get("text/event-stream", {}).get("itemSchema")
     p.expect(bool(events), "the stream's events are not documented (itemSchema)")
