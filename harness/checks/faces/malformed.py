@@ -405,7 +405,26 @@ async def malformed_requests(p: Play) -> None:
     ):
         got = await p.call(ASKED, key=f"model-{len(name)}", model=name)
         p.refused(got, status, error, f"an unknown model of {len(name)} characters", kind)
+        said = _message(p, got)
+        if status == 404:  # names the model asked, its first NAMED characters
+            p.expect(
+                repr(name[:NAMED]) in said
+                and (len(name) <= NAMED or repr(name[: NAMED + 1]) not in said),
+                f"an unknown model of {len(name)} characters is named {said[:120]!r}",
+            )
     p.counts(jobs=0, executions=0)
+
+
+NAMED = 80
+"""The characters of an unknown model's name its 404 repeats (docs/gateway.md)."""
+
+
+def _message(p: Play, got: Any) -> str:
+    """The error's message, in either face's shape."""
+    body = got.body if isinstance(got.body, dict) else {}
+    inner = body if p.face.sdk == "openai" else body.get("error")
+    message = inner.get("message") if isinstance(inner, dict) else None
+    return message if isinstance(message, str) else ""
 
 
 SYSTEM, DEVELOPER = "Be brief.", "Answer in English."
