@@ -420,9 +420,10 @@ def test_an_operators_resolution_is_not_the_ledgers_to_judge() -> None:
 def test_a_call_aborted_twice_is_i8_and_once_is_right() -> None:
     data = failed("connection_reset", None, kind="became_unknown", outcome="unknown", error="x")
     data["ledger"] = [exchange("hang", None, delivered=False)]
-    data["events"].insert(1, ev(0.5, "attempt_call_aborted", "a#1", reason="job_cancelled"))
+    data["events"].insert(1, ev(0.4, "attempt_cancelled", "a#1", reason="scenario step"))
+    data["events"].insert(2, ev(0.5, "attempt_call_aborted", "a#1", reason="job_cancelled"))
     assert [f for f in found(data) if "aborted" in f.message] == []
-    data["events"].insert(2, ev(0.7, "attempt_call_aborted", "a#1", reason="job_cancelled"))
+    data["events"].insert(3, ev(0.7, "attempt_call_aborted", "a#1", reason="job_cancelled"))
     (finding,) = [f for f in found(data) if "aborted" in f.message]
     assert finding.invariant == "I8" and "aborted again at t=0.7" in finding.message
 
