@@ -227,6 +227,14 @@ async def _chat_stream(answer: Any, *, usage_asked: bool) -> dict[str, Any]:
     }
 
 
+def error_message(sdk: str, body: Any) -> str:
+    """An error body's message (OpenAI's SDK keeps the `error` object, Anthropic's the
+    whole body); "" when it has none."""
+    inner = body if sdk == "openai" else (body if isinstance(body, dict) else {}).get("error")
+    found = inner.get("message") if isinstance(inner, dict) else None
+    return found if isinstance(found, str) else ""
+
+
 def read_arguments(raw: Any) -> Any:
     """A tool call's arguments as the client reads them: JSON, or as given when not."""
     try:

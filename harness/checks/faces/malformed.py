@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from harness.checks.faces.clients import error_message
 from harness.checks.faces.rendered import CITY, IMAGE, INVALID, _results_answer_calls
 
 if TYPE_CHECKING:
@@ -405,7 +406,7 @@ async def malformed_requests(p: Play) -> None:
     ):
         got = await p.call(ASKED, key=f"model-{len(name)}", model=name)
         p.refused(got, status, error, f"an unknown model of {len(name)} characters", kind)
-        said = _message(p, got)
+        said = error_message(p.face.sdk, got.body)
         if status == 404:  # names the model asked, its first NAMED characters
             p.expect(
                 repr(name[:NAMED]) in said
@@ -417,14 +418,6 @@ async def malformed_requests(p: Play) -> None:
 
 NAMED = 80
 """The characters of an unknown model's name its 404 repeats (docs/gateway.md)."""
-
-
-def _message(p: Play, got: Any) -> str:
-    """The error's message, in either face's shape."""
-    body = got.body if isinstance(got.body, dict) else {}
-    inner = body if p.face.sdk == "openai" else body.get("error")
-    message = inner.get("message") if isinstance(inner, dict) else None
-    return message if isinstance(message, str) else ""
 
 
 SYSTEM, DEVELOPER = "Be brief.", "Answer in English."

@@ -9,9 +9,9 @@ gateway's code.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from harness.checks.faces.clients import received, sdk_client
+from harness.checks.faces.clients import error_message, received, sdk_client
 
 if TYPE_CHECKING:
     from harness.checks.faces.stories import Play
@@ -25,14 +25,6 @@ DRIVER_WORDS = ("sqlite", "OperationalError", "store.db", "face-outage-")
 """What the driver's text would show: its name, its error class, the store's path."""
 
 
-def _message(sdk: str, body: Any) -> str:
-    """An error body's message (OpenAI's SDK keeps the `error` object, Anthropic's the
-    whole body)."""
-    inner = body if sdk == "openai" else (body or {}).get("error")
-    found = inner.get("message") if isinstance(inner, dict) else None
-    return found if isinstance(found, str) else ""
-
-
 async def database_outage(p: Play) -> None:
     """A call, whole and streamed, while the face's database refuses every connection."""
     client = sdk_client(p.face, p.stage.outage())
@@ -40,7 +32,7 @@ async def database_outage(p: Play) -> None:
         what = f"a {'streamed ' if stream else ''}call while the database is down"
         got = await received(p.face, client, model="chat", text="hello", stream=stream, headers={})
         p.refused(got, 503, RAISED[p.face.sdk], what, SERVER_ERROR)
-        message = _message(p.face.sdk, got.body)
+        message = error_message(p.face.sdk, got.body)
         p.expect(message.startswith(OWN_MESSAGE), f"{what}: the message is {message!r}")
         shown = [w for w in DRIVER_WORDS if w.lower() in message.lower()]
         p.expect(not shown, f"{what}: the message shows the driver's {shown}")

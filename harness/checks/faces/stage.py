@@ -205,9 +205,9 @@ class FaceStage:
         providers = {n: RecordedProvider(a, self.history, self.engine) for n, a in adapters.items()}
         settings = WorkerSettings(name=WORKER, breaker=BreakerSettings(**BREAKER))
         self.worker = Worker(self.engine, providers, self.scheduler, settings)
-        config = ServiceConfig(tokens={TOKEN: self.owner}, routes=ROUTES, gateway_wait=10)
+        self.config = ServiceConfig(tokens={TOKEN: self.owner}, routes=ROUTES, gateway_wait=10)
         self.app = create_app(
-            self.engine, self.worker, config, provider_names=lambda: set(adapters), faces=True
+            self.engine, self.worker, self.config, provider_names=lambda: set(adapters), faces=True
         )
         self.wire = Wire(self.app)
         self._down: Database | None = None  # the store of `outage`, once asked for
@@ -223,9 +223,9 @@ class FaceStage:
         os.close(fd)
         self._down = Database(f"sqlite:///{self._blocker}/store.db")
         engine = Engine(self._down, gate=StaticGate(set()), clock=self.clock)
-        config = ServiceConfig(tokens={TOKEN: self.owner}, routes=ROUTES, gateway_wait=10)
         names = set(self.worker.providers)
-        return Wire(create_app(engine, None, config, provider_names=lambda: names, faces=True))
+        app = create_app(engine, None, self.config, provider_names=lambda: names, faces=True)
+        return Wire(app)
 
     def jobs(self) -> list[Job]:
         """Every job of the story's owner, oldest first (read from the store, not from
