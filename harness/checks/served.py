@@ -412,9 +412,8 @@ def _play(where: Path, key: str, result: ServedResult) -> None:
                 claimed=unstarted,
                 max_runtime=min(map(stage.service.worker.settings.runtime_of, MODELS)),
             )
-            stage.service.worker.stop()
         finally:
-            _close(stage)
+            _close(stage, result)
         judge(stage, played, result)
 
 
@@ -504,11 +503,21 @@ def _serve(settings: Any, database_file: Path) -> tuple[Any, Any, Any]:
 
 
 WORKER = "served-worker"
+ROUND_END = 60.0  # seconds the story waits for the worker's last round: it takes milliseconds
+SERVICE_WARNINGS = tuple(f"{level} harness.runtime.service " for level in ("WARNING", "ERROR"))
 
 
-def _close(stage: Stage) -> None:
+def _close(stage: Stage, result: ServedResult) -> None:
+    """Stop the API, then the worker (its last round ended), then close the service: a
+    service closed after its round ended has nothing to warn about."""
     stage.api.stop()
+    if not stage.service.worker.stop(wait=ROUND_END):
+        result.failures.append(f"the worker's round did not end within {ROUND_END:g} s")
+    heard = len(stage.logs)
     stage.service.close()
+    said = [line for line in stage.logs[heard:] if line.startswith(SERVICE_WARNINGS)]
+    for line in said[:3]:
+        result.failures.append(f"closing the service after its round ended warned: {line}")
 
 
 @dataclass

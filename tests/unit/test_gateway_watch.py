@@ -89,3 +89,23 @@ def test_a_job_that_finished_before_its_wait_began_is_answered_at_once() -> None
     got, reads = asyncio.run(main())
     assert got is early
     assert reads == 0
+
+
+def test_the_first_call_of_a_process_keeps_an_outcome_recorded_before_its_wait() -> None:
+    """The gateway listens before the job starts: the process's first job, answered by a
+    fast provider before its wait began, is still the answer at once (its report was
+    dropped while no loop was known, and the waiter slept out its longest poll)."""
+    engine = Reads()
+    watch = JobWatch(engine, notified=True, longest_poll=3600)  # type: ignore[arg-type]
+    early = replace(job(JobState.SUCCEEDED), id=8)
+
+    async def main() -> tuple[Job, int]:
+        watch.listen()
+        watch.outcome_recorded(8, early)  # the provider answered before the call waited
+        await asyncio.sleep(0)
+        running = replace(early, status=JobState.RUNNING)
+        return await asyncio.wait_for(watch.wait(running, 3600), 30), engine.reads
+
+    got, reads = asyncio.run(main())
+    assert got is early
+    assert reads == 0

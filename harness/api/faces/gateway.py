@@ -245,6 +245,7 @@ class Gateway:
         tries = request.headers.get(RETRY_HEADER, "")
         retry = tries.isdigit() and int(tries) > 0
         trace = trace_parent(request.headers.get("traceparent"))
+        self.watch.listen()  # before the job can start: a fast answer is not missed
         job, created = await run_in_threadpool(self._job, owner, key, intent, retry, trace)
         done = await self.watch.wait(job, wait)
         return Held(job=done, replayed=not created, wait=wait)

@@ -52,6 +52,7 @@ class JobWatch:
 
     engine: Engine
     notified: bool = False  # an in-process worker reports outcomes (`outcome_recorded`)
+    longest_poll: float = LONGEST_POLL  # seconds between a reader's reads, at most
     _readers: dict[int, _Reader] = field(default_factory=dict)
     _recent: OrderedDict[int, Job] = field(default_factory=OrderedDict)
     _loop: asyncio.AbstractEventLoop | None = None
@@ -64,6 +65,12 @@ class JobWatch:
         finished = job is not None and job.id == job_id and job.status in FINISHED_JOB_STATES
         if loop is not None and (finished or job_id in self._readers):
             loop.call_soon_threadsafe(self._wake, job_id, job if finished else None)
+
+    def listen(self) -> None:
+        """Take the worker's reports on the running event loop from now on: called before
+        a call's job can start, so that an outcome recorded before its wait begins (a fast
+        provider) is kept for it, the first call of the process's included."""
+        self._loop = asyncio.get_running_loop()
 
     def _wake(self, job_id: int, job: Job | None = None) -> None:
         reader = self._readers.get(job_id)
@@ -80,14 +87,14 @@ class JobWatch:
         first (then still open). A finished job is returned at once."""
         if job.status in FINISHED_JOB_STATES or timeout <= 0:
             return job
-        self._loop = asyncio.get_running_loop()
+        self.listen()
         recent = self._recent.pop(job.id, None)
         if recent is not None:
             return recent
         reader = self._readers.get(job.id)
         if reader is None or reader.task.done():
             woken = asyncio.Event()
-            task = self._loop.create_task(self._read(job.id, woken))
+            task = asyncio.get_running_loop().create_task(self._read(job.id, woken))
             reader = _Reader(task=task, woken=woken, latest=job)
             self._readers[job.id] = reader
         reader.waiters += 1
@@ -103,7 +110,7 @@ class JobWatch:
                     del self._readers[job.id]
 
     async def _read(self, job_id: int, woken: asyncio.Event) -> Job:
-        delay = LONGEST_POLL if self.notified else FIRST_POLL
+        delay = self.longest_poll if self.notified else FIRST_POLL
         while True:
             try:
                 await asyncio.wait_for(woken.wait(), delay)
@@ -118,4 +125,4 @@ class JobWatch:
                 reader.latest = job
             if job.status in FINISHED_JOB_STATES:
                 return job
-            delay = min(delay * GROWTH, LONGEST_POLL)
+            delay = min(delay * GROWTH, self.longest_poll)

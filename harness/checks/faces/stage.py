@@ -47,6 +47,10 @@ from harness.store.tables import jobs
 WORKER = "gateway-worker"
 MAX_RUNTIME = 600.0  # the documented default: no story waits for it
 DRAIN = 5.0  # seconds a closing stage waits for the calls still returning
+SIGNALS_ONLY = 3600.0
+"""Seconds between the gateway's fallback reads of a job its call waits on: every outcome
+the stage's worker records must reach its waiter by the worker's report, since a report
+lost is then a 202 after `gateway_wait`, not the 0.1 s delay that no judge could see."""
 
 
 class _Breaker(TypedDict):
@@ -209,6 +213,7 @@ class FaceStage:
         self.app = create_app(
             self.engine, self.worker, self.config, provider_names=lambda: set(adapters), faces=True
         )
+        self.app.state.gateway.watch.longest_poll = SIGNALS_ONLY
         self.wire = Wire(self.app)
         self._down: Database | None = None  # the store of `outage`, once asked for
         self._blocker = ""
