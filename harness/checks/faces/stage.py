@@ -216,6 +216,7 @@ class FaceStage:
         self.app.state.gateway.watch.longest_poll = SIGNALS_ONLY
         self.wire = Wire(self.app)
         self._down: Database | None = None  # the store of `outage`, once asked for
+        self._outage: Wire | None = None
         self._blocker = ""
         with database.write() as conn:  # each story starts with healthy providers
             queries.forget_health(conn, adapters)
@@ -223,14 +224,17 @@ class FaceStage:
     def outage(self) -> Wire:
         """A wire to the same faces over a store that refuses every connection (its file's
         folder is a file): the database unavailable, nothing else changed. Closed with the
-        stage."""
+        stage; asked again, the same wire."""
+        if self._outage is not None:
+            return self._outage
         fd, self._blocker = tempfile.mkstemp(prefix="face-outage-")
         os.close(fd)
         self._down = Database(f"sqlite:///{self._blocker}/store.db")
         engine = Engine(self._down, gate=StaticGate(set()), clock=self.clock)
         names = set(self.worker.providers)
         app = create_app(engine, None, self.config, provider_names=lambda: names, faces=True)
-        return Wire(app)
+        self._outage = Wire(app)
+        return self._outage
 
     def jobs(self) -> list[Job]:
         """Every job of the story's owner, oldest first (read from the store, not from
