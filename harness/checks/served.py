@@ -508,11 +508,11 @@ SERVICE_WARNINGS = tuple(f"{level} harness.runtime.service " for level in ("WARN
 
 
 def _close(stage: Stage, result: ServedResult) -> None:
-    """Stop the API, then the worker (its last round ended), then close the service: a
+    """Stop the worker (its last round ended), then the API, then close the service: a
     service closed after its round ended has nothing to warn about."""
-    stage.api.stop()
     if not stage.service.worker.stop(wait=ROUND_END):
         result.failures.append(f"the worker's round did not end within {ROUND_END:g} s")
+    stage.api.stop()
     heard = len(stage.logs)
     stage.service.close()
     said = [line for line in stage.logs[heard:] if line.startswith(SERVICE_WARNINGS)]

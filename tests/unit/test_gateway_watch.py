@@ -109,3 +109,61 @@ def test_the_first_call_of_a_process_keeps_an_outcome_recorded_before_its_wait()
     got, reads = asyncio.run(main())
     assert got is early
     assert reads == 0
+
+
+def _signals_only(engine: Reads) -> JobWatch:
+    """A watch that reads only when told: a report it loses is a wait of an hour."""
+    return JobWatch(engine, notified=True, longest_poll=3600)  # type: ignore[arg-type]
+
+
+def test_a_second_caller_after_the_first_took_the_answer_has_it_at_once() -> None:
+    """A double click whose second call waits after the first was answered: the report
+    is kept for it too, no read (it was the first's alone, and the second slept)."""
+    engine = Reads()
+    watch = _signals_only(engine)
+    finished = replace(job(JobState.SUCCEEDED), result={"text": "hi"})
+
+    async def main() -> tuple[Job, Job, int]:
+        first, _ = await _held(watch, engine, finished)
+        before = engine.reads
+        second = await asyncio.wait_for(watch.wait(job(JobState.RUNNING), 3600), 30)
+        return first, second, engine.reads - before
+
+    first, second, reads = asyncio.run(main())
+    assert first is finished and second is finished
+    assert reads == 0
+
+
+def test_a_report_without_the_job_before_any_wait_makes_the_wait_read_at_once() -> None:
+    """A failure's report carries no job; come before anyone waits, it is still kept:
+    the wait that begins after it reads at once instead of sleeping out its poll."""
+    engine = Reads()
+    watch = _signals_only(engine)
+    engine.job = replace(engine.job, status=JobState.FAILED)
+
+    async def main() -> Job:
+        watch.listen()
+        watch.outcome_recorded(7, None)
+        await asyncio.sleep(0)
+        return await asyncio.wait_for(watch.wait(job(JobState.RUNNING), 3600), 30)
+
+    got = asyncio.run(main())
+    assert got.status is JobState.FAILED
+    assert engine.reads == 1
+
+
+def test_a_job_a_reader_read_finished_is_the_answer_of_a_later_wait() -> None:
+    """The reader learned the job had finished by reading it (the report had no job): a
+    caller who waits after that has the answer without another read."""
+    engine = Reads()
+    watch = _signals_only(engine)
+
+    async def main() -> tuple[Job, int]:
+        await _held(watch, engine, None)  # the reader read it finished
+        before = engine.reads
+        later = await asyncio.wait_for(watch.wait(job(JobState.RUNNING), 3600), 30)
+        return later, engine.reads - before
+
+    later, reads = asyncio.run(main())
+    assert later.status is JobState.SUCCEEDED
+    assert reads == 0

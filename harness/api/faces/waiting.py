@@ -3,16 +3,18 @@
 The engine records every step in the database, and the attempts may run in this process
 or in separate `harness worker`s, so the one signal every deployment has is the job's
 row: `JobWatch` reads it, first soon and then less often (`FIRST_POLL` growing by
-`GROWTH` up to `LONGEST_POLL`). When this process runs the worker, the worker also says
-when it recorded an outcome for a job (`Worker.outcome_listeners`), and that job's
-reader reads at once instead of at its next interval; when the worker hands over the job
-as its completion left it (committed, read back in the completion's transaction) and it
-has finished, the reader answers with it and reads nothing. With those signals
-(`notified`) the reads are only the fallback for outcomes recorded by other processes,
-so they begin at `LONGEST_POLL` instead of `FIRST_POLL`: reading a job every few
-milliseconds while it runs cost more than the rest of the call. Waiters on the same job share one
-reader, so a burst of identical calls (a double click, an SDK's retries) costs one read
-per interval, not one per caller; the reader stops when its last waiter leaves.
+`GROWTH` up to `longest_poll`, `LONGEST_POLL` unless set). When this process runs the
+worker, the worker also says when it recorded an outcome for a job
+(`Worker.outcome_listeners`), and that job's reader reads at once instead of at its next
+interval (a report that comes before the wait begins is kept for it, `RECENT`); when the
+worker hands over the job as its completion left it (committed, read back in the
+completion's transaction) and it has finished, the reader answers with it and reads
+nothing. With those signals (`notified`) the reads are only the fallback for outcomes
+recorded by other processes, so they begin at `longest_poll` instead of `FIRST_POLL`:
+reading a job every few milliseconds while it runs cost more than the rest of the call.
+Waiters on the same job share one reader, so a burst of identical calls (a double click,
+an SDK's retries) costs one read per interval, not one per caller; the reader stops when
+its last waiter leaves.
 """
 
 from __future__ import annotations
@@ -31,8 +33,10 @@ FIRST_POLL = 0.002  # seconds: a fast provider has answered within a few millise
 GROWTH = 1.5
 LONGEST_POLL = 0.1
 RECENT = 1024
-"""Finished jobs handed over while nobody waited yet (the call's start runs before its
-wait begins, so a fast provider can finish first) are kept for their wait, this many."""
+"""The jobs whose outcomes were reported lately, this many, each with its finished job
+once known: a wait that begins after its job's report (the call's start runs before its
+wait begins, so a fast provider can finish first; the second of a double click comes
+after the first took its answer) is answered, or reads, at once."""
 
 
 @dataclass
@@ -54,16 +58,16 @@ class JobWatch:
     notified: bool = False  # an in-process worker reports outcomes (`outcome_recorded`)
     longest_poll: float = LONGEST_POLL  # seconds between a reader's reads, at most
     _readers: dict[int, _Reader] = field(default_factory=dict)
-    _recent: OrderedDict[int, Job] = field(default_factory=OrderedDict)
+    _recent: OrderedDict[int, Job | None] = field(default_factory=OrderedDict)
     _loop: asyncio.AbstractEventLoop | None = None
 
     def outcome_recorded(self, job_id: int, job: Job | None = None) -> None:
         """A worker thread recorded an outcome of job `job_id` (and, when known, `job` as
-        that outcome left it): wake its reader, if any (a `Worker.outcome_listeners`
-        entry; safe from any thread)."""
+        that outcome left it): wake its reader, if any, and keep the report for the waits
+        that begin after it (a `Worker.outcome_listeners` entry; safe from any thread)."""
         loop = self._loop
         finished = job is not None and job.id == job_id and job.status in FINISHED_JOB_STATES
-        if loop is not None and (finished or job_id in self._readers):
+        if loop is not None:
             loop.call_soon_threadsafe(self._wake, job_id, job if finished else None)
 
     def listen(self) -> None:
@@ -73,14 +77,19 @@ class JobWatch:
         self._loop = asyncio.get_running_loop()
 
     def _wake(self, job_id: int, job: Job | None = None) -> None:
+        self._keep(job_id, job)
         reader = self._readers.get(job_id)
         if reader is not None:
             reader.delivered = job or reader.delivered
             reader.woken.set()
-        elif job is not None:
-            self._recent[job_id] = job
-            while len(self._recent) > RECENT:
-                self._recent.popitem(last=False)
+
+    def _keep(self, job_id: int, job: Job | None) -> None:
+        """Remember that job `job_id` had an outcome (`job`: finished as it left it, which
+        stays so: a finished job never changes), for `RECENT` jobs."""
+        self._recent[job_id] = job or self._recent.get(job_id)
+        self._recent.move_to_end(job_id)
+        while len(self._recent) > RECENT:
+            self._recent.popitem(last=False)
 
     async def wait(self, job: Job, timeout: float) -> Job:
         """The job once it has finished, or its latest read when `timeout` seconds pass
@@ -88,12 +97,14 @@ class JobWatch:
         if job.status in FINISHED_JOB_STATES or timeout <= 0:
             return job
         self.listen()
-        recent = self._recent.pop(job.id, None)
-        if recent is not None:
-            return recent
+        finished = self._recent.get(job.id)
+        if finished is not None:
+            return finished
         reader = self._readers.get(job.id)
         if reader is None or reader.task.done():
             woken = asyncio.Event()
+            if job.id in self._recent:  # an outcome came before this wait: read it now
+                woken.set()
             task = asyncio.get_running_loop().create_task(self._read(job.id, woken))
             reader = _Reader(task=task, woken=woken, latest=job)
             self._readers[job.id] = reader
@@ -124,5 +135,6 @@ class JobWatch:
             if reader is not None:
                 reader.latest = job
             if job.status in FINISHED_JOB_STATES:
+                self._keep(job_id, job)
                 return job
             delay = min(delay * GROWTH, self.longest_poll)
