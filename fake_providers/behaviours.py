@@ -202,9 +202,9 @@ BEHAVIOURS: Mapping[BehaviourName, BehaviourSpec] = {
         "JSON error body in the API's shape: a bad key (401; OpenAI's echoes the key "
         "shortened), no access (403), an unknown "
         "model (404), a slow upload (408), a conflict (409), a body too large (413), an "
-        "unprocessable one (422), another 4xx or 5xx",
+        "unprocessable one (422), another 4xx or 5xx; `message` for other words",
         bills=False,
-        params=frozenset({"status"}) | _LATENCY,
+        params=frozenset({"status", "message"}) | _LATENCY,
     ),
     BehaviourName.GATEWAY_ERROR: BehaviourSpec(
         summary="an intermediary in front of the provider answers instead (a load balancer, "
@@ -280,6 +280,8 @@ TRICKLE_LIMIT = 600.0
 DEFAULT_TRICKLE_INTERVAL = 1.0
 
 DEFAULT_RETRY_AFTER = 1.0
+MESSAGE_LIMIT = 1000
+"""The longest `message` an `http_error` takes: a provider's error words, not a body."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -310,6 +312,9 @@ class Behaviour:
     # malformed_body only: JSON of the wrong shape (fake_providers.misshapen.SHAPES)
     # instead of a body that is not JSON
     shape: str | None = None
+    # http_error only: the error body's message instead of the API's own words for the
+    # status (a refusal whose words say one thing and whose status another)
+    message: str | None = None
 
     def __post_init__(self) -> None:
         # Accept plain strings from Python callers; validate like the control API does.
@@ -458,6 +463,10 @@ def _check_types(b: Behaviour) -> None:
         raise InvalidInput("named", "must be true or false")
     if b.content is not None and not isinstance(b.content, str):
         raise InvalidInput("content", "must be a string")
+    if b.message is not None and (
+        not isinstance(b.message, str) or not 0 < len(b.message) <= MESSAGE_LIMIT
+    ):
+        raise InvalidInput("message", f"must be a string of 1 to {MESSAGE_LIMIT} characters")
     if b.shape is not None and b.shape not in SHAPES:
         raise InvalidInput("shape", f"must be one of {', '.join(SHAPES)}")
 

@@ -605,6 +605,7 @@ def _http_error(ctx: _Context) -> Plan:
             f"Incorrect API key provided: {ctx.req.key_shown}. You can find your API key "
             "at https://platform.openai.com/account/api-keys."
         )
+    message = ctx.behaviour.message or message
     kind = ErrorKind.SERVER_ERROR if server else ErrorKind.INVALID_REQUEST
     base = ctx.dialect.error(kind, ctx.ids.request_id, message=message)
     if ctx.dialect.api is Api.ANTHROPIC:

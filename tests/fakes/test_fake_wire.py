@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
-from fake_providers import Behaviour, VirtualTime
+from fake_providers import Behaviour, InvalidInput, VirtualTime
 from harness.formats.sse import parse_events
 
 ANTHROPIC_HEADERS = {"anthropic-version": "2023-06-01", "x-api-key": "sk-ant-test"}
@@ -428,3 +428,31 @@ def test_latency_runs_on_the_injected_clock(fakes) -> None:
     assert fakes.time.now() - start == pytest.approx(30.0)
     (entry,) = fakes.ledger.entries()
     assert entry.completes_at == pytest.approx(entry.received_at + 30.0)
+
+
+def test_an_http_error_says_the_scripted_message_under_its_status(target) -> None:
+    """`message` replaces the API's own words for the status, in each API's error body;
+    the status stays the scripted one."""
+    words = "prompt is too long: 200001 tokens > 200000 maximum"
+    model = "fake/http_error?status=413&message=" + words.replace(" ", "+").replace(">", "%3E")
+    openai = chat(target, openai_body(model=model))
+    assert openai.status_code == 413 and openai.json()["error"]["message"] == words
+    anthropic = messages(target, anthropic_body(model=model))
+    assert anthropic.status_code == 413 and anthropic.json()["error"]["message"] == words
+    plain = messages(target, anthropic_body(model="fake/http_error?status=413"))
+    assert plain.json()["error"]["message"] != words
+
+
+@pytest.mark.parametrize(
+    ("params", "why"),
+    [
+        ({"behaviour": "http_error", "message": ""}, "1 to 1000"),
+        ({"behaviour": "http_error", "message": "x" * 1001}, "1 to 1000"),
+        ({"behaviour": "http_error", "message": 7}, "1 to 1000"),
+        ({"behaviour": "success", "message": "hi"}, "message"),
+    ],
+)
+def test_a_bad_message_is_refused_naming_it(params: dict[str, Any], why: str) -> None:
+    with pytest.raises(InvalidInput) as caught:
+        Behaviour.parse(params)
+    assert caught.value.field.endswith("message") and why in str(caught.value)
