@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from harness.api.faces.gateway import UNSUPPORTED
+from harness.api.faces.errors import UNSUPPORTED
 from harness.api.problems import INVALID_BODY, HttpProblem
 
 

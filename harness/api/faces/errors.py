@@ -3,7 +3,7 @@ for the real API (the SDKs pick the class by status: 400 BadRequestError, 401
 AuthenticationError, 404 NotFoundError, 409 ConflictError, 5xx InternalServerError).
 
 Every refusal below a face is an `HttpProblem` (the API's catalogue, plus the gateway's
-own types in `harness.api.faces.gateway`) or a `HarnessError` (mapped by the API's one
+own types, below) or a `HarnessError` (mapped by the API's one
 table, `harness.api.problems.problem_for`). One table (`ANSWERS`) says, per problem type,
 the status and each API's error `type`; an API's `ErrorTable` (`OPENAI`, `ANTHROPIC`)
 reads its column, renders the body in its shape, and names the model documenting it.
@@ -36,11 +36,17 @@ from harness.api.problems import (
     NOT_FOUND,
     UNSUPPORTED_MEDIA_TYPE,
     HttpProblem,
+    ProblemType,
     problem_for,
 )
 from harness.errors import HarnessError
 
-FINAL = frozenset({"idempotency-key-reused", "job-failed", "job-cancelled"})
+UNKNOWN_MODEL = ProblemType(404, "unknown-model", "Unknown model")
+UNSUPPORTED = ProblemType(400, "unsupported", "Unsupported by this gateway")
+JOB_FAILED = ProblemType(502, "job-failed", "Every provider of the route failed")
+JOB_CANCELLED = ProblemType(409, "job-cancelled", "The job was cancelled")
+"""The gateway's own problem types, beside the API's catalogue."""
+FINAL = frozenset({"idempotency-key-reused", JOB_FAILED.slug, JOB_CANCELLED.slug})
 """Problem types a retry cannot change: answered with `x-should-retry: false`."""
 SERVER_ERROR = "api_error"
 """The error type of a server error (5xx) in both APIs' documentation."""
@@ -63,10 +69,10 @@ class Answer(NamedTuple):
 
 ANSWERS: Mapping[str | int, Answer] = {
     "unauthorized": Answer(401, CLIENT_ERROR, "authentication_error"),
-    "unknown-model": Answer(404, CLIENT_ERROR, "not_found_error"),
+    UNKNOWN_MODEL.slug: Answer(UNKNOWN_MODEL.status, CLIENT_ERROR, "not_found_error"),
     "idempotency-key-reused": Answer(409, CLIENT_ERROR, CLIENT_ERROR),
-    "job-cancelled": Answer(409, CLIENT_ERROR, CLIENT_ERROR),
-    "job-failed": Answer(502, SERVER_ERROR, SERVER_ERROR),
+    JOB_CANCELLED.slug: Answer(JOB_CANCELLED.status, CLIENT_ERROR, CLIENT_ERROR),
+    JOB_FAILED.slug: Answer(JOB_FAILED.status, SERVER_ERROR, SERVER_ERROR),
     "no-worker": Answer(503, SERVER_ERROR, "overloaded_error"),
     413: Answer(413, CLIENT_ERROR, "request_too_large"),
     400: Answer(400, CLIENT_ERROR, CLIENT_ERROR),

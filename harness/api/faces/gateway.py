@@ -36,8 +36,9 @@ from starlette.concurrency import run_in_threadpool
 
 from harness.api.deps import ApiState, authorise, bearer_token
 from harness.api.faces import sse
+from harness.api.faces.errors import JOB_CANCELLED, JOB_FAILED, UNKNOWN_MODEL
 from harness.api.faces.waiting import JobWatch
-from harness.api.problems import INVALID_BODY, MALFORMED_KEY, HttpProblem, ProblemType
+from harness.api.problems import INVALID_BODY, MALFORMED_KEY, HttpProblem
 from harness.api.reading import one_idempotency_key
 from harness.config import MAX_GATEWAY_WAIT, Route
 from harness.core.models import Intent, Job, Policy
@@ -55,11 +56,6 @@ RETRY_WINDOW = 900.0
 longer than the SDKs' default timeout (600 s) plus their back-off."""
 METADATA_KEY = "idempotency_key"
 """The metadata member that may carry the key when a client cannot set headers."""
-
-UNKNOWN_MODEL = ProblemType(404, "unknown-model", "Unknown model")
-UNSUPPORTED = ProblemType(400, "unsupported", "Unsupported by this gateway")
-JOB_FAILED = ProblemType(502, "job-failed", "Every provider of the route failed")
-JOB_CANCELLED = ProblemType(409, "job-cancelled", "The job was cancelled")
 
 _WAIT = re.compile(r"(?:^|[,;\s])wait\s*=\s*\"?([0-9]{1,6}(?:\.[0-9]{1,6})?)\"?", re.IGNORECASE)
 
