@@ -289,6 +289,16 @@ def _billed_work_given_up() -> dict:
     return data
 
 
+def _lookup_denies_the_call() -> dict:
+    """The fake received a#1 at 0; a lookup at 0.5 says it never heard of it."""
+    data = _won_once()
+    data["operations"] = [call(0, 0, "a#1", "invoke"), call(2, 1, "a#1")]
+    looked = op(1, 0.5, "w1", "ok", "lookup", attempt="a#1", provider="primary")
+    data["operations"].insert(1, looked | {"found": False, "finished": False})
+    data["ledger"] = [_exchange("success", 200, latency=1.0)]
+    return data
+
+
 EXHIBITS: tuple[HistoryExhibit, ...] = (
     HistoryExhibit("one job won once", None, (), _won_once()),
     HistoryExhibit("a conflict with no other intent", "keys", ("I2",), _conflict_out_of_nowhere()),
@@ -311,6 +321,12 @@ EXHIBITS: tuple[HistoryExhibit, ...] = (
     ),
     HistoryExhibit(
         "billed work resolved as never done", "ground", ("I8",), _billed_work_given_up()
+    ),
+    HistoryExhibit(
+        "a lookup that never heard of a received call",
+        "ground",
+        ("I4",),
+        _lookup_denies_the_call(),
     ),
     HistoryExhibit("a job won twice", "winners", ("I5", "I5", "I11"), _two_winners()),
     HistoryExhibit("a live call aborted", "winners", ("I5",), _live_call_aborted()),
@@ -377,6 +393,7 @@ _LENIENT: tuple[tuple[str, str, str, str, str], ...] = (
     ("ground_end", "ground", "I8", "_ended_after_the_exchange", "an end before the exchange's"),
     ("ground_result", "ground", "I5", "_winner_text_as_sent", "a result nobody sent is accepted"),
     ("ground_lookup", "ground", "I8", "_resolved_as_sent", "a resolution the ledger belies"),
+    ("ground_known", "ground", "I4", "_lookups_as_received", "a lookup the ledger belies"),
     ("winners", "winners", "I5", "_one_winner", "more than one win is accepted"),
     ("winners_abort", "winners", "I5", "_aborted_when_lost", "a live call's abort is accepted"),
     ("intents", "intents", "I8", "_prompt_sent", "the prompt sent is never compared"),
@@ -394,6 +411,7 @@ _STORY_OF: Mapping[str, str] = {
     "ground_end": "a failure recorded before its exchange ended",
     "ground_result": "a result the winner's provider never sent",
     "ground_lookup": "billed work resolved as never done",
+    "ground_known": "a lookup that never heard of a received call",
     "winners_abort": "a live call aborted",
 }
 """A family with several rules under mutation: each rule's exhibit (else the family's one)."""

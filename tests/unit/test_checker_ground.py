@@ -435,3 +435,40 @@ def test_a_call_the_harness_aborted_is_not_judged_by_the_fakes_ending() -> None:
     assert "makes a#1's call executed" in finding.message
     data["events"].insert(1, ev(0.5, "attempt_call_aborted", "a#1"))
     assert ground(data) == []
+
+
+def looked_up(at: float, known: bool, finished: bool, execution: dict | None = None) -> dict:
+    """Job a's a#1 looked up at `at` (the answer: `known`, `finished`), its one exchange
+    in the ledger as `execution` says (None: the fake never received it)."""
+    lookup = {"t": at, "i": 0, "process": "w1", "type": "ok", "op": "lookup"}
+    lookup |= {"attempt": "a#1", "provider": "primary", "found": known, "finished": finished}
+    data = history([], operations=[lookup])
+    data["ledger"] = [exchange("hang", None) | execution] if execution is not None else []
+    return data
+
+
+def lookup_findings(data: dict) -> list[str]:
+    return [f.message for f in found(data, "I4") if "the lookup of a#1" in f.message]
+
+
+RUNNING = {"t": 0, "ended": None, "finished": False}
+DONE = {"t": 0, "ended": 3.0, "finished": True}
+
+
+def test_a_lookup_says_what_the_ledger_held_of_the_call_then() -> None:
+    assert lookup_findings(looked_up(5, True, False, RUNNING)) == []
+    assert lookup_findings(looked_up(5, True, True, DONE)) == []
+    assert lookup_findings(looked_up(2, True, False, DONE)) == []  # asked before the end
+    assert lookup_findings(looked_up(5, False, False)) == []  # never sent
+    assert lookup_findings(looked_up(0, False, False, RUNNING)) == []  # the same instant
+
+
+def test_a_lookup_the_ledger_belies_is_found() -> None:
+    wrong = {
+        "knew a call never received": looked_up(5, True, False),
+        "did not know a call received": looked_up(5, False, False, RUNNING),
+        "finished before the fake ended it": looked_up(5, True, True, RUNNING),
+        "unfinished after the fake ended it": looked_up(5, True, False, DONE),
+    }
+    for why, data in wrong.items():
+        assert len(lookup_findings(data)) == 1, why

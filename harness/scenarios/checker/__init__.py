@@ -85,7 +85,8 @@ and status an HTTP error names (any other status recorded, as sent) and a 429's
 Retry-After as sent (I4, I8), on the event and the settled row, a call aborted once at
 most (I8), and a resolution by the call's late answer or by the provider's
 lookup as the fake's ending and work make it (a lookup's `failed` for billed work would
-run it again: I8); the attempt started no later than its request was received, and
+run it again: I8), and what a lookup says (the call known, finished) as the ledger held
+it then (I4); the attempt started no later than its request was received, and
 its record of the answer is no earlier than the exchange ended (I8); the error text
 names the status the fake sent (and its message, where the ledger keeps it), the
 bytes received it records are the bytes its caller read (where the ledger counts them:
@@ -120,6 +121,7 @@ from harness.scenarios.checker.ground import (
     _ended_after_the_exchange,
     _error_as_sent,
     _evidence_as_read,
+    _lookups_as_received,
     _no_socket_in_process,
     _recorded_as_sent,
     _resolved_as_sent,
@@ -228,6 +230,7 @@ HISTORY_CHECKS: tuple[Check, ...] = (
     _named_by_status,
     _recorded_as_sent,
     _resolved_as_sent,
+    _lookups_as_received,
     _error_as_sent,
     _evidence_as_read,
     _no_socket_in_process,
