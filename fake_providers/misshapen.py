@@ -184,6 +184,12 @@ STREAM: Mapping[str, Mapping[Api, Callable[[Answer], bytes]]] = {
         Api.OPENAI: lambda body: sse(_chunk(body, " more")),
         Api.ANTHROPIC: lambda body: _block_delta(" more", index=0),
     },
+    # a number where a list or an object belongs: Chat Completions' `choices`, Messages'
+    # delta
+    "number_delta": {
+        Api.OPENAI: lambda body: sse({**_chunk(body, {}), "choices": 7}),
+        Api.ANTHROPIC: lambda body: _block_delta(7, index=0),
+    },
 }
 
 SHAPES = (*WHOLE, *STREAM)

@@ -91,6 +91,10 @@ STREAM = {
         lambda d: isinstance(d["choices"][0]["delta"], str),
         lambda d: isinstance(d["delta"], str),
     ),
+    "number_delta": (
+        lambda d: d["choices"] == 7,
+        lambda d: d["delta"] == 7,
+    ),
 }
 
 
