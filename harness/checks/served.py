@@ -80,7 +80,7 @@ from harness.checks.served_keys import ECHOED as ECHOED_ANSWER
 from harness.checks.served_keys import PREFIX, judge_key_echo, judge_key_kept, masked, with_key
 from harness.checks.served_logs import captured
 from harness.checks.served_restart import seed_dead_service
-from harness.checks.served_rounds import judge_rounds
+from harness.checks.served_rounds import judge_rounds, judge_timers_wait
 from harness.scenarios.checker import Finding
 
 STORY = "served"
@@ -360,6 +360,7 @@ class Stage:
     token: str
     database_file: Path
     logs: list[str]
+    started: float = 0.0  # the service's start (perf_counter)
 
 
 def canary_key() -> str:
@@ -448,8 +449,9 @@ def _stage(
     settings = load_config(config_file, environ={})
     database_file = where / "served.sqlite3"
     seed_dead_service(settings, f"sqlite:///{database_file}", owner=OWNER, jobs=jobs)
+    started = time.perf_counter()
     service, history, api = _serve(settings, database_file)
-    return Stage(key, fakes, tap, service, history, api, token, database_file, logs)
+    return Stage(key, fakes, tap, service, history, api, token, database_file, logs, started)
 
 
 def _serve(settings: Any, database_file: Path) -> tuple[Any, Any, Any]:
@@ -513,6 +515,8 @@ def _close(stage: Stage, result: ServedResult) -> None:
     if not stage.service.worker.stop(wait=ROUND_END):
         result.failures.append(f"the worker's round did not end within {ROUND_END:g} s")
     stage.api.stop()
+    timers = stage.service.scheduler._thread
+    judge_timers_wait(timers, time.perf_counter() - stage.started, result)
     heard = len(stage.logs)
     stage.service.close()
     said = [line for line in stage.logs[heard:] if line.startswith(SERVICE_WARNINGS)]

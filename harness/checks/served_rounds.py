@@ -143,3 +143,26 @@ def _record_problems(record: dict[str, Any], worker: str) -> list[str]:
     if all(n == 0 for n in counts.values()):
         return [f"{said} is for a round that did nothing: such a round is not logged"]
     return []
+
+
+TIMER_SHARE = 0.05
+"""The most of its life the worker's timer thread may spend on a CPU: it sleeps until its
+next timer is due (8 ms in a 14 s story, here). One that polls instead spins whenever
+it holds a timer: a fifth of the story on a loaded machine (load 5 on 2 cores), more
+when idle."""
+
+
+def judge_timers_wait(thread: Any, seconds: float, result: Any) -> None:
+    """The worker's timer thread (`thread`, alive for `seconds`) waited for its timers
+    rather than polling for them, by its own CPU clock (where the platform has one)."""
+    clock = getattr(time, "pthread_getcpuclockid", None)
+    if clock is None or thread.ident is None or not thread.is_alive():
+        result.notes.append("the timer thread's CPU time is not readable here: not judged")
+        return
+    used = time.clock_gettime(clock(thread.ident))
+    result.notes.append(f"the timer thread used {used:.3f} s of CPU in {seconds:.1f} s")
+    if used > TIMER_SHARE * seconds:
+        result.failures.append(
+            f"the worker's timer thread used {used:.2f} s of CPU in its {seconds:.1f} s: "
+            "it polls for its timers instead of sleeping until the next is due"
+        )

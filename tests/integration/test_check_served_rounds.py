@@ -6,6 +6,7 @@ counts; and when no round aborts a call whose job was cancelled elsewhere."""
 
 from __future__ import annotations
 
+import ast
 import logging
 
 import pytest
@@ -24,10 +25,13 @@ def failed_with(result: ServedResult, words: str) -> None:
 def test_the_rounds_logged_agree_with_the_history() -> None:
     result = play_served()
     assert result.passed, "\n".join(served_line(result))
-    summed = [n for n in result.notes if n.startswith("worker rounds logged")]
-    assert summed and "'reconcile': 2" in summed[0], result.notes  # lost, and the dead's call
-    assert "'claim': 1" in summed[0] and "'sweep': 1" in summed[0], result.notes
-    assert "'abort_lost_calls': 1" in summed[0], result.notes  # the cancelled job's call
+    (line,) = [n for n in result.notes if n.startswith("worker rounds logged")]
+    summed = ast.literal_eval(line.split("counts summed: ", 1)[1])
+    assert summed["reconcile"] == 2, line  # the lost call, and the dead service's
+    assert summed["abort_lost_calls"] == 1, line  # the cancelled job's call
+    # bounds, as the judge reads them: a round between a create and its start claims that
+    # job too (a loaded machine), and the sweep also counts stranded jobs it moved on
+    assert summed["claim"] >= 1 and summed["sweep"] >= 1, line
 
 
 def test_a_resolution_counted_twice_fails_it(monkeypatch: pytest.MonkeyPatch) -> None:
