@@ -41,11 +41,11 @@ from harness.api.problems import (
 )
 from harness.errors import HarnessError
 
+# The gateway's own problem types, beside the API's catalogue.
 UNKNOWN_MODEL = ProblemType(404, "unknown-model", "Unknown model")
 UNSUPPORTED = ProblemType(400, "unsupported", "Unsupported by this gateway")
 JOB_FAILED = ProblemType(502, "job-failed", "Every provider of the route failed")
 JOB_CANCELLED = ProblemType(409, "job-cancelled", "The job was cancelled")
-"""The gateway's own problem types, beside the API's catalogue."""
 FINAL = frozenset({"idempotency-key-reused", JOB_FAILED.slug, JOB_CANCELLED.slug})
 """Problem types a retry cannot change: answered with `x-should-retry: false`."""
 SERVER_ERROR = "api_error"

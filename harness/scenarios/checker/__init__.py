@@ -80,18 +80,18 @@ the closest one and says which in its message):
 *Ground truth* (`ground`): what each attempt records of its provider call is judged
 against the exchange the fakes' ledger recorded for it, by the checker's own table
 (`oracle`), never by what the adapter or the engine said: the kind the fake's ending
-makes the call (a reset before the head is unknown, never failed; I4, I5), the cause
-and status an HTTP error names (any other status recorded, as sent) and a 429's
-Retry-After as sent (I4, I8), on the event and the settled row, a call aborted once at
-most (I8), and a resolution by the call's late answer or by the provider's
-lookup as the fake's ending and work make it (a lookup's `failed` for billed work would
-run it again: I8), and what a lookup says (the call known, finished) as the ledger held
-it then (I4); the attempt started no later than its request was received, and
-its record of the answer is no earlier than the exchange ended (I8); the error text
-names the status the fake sent (and its message, where the ledger keeps it), the
-bytes received it records are the bytes its caller read (where the ledger counts them:
-the in-process fakes), and no recorded text carries a credential (I4); a job won by
-its winner's own answer holds what the fake delivered (I5).
+makes the call (a reset before the head is unknown, never failed; I4, I5), the cause and
+status an HTTP error names (any other status recorded, as sent) and a 429's Retry-After
+as sent (I4, I8), on the event and the settled row, a call aborted once at most (I8),
+and a resolution by the call's late answer or by the provider's lookup as the fake's
+ending and work make it (a lookup's `failed` for billed work would run it again: I8),
+and a lookup knowing a call as the ledger held it then (known only if received, and
+whenever received before: I4); the attempt started no later than its request was
+received, and its record of the answer is no earlier than the exchange ended (I8); the
+error text names the status the fake sent (and its message, where the ledger keeps it),
+the bytes received it records are the bytes its caller read (where the ledger counts
+them: the in-process fakes), and no recorded text carries a credential (I4); a job won
+by its winner's own answer holds what the fake delivered (I5).
 
 *The second observer* (`observers`): each job as its owner reads it through the HTTP API
 (status, version, winner, attempts, events in order) is the job the engine recorded

@@ -601,46 +601,31 @@ def _resolution_problem(x: Exchange, reason: str, outcome: Any) -> tuple[str, bo
 
 
 def _lookups_as_received(history: Mapping[str, Any]) -> Iterator[Finding]:
-    """I4, *ground truth* of a lookup: what a provider's lookup says of an attempt's call
-    is what the fake's ledger holds of it at that moment. It knows the call (`found`)
-    only if the fake received it, and knows it whenever the fake received it before;
-    it says the call `finished` only when the fake had ended it, and says so when it had
-    ended it with its work done before. Lookups the history does not record say nothing."""
+    """I4, *ground truth* of a lookup: a provider's lookup knows an attempt's call
+    (`found`) only if the fake received it, and knows it whenever the fake received it
+    before the lookup. Whether it says the call `finished` is not judged here: the ledger
+    keeps when the exchange ended, not when the work was done (a cut stream's work goes
+    on after its end), and a resolution by the lookup is judged by `_resolved_as_sent`.
+    Lookups the history does not record say nothing."""
     received: dict[Any, list[Entry]] = defaultdict(list)
     for execution in history.get("ledger", ()):
         received[execution.get("attempt")].append(execution)
     for op in history.get("operations", ()):
         if op.get("op") != "lookup" or op.get("type") != "ok" or "found" not in op:
             continue
-        runs = received.get(op.get("attempt"), [])
-        problem = _lookup_problem(op, runs, _t(op))
+        runs, at = received.get(op.get("attempt"), []), _t(op)
+        before = [x for x in runs if _t(x) < at - EPSILON]
+        problem = None
+        if op["found"] is True and not runs:
+            problem = "it knew the call, yet the fake never received it"
+        elif op["found"] is False and before:
+            problem = f"it did not know the call, yet the fake received it at t={_t(before[0]):g}"
         if problem is not None:
             label = str(op.get("attempt"))
             yield Finding(
                 "I4",
                 label.split("#")[0],
-                f"ground truth: the lookup of {label} at {op.get('provider')} at "
-                f"t={_t(op):g}: {problem}",
+                f"ground truth: the lookup of {label} at {op.get('provider')} at t={at:g}: "
+                f"{problem}",
                 (op, *runs),
             )
-
-
-def _lookup_problem(op: Entry, runs: list[Entry], at: float) -> str | None:
-    """What the lookup `op` at `at` says that the ledger's `runs` of its call belie."""
-    before = [x for x in runs if _t(x) < at - EPSILON]
-    done = [x for x in before if x.get("finished") is True and _ended_by(x, at - EPSILON)]
-    if op["found"] is True and not runs:
-        return "it knew the call, yet the fake never received it"
-    if op["found"] is False and before:
-        return f"it did not know the call, yet the fake received it at t={_t(before[0]):g}"
-    if op.get("finished") is True and not any(_ended_by(x, at + EPSILON) for x in runs):
-        return "it said the call finished, yet the fake had not ended it"
-    if op.get("finished") is False and done:
-        ended = done[0]["ended"]
-        return f"it said the call had not finished, yet the fake ended it at t={ended:g}"
-    return None
-
-
-def _ended_by(execution: Entry, at: float) -> bool:
-    end = execution.get("ended")
-    return isinstance(end, int | float) and end <= at
