@@ -360,7 +360,7 @@ class Stage:
     token: str
     database_file: Path
     logs: list[str]
-    started: float = 0.0  # the service's start (perf_counter)
+    started: float  # when the service was built (perf_counter): the timer thread's life
 
 
 def canary_key() -> str:
